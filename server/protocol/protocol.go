@@ -1,0 +1,153 @@
+// Package protocol holds one pure verification function per webhook provider protocol and the
+// table that registers them. Nothing here does I/O or reads the clock: the request, the
+// candidate secrets, the time and the tolerance are all inputs.
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Header is one HTTP header line as received.
+type Header struct {
+	Name  string
+	Value string
+}
+
+// Headers is the ordered list of a request's headers, repeated names kept.
+type Headers []Header
+
+// Get returns the first value of the named header (case-insensitive) and whether it exists.
+func (h Headers) Get(name string) (string, bool) {
+	for _, f := range h {
+		if strings.EqualFold(f.Name, name) {
+			return f.Value, true
+		}
+	}
+	return "", false
+}
+
+// Values returns every value of the named header (case-insensitive), in order.
+func (h Headers) Values(name string) []string {
+	var out []string
+	for _, f := range h {
+		if strings.EqualFold(f.Name, name) {
+			out = append(out, f.Value)
+		}
+	}
+	return out
+}
+
+// Request is the provider's HTTP request exactly as received.
+type Request struct {
+	Method  string
+	URL     string
+	Headers Headers
+	Body    []byte
+}
+
+// Key is one candidate signing key: its stored id and its decoded key bytes.
+type Key struct {
+	ID       string
+	Material []byte
+}
+
+// Params are the verification settings that are not part of the request.
+type Params struct {
+	// Now is the verifier's clock reading.
+	Now time.Time
+	// Tolerance is how far a signed timestamp may be from Now in either direction.
+	Tolerance time.Duration
+	// Options are the endpoint's protocol options.
+	Options map[string]string
+}
+
+// Result is what a successful verification establishes.
+type Result struct {
+	// KeyID is the id of the key whose signature matched.
+	KeyID string
+	// EventID is the provider's stable event identity.
+	EventID string
+}
+
+// SignInput is what Sign needs to produce a delivery the way the provider would.
+type SignInput struct {
+	Body      []byte
+	EventID   string
+	Timestamp time.Time
+	Method    string
+	URL       string
+}
+
+// Protocol describes and implements one provider protocol.
+type Protocol struct {
+	// Name is the lowercase name endpoints refer to.
+	Name        string
+	DisplayName string
+	// SignatureScheme describes the scheme in a short phrase for ListProviders.
+	SignatureScheme string
+	// SignsTimestamp says whether Verify checks a signed timestamp against the tolerance.
+	SignsTimestamp bool
+	// DefaultTolerance applies when the endpoint sets none (zero when SignsTimestamp is false).
+	DefaultTolerance time.Duration
+	// IdentitySource says where the event identity comes from.
+	IdentitySource string
+	// NeedsURL says whether the signature covers the URL.
+	NeedsURL bool
+	DocsURL  string
+
+	// ParseSecret turns a secret as the provider displays it into key bytes. It is called when
+	// a secret is added, so a malformed one is refused then, and again before verification.
+	ParseSecret func(secret string) ([]byte, error)
+	// Verify authenticates req with any of keys and extracts the event identity. It returns a
+	// *Rejection (see errors.go) when the delivery must be rejected.
+	Verify func(req *Request, keys []Key, p Params) (Result, error)
+	// Sign returns the headers the provider would send with in.Body, signed with each of the
+	// secrets (as the provider displays them); used by `hookverify sign`, the demo and tests.
+	Sign func(in SignInput, secrets []string) (Headers, error)
+}
+
+// Registry maps provider names to protocols.
+type Registry struct {
+	byName map[string]*Protocol
+}
+
+// NewRegistry builds a registry from protocols; names must be unique and lowercase.
+func NewRegistry(protocols ...*Protocol) (*Registry, error) {
+	r := &Registry{byName: make(map[string]*Protocol, len(protocols))}
+	for _, p := range protocols {
+		if p.Name == "" || p.Name != strings.ToLower(p.Name) {
+			return nil, fmt.Errorf("protocol name %q must be non-empty lowercase", p.Name)
+		}
+		if _, dup := r.byName[p.Name]; dup {
+			return nil, fmt.Errorf("protocol %q registered twice", p.Name)
+		}
+		if p.ParseSecret == nil || p.Verify == nil || p.Sign == nil {
+			return nil, fmt.Errorf("protocol %q lacks ParseSecret, Verify or Sign", p.Name)
+		}
+		r.byName[p.Name] = p
+	}
+	return r, nil
+}
+
+// Lookup returns the protocol with the name.
+func (r *Registry) Lookup(name string) (*Protocol, bool) {
+	p, ok := r.byName[name]
+	return p, ok
+}
+
+// All returns every protocol ordered by name.
+func (r *Registry) All() []*Protocol {
+	out := make([]*Protocol, 0, len(r.byName))
+	for _, p := range r.byName {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// ErrUnknownProvider is returned for a provider name no protocol has.
+var ErrUnknownProvider = errors.New("unknown provider")

@@ -1,0 +1,18 @@
+package storage
+
+import "errors"
+
+// Sentinel errors every backend returns (wrapped) so callers can decide with errors.Is.
+var (
+	// ErrNotFound: the requested row does not exist.
+	ErrNotFound = errors.New("storage: not found")
+	// ErrAlreadyExists: a row with the same key exists.
+	ErrAlreadyExists = errors.New("storage: already exists")
+	// ErrInvalid: the argument breaks the contract (a required field is empty, say).
+	ErrInvalid = errors.New("storage: invalid argument")
+	// ErrUnavailable: the database could not be reached or a transaction did not commit.
+	// The operation may be retried; nothing was reported as done.
+	ErrUnavailable = errors.New("storage: unavailable")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("storage: closed")
+)

@@ -1,0 +1,152 @@
+// Package storage defines what hookverify needs from a database: endpoints, encrypted secrets,
+// and the transactional claim of an event identity together with its inbox record.
+//
+// Backends (storage/sqlite, storage/crdb) implement Store and must pass the conformance suite in
+// storage/storagetest. Every method is safe for concurrent use. Errors are the sentinels of
+// errors.go, wrapped with context; callers compare with errors.Is.
+package storage
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the whole storage contract. Consumers should declare the narrower interface they use.
+type Store interface {
+	EndpointStore
+	SecretStore
+	ClaimStore
+
+	// Migrate applies every pending schema migration. It is idempotent and safe to run from
+	// several processes at once.
+	Migrate(ctx context.Context) error
+	// Ping reports whether the database answers. It returns ErrUnavailable (wrapped) when not.
+	Ping(ctx context.Context) error
+	// Close releases the store. Every later call returns ErrClosed.
+	Close() error
+}
+
+// EndpointStore keeps endpoint settings.
+type EndpointStore interface {
+	// CreateEndpoint stores a new endpoint. It returns ErrAlreadyExists if the id is taken.
+	// CreatedAt and UpdatedAt are taken from the argument.
+	CreateEndpoint(ctx context.Context, e Endpoint) error
+	// GetEndpoint returns the endpoint with the id, or ErrNotFound.
+	GetEndpoint(ctx context.Context, id string) (Endpoint, error)
+	// ListEndpoints returns every endpoint ordered by id.
+	ListEndpoints(ctx context.Context) ([]Endpoint, error)
+	// UpdateEndpoint replaces every field but ID, Provider and CreatedAt of the stored endpoint
+	// with e's. It returns ErrNotFound if no endpoint has e.ID.
+	UpdateEndpoint(ctx context.Context, e Endpoint) error
+}
+
+// SecretStore keeps signing secrets, sealed: the store never sees plaintext material.
+type SecretStore interface {
+	// AddSecret stores a new secret. It returns ErrNotFound if the endpoint does not exist and
+	// ErrAlreadyExists if the secret id is taken.
+	AddSecret(ctx context.Context, s Secret) error
+	// RotateSecret stores s and, in the same transaction, sets NotAfter to expireAt on every
+	// other secret of s.EndpointID that is not retired and whose NotAfter is unset or later
+	// than expireAt. It returns the secrets it changed, as they are after the change, oldest
+	// first. ErrNotFound if the endpoint does not exist.
+	RotateSecret(ctx context.Context, s Secret, expireAt time.Time) ([]Secret, error)
+	// RetireSecret marks the secret retired at the given time, if it is not retired already,
+	// and returns it as stored. ErrNotFound if no such secret belongs to the endpoint.
+	RetireSecret(ctx context.Context, endpointID, secretID string, at time.Time) (Secret, error)
+	// ListSecrets returns every secret of the endpoint, retired ones included, ordered by
+	// CreatedAt then ID. An unknown endpoint yields an empty list.
+	ListSecrets(ctx context.Context, endpointID string) ([]Secret, error)
+}
+
+// ClaimStore records accepted deliveries.
+type ClaimStore interface {
+	// Claim atomically claims (d.Scope, d.EventID) and stores d as its inbox record, in one
+	// transaction committed before it returns. If the identity was claimed before, nothing is
+	// written and the result describes the first claim (Accepted false). If the outcome of a
+	// commit is ambiguous the backend retries with the same d.InboxID and reports a claim held
+	// by d.InboxID as Accepted. Any failure to commit returns an error wrapping ErrUnavailable;
+	// it never reports Accepted without a commit. ErrInvalid if a required field is empty.
+	Claim(ctx context.Context, d Delivery) (ClaimResult, error)
+	// GetDelivery returns the inbox record with the id, or ErrNotFound.
+	GetDelivery(ctx context.Context, inboxID string) (Delivery, error)
+	// CountDeliveries returns how many inbox records exist for the scope (all scopes if empty).
+	CountDeliveries(ctx context.Context, scope string) (int64, error)
+}
+
+// Endpoint is one place a provider delivers to.
+type Endpoint struct {
+	ID                 string
+	Provider           string
+	TimestampTolerance time.Duration
+	MaxBodyBytes       int64
+	// DedupeScope is never empty once stored: callers fill it with ID by default.
+	DedupeScope string
+	Disabled    bool
+	Options     map[string]string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// Secret is a signing secret with its material sealed by the caller (see server/secretbox).
+type Secret struct {
+	ID         string
+	EndpointID string
+	// KeyID names the master key Sealed was encrypted under.
+	KeyID string
+	// Sealed is the encrypted material; the store treats it as opaque bytes.
+	Sealed    []byte
+	CreatedAt time.Time
+	// Zero NotBefore means valid from CreatedAt; zero NotAfter means no end.
+	NotBefore time.Time
+	NotAfter  time.Time
+	// Zero RetiredAt means not retired.
+	RetiredAt  time.Time
+	LastUsedAt time.Time
+}
+
+// ValidAt reports whether the secret authenticates deliveries at t.
+func (s Secret) ValidAt(t time.Time) bool {
+	if !s.RetiredAt.IsZero() && !t.Before(s.RetiredAt) {
+		return false
+	}
+	if !s.NotBefore.IsZero() && t.Before(s.NotBefore) {
+		return false
+	}
+	if !s.NotAfter.IsZero() && !t.Before(s.NotAfter) {
+		return false
+	}
+	return true
+}
+
+// Header is one HTTP header line as received.
+type Header struct {
+	Name  string
+	Value string
+}
+
+// Delivery is an inbox record: an authenticated delivery, stored byte for byte.
+type Delivery struct {
+	// InboxID is generated by the caller before the claim so that a retried, ambiguous commit
+	// can recognise its own row.
+	InboxID      string
+	Scope        string
+	EventID      string
+	EndpointID   string
+	OperationKey string
+	SecretID     string
+	Method       string
+	URL          string
+	Headers      []Header
+	Body         []byte
+	ReceivedAt   time.Time
+}
+
+// ClaimResult is the outcome of Claim.
+type ClaimResult struct {
+	// Accepted is true when this call made the claim (and stored its delivery).
+	Accepted bool
+	// InboxID, OperationKey and FirstReceivedAt describe the winning claim.
+	InboxID         string
+	OperationKey    string
+	FirstReceivedAt time.Time
+}
