@@ -102,6 +102,9 @@ type Protocol struct {
 	// ParseSecret turns a secret as the provider displays it into key bytes. It is called when
 	// a secret is added, so a malformed one is refused then, and again before verification.
 	ParseSecret func(secret string) ([]byte, error)
+	// ValidateOptions checks an endpoint's options when it is created or updated. Nil means the
+	// protocol takes no options, and any option given is refused.
+	ValidateOptions func(options map[string]string) error
 	// Verify authenticates req with any of keys and extracts the event identity. It returns a
 	// *Rejection (see errors.go) when the delivery must be rejected.
 	Verify func(req *Request, keys []Key, p Params) (Result, error)

@@ -1,0 +1,176 @@
+// Package secretbox seals signing secrets at rest with AES-256-GCM under a master key, so the
+// database only ever holds ciphertext. Each sealed value is bound to its endpoint and secret id
+// (as additional authenticated data), so ciphertext copied onto another row does not open.
+package secretbox
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// KeySize is the master key length in bytes (AES-256).
+const KeySize = 32
+
+// formatVersion prefixes every sealed value so the format can change later.
+const formatVersion byte = 1
+
+// ErrUnknownKey means the sealed value names a master key this keyring does not hold.
+var ErrUnknownKey = errors.New("secretbox: sealed under an unknown master key")
+
+// ErrOpen means the sealed value failed authentication (wrong key, wrong row, or corrupted).
+var ErrOpen = errors.New("secretbox: sealed value does not open")
+
+// Keyring seals with its current master key and opens with any key it holds.
+type Keyring struct {
+	currentID string
+	aeads     map[string]cipher.AEAD
+}
+
+// NewKeyring builds a keyring whose current key is current; older keys (for values sealed
+// before a master-key rotation) may follow.
+func NewKeyring(current []byte, older ...[]byte) (*Keyring, error) {
+	k := &Keyring{aeads: make(map[string]cipher.AEAD)}
+	for i, key := range append([][]byte{current}, older...) {
+		if len(key) != KeySize {
+			return nil, fmt.Errorf("secretbox: master key must be %d bytes, got %d", KeySize, len(key))
+		}
+		block, err := aes.NewCipher(key)
+		if err != nil {
+			return nil, fmt.Errorf("secretbox: %w", err)
+		}
+		aead, err := cipher.NewGCM(block)
+		if err != nil {
+			return nil, fmt.Errorf("secretbox: %w", err)
+		}
+		id := KeyID(key)
+		if i == 0 {
+			k.currentID = id
+		}
+		k.aeads[id] = aead
+	}
+	return k, nil
+}
+
+// KeyID names a master key without revealing it: a truncated SHA-256 under a fixed label.
+// A 256-bit random key cannot be recovered from its hash.
+func KeyID(key []byte) string {
+	sum := sha256.Sum256(append([]byte("hookverify master key id v1\x00"), key...))
+	return "mk_" + hex.EncodeToString(sum[:8])
+}
+
+// CurrentKeyID is the id of the key new values are sealed under.
+func (k *Keyring) CurrentKeyID() string { return k.currentID }
+
+// Seal encrypts plaintext for the given endpoint and secret id.
+func (k *Keyring) Seal(endpointID, secretID string, plaintext []byte) (keyID string, sealed []byte, err error) {
+	aead := k.aeads[k.currentID]
+	nonce := make([]byte, aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return "", nil, fmt.Errorf("secretbox: reading randomness: %w", err)
+	}
+	out := make([]byte, 0, 1+len(nonce)+len(plaintext)+aead.Overhead())
+	out = append(out, formatVersion)
+	out = append(out, nonce...)
+	out = aead.Seal(out, nonce, plaintext, additionalData(endpointID, secretID))
+	return k.currentID, out, nil
+}
+
+// Open decrypts a value sealed by Seal for the same endpoint and secret id.
+func (k *Keyring) Open(keyID, endpointID, secretID string, sealed []byte) ([]byte, error) {
+	aead, ok := k.aeads[keyID]
+	if !ok {
+		return nil, fmt.Errorf("%w (%s)", ErrUnknownKey, keyID)
+	}
+	if len(sealed) < 1+aead.NonceSize()+aead.Overhead() || sealed[0] != formatVersion {
+		return nil, ErrOpen
+	}
+	nonce := sealed[1 : 1+aead.NonceSize()]
+	plain, err := aead.Open(nil, nonce, sealed[1+aead.NonceSize():], additionalData(endpointID, secretID))
+	if err != nil {
+		return nil, ErrOpen
+	}
+	return plain, nil
+}
+
+func additionalData(endpointID, secretID string) []byte {
+	return []byte("hookverify secret v1\x00" + endpointID + "\x00" + secretID)
+}
+
+// ParseKey decodes a master key given as standard base64 of 32 bytes (surrounding white space
+// is ignored). The error never contains the input.
+func ParseKey(encoded string) ([]byte, error) {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(encoded))
+	if err != nil {
+		return nil, errors.New("secretbox: master key is not valid base64")
+	}
+	if len(key) != KeySize {
+		return nil, fmt.Errorf("secretbox: master key must decode to %d bytes, got %d", KeySize, len(key))
+	}
+	return key, nil
+}
+
+// NewKey returns a fresh random master key.
+func NewKey() ([]byte, error) {
+	key := make([]byte, KeySize)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("secretbox: reading randomness: %w", err)
+	}
+	return key, nil
+}
+
+// ReadKeyFile reads a base64 master key from a file.
+func ReadKeyFile(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("secretbox: reading master key file: %w", err)
+	}
+	return ParseKey(string(data))
+}
+
+// LoadOrCreateKeyFile reads the key file at path, or creates it with a new random key and
+// mode 0600 when it does not exist. created reports which happened.
+func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
+	key, err = ReadKeyFile(path)
+	if err == nil {
+		return key, false, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, false, err
+	}
+	if key, err = NewKey(); err != nil {
+		return nil, false, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, false, fmt.Errorf("secretbox: creating key directory: %w", err)
+	}
+	// O_EXCL: if another process created the file meanwhile, read theirs instead of overwriting.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		key, err = ReadKeyFile(path)
+		return key, false, err
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("secretbox: creating master key file: %w", err)
+	}
+	if _, err := f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n"); err != nil {
+		f.Close()
+		return nil, false, fmt.Errorf("secretbox: writing master key file: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, false, fmt.Errorf("secretbox: syncing master key file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, false, fmt.Errorf("secretbox: closing master key file: %w", err)
+	}
+	return key, true, nil
+}
