@@ -1,0 +1,393 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"regexp"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server/protocol"
+	"github.com/hookverify/hookverify/storage"
+)
+
+// maxIDLength bounds endpoint ids and dedupe scopes.
+const maxIDLength = 128
+
+// maxSecretBytes bounds a secret as given; provider secrets are far shorter, public keys too.
+const maxSecretBytes = 8 << 10
+
+// idPattern is what endpoint ids and dedupe scopes may contain: safe in URLs, logs and the
+// operation-key derivation (no NUL, no separators).
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+// CreateEndpoint validates, fills defaults and stores a new endpoint.
+func (s *Server) CreateEndpoint(ctx context.Context, req *hookverifyv1.CreateEndpointRequest) (*hookverifyv1.CreateEndpointResponse, error) {
+	st, err := s.storage()
+	if err != nil {
+		return nil, err
+	}
+	e, err := s.endpointFromProto(req.GetEndpoint())
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	e.CreatedAt, e.UpdatedAt = now, now
+	if err := st.CreateEndpoint(ctx, e); err != nil {
+		if errors.Is(err, storage.ErrAlreadyExists) {
+			return nil, status.Errorf(codes.AlreadyExists, "endpoint %q already exists", e.ID)
+		}
+		return nil, storageStatus(ctx, s.log, "create endpoint", err)
+	}
+	s.log.InfoContext(ctx, "endpoint created", "endpoint", e.ID, "provider", e.Provider)
+	return &hookverifyv1.CreateEndpointResponse{Endpoint: endpointToProto(e)}, nil
+}
+
+// GetEndpoint returns one endpoint.
+func (s *Server) GetEndpoint(ctx context.Context, req *hookverifyv1.GetEndpointRequest) (*hookverifyv1.GetEndpointResponse, error) {
+	e, err := s.loadEndpoint(ctx, req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	return &hookverifyv1.GetEndpointResponse{Endpoint: endpointToProto(e)}, nil
+}
+
+// ListEndpoints returns every endpoint.
+func (s *Server) ListEndpoints(ctx context.Context, _ *hookverifyv1.ListEndpointsRequest) (*hookverifyv1.ListEndpointsResponse, error) {
+	st, err := s.storage()
+	if err != nil {
+		return nil, err
+	}
+	list, err := st.ListEndpoints(ctx)
+	if err != nil {
+		return nil, storageStatus(ctx, s.log, "list endpoints", err)
+	}
+	resp := &hookverifyv1.ListEndpointsResponse{Endpoints: make([]*hookverifyv1.Endpoint, len(list))}
+	for i, e := range list {
+		resp.Endpoints[i] = endpointToProto(e)
+	}
+	return resp, nil
+}
+
+// UpdateEndpoint replaces an endpoint's mutable settings; zero values mean defaults, as at
+// creation.
+func (s *Server) UpdateEndpoint(ctx context.Context, req *hookverifyv1.UpdateEndpointRequest) (*hookverifyv1.UpdateEndpointResponse, error) {
+	current, err := s.loadEndpoint(ctx, req.GetEndpoint().GetId())
+	if err != nil {
+		return nil, err
+	}
+	in := req.GetEndpoint()
+	if in.GetProvider() != "" && in.GetProvider() != current.Provider {
+		return nil, status.Error(codes.InvalidArgument, "provider cannot change; create a new endpoint (and share its dedupe_scope to keep deduplicating)")
+	}
+	withProvider := proto.CloneOf(in)
+	withProvider.Provider = current.Provider
+	e, err := s.endpointFromProto(withProvider)
+	if err != nil {
+		return nil, err
+	}
+	e.CreatedAt, e.UpdatedAt = current.CreatedAt, s.clock()
+	st, _ := s.storage()
+	if err := st.UpdateEndpoint(ctx, e); err != nil {
+		return nil, storageStatus(ctx, s.log, "update endpoint", err)
+	}
+	s.log.InfoContext(ctx, "endpoint updated", "endpoint", e.ID, "disabled", e.Disabled)
+	return &hookverifyv1.UpdateEndpointResponse{Endpoint: endpointToProto(e)}, nil
+}
+
+// AddSecret seals and stores a new secret for an endpoint.
+func (s *Server) AddSecret(ctx context.Context, req *hookverifyv1.AddSecretRequest) (*hookverifyv1.AddSecretResponse, error) {
+	e, err := s.loadEndpoint(ctx, req.GetEndpointId())
+	if err != nil {
+		return nil, err
+	}
+	var notBefore, notAfter time.Time
+	if req.GetNotBefore() != nil {
+		notBefore = req.GetNotBefore().AsTime().UTC().Truncate(time.Microsecond)
+	}
+	if req.GetNotAfter() != nil {
+		notAfter = req.GetNotAfter().AsTime().UTC().Truncate(time.Microsecond)
+	}
+	if !notBefore.IsZero() && !notAfter.IsZero() && !notAfter.After(notBefore) {
+		return nil, status.Error(codes.InvalidArgument, "not_after must be later than not_before")
+	}
+	sec, err := s.sealSecret(e, req.GetSecret())
+	if err != nil {
+		return nil, err
+	}
+	sec.NotBefore, sec.NotAfter = notBefore, notAfter
+	st, _ := s.storage()
+	if err := st.AddSecret(ctx, sec); err != nil {
+		return nil, storageStatus(ctx, s.log, "add secret", err)
+	}
+	s.log.InfoContext(ctx, "secret added", "endpoint", e.ID, "secret_id", sec.ID)
+	return &hookverifyv1.AddSecretResponse{Secret: s.secretInfo(sec)}, nil
+}
+
+// RotateSecret adds a new secret valid at once and ends every earlier one at now + overlap.
+func (s *Server) RotateSecret(ctx context.Context, req *hookverifyv1.RotateSecretRequest) (*hookverifyv1.RotateSecretResponse, error) {
+	e, err := s.loadEndpoint(ctx, req.GetEndpointId())
+	if err != nil {
+		return nil, err
+	}
+	overlap := req.GetOverlap().AsDuration()
+	if req.GetOverlap() != nil && (!req.GetOverlap().IsValid() || overlap < 0) {
+		return nil, status.Error(codes.InvalidArgument, "overlap must be a non-negative duration")
+	}
+	sec, err := s.sealSecret(e, req.GetSecret())
+	if err != nil {
+		return nil, err
+	}
+	st, _ := s.storage()
+	changed, err := st.RotateSecret(ctx, sec, sec.CreatedAt.Add(overlap))
+	if err != nil {
+		return nil, storageStatus(ctx, s.log, "rotate secret", err)
+	}
+	s.log.InfoContext(ctx, "secret rotated", "endpoint", e.ID, "secret_id", sec.ID, "overlap", overlap, "previous", len(changed))
+	resp := &hookverifyv1.RotateSecretResponse{Secret: s.secretInfo(sec)}
+	for _, c := range changed {
+		resp.Previous = append(resp.Previous, s.secretInfo(c))
+	}
+	return resp, nil
+}
+
+// RetireSecret stops a secret now.
+func (s *Server) RetireSecret(ctx context.Context, req *hookverifyv1.RetireSecretRequest) (*hookverifyv1.RetireSecretResponse, error) {
+	st, err := s.storage()
+	if err != nil {
+		return nil, err
+	}
+	if req.GetEndpointId() == "" || req.GetSecretId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "endpoint_id and secret_id are required")
+	}
+	sec, err := st.RetireSecret(ctx, req.GetEndpointId(), req.GetSecretId(), s.clock())
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, status.Errorf(codes.NotFound, "endpoint %q has no secret %q", req.GetEndpointId(), req.GetSecretId())
+	}
+	if err != nil {
+		return nil, storageStatus(ctx, s.log, "retire secret", err)
+	}
+	s.log.InfoContext(ctx, "secret retired", "endpoint", sec.EndpointID, "secret_id", sec.ID)
+	return &hookverifyv1.RetireSecretResponse{Secret: s.secretInfo(sec)}, nil
+}
+
+// ListSecrets lists an endpoint's secrets, metadata only.
+func (s *Server) ListSecrets(ctx context.Context, req *hookverifyv1.ListSecretsRequest) (*hookverifyv1.ListSecretsResponse, error) {
+	if _, err := s.loadEndpoint(ctx, req.GetEndpointId()); err != nil {
+		return nil, err
+	}
+	st, _ := s.storage()
+	list, err := st.ListSecrets(ctx, req.GetEndpointId())
+	if err != nil {
+		return nil, storageStatus(ctx, s.log, "list secrets", err)
+	}
+	resp := &hookverifyv1.ListSecretsResponse{}
+	for _, sec := range list {
+		resp.Secrets = append(resp.Secrets, s.secretInfo(sec))
+	}
+	return resp, nil
+}
+
+// ListProviders describes every registered protocol.
+func (s *Server) ListProviders(context.Context, *hookverifyv1.ListProvidersRequest) (*hookverifyv1.ListProvidersResponse, error) {
+	resp := &hookverifyv1.ListProvidersResponse{}
+	for _, p := range s.protocols.All() {
+		info := &hookverifyv1.ProviderInfo{
+			Name:            p.Name,
+			DisplayName:     p.DisplayName,
+			SignatureScheme: p.SignatureScheme,
+			SignsTimestamp:  p.SignsTimestamp,
+			IdentitySource:  p.IdentitySource,
+			NeedsUrl:        p.NeedsURL,
+			DocsUrl:         p.DocsURL,
+		}
+		if p.SignsTimestamp {
+			info.DefaultTolerance = durationpb.New(defaultTolerance(p))
+		}
+		resp.Providers = append(resp.Providers, info)
+	}
+	return resp, nil
+}
+
+// loadEndpoint fetches an endpoint, mapping absence to NOT_FOUND.
+func (s *Server) loadEndpoint(ctx context.Context, id string) (storage.Endpoint, error) {
+	st, err := s.storage()
+	if err != nil {
+		return storage.Endpoint{}, err
+	}
+	if id == "" {
+		return storage.Endpoint{}, status.Error(codes.InvalidArgument, "endpoint id is required")
+	}
+	e, err := st.GetEndpoint(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.Endpoint{}, status.Errorf(codes.NotFound, "endpoint %q not found", id)
+	}
+	if err != nil {
+		return storage.Endpoint{}, storageStatus(ctx, s.log, "get endpoint", err)
+	}
+	return e, nil
+}
+
+// sealSecret checks a secret against the endpoint's protocol and seals it under a new id.
+// Errors never repeat the secret.
+func (s *Server) sealSecret(e storage.Endpoint, secret string) (storage.Secret, error) {
+	if secret == "" {
+		return storage.Secret{}, status.Error(codes.InvalidArgument, "secret is required")
+	}
+	if len(secret) > maxSecretBytes {
+		return storage.Secret{}, status.Errorf(codes.InvalidArgument, "secret is longer than %d bytes", maxSecretBytes)
+	}
+	prov, ok := s.protocols.Lookup(e.Provider)
+	if !ok {
+		return storage.Secret{}, status.Errorf(codes.FailedPrecondition, "provider %q is not supported by this server", e.Provider)
+	}
+	if _, err := prov.ParseSecret(secret); err != nil {
+		return storage.Secret{}, status.Errorf(codes.InvalidArgument, "secret is not valid for provider %s: %v", e.Provider, err)
+	}
+	id, err := newSecretID()
+	if err != nil {
+		return storage.Secret{}, status.Error(codes.Internal, "cannot generate a secret id")
+	}
+	keyID, sealed, err := s.keyring.Seal(e.ID, id, []byte(secret))
+	if err != nil {
+		return storage.Secret{}, status.Error(codes.Internal, "cannot seal the secret")
+	}
+	return storage.Secret{ID: id, EndpointID: e.ID, KeyID: keyID, Sealed: sealed, CreatedAt: s.clock()}, nil
+}
+
+func newSecretID() (string, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "sec_" + hex.EncodeToString(b[:]), nil
+}
+
+// endpointFromProto validates an endpoint and fills its defaults.
+func (s *Server) endpointFromProto(in *hookverifyv1.Endpoint) (storage.Endpoint, error) {
+	if in == nil {
+		return storage.Endpoint{}, status.Error(codes.InvalidArgument, "endpoint is required")
+	}
+	if !idPattern.MatchString(in.GetId()) {
+		return storage.Endpoint{}, status.Errorf(codes.InvalidArgument, "endpoint id must be 1-%d characters of A-Z a-z 0-9 . _ -", maxIDLength)
+	}
+	prov, ok := s.protocols.Lookup(in.GetProvider())
+	if !ok {
+		return storage.Endpoint{}, status.Errorf(codes.InvalidArgument, "unknown provider %q; ListProviders shows the supported ones", in.GetProvider())
+	}
+	e := storage.Endpoint{
+		ID:           in.GetId(),
+		Provider:     prov.Name,
+		MaxBodyBytes: in.GetMaxBodyBytes(),
+		DedupeScope:  in.GetDedupeScope(),
+		Disabled:     in.GetDisabled(),
+		Options:      in.GetOptions(),
+	}
+	if e.Options == nil {
+		e.Options = map[string]string{}
+	}
+	if tol := in.GetTimestampTolerance(); tol != nil {
+		if !tol.IsValid() || tol.AsDuration() < 0 || tol.AsDuration() > MaxTolerance {
+			return storage.Endpoint{}, status.Errorf(codes.InvalidArgument, "timestamp_tolerance must be between 0 and %s", MaxTolerance)
+		}
+		e.TimestampTolerance = tol.AsDuration()
+	}
+	if e.TimestampTolerance == 0 {
+		e.TimestampTolerance = defaultTolerance(prov)
+	}
+	switch {
+	case e.MaxBodyBytes < 0 || e.MaxBodyBytes > MaxBodyCeiling:
+		return storage.Endpoint{}, status.Errorf(codes.InvalidArgument, "max_body_bytes must be between 0 and %d", MaxBodyCeiling)
+	case e.MaxBodyBytes == 0:
+		e.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if e.DedupeScope == "" {
+		e.DedupeScope = e.ID
+	} else if !idPattern.MatchString(e.DedupeScope) {
+		return storage.Endpoint{}, status.Errorf(codes.InvalidArgument, "dedupe_scope must be 1-%d characters of A-Z a-z 0-9 . _ -", maxIDLength)
+	}
+	if err := validateOptions(prov, e.Options); err != nil {
+		return storage.Endpoint{}, err
+	}
+	return e, nil
+}
+
+func validateOptions(p *protocol.Protocol, options map[string]string) error {
+	if p.ValidateOptions == nil {
+		for k := range options {
+			return status.Errorf(codes.InvalidArgument, "provider %s takes no options (got %q)", p.Name, k)
+		}
+		return nil
+	}
+	if err := p.ValidateOptions(options); err != nil {
+		return status.Errorf(codes.InvalidArgument, "invalid options for provider %s: %v", p.Name, err)
+	}
+	return nil
+}
+
+// defaultTolerance is the tolerance an endpoint of protocol p gets when it sets none. It is
+// stored even for protocols that sign no timestamp, so switching is never surprising.
+func defaultTolerance(p *protocol.Protocol) time.Duration {
+	if p.DefaultTolerance > 0 {
+		return p.DefaultTolerance
+	}
+	return DefaultTolerance
+}
+
+func endpointToProto(e storage.Endpoint) *hookverifyv1.Endpoint {
+	return &hookverifyv1.Endpoint{
+		Id:                 e.ID,
+		Provider:           e.Provider,
+		TimestampTolerance: durationpb.New(e.TimestampTolerance),
+		MaxBodyBytes:       e.MaxBodyBytes,
+		DedupeScope:        e.DedupeScope,
+		Disabled:           e.Disabled,
+		Options:            e.Options,
+		CreateTime:         timestamppb.New(e.CreatedAt),
+		UpdateTime:         timestamppb.New(e.UpdatedAt),
+	}
+}
+
+// secretInfo describes a secret without its material, with its state as of now.
+func (s *Server) secretInfo(sec storage.Secret) *hookverifyv1.SecretInfo {
+	info := &hookverifyv1.SecretInfo{
+		Id:         sec.ID,
+		EndpointId: sec.EndpointID,
+		CreateTime: timestamppb.New(sec.CreatedAt),
+		State:      secretState(sec, s.clock()),
+	}
+	if !sec.NotBefore.IsZero() {
+		info.NotBefore = timestamppb.New(sec.NotBefore)
+	}
+	if !sec.NotAfter.IsZero() {
+		info.NotAfter = timestamppb.New(sec.NotAfter)
+	}
+	if !sec.LastUsedAt.IsZero() {
+		info.LastUsedTime = timestamppb.New(sec.LastUsedAt)
+	}
+	if !sec.RetiredAt.IsZero() {
+		info.RetireTime = timestamppb.New(sec.RetiredAt)
+	}
+	return info
+}
+
+func secretState(sec storage.Secret, now time.Time) hookverifyv1.SecretState {
+	switch {
+	case !sec.RetiredAt.IsZero() && !now.Before(sec.RetiredAt), !sec.NotAfter.IsZero() && !now.Before(sec.NotAfter):
+		return hookverifyv1.SecretState_SECRET_STATE_RETIRED
+	case !sec.NotBefore.IsZero() && now.Before(sec.NotBefore):
+		return hookverifyv1.SecretState_SECRET_STATE_SCHEDULED
+	case !sec.NotAfter.IsZero():
+		return hookverifyv1.SecretState_SECRET_STATE_EXPIRING
+	}
+	return hookverifyv1.SecretState_SECRET_STATE_ACTIVE
+}
+

@@ -1,0 +1,89 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server/protocol"
+)
+
+// rejectReason maps a protocol rejection to the API enum.
+func rejectReason(r protocol.Reason) hookverifyv1.RejectReason {
+	switch r {
+	case protocol.ReasonMissingSignature:
+		return hookverifyv1.RejectReason_REJECT_REASON_MISSING_SIGNATURE
+	case protocol.ReasonMalformedSignature:
+		return hookverifyv1.RejectReason_REJECT_REASON_MALFORMED_SIGNATURE
+	case protocol.ReasonSignatureMismatch:
+		return hookverifyv1.RejectReason_REJECT_REASON_SIGNATURE_MISMATCH
+	case protocol.ReasonMissingTimestamp:
+		return hookverifyv1.RejectReason_REJECT_REASON_MISSING_TIMESTAMP
+	case protocol.ReasonTimestampOutOfTolerance:
+		return hookverifyv1.RejectReason_REJECT_REASON_TIMESTAMP_OUT_OF_TOLERANCE
+	case protocol.ReasonMissingEventID:
+		return hookverifyv1.RejectReason_REJECT_REASON_MISSING_EVENT_ID
+	case protocol.ReasonMalformedPayload:
+		return hookverifyv1.RejectReason_REJECT_REASON_MALFORMED_PAYLOAD
+	}
+	return hookverifyv1.RejectReason_REJECT_REASON_UNSPECIFIED
+}
+
+// rejectStatus is the HTTP status the edge answers a rejected delivery with. All are 4xx, so
+// providers record a failure; none is one that makes a provider give up on the endpoint for
+// good (410 for Standard Webhooks, 406 for Mailgun), since a rejection may be a configuration
+// mistake an operator fixes, after which the provider's retries must still arrive.
+func rejectStatus(r hookverifyv1.RejectReason) int32 {
+	switch r {
+	case hookverifyv1.RejectReason_REJECT_REASON_UNKNOWN_ENDPOINT:
+		return http.StatusNotFound
+	case hookverifyv1.RejectReason_REJECT_REASON_ENDPOINT_DISABLED:
+		return http.StatusForbidden
+	case hookverifyv1.RejectReason_REJECT_REASON_BODY_TOO_LARGE:
+		return http.StatusRequestEntityTooLarge
+	case hookverifyv1.RejectReason_REJECT_REASON_MISSING_SIGNATURE,
+		hookverifyv1.RejectReason_REJECT_REASON_MALFORMED_SIGNATURE,
+		hookverifyv1.RejectReason_REJECT_REASON_SIGNATURE_MISMATCH,
+		hookverifyv1.RejectReason_REJECT_REASON_MISSING_TIMESTAMP,
+		hookverifyv1.RejectReason_REJECT_REASON_TIMESTAMP_OUT_OF_TOLERANCE:
+		return http.StatusUnauthorized
+	}
+	return http.StatusBadRequest
+}
+
+// replyBody is the small JSON document sent back to the provider.
+type replyBody struct {
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+}
+
+func jsonReply(code int32, body replyBody) *hookverifyv1.HttpReply {
+	data, _ := json.Marshal(body) // cannot fail for this type
+	return &hookverifyv1.HttpReply{
+		Status:  code,
+		Headers: []*hookverifyv1.HeaderField{{Name: "Content-Type", Value: "application/json"}},
+		Body:    data,
+	}
+}
+
+// successReply answers accepted and duplicate alike with 200: either way the provider must stop
+// retrying.
+func successReply(v hookverifyv1.Verdict) *hookverifyv1.HttpReply {
+	name := "accepted"
+	if v == hookverifyv1.Verdict_VERDICT_DUPLICATE {
+		name = "duplicate"
+	}
+	return jsonReply(http.StatusOK, replyBody{Status: name})
+}
+
+// rejected builds a REJECTED response with its reply.
+func rejected(reason hookverifyv1.RejectReason, detail string) *hookverifyv1.VerifyResponse {
+	code := strings.ToLower(strings.TrimPrefix(reason.String(), "REJECT_REASON_"))
+	return &hookverifyv1.VerifyResponse{
+		Verdict:      hookverifyv1.Verdict_VERDICT_REJECTED,
+		RejectReason: reason,
+		Detail:       detail,
+		Reply:        jsonReply(rejectStatus(reason), replyBody{Status: "rejected", Reason: code}),
+	}
+}

@@ -1,0 +1,167 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server/protocol"
+	"github.com/hookverify/hookverify/server/secretbox"
+	"github.com/hookverify/hookverify/storage"
+)
+
+// Limits that hold whatever an endpoint says.
+const (
+	// MaxBodyCeiling is the largest max_body_bytes an endpoint may set (GitHub sends up to 25 MB).
+	MaxBodyCeiling = 32 << 20
+	// DefaultMaxBodyBytes applies when an endpoint sets none.
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultTolerance applies to timestamp-signing protocols when neither the endpoint nor the
+	// protocol says otherwise.
+	DefaultTolerance = 300 * time.Second
+	// MaxTolerance bounds an endpoint's timestamp tolerance.
+	MaxTolerance = 7 * 24 * time.Hour
+	// MaxHeaderCount and MaxHeaderBytes bound the forwarded headers (names plus values).
+	MaxHeaderCount = 500
+	MaxHeaderBytes = 256 << 10
+	// MaxURLBytes bounds the forwarded URL.
+	MaxURLBytes = 16 << 10
+	// MaxRecvMsgSize is the gRPC receive limit: the largest body plus room for headers and URL.
+	MaxRecvMsgSize = MaxBodyCeiling + MaxHeaderBytes + MaxURLBytes + 64<<10
+)
+
+// Options configure a Server.
+type Options struct {
+	// Keyring seals and opens secret material. Required.
+	Keyring *secretbox.Keyring
+	// Protocols is the provider registry. Required.
+	Protocols *protocol.Registry
+	// Logger receives structured logs; never bodies or secrets. Defaults to slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; tests inject one. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Server holds the gRPC services. It answers UNAVAILABLE, and health reports NOT_SERVING, until
+// SetStore hands it an open, migrated store.
+type Server struct {
+	hookverifyv1.UnimplementedVerifierServiceServer
+	hookverifyv1.UnimplementedAdminServiceServer
+
+	keyring   *secretbox.Keyring
+	protocols *protocol.Registry
+	log       *slog.Logger
+	now       func() time.Time
+	store     atomic.Pointer[storeHolder]
+	health    *health.Server
+}
+
+type storeHolder struct{ storage.Store }
+
+// New builds a Server with no store yet.
+func New(opts Options) (*Server, error) {
+	if opts.Keyring == nil || opts.Protocols == nil {
+		return nil, errors.New("server: Keyring and Protocols are required")
+	}
+	s := &Server{
+		keyring:   opts.Keyring,
+		protocols: opts.Protocols,
+		log:       opts.Logger,
+		now:       opts.Now,
+		health:    health.NewServer(),
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	return s, nil
+}
+
+// SetStore hands the server an open, migrated store and reports SERVING. Passing nil reports
+// NOT_SERVING again (used while shutting down).
+func (s *Server) SetStore(st storage.Store) {
+	if st == nil {
+		s.store.Store(nil)
+		s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+		return
+	}
+	s.store.Store(&storeHolder{st})
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+}
+
+// Shutdown marks the server NOT_SERVING for good.
+func (s *Server) Shutdown() { s.health.Shutdown() }
+
+// storage returns the store or an UNAVAILABLE status while there is none.
+func (s *Server) storage() (storage.Store, error) {
+	h := s.store.Load()
+	if h == nil {
+		return nil, status.Error(codes.Unavailable, "storage not ready yet, retry later")
+	}
+	return h.Store, nil
+}
+
+// clock returns the current time at the microsecond precision both backends store, in UTC.
+func (s *Server) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// Register adds every service (verifier, admin, health, reflection) to g.
+func (s *Server) Register(g *grpc.Server) {
+	hookverifyv1.RegisterVerifierServiceServer(g, s)
+	hookverifyv1.RegisterAdminServiceServer(g, s)
+	healthpb.RegisterHealthServer(g, s.health)
+	reflection.Register(g)
+}
+
+// NewGRPCServer returns a grpc.Server with hookverify's limits and interceptors (panic
+// recovery first, then logging) and every service registered.
+func (s *Server) NewGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
+	opts := append([]grpc.ServerOption{
+		grpc.MaxRecvMsgSize(MaxRecvMsgSize),
+		grpc.ChainUnaryInterceptor(s.recoverInterceptor, s.logInterceptor),
+	}, extra...)
+	g := grpc.NewServer(opts...)
+	s.Register(g)
+	return g
+}
+
+func (s *Server) recoverInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.ErrorContext(ctx, "panic in handler", "method", info.FullMethod, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = status.Error(codes.Internal, "internal error")
+		}
+	}()
+	return handler(ctx, req)
+}
+
+func (s *Server) logInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	start := time.Now()
+	resp, err := handler(ctx, req)
+	attrs := []any{"method", info.FullMethod, "code", status.Code(err).String(), "duration", time.Since(start)}
+	if v, ok := resp.(*hookverifyv1.VerifyResponse); ok {
+		attrs = append(attrs, "verdict", v.GetVerdict().String())
+		if v.GetRejectReason() != hookverifyv1.RejectReason_REJECT_REASON_UNSPECIFIED {
+			attrs = append(attrs, "reason", v.GetRejectReason().String())
+		}
+	}
+	if err != nil {
+		attrs = append(attrs, "err", status.Convert(err).Message())
+	}
+	s.log.DebugContext(ctx, "rpc", attrs...)
+	return resp, err
+}

@@ -1,0 +1,190 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server/protocol"
+	"github.com/hookverify/hookverify/storage"
+)
+
+// maxEventIDBytes bounds the provider's event identity; real ones are well under 100 bytes.
+const maxEventIDBytes = 512
+
+// Verify authenticates a delivery, claims its event identity and stores it, in this order:
+// request shape → body size (server ceiling) → endpoint (unknown, disabled) → body size
+// (endpoint limit) → signature and, where signed, timestamp → event identity → claim. A
+// duplicate is reported only after authentication, and a rejected delivery writes nothing.
+func (s *Server) Verify(ctx context.Context, req *hookverifyv1.VerifyRequest) (*hookverifyv1.VerifyResponse, error) {
+	if err := validateVerifyRequest(req); err != nil {
+		return nil, err
+	}
+	if len(req.GetBody()) > MaxBodyCeiling {
+		return rejected(hookverifyv1.RejectReason_REJECT_REASON_BODY_TOO_LARGE,
+			fmt.Sprintf("body is %d bytes, above the server ceiling of %d", len(req.GetBody()), MaxBodyCeiling)), nil
+	}
+	st, err := s.storage()
+	if err != nil {
+		return nil, err
+	}
+	endpoint, err := st.GetEndpoint(ctx, req.GetEndpointId())
+	if errors.Is(err, storage.ErrNotFound) {
+		return rejected(hookverifyv1.RejectReason_REJECT_REASON_UNKNOWN_ENDPOINT, "no endpoint with this id"), nil
+	}
+	if err != nil {
+		return nil, storageStatus(ctx, s.log, "verify", err)
+	}
+	if endpoint.Disabled {
+		return rejected(hookverifyv1.RejectReason_REJECT_REASON_ENDPOINT_DISABLED, "endpoint is disabled"), nil
+	}
+	if int64(len(req.GetBody())) > endpoint.MaxBodyBytes {
+		return rejected(hookverifyv1.RejectReason_REJECT_REASON_BODY_TOO_LARGE,
+			fmt.Sprintf("body is %d bytes, above the endpoint limit of %d", len(req.GetBody()), endpoint.MaxBodyBytes)), nil
+	}
+	prov, ok := s.protocols.Lookup(endpoint.Provider)
+	if !ok {
+		// Only possible if a provider was removed from the build after endpoints were made.
+		s.log.ErrorContext(ctx, "endpoint names an unknown provider", "endpoint", endpoint.ID, "provider", endpoint.Provider)
+		return nil, status.Error(codes.FailedPrecondition, "endpoint's provider is not supported by this server")
+	}
+	now := s.clock()
+	keys, err := s.validKeys(ctx, st, endpoint, prov, now)
+	if err != nil {
+		return nil, err
+	}
+
+	preq := &protocol.Request{Method: req.GetMethod(), URL: req.GetUrl(), Body: req.GetBody(), Headers: make(protocol.Headers, len(req.GetHeaders()))}
+	for i, h := range req.GetHeaders() {
+		preq.Headers[i] = protocol.Header{Name: h.GetName(), Value: h.GetValue()}
+	}
+	result, err := prov.Verify(preq, keys, protocol.Params{Now: now, Tolerance: endpoint.TimestampTolerance, Options: endpoint.Options})
+	if err != nil {
+		var rej *protocol.Rejection
+		if errors.As(err, &rej) {
+			return rejected(rejectReason(rej.Reason), rej.Detail), nil
+		}
+		s.log.ErrorContext(ctx, "protocol failure", "endpoint", endpoint.ID, "provider", endpoint.Provider, "err", err)
+		return nil, status.Error(codes.Internal, "verification failed unexpectedly")
+	}
+	if detail := checkEventID(result.EventID); detail != "" {
+		return rejected(hookverifyv1.RejectReason_REJECT_REASON_MALFORMED_PAYLOAD, detail), nil
+	}
+
+	delivery := storage.Delivery{
+		InboxID:      uuid.NewString(),
+		Scope:        endpoint.DedupeScope,
+		EventID:      result.EventID,
+		EndpointID:   endpoint.ID,
+		OperationKey: OperationKey(endpoint.DedupeScope, result.EventID),
+		SecretID:     result.KeyID,
+		Method:       req.GetMethod(),
+		URL:          req.GetUrl(),
+		Headers:      make([]storage.Header, len(req.GetHeaders())),
+		Body:         req.GetBody(),
+		ReceivedAt:   now,
+	}
+	for i, h := range req.GetHeaders() {
+		delivery.Headers[i] = storage.Header{Name: h.GetName(), Value: h.GetValue()}
+	}
+	claim, err := st.Claim(ctx, delivery)
+	if err != nil {
+		return nil, storageStatus(ctx, s.log, "verify", err)
+	}
+	resp := &hookverifyv1.VerifyResponse{
+		Verdict:         hookverifyv1.Verdict_VERDICT_ACCEPTED,
+		EventId:         result.EventID,
+		OperationKey:    claim.OperationKey,
+		SecretId:        result.KeyID,
+		FirstReceivedAt: timestamppb.New(claim.FirstReceivedAt),
+		InboxId:         claim.InboxID,
+	}
+	if !claim.Accepted {
+		resp.Verdict = hookverifyv1.Verdict_VERDICT_DUPLICATE
+		resp.Detail = "event already accepted"
+	}
+	resp.Reply = successReply(resp.Verdict)
+	return resp, nil
+}
+
+// validKeys opens every secret of the endpoint valid at now and parses it for the protocol.
+// A secret that fails to open is skipped with a log line (it cannot authenticate anything),
+// so one corrupted row does not take the endpoint down.
+func (s *Server) validKeys(ctx context.Context, st storage.Store, endpoint storage.Endpoint, prov *protocol.Protocol, now time.Time) ([]protocol.Key, error) {
+	secrets, err := st.ListSecrets(ctx, endpoint.ID)
+	if err != nil {
+		return nil, storageStatus(ctx, s.log, "verify", err)
+	}
+	keys := make([]protocol.Key, 0, len(secrets))
+	for _, sec := range secrets {
+		if !sec.ValidAt(now) {
+			continue
+		}
+		plain, err := s.keyring.Open(sec.KeyID, sec.EndpointID, sec.ID, sec.Sealed)
+		if err != nil {
+			s.log.ErrorContext(ctx, "secret does not open", "endpoint", endpoint.ID, "secret_id", sec.ID, "err", err)
+			continue
+		}
+		material, err := prov.ParseSecret(string(plain))
+		if err != nil {
+			s.log.ErrorContext(ctx, "stored secret does not parse", "endpoint", endpoint.ID, "secret_id", sec.ID)
+			continue
+		}
+		keys = append(keys, protocol.Key{ID: sec.ID, Material: material})
+	}
+	return keys, nil
+}
+
+// validateVerifyRequest checks the request's shape. These are caller (edge) errors, answered
+// with INVALID_ARGUMENT rather than a verdict: the provider did nothing wrong.
+func validateVerifyRequest(req *hookverifyv1.VerifyRequest) error {
+	if req.GetEndpointId() == "" {
+		return status.Error(codes.InvalidArgument, "endpoint_id is required")
+	}
+	if len(req.GetEndpointId()) > maxIDLength {
+		return status.Errorf(codes.InvalidArgument, "endpoint_id is longer than %d bytes", maxIDLength)
+	}
+	if len(req.GetHeaders()) > MaxHeaderCount {
+		return status.Errorf(codes.InvalidArgument, "%d headers, more than the limit of %d", len(req.GetHeaders()), MaxHeaderCount)
+	}
+	total := 0
+	for _, h := range req.GetHeaders() {
+		total += len(h.GetName()) + len(h.GetValue())
+	}
+	if total > MaxHeaderBytes {
+		return status.Errorf(codes.InvalidArgument, "headers total %d bytes, more than the limit of %d", total, MaxHeaderBytes)
+	}
+	if len(req.GetUrl()) > MaxURLBytes {
+		return status.Errorf(codes.InvalidArgument, "url is %d bytes, more than the limit of %d", len(req.GetUrl()), MaxURLBytes)
+	}
+	if strings.ContainsRune(req.GetUrl(), 0) || strings.ContainsRune(req.GetMethod(), 0) {
+		return status.Error(codes.InvalidArgument, "url and method must not contain NUL")
+	}
+	if len(req.GetMethod()) > 32 {
+		return status.Error(codes.InvalidArgument, "method is longer than 32 bytes")
+	}
+	return nil
+}
+
+// checkEventID returns why an extracted event id cannot be stored, or "" if it can. Databases
+// refuse NUL and invalid UTF-8 in text columns, and an unbounded id could bloat the claim index.
+func checkEventID(id string) string {
+	switch {
+	case len(id) > maxEventIDBytes:
+		return fmt.Sprintf("event id is %d bytes, more than %d", len(id), maxEventIDBytes)
+	case !utf8.ValidString(id):
+		return "event id is not valid UTF-8"
+	case strings.ContainsRune(id, 0):
+		return "event id contains NUL"
+	}
+	return ""
+}
