@@ -1,7 +1,13 @@
 // Package storagetest is the conformance suite every storage backend runs.
+//
+// A backend's test calls Run with a Factory; every test of the suite asks the factory for a
+// fresh, empty database, so tests never see each other's rows and can run in any order. The
+// suite uses times truncated to microseconds and expects every time a backend returns to be in
+// UTC, and durations are whole milliseconds, which is the precision the schemas keep.
 package storagetest
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/hookverify/hookverify/storage"
@@ -12,8 +18,100 @@ import (
 // database (so a test can close a store and reopen it). The factory registers its own cleanup.
 type Factory func(t *testing.T) (open func(t *testing.T) storage.Store)
 
+// Category names a group of tests that a backend may skip through Options.Skip.
+type Category string
+
+// The categories of the suite, run in this order.
+const (
+	Endpoints   Category = "Endpoints"
+	Secrets     Category = "Secrets"
+	Claims      Category = "Claims"
+	Concurrency Category = "Concurrency"
+	Durability  Category = "Durability"
+	Closed      Category = "Closed"
+	Migrate     Category = "Migrate"
+	Ping        Category = "Ping"
+)
+
+// Options adjusts the suite for one backend. The zero value runs everything.
+type Options struct {
+	// Skip maps a category to the reason the backend cannot pass it. A reason is required so
+	// that every gap in conformance is explained where it is declared.
+	Skip map[Category]string
+}
+
 // Run runs the whole conformance suite against the backend the factory makes.
 func Run(t *testing.T, newStore Factory) {
 	t.Helper()
-	// TODO(storagetest author): the suite.
+	RunWith(t, newStore, Options{})
+}
+
+// RunWith runs the conformance suite with options, skipping the categories opts.Skip names.
+func RunWith(t *testing.T, newStore Factory, opts Options) {
+	t.Helper()
+	categories := []category{
+		{Endpoints, testEndpoints},
+		{Secrets, testSecrets},
+		{Claims, testClaims},
+		{Concurrency, testConcurrency},
+		{Durability, testDurability},
+		{Closed, testClosed},
+		{Migrate, testMigrate},
+		{Ping, testPing},
+	}
+	for name, reason := range opts.Skip {
+		known := slices.ContainsFunc(categories, func(c category) bool { return c.name == name })
+		if !known {
+			t.Fatalf("storagetest: Options.Skip names unknown category %q", name)
+		}
+		if reason == "" {
+			t.Fatalf("storagetest: Options.Skip[%q] gives no reason", name)
+		}
+	}
+	h := harness{newStore: newStore}
+	for _, c := range categories {
+		t.Run(string(c.name), func(t *testing.T) {
+			if reason, ok := opts.Skip[c.name]; ok {
+				t.Skipf("skipped by the backend: %s", reason)
+			}
+			c.run(t, h)
+		})
+	}
+}
+
+type category struct {
+	name Category
+	run  func(t *testing.T, h harness)
+}
+
+// harness hands out fresh stores.
+type harness struct {
+	newStore Factory
+}
+
+// fresh returns an open store on a new, empty database. The store is closed when t ends.
+func (h harness) fresh(t *testing.T) storage.Store {
+	t.Helper()
+	return openClosing(t, h.newStore(t))
+}
+
+// reopenable returns an opener for a new, empty database; each store it opens is closed when
+// t ends (closing twice is harmless by contract).
+func (h harness) reopenable(t *testing.T) func(t *testing.T) storage.Store {
+	t.Helper()
+	open := h.newStore(t)
+	return func(t *testing.T) storage.Store {
+		t.Helper()
+		return openClosing(t, open)
+	}
+}
+
+func openClosing(t *testing.T, open func(t *testing.T) storage.Store) storage.Store {
+	t.Helper()
+	s := open(t)
+	if s == nil {
+		t.Fatal("storagetest: the factory opened a nil store")
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }
