@@ -1,0 +1,111 @@
+// Package cli implements the hookverify command's subcommands; cmd/hookverify only calls Main.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// env bundles a command's standard streams so commands are testable.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, e env, args []string) error
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"serve":     {"run the gRPC server", runServe},
+		"migrate":   {"apply database migrations and exit", runMigrate},
+		"demo":      {"play the whole story on a throwaway embedded server", runDemo},
+		"endpoint":  {"create|get|list|update endpoints on a running server", runEndpoint},
+		"secret":    {"add|rotate|retire|list an endpoint's secrets on a running server", runSecret},
+		"sign":      {"print the headers a provider would send with a body (test tool)", runSign},
+		"verify":    {"send a delivery to a running server and print the answer", runVerify},
+		"providers": {"list the provider protocols a running server verifies", runProviders},
+	}
+}
+
+// errUsage marks errors already explained by a usage message.
+var errUsage = errors.New("usage")
+
+// Main runs the command line and returns the exit status: 0 success, 1 failure, 2 usage.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	e := env{stdin: stdin, stdout: stdout, stderr: stderr}
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr, cmds)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "hookverify: unknown command %q\n\n", args[0])
+		usage(stderr, cmds)
+		return 2
+	}
+	if err := cmd.run(ctx, e, args[1:]); err != nil {
+		if errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
+			return 2
+		}
+		fmt.Fprintf(stderr, "hookverify %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	fmt.Fprintln(w, "usage: hookverify <command> [flags]\n\ncommands:")
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'hookverify <command> -h' for a command's flags.")
+}
+
+// newFlags makes a FlagSet that reports errors to stderr and returns them instead of exiting.
+func newFlags(e env, name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("hookverify "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	return fs
+}
+
+// parseFlags parses and rejects stray positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return errUsage
+	}
+	return nil
+}
+
+// multiFlag collects a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ", ") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }

@@ -1,0 +1,365 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/hookverify/hookverify/client"
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+)
+
+// remoteFlags are shared by every command that talks to a running server.
+type remoteFlags struct {
+	server  string
+	timeout time.Duration
+}
+
+func (r *remoteFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&r.server, "server", "127.0.0.1:7700", "address of the hookverify server")
+	fs.DurationVar(&r.timeout, "timeout", 30*time.Second, "deadline for the call")
+}
+
+// call dials the server, runs fn under the timeout and prints its result as JSON.
+func (r *remoteFlags) call(ctx context.Context, e env, fn func(ctx context.Context, c *client.Conn) (proto.Message, error)) error {
+	conn, err := client.Dial(r.server)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	msg, err := fn(ctx, conn)
+	if err != nil {
+		return err
+	}
+	return printJSON(e.stdout, msg)
+}
+
+func printJSON(w io.Writer, msg proto.Message) error {
+	data, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, string(data))
+	return err
+}
+
+// subcommand dispatches "hookverify <group> <verb>".
+func subcommand(ctx context.Context, e env, group string, args []string, verbs map[string]func(context.Context, env, []string) error) error {
+	if len(args) == 0 || verbs[args[0]] == nil {
+		names := make([]string, 0, len(verbs))
+		for v := range verbs {
+			names = append(names, v)
+		}
+		fmt.Fprintf(e.stderr, "usage: hookverify %s <%s> [flags]\n", group, strings.Join(sortedStrings(names), "|"))
+		return errUsage
+	}
+	return verbs[args[0]](ctx, e, args[1:])
+}
+
+// endpointFlags are the settings flags of endpoint create and update.
+type endpointFlags struct {
+	id, provider, dedupeScope string
+	tolerance                 time.Duration
+	maxBody                   int64
+	disabled                  bool
+	options                   multiFlag
+}
+
+func (f *endpointFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.id, "id", "", "endpoint id (required)")
+	fs.StringVar(&f.provider, "provider", "", "provider name, e.g. stripe (see 'hookverify providers')")
+	fs.DurationVar(&f.tolerance, "tolerance", 0, "timestamp tolerance, e.g. 5m (0: the default, 300s)")
+	fs.Int64Var(&f.maxBody, "max-body-bytes", 0, "largest accepted body (0: the default, 1 MiB)")
+	fs.StringVar(&f.dedupeScope, "dedupe-scope", "", "dedupe scope shared with other endpoints (default: the id)")
+	fs.BoolVar(&f.disabled, "disabled", false, "reject every delivery with ENDPOINT_DISABLED")
+	fs.Var(&f.options, "option", "protocol option key=value (repeatable)")
+}
+
+// apply copies the flags that were set on the command line onto ep.
+func (f *endpointFlags) apply(fs *flag.FlagSet, ep *hookverifyv1.Endpoint) error {
+	var err error
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "provider":
+			ep.Provider = f.provider
+		case "tolerance":
+			ep.TimestampTolerance = durationpb.New(f.tolerance)
+		case "max-body-bytes":
+			ep.MaxBodyBytes = f.maxBody
+		case "dedupe-scope":
+			ep.DedupeScope = f.dedupeScope
+		case "disabled":
+			ep.Disabled = f.disabled
+		case "option":
+			ep.Options = map[string]string{}
+			for _, kv := range f.options {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					err = fmt.Errorf("--option %q: want key=value", kv)
+					return
+				}
+				ep.Options[k] = v
+			}
+		}
+	})
+	return err
+}
+
+func runEndpoint(ctx context.Context, e env, args []string) error {
+	return subcommand(ctx, e, "endpoint", args, map[string]func(context.Context, env, []string) error{
+		"create": endpointCreate,
+		"get":    endpointGet,
+		"list":   endpointList,
+		"update": endpointUpdate,
+	})
+}
+
+func endpointCreate(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "endpoint create")
+	var r remoteFlags
+	var f endpointFlags
+	r.register(fs)
+	f.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if f.id == "" || f.provider == "" {
+		return errors.New("--id and --provider are required")
+	}
+	ep := &hookverifyv1.Endpoint{Id: f.id}
+	if err := f.apply(fs, ep); err != nil {
+		return err
+	}
+	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+		return c.Admin.CreateEndpoint(ctx, &hookverifyv1.CreateEndpointRequest{Endpoint: ep})
+	})
+}
+
+func endpointGet(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "endpoint get")
+	var r remoteFlags
+	r.register(fs)
+	id := fs.String("id", "", "endpoint id (required)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *id == "" {
+		return errors.New("--id is required")
+	}
+	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+		return c.Admin.GetEndpoint(ctx, &hookverifyv1.GetEndpointRequest{Id: *id})
+	})
+}
+
+func endpointList(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "endpoint list")
+	var r remoteFlags
+	r.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+		return c.Admin.ListEndpoints(ctx, &hookverifyv1.ListEndpointsRequest{})
+	})
+}
+
+// endpointUpdate changes only the settings given as flags: it reads the endpoint, applies them
+// and writes the whole endpoint back.
+func endpointUpdate(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "endpoint update")
+	var r remoteFlags
+	var f endpointFlags
+	r.register(fs)
+	f.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if f.id == "" {
+		return errors.New("--id is required")
+	}
+	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+		got, err := c.Admin.GetEndpoint(ctx, &hookverifyv1.GetEndpointRequest{Id: f.id})
+		if err != nil {
+			return nil, err
+		}
+		ep := got.GetEndpoint()
+		if err := f.apply(fs, ep); err != nil {
+			return nil, err
+		}
+		return c.Admin.UpdateEndpoint(ctx, &hookverifyv1.UpdateEndpointRequest{Endpoint: ep})
+	})
+}
+
+func runSecret(ctx context.Context, e env, args []string) error {
+	return subcommand(ctx, e, "secret", args, map[string]func(context.Context, env, []string) error{
+		"add":    secretAdd,
+		"rotate": secretRotate,
+		"retire": secretRetire,
+		"list":   secretList,
+	})
+}
+
+// readSecret reads the secret from standard input: never from the command line, where other
+// users of the machine can see it in the process list. One trailing newline is removed.
+func readSecret(e env) (string, error) {
+	if f, ok := e.stdin.(*os.File); ok {
+		if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
+			fmt.Fprint(e.stderr, "secret (end with Enter, then Ctrl-D): ")
+		}
+	}
+	data, err := io.ReadAll(io.LimitReader(e.stdin, 64<<10))
+	if err != nil {
+		return "", fmt.Errorf("reading the secret from standard input: %w", err)
+	}
+	secret := strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
+	if secret == "" {
+		return "", errors.New("no secret on standard input (pipe it in: printf %s \"$SECRET\" | hookverify secret add ...)")
+	}
+	return secret, nil
+}
+
+func secretAdd(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "secret add")
+	var r remoteFlags
+	r.register(fs)
+	endpoint := fs.String("endpoint", "", "endpoint id (required)")
+	notBefore := fs.String("not-before", "", "RFC 3339 time the secret starts to authenticate (default: now)")
+	notAfter := fs.String("not-after", "", "RFC 3339 time the secret stops (default: never)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *endpoint == "" {
+		return errors.New("--endpoint is required")
+	}
+	req := &hookverifyv1.AddSecretRequest{EndpointId: *endpoint}
+	var err error
+	if req.NotBefore, err = parseOptionalTime("--not-before", *notBefore); err != nil {
+		return err
+	}
+	if req.NotAfter, err = parseOptionalTime("--not-after", *notAfter); err != nil {
+		return err
+	}
+	if req.Secret, err = readSecret(e); err != nil {
+		return err
+	}
+	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+		return c.Admin.AddSecret(ctx, req)
+	})
+}
+
+func secretRotate(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "secret rotate")
+	var r remoteFlags
+	r.register(fs)
+	endpoint := fs.String("endpoint", "", "endpoint id (required)")
+	overlap := fs.Duration("overlap", 24*time.Hour, "how long the previous secrets keep working")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *endpoint == "" {
+		return errors.New("--endpoint is required")
+	}
+	secret, err := readSecret(e)
+	if err != nil {
+		return err
+	}
+	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+		return c.Admin.RotateSecret(ctx, &hookverifyv1.RotateSecretRequest{EndpointId: *endpoint, Secret: secret, Overlap: durationpb.New(*overlap)})
+	})
+}
+
+func secretRetire(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "secret retire")
+	var r remoteFlags
+	r.register(fs)
+	endpoint := fs.String("endpoint", "", "endpoint id (required)")
+	id := fs.String("id", "", "secret id (required)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *endpoint == "" || *id == "" {
+		return errors.New("--endpoint and --id are required")
+	}
+	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+		return c.Admin.RetireSecret(ctx, &hookverifyv1.RetireSecretRequest{EndpointId: *endpoint, SecretId: *id})
+	})
+}
+
+func secretList(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "secret list")
+	var r remoteFlags
+	r.register(fs)
+	endpoint := fs.String("endpoint", "", "endpoint id (required)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *endpoint == "" {
+		return errors.New("--endpoint is required")
+	}
+	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+		return c.Admin.ListSecrets(ctx, &hookverifyv1.ListSecretsRequest{EndpointId: *endpoint})
+	})
+}
+
+func runProviders(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "providers")
+	var r remoteFlags
+	r.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+		return c.Admin.ListProviders(ctx, &hookverifyv1.ListProvidersRequest{})
+	})
+}
+
+func runVerify(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "verify")
+	var r remoteFlags
+	r.register(fs)
+	endpoint := fs.String("endpoint", "", "endpoint id (required)")
+	bodyFile := fs.String("body", "", "file holding the raw body, or - for standard input (required)")
+	method := fs.String("method", "POST", "HTTP method the provider used")
+	url := fs.String("url", "https://hooks.example.com/", "absolute URL the provider called")
+	var headers multiFlag
+	fs.Var(&headers, "H", "header 'Name: value' (repeatable, order kept)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *endpoint == "" || *bodyFile == "" {
+		return errors.New("--endpoint and --body are required")
+	}
+	body, err := readBody(e, *bodyFile)
+	if err != nil {
+		return err
+	}
+	req := &hookverifyv1.VerifyRequest{EndpointId: *endpoint, Body: body, Method: *method, Url: *url}
+	for _, h := range headers {
+		name, value, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(name) == "" {
+			return fmt.Errorf("-H %q: want 'Name: value'", h)
+		}
+		req.Headers = append(req.Headers, &hookverifyv1.HeaderField{Name: strings.TrimSpace(name), Value: strings.TrimLeft(value, " \t")})
+	}
+	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+		return c.Verifier.Verify(ctx, req)
+	})
+}
+
+func readBody(e env, path string) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(e.stdin)
+	}
+	return os.ReadFile(path)
+}
