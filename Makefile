@@ -1,0 +1,56 @@
+# hookverify developer commands. `make test` is the one test command: CI runs exactly it.
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+
+GOBIN_DIR := $(shell go env GOPATH)/bin
+BUF_VERSION := v1.75.0
+BUF := $(GOBIN_DIR)/buf
+
+.PHONY: test check build demo generate check-generate lint vet fmt-check go-test fuzz-smoke tools
+
+## test: every check and every test, PostgreSQL included (a throwaway cluster is started by the tests).
+test: check go-test fuzz-smoke
+
+## check: formatting, vet, proto lint and generated-code freshness.
+check: fmt-check vet lint check-generate
+
+build:
+	go build -o bin/hookverify ./cmd/hookverify
+
+demo:
+	go run ./cmd/hookverify demo
+
+tools: $(BUF)
+
+$(BUF):
+	go install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+
+## generate: regenerate the Go code from proto/ (local plugins pinned in go.mod as tools).
+generate: $(BUF)
+	$(BUF) generate
+
+## check-generate: fail when the checked-in generated code differs from a fresh generation.
+check-generate: $(BUF)
+	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(BUF) generate -o "$$tmp"; \
+	if ! diff -r -q "$$tmp/proto/hookverify" proto/hookverify --exclude='*.proto'; then \
+		echo "generated code is stale: run 'make generate' and commit the result" >&2; exit 1; fi; \
+	echo "generated code is up to date"
+
+lint: $(BUF)
+	$(BUF) lint
+
+vet:
+	go vet ./...
+
+fmt-check:
+	out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:" >&2; echo "$$out" >&2; exit 1; fi
+
+go-test:
+	go test -count=1 -timeout 20m ./...
+
+## fuzz-smoke: run every fuzz target briefly (the seed corpora always run as part of go-test).
+FUZZTIME ?= 5s
+fuzz-smoke:
+	scripts/fuzz-smoke.sh $(FUZZTIME)
