@@ -1,0 +1,29 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// Pragmas reports the settings of one writer and one reader connection, keyed "pool.pragma".
+func Pragmas(ctx context.Context, s *Store) map[string]string {
+	out := map[string]string{}
+	for pool, db := range map[string]*sql.DB{"writer": s.writer, "reader": s.reader} {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			out[pool+".error"] = err.Error()
+			continue
+		}
+		for _, name := range []string{"journal_mode", "synchronous", "foreign_keys", "busy_timeout", "query_only"} {
+			var v any
+			if err := conn.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v); err != nil {
+				out[pool+"."+name] = "error: " + err.Error()
+				continue
+			}
+			out[pool+"."+name] = fmt.Sprint(v)
+		}
+		_ = conn.Close()
+	}
+	return out
+}

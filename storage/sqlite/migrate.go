@@ -1,0 +1,99 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hookverify/hookverify/storage"
+)
+
+// migrations are the schema steps, applied in order, each once, each in its own transaction
+// together with its row in schema_migrations. Append only: a released step never changes.
+// Column names match the PostgreSQL backend (storage/crdb) so the two schemas read alike.
+var migrations = []string{
+	1: `CREATE TABLE IF NOT EXISTS endpoints (
+		id                     TEXT    NOT NULL PRIMARY KEY,
+		provider               TEXT    NOT NULL,
+		timestamp_tolerance_ms INTEGER NOT NULL,
+		max_body_bytes         INTEGER NOT NULL,
+		dedupe_scope           TEXT    NOT NULL,
+		disabled               INTEGER NOT NULL CHECK (disabled IN (0, 1)),
+		options                TEXT    NOT NULL DEFAULT '{}',
+		created_at             INTEGER NOT NULL,
+		updated_at             INTEGER NOT NULL
+	) STRICT`,
+	2: `CREATE TABLE IF NOT EXISTS secrets (
+		id           TEXT    NOT NULL PRIMARY KEY,
+		endpoint_id  TEXT    NOT NULL REFERENCES endpoints (id),
+		key_id       TEXT    NOT NULL,
+		sealed       BLOB    NOT NULL,
+		created_at   INTEGER NOT NULL,
+		not_before   INTEGER,
+		not_after    INTEGER,
+		retired_at   INTEGER,
+		last_used_at INTEGER
+	) STRICT`,
+	3: `CREATE INDEX IF NOT EXISTS secrets_endpoint_id ON secrets (endpoint_id, created_at, id)`,
+	4: `CREATE TABLE IF NOT EXISTS claims (
+		scope             TEXT    NOT NULL,
+		event_id          TEXT    NOT NULL,
+		inbox_id          TEXT    NOT NULL,
+		operation_key     TEXT    NOT NULL,
+		first_received_at INTEGER NOT NULL,
+		PRIMARY KEY (scope, event_id)
+	) STRICT, WITHOUT ROWID`,
+	5: `CREATE TABLE IF NOT EXISTS inbox (
+		id            TEXT    NOT NULL PRIMARY KEY,
+		scope         TEXT    NOT NULL,
+		event_id      TEXT    NOT NULL,
+		endpoint_id   TEXT    NOT NULL,
+		operation_key TEXT    NOT NULL,
+		secret_id     TEXT    NOT NULL,
+		method        TEXT    NOT NULL,
+		url           TEXT    NOT NULL,
+		headers       BLOB    NOT NULL,
+		body          BLOB    NOT NULL,
+		received_at   INTEGER NOT NULL
+	) STRICT`,
+	6: `CREATE INDEX IF NOT EXISTS inbox_scope ON inbox (scope)`,
+}
+
+// Migrate applies the pending migrations. Each step runs in an IMMEDIATE transaction that
+// first checks schema_migrations, so processes migrating the same file at once apply each
+// step exactly once.
+func (s *Store) Migrate(ctx context.Context) error {
+	if s.closed.Load() {
+		return s.fail("migrate", storage.ErrClosed)
+	}
+	if _, err := s.writer.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER NOT NULL PRIMARY KEY,
+		applied_at INTEGER NOT NULL
+	) STRICT`); err != nil {
+		return s.fail("migrate", unavailable(err))
+	}
+	for version := 1; version < len(migrations); version++ {
+		err := s.write(ctx, fmt.Sprintf("migrate to version %d", version), func(tx *sql.Tx) error {
+			var applied int
+			err := tx.QueryRowContext(ctx, `SELECT 1 FROM schema_migrations WHERE version = ?`, version).Scan(&applied)
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, migrations[version]); err != nil {
+				return unavailable(err)
+			}
+			_, err = tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+				version, micros(time.Now()))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

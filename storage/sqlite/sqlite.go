@@ -1,0 +1,291 @@
+// Package sqlite is the embedded default storage backend: one SQLite database file in the data
+// directory, through the pure-Go driver modernc.org/sqlite.
+//
+// Durability. Every connection runs with
+//
+//   - journal_mode=WAL: commits append to a write-ahead log, so readers never block the writer
+//     nor the writer the readers;
+//   - synchronous=FULL: the log is fsynced at every commit, so a transaction that returned is on
+//     disk and survives a crash or power loss (NORMAL would only protect against a crash of the
+//     process, not of the machine, and could lose a claim already reported to a provider);
+//   - foreign_keys=ON: a secret cannot name an endpoint that does not exist;
+//   - busy_timeout: a connection waits for a lock held by another process instead of failing at
+//     once.
+//
+// Writes go through a single connection whose transactions begin IMMEDIATE, taking the write
+// lock up front: writers of this process queue in Go, writers of other processes wait on the
+// busy timeout, and no transaction fails halfway because it could not upgrade a read lock.
+// Reads use a separate pool of read-only connections, which WAL lets run during a write.
+//
+// The file is created with mode 0600. Times are stored as INTEGER microseconds since the Unix
+// epoch in UTC; durations as INTEGER milliseconds.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/hookverify/hookverify/storage"
+)
+
+// Options tune a store. The zero value selects the defaults.
+type Options struct {
+	// BusyTimeout is how long a statement waits for a lock held by another connection (another
+	// process on the same file, typically) before failing with ErrUnavailable. Default 10s.
+	BusyTimeout time.Duration
+	// MaxReaders bounds the read-only connections. Default: GOMAXPROCS, at least 4.
+	MaxReaders int
+}
+
+// DefaultBusyTimeout is the BusyTimeout used when Options leaves it zero.
+const DefaultBusyTimeout = 10 * time.Second
+
+// Store is a storage.Store on a SQLite database file. It is safe for concurrent use.
+type Store struct {
+	path   string
+	writer *sql.DB
+	reader *sql.DB
+	closed atomic.Bool
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// Open opens the database file at path with the default options, creating it if needed, and
+// migrates it to the current schema.
+func Open(ctx context.Context, path string) (*Store, error) {
+	return OpenWith(ctx, path, Options{})
+}
+
+// OpenWith is Open with options. Errors wrap storage.ErrUnavailable; the directory of path must
+// exist.
+func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
+		// An in-memory database would lose every claim on restart; a URI would bypass the
+		// settings below.
+		return nil, fmt.Errorf("sqlite: open %q: %w: want a file path", path, storage.ErrInvalid)
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = DefaultBusyTimeout
+	}
+	if opts.MaxReaders <= 0 {
+		opts.MaxReaders = max(4, runtime.GOMAXPROCS(0))
+	}
+	// Create the file ourselves so that it is private: it holds sealed secrets and raw
+	// deliveries. SQLite gives the -wal and -shm files the mode of the database file.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
+	}
+
+	s := &Store{path: path}
+	if s.writer, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, false)); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
+	}
+	// One writer connection: SQLite admits one writer at a time anyway, and queueing in Go
+	// is cheaper and fairer than spinning on SQLITE_BUSY.
+	s.writer.SetMaxOpenConns(1)
+	s.writer.SetMaxIdleConns(1)
+	s.writer.SetConnMaxLifetime(0)
+	s.writer.SetConnMaxIdleTime(0)
+	if err := s.checkJournalMode(ctx); err != nil {
+		_ = s.writer.Close()
+		return nil, err
+	}
+	if s.reader, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, true)); err != nil {
+		_ = s.writer.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
+	}
+	s.reader.SetMaxOpenConns(opts.MaxReaders)
+	s.reader.SetMaxIdleConns(opts.MaxReaders)
+	if err := s.Migrate(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// dsn builds the driver's data source name. The path goes through a file: URI, escaped, so that
+// no character of it can be read as a parameter.
+func dsn(path string, busyTimeout time.Duration, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(FULL)")
+	if readOnly {
+		q.Set("_query_only", "1")
+	} else {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Set("_txlock", "immediate")
+	}
+	u := url.URL{Scheme: "file", OmitHost: true, Path: path, RawQuery: q.Encode()}
+	if !strings.HasPrefix(path, "/") {
+		// A relative path must stay opaque, or "file:" would swallow its first segment.
+		u = url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath(), RawQuery: q.Encode()}
+	}
+	return u.String()
+}
+
+// checkJournalMode fails when WAL could not be enabled (some network file systems refuse
+// it): the store would then silently run with different locking and durability.
+func (s *Store) checkJournalMode(ctx context.Context) error {
+	var mode string
+	if err := s.writer.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("sqlite: open %s: %w: %w", s.path, storage.ErrUnavailable, err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("sqlite: open %s: %w: journal mode is %q, not WAL", s.path, storage.ErrUnavailable, mode)
+	}
+	return nil
+}
+
+// Ping reads the database file, not just the connection, so that a lost or unreadable file
+// is reported.
+func (s *Store) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return s.fail("ping", storage.ErrClosed)
+	}
+	var n int64
+	if err := s.reader.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations").Scan(&n); err != nil {
+		return s.fail("ping", unavailable(err))
+	}
+	return nil
+}
+
+// Close closes both connection pools. Later calls, Close included, return storage.ErrClosed.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return s.fail("close", storage.ErrClosed)
+	}
+	var errs []error
+	if s.reader != nil {
+		errs = append(errs, s.reader.Close())
+	}
+	// The writer closes last: closing the last connection checkpoints the WAL into the file.
+	errs = append(errs, s.writer.Close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sqlite: close: %w", err)
+	}
+	return nil
+}
+
+// queryer is what reads need from *sql.DB and *sql.Tx.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// write runs fn in one IMMEDIATE transaction on the writer connection and commits it. A
+// failure to begin or to commit wraps storage.ErrUnavailable; fn's errors are mapped by fail.
+func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	if s.closed.Load() {
+		return s.fail(op, storage.ErrClosed)
+	}
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return s.fail(op, unavailable(err))
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := fn(tx); err != nil {
+		return s.fail(op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return s.fail(op, unavailable(err))
+	}
+	return nil
+}
+
+// read runs fn against the read-only pool.
+func (s *Store) read(op string, fn func(q queryer) error) error {
+	if s.closed.Load() {
+		return s.fail(op, storage.ErrClosed)
+	}
+	return s.fail(op, fn(s.reader))
+}
+
+// unavailableError marks a failure that is ErrUnavailable whatever the driver said, such as a
+// failed commit.
+type unavailableError struct{ err error }
+
+func (e unavailableError) Error() string { return e.err.Error() }
+func (e unavailableError) Unwrap() error { return e.err }
+
+func unavailable(err error) error { return unavailableError{err} }
+
+var sentinels = []error{
+	storage.ErrClosed, storage.ErrNotFound, storage.ErrAlreadyExists, storage.ErrInvalid, storage.ErrUnavailable,
+}
+
+// fail maps err to the storage sentinels, in one place: constraint violations become
+// ErrAlreadyExists or ErrNotFound as the contract names them, anything that happens after
+// Close becomes ErrClosed, and every other failure, being one of reaching the database or
+// committing, becomes ErrUnavailable.
+func (s *Store) fail(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	prefix := "sqlite: " + op
+	if s.closed.Load() && !errors.Is(err, storage.ErrClosed) {
+		// database/sql reports a closed pool with an unexported error.
+		return fmt.Errorf("%s: %w: %w", prefix, storage.ErrClosed, err)
+	}
+	if _, forced := errors.AsType[unavailableError](err); !forced {
+		for _, sentinel := range sentinels {
+			if errors.Is(err, sentinel) {
+				return fmt.Errorf("%s: %w", prefix, err)
+			}
+		}
+		if se, ok := errors.AsType[*sqlite.Error](err); ok {
+			switch code := se.Code(); {
+			case code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || code == sqlite3.SQLITE_CONSTRAINT_UNIQUE:
+				return fmt.Errorf("%s: %w: %w", prefix, storage.ErrAlreadyExists, err)
+			case code == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+				return fmt.Errorf("%s: %w: %w", prefix, storage.ErrNotFound, err)
+			case code&0xff == sqlite3.SQLITE_CONSTRAINT:
+				return fmt.Errorf("%s: %w: %w", prefix, storage.ErrInvalid, err)
+			}
+		}
+	}
+	return fmt.Errorf("%s: %w: %w", prefix, storage.ErrUnavailable, err)
+}
+
+// micros encodes a time for a NOT NULL column. The zero time round-trips too.
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+// nullMicros encodes a time for a nullable column, where NULL means the zero time.
+func nullMicros(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixMicro(), Valid: true}
+}
+
+func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+func fromNullMicros(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return fromMicros(v.Int64)
+}
+
+// nonNil keeps an empty byte slice from being bound as NULL.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}

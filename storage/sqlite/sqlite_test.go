@@ -1,0 +1,256 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/hookverify/hookverify/storage"
+	"github.com/hookverify/hookverify/storage/sqlite"
+	"github.com/hookverify/hookverify/storage/storagetest"
+)
+
+// factory gives every test of the suite its own database file.
+func factory(t *testing.T) func(t *testing.T) storage.Store {
+	path := filepath.Join(t.TempDir(), "hookverify.db")
+	return func(t *testing.T) storage.Store {
+		t.Helper()
+		s, err := sqlite.Open(t.Context(), path)
+		if err != nil {
+			t.Fatalf("Open(%s): %v", path, err)
+		}
+		return s
+	}
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storagetest.Run(t, factory)
+}
+
+func openTemp(t *testing.T) (*sqlite.Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "data.db")
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, path
+}
+
+func TestOpenCreatesPrivateWALFile(t *testing.T) {
+	t.Parallel()
+	s, path := openTemp(t)
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("database file: %v", err)
+	}
+	if mode := info.Mode().Perm(); mode != 0o600 {
+		t.Errorf("database file mode %v, want 0600", mode)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	// WAL is a property of the file, so a plain connection sees it; the schema is migrated.
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "wal" {
+		t.Errorf("journal_mode = %q, want wal", mode)
+	}
+	var version int
+	if err := db.QueryRow("SELECT max(version) FROM schema_migrations").Scan(&version); err != nil {
+		t.Fatalf("schema_migrations: %v", err)
+	}
+	if version < 6 {
+		t.Errorf("schema version %d, want at least 6", version)
+	}
+}
+
+func TestConnectionSettings(t *testing.T) {
+	t.Parallel()
+	s, _ := openTemp(t)
+	want := map[string]string{
+		"journal_mode": "wal",
+		"synchronous":  "2", // FULL
+		"foreign_keys": "1",
+		"busy_timeout": "10000",
+	}
+	got := sqlite.Pragmas(t.Context(), s)
+	for name, w := range want {
+		for _, pool := range []string{"writer", "reader"} {
+			if g := got[pool+"."+name]; g != w {
+				t.Errorf("%s connection: PRAGMA %s = %q, want %q", pool, name, g, w)
+			}
+		}
+	}
+	if g := got["reader.query_only"]; g != "1" {
+		t.Errorf("reader connection: PRAGMA query_only = %q, want 1", g)
+	}
+}
+
+func TestOpenOptions(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "data.db")
+	s, err := sqlite.OpenWith(t.Context(), path, sqlite.Options{BusyTimeout: 1500 * time.Millisecond, MaxReaders: 2})
+	if err != nil {
+		t.Fatalf("OpenWith: %v", err)
+	}
+	defer s.Close()
+	if g := sqlite.Pragmas(t.Context(), s)["writer.busy_timeout"]; g != "1500" {
+		t.Errorf("busy_timeout = %q, want 1500", g)
+	}
+}
+
+func TestOpenPathWithSpecialCharacters(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "data dir?#%20")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "hook verify?x=1.db")
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the database is not at the path given: %v", err)
+	}
+}
+
+func TestOpenRelativePath(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	s, err := sqlite.Open(t.Context(), "rel.db")
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rel.db")); err != nil {
+		t.Fatalf("the database is not at the path given: %v", err)
+	}
+}
+
+func TestOpenRejectsNonFiles(t *testing.T) {
+	t.Parallel()
+	for _, path := range []string{"", ":memory:", "file:x.db?mode=memory"} {
+		if _, err := sqlite.Open(t.Context(), path); !errors.Is(err, storage.ErrInvalid) {
+			t.Errorf("Open(%q): got %v, want ErrInvalid", path, err)
+		}
+	}
+}
+
+func TestOpenMissingDirectoryIsUnavailable(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "missing", "data.db")
+	if _, err := sqlite.Open(t.Context(), path); !errors.Is(err, storage.ErrUnavailable) {
+		t.Fatalf("Open: got %v, want ErrUnavailable", err)
+	}
+}
+
+func TestOpenNotADatabase(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "junk.db")
+	if err := os.WriteFile(path, []byte(strings.Repeat("not a database ", 512)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqlite.Open(t.Context(), path); !errors.Is(err, storage.ErrUnavailable) {
+		t.Fatalf("Open: got %v, want ErrUnavailable", err)
+	}
+}
+
+func TestReopenKeepsSchemaVersion(t *testing.T) {
+	t.Parallel()
+	s, path := openTemp(t)
+	ctx := t.Context()
+	e := storage.Endpoint{ID: "ep-1", Provider: "stripe", DedupeScope: "ep-1", CreatedAt: time.Unix(1, 0).UTC(), UpdatedAt: time.Unix(1, 0).UTC()}
+	if err := s.CreateEndpoint(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		s, err := sqlite.Open(ctx, path)
+		if err != nil {
+			t.Fatalf("reopen: %v", err)
+		}
+		if _, err := s.GetEndpoint(ctx, "ep-1"); err != nil {
+			t.Fatalf("GetEndpoint after reopen: %v", err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM schema_migrations").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 6 {
+		t.Fatalf("schema_migrations has %d rows, want one per step (6)", n)
+	}
+}
+
+func TestCanceledContextIsUnavailable(t *testing.T) {
+	t.Parallel()
+	s, _ := openTemp(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	d := storage.Delivery{InboxID: "i", Scope: "s", EventID: "e", EndpointID: "ep", OperationKey: "op"}
+	if _, err := s.Claim(ctx, d); !errors.Is(err, storage.ErrUnavailable) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Claim with canceled context: got %v, want ErrUnavailable and context.Canceled", err)
+	}
+	if n, err := s.CountDeliveries(t.Context(), ""); err != nil || n != 0 {
+		t.Fatalf("CountDeliveries = %d, %v; want 0, nil", n, err)
+	}
+}
+
+func TestZeroTimesAreInvalidForRetireAndRotate(t *testing.T) {
+	t.Parallel()
+	s, _ := openTemp(t)
+	ctx := t.Context()
+	now := time.Unix(1_700_000_000, 0).UTC()
+	if err := s.CreateEndpoint(ctx, storage.Endpoint{ID: "ep", Provider: "p", DedupeScope: "ep", CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	sec := storage.Secret{ID: "s1", EndpointID: "ep", KeyID: "k", Sealed: []byte{1}, CreatedAt: now}
+	if err := s.AddSecret(ctx, sec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RetireSecret(ctx, "ep", "s1", time.Time{}); !errors.Is(err, storage.ErrInvalid) {
+		t.Errorf("RetireSecret at zero time: got %v, want ErrInvalid", err)
+	}
+	sec.ID = "s2"
+	if _, err := s.RotateSecret(ctx, sec, time.Time{}); !errors.Is(err, storage.ErrInvalid) {
+		t.Errorf("RotateSecret to zero time: got %v, want ErrInvalid", err)
+	}
+	list, err := s.ListSecrets(ctx, "ep")
+	if err != nil || len(list) != 1 || !list[0].RetiredAt.IsZero() {
+		t.Fatalf("ListSecrets = %+v, %v; want s1 alone, unretired", list, err)
+	}
+}
