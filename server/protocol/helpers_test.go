@@ -1,0 +1,124 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fixedNow is the verifier clock of the deterministic tests.
+var fixedNow = time.Unix(1_700_000_000, 0)
+
+// keysFor parses secrets with p into keys named k0, k1, ...
+func keysFor(t testing.TB, p *Protocol, secrets ...string) []Key {
+	t.Helper()
+	keys := make([]Key, len(secrets))
+	for i, s := range secrets {
+		m, err := p.ParseSecret(s)
+		if err != nil {
+			t.Fatalf("ParseSecret(secret %d): %v", i, err)
+		}
+		keys[i] = Key{ID: fmt.Sprintf("k%d", i), Material: m}
+	}
+	return keys
+}
+
+// signed returns a request carrying body and the headers p.Sign produces.
+func signed(t testing.TB, p *Protocol, in SignInput, secrets ...string) *Request {
+	t.Helper()
+	h, err := p.Sign(in, secrets)
+	if err != nil {
+		t.Fatalf("Sign: %v", err)
+	}
+	return &Request{Method: "POST", URL: "https://hooks.example.com/x", Headers: h, Body: in.Body}
+}
+
+// withHeader returns a copy of req with the named header set to value (added if absent).
+func withHeader(req *Request, name, value string) *Request {
+	out := *req
+	out.Headers = append(Headers(nil), req.Headers...)
+	for i := range out.Headers {
+		if strings.EqualFold(out.Headers[i].Name, name) {
+			out.Headers[i].Value = value
+			return &out
+		}
+	}
+	out.Headers = append(out.Headers, Header{Name: name, Value: value})
+	return &out
+}
+
+// withoutHeader returns a copy of req without the named header.
+func withoutHeader(req *Request, name string) *Request {
+	out := *req
+	out.Headers = nil
+	for _, h := range req.Headers {
+		if !strings.EqualFold(h.Name, name) {
+			out.Headers = append(out.Headers, h)
+		}
+	}
+	return &out
+}
+
+// withBody returns a copy of req with another body.
+func withBody(req *Request, body []byte) *Request {
+	out := *req
+	out.Body = body
+	return &out
+}
+
+func header(req *Request, name string) string {
+	v, _ := req.Headers.Get(name)
+	return v
+}
+
+// checkOutcome asserts an acceptance with wantKey (when wantReason is 0) or a rejection with
+// wantReason, and that rejections are *Rejection with a detail that leaks nothing of req.
+func checkOutcome(t *testing.T, res Result, err error, wantReason Reason, wantKey string, req *Request) {
+	t.Helper()
+	if wantReason == 0 {
+		if err != nil {
+			t.Fatalf("want accepted, got %v", err)
+		}
+		if res.KeyID != wantKey {
+			t.Fatalf("KeyID = %q, want %q", res.KeyID, wantKey)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("want %v, got accepted (%+v)", wantReason, res)
+	}
+	var rej *Rejection
+	if !errors.As(err, &rej) {
+		t.Fatalf("error %v (%T) is not a *Rejection", err, err)
+	}
+	if rej.Reason != wantReason {
+		t.Fatalf("reason = %v (%q), want %v", rej.Reason, rej.Detail, wantReason)
+	}
+	if !errors.Is(err, &Rejection{Reason: wantReason}) {
+		t.Fatalf("errors.Is does not match reason %v", wantReason)
+	}
+	if res != (Result{}) {
+		t.Fatalf("rejection came with a result %+v", res)
+	}
+	assertNoLeak(t, rej.Detail, req)
+}
+
+// assertNoLeak fails when detail quotes a signature-bearing header value or the body.
+func assertNoLeak(t *testing.T, detail string, req *Request) {
+	t.Helper()
+	if req == nil {
+		return
+	}
+	for _, h := range req.Headers {
+		for _, field := range strings.FieldsFunc(h.Value, func(r rune) bool { return r == ',' || r == ' ' || r == '=' }) {
+			if len(field) >= 16 && strings.Contains(detail, field) {
+				t.Fatalf("detail %q quotes header %s", detail, h.Name)
+			}
+		}
+	}
+	if len(req.Body) >= 8 && strings.Contains(detail, string(req.Body)) {
+		t.Fatalf("detail %q quotes the body", detail)
+	}
+}
