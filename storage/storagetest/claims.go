@@ -215,41 +215,15 @@ func testConcurrency(t *testing.T, h harness) {
 
 	t.Run("racing claims of one identity accept exactly one", func(t *testing.T) {
 		s := claimStore(t, h)
-		results := make([]storage.ClaimResult, n)
-		errs := make([]error, n)
-		deliveries := make([]storage.Delivery, n)
-		for i := range n {
-			d := newDelivery("ep-1", "ep-1", "evt-race", fmt.Sprintf("inbox-%02d", i))
-			d.ReceivedAt = at(time.Duration(i) * time.Millisecond)
-			deliveries[i] = d
-		}
-		race(n, func(i int) {
-			results[i], errs[i] = s.Claim(t.Context(), deliveries[i])
-		})
+		raceOneIdentity(t, []storage.Store{s}, n)
+	})
 
-		winner := -1
-		for i := range n {
-			if errs[i] != nil {
-				t.Fatalf("claim %d: unexpected error: %v", i, errs[i])
-			}
-			if results[i].Accepted {
-				if winner >= 0 {
-					t.Fatalf("claims %d and %d were both accepted", winner, i)
-				}
-				winner = i
-			}
-		}
-		if winner < 0 {
-			t.Fatal("no claim was accepted")
-		}
-		want := rejectedFor(deliveries[winner])
-		for i := range n {
-			got := results[i]
-			got.Accepted = false
-			wantSame(t, want, got, fmt.Sprintf("result of claim %d", i))
-		}
-		wantCount(t, s, "", 1)
-		wantSame(t, deliveries[winner], getDelivery(t, s, deliveries[winner].InboxID), "winning delivery")
+	t.Run("racing claims through several handles accept exactly one", func(t *testing.T) {
+		// Several handles on one database stand for several server instances.
+		open := h.reopenable(t)
+		stores := []storage.Store{open(t), open(t), open(t)}
+		createEndpoint(t, stores[0], newEndpoint("ep-1"))
+		raceOneIdentity(t, stores, n)
 	})
 
 	t.Run("racing claims of distinct identities are all accepted", func(t *testing.T) {
@@ -301,6 +275,49 @@ func testConcurrency(t *testing.T, h harness) {
 		}
 		wantCount(t, s, "", n+1)
 	})
+}
+
+// raceOneIdentity races n claims of one identity, spread over the stores, each with its own
+// inbox id and operation key, and checks that exactly one wins and all agree on the winner.
+func raceOneIdentity(t *testing.T, stores []storage.Store, n int) {
+	t.Helper()
+	results := make([]storage.ClaimResult, n)
+	errs := make([]error, n)
+	deliveries := make([]storage.Delivery, n)
+	for i := range n {
+		d := newDelivery("ep-1", "ep-1", "evt-race", fmt.Sprintf("inbox-%02d", i))
+		d.ReceivedAt = at(time.Duration(i) * time.Millisecond)
+		deliveries[i] = d
+	}
+	race(n, func(i int) {
+		results[i], errs[i] = stores[i%len(stores)].Claim(t.Context(), deliveries[i])
+	})
+
+	winner := -1
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("claim %d: unexpected error: %v", i, errs[i])
+		}
+		if results[i].Accepted {
+			if winner >= 0 {
+				t.Fatalf("claims %d and %d were both accepted", winner, i)
+			}
+			winner = i
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no claim was accepted")
+	}
+	want := rejectedFor(deliveries[winner])
+	for i := range n {
+		got := results[i]
+		got.Accepted = false
+		wantSame(t, want, got, fmt.Sprintf("result of claim %d", i))
+	}
+	for _, s := range stores {
+		wantCount(t, s, "", 1)
+		wantSame(t, deliveries[winner], getDelivery(t, s, deliveries[winner].InboxID), "winning delivery")
+	}
 }
 
 // race runs f(0) … f(n-1) in n goroutines released together, and waits for all of them.
