@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -252,5 +254,50 @@ func TestZeroTimesAreInvalidForRetireAndRotate(t *testing.T) {
 	list, err := s.ListSecrets(ctx, "ep")
 	if err != nil || len(list) != 1 || !list[0].RetiredAt.IsZero() {
 		t.Fatalf("ListSecrets = %+v, %v; want s1 alone, unretired", list, err)
+	}
+}
+
+// TestHandlesRaceReadThenWriteTransactions stands for several processes on one file running
+// transactions that read before they write (rotations check the endpoint first). Without
+// BEGIN IMMEDIATE such a transaction cannot upgrade its read lock once another handle has
+// committed, and fails with SQLITE_BUSY however long the busy timeout.
+func TestHandlesRaceReadThenWriteTransactions(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "data.db")
+	ctx := t.Context()
+	var stores []*sqlite.Store
+	for range 4 {
+		s, err := sqlite.Open(ctx, path)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		stores = append(stores, s)
+	}
+	now := time.Unix(1_700_000_000, 0).UTC()
+	if err := stores[0].CreateEndpoint(ctx, storage.Endpoint{ID: "ep", Provider: "p", DedupeScope: "ep", CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			sec := storage.Secret{ID: fmt.Sprintf("s%02d", i), EndpointID: "ep", KeyID: "k", Sealed: []byte{byte(i)}, CreatedAt: now.Add(time.Duration(i) * time.Second)}
+			_, errs[i] = stores[i%len(stores)].RotateSecret(ctx, sec, now.Add(time.Hour))
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("rotation %d: %v", i, err)
+		}
+	}
+	list, err := stores[1].ListSecrets(ctx, "ep")
+	if err != nil || len(list) != n {
+		t.Fatalf("ListSecrets: %d secrets, %v; want %d", len(list), err, n)
 	}
 }
