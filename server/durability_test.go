@@ -1,0 +1,230 @@
+package server_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/hookverify/hookverify/internal/pgtest"
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server"
+)
+
+// TestOperationKey proves that the operation key is server.OperationKey(scope, event id):
+// the same on every redelivery (Stripe re-signs each retry), across secret rotation, for
+// endpoints sharing a dedupe scope and after a restart on a reopened store; different for
+// different events and scopes.
+func TestOperationKey(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		p := stripeProvider
+		secret, _ := e.setup(t, p, "shop")
+		id := eventID(p)
+		first := e.accept(t, e.deliver(t, p, "shop", id, secret))
+		if want := server.OperationKey("shop", id); first.GetOperationKey() != want {
+			t.Fatalf("operation key %s, want server.OperationKey(scope, id) = %s", first.GetOperationKey(), want)
+		}
+
+		t.Run("Stripe retries re-signed with a new t=", func(t *testing.T) {
+			for i := range 3 {
+				e.clock.Advance(time.Duration(i+1) * time.Minute)
+				retry := e.deliver(t, p, "shop", id, secret)
+				e.duplicate(t, retry, first)
+			}
+		})
+
+		t.Run("different events and scopes", func(t *testing.T) {
+			other := e.accept(t, e.deliver(t, p, "shop", eventID(p), secret))
+			if other.GetOperationKey() == first.GetOperationKey() || other.GetInboxId() == first.GetInboxId() {
+				t.Fatalf("two events share operation key %s or inbox %s", other.GetOperationKey(), other.GetInboxId())
+			}
+			// The same event id in another scope is another event.
+			elsewhere, _ := e.setup(t, p, "elsewhere")
+			resp := e.accept(t, e.deliver(t, p, "elsewhere", id, elsewhere))
+			if resp.GetOperationKey() == first.GetOperationKey() || resp.GetOperationKey() != server.OperationKey("elsewhere", id) {
+				t.Fatalf("operation key %s in scope elsewhere, want %s", resp.GetOperationKey(), server.OperationKey("elsewhere", id))
+			}
+		})
+
+		t.Run("across rotation", func(t *testing.T) {
+			fresh := p.newSecret()
+			resp, err := e.admin.RotateSecret(t.Context(), &hookverifyv1.RotateSecretRequest{EndpointId: "shop", Secret: fresh})
+			if err != nil {
+				t.Fatalf("RotateSecret: %v", err)
+			}
+			e.reject(t, e.deliver(t, p, "shop", id, secret), mismatch)
+			dup := e.duplicate(t, e.deliver(t, p, "shop", id, fresh), first)
+			if dup.GetSecretId() != resp.GetSecret().GetId() {
+				t.Fatalf("secret_id %s, want the new secret %s", dup.GetSecretId(), resp.GetSecret().GetId())
+			}
+			secret = fresh
+		})
+
+		t.Run("shared dedupe scope", func(t *testing.T) {
+			e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "eu", Provider: "stripe", DedupeScope: "acme"})
+			e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "us", Provider: "stripe", DedupeScope: "acme"})
+			eu, us := p.newSecret(), p.newSecret()
+			e.addSecret(t, "eu", eu)
+			e.addSecret(t, "us", us)
+			for _, order := range [][2]string{{"eu", "us"}, {"us", "eu"}} {
+				shared := eventID(p)
+				secrets := map[string]string{"eu": eu, "us": us}
+				firstResp := e.accept(t, e.deliver(t, p, order[0], shared, secrets[order[0]]))
+				if want := server.OperationKey("acme", shared); firstResp.GetOperationKey() != want {
+					t.Fatalf("operation key %s, want OperationKey(acme, id) = %s", firstResp.GetOperationKey(), want)
+				}
+				e.duplicate(t, e.deliver(t, p, order[1], shared, secrets[order[1]]), firstResp)
+				d, err := e.store.GetDelivery(t.Context(), firstResp.GetInboxId())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.EndpointID != order[0] || d.Scope != "acme" {
+					t.Fatalf("inbox record of endpoint %s in scope %s, want %s in acme", d.EndpointID, d.Scope, order[0])
+				}
+			}
+			if n, err := e.store.CountDeliveries(t.Context(), "acme"); err != nil || n != 2 {
+				t.Fatalf("CountDeliveries(acme) = %d, %v; want 2", n, err)
+			}
+		})
+
+		t.Run("after a restart on a reopened store", func(t *testing.T) {
+			if err := e.store.Close(); err != nil {
+				t.Fatalf("close: %v", err)
+			}
+			e.store = openStore(t, b, e.dsn)
+			restarted := e.start(t, e.store)
+			e.clock.Advance(time.Hour)
+			restarted.duplicate(t, e.deliver(t, p, "shop", id, secret), first)
+		})
+	})
+}
+
+// TestHealthAndStoreLifecycle proves that before SetStore every call that needs storage is
+// UNAVAILABLE (never a verdict) and health reports NOT_SERVING for service "", that SetStore
+// makes the server SERVING and working, and that SetStore(nil) undoes it.
+func TestHealthAndStoreLifecycle(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.newDatabase(t)
+		e := newEnvOn(t, b, dsn, nil)
+		p := githubProvider
+		secret := p.newSecret()
+		req := e.deliver(t, p, "gh", eventID(p), secret)
+
+		wantHealth(t, e.instance, healthpb.HealthCheckResponse_NOT_SERVING)
+		_, err := e.call(t, req)
+		wantCode(t, err, codes.Unavailable)
+		_, err = e.admin.CreateEndpoint(t.Context(), &hookverifyv1.CreateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: "gh", Provider: "github"}})
+		wantCode(t, err, codes.Unavailable)
+		_, err = e.admin.ListEndpoints(t.Context(), &hookverifyv1.ListEndpointsRequest{})
+		wantCode(t, err, codes.Unavailable)
+
+		e.store = openStore(t, b, dsn)
+		e.srv.SetStore(e.store)
+		wantHealth(t, e.instance, healthpb.HealthCheckResponse_SERVING)
+		e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "gh", Provider: "github"})
+		e.addSecret(t, "gh", secret)
+		e.accept(t, req)
+
+		e.srv.SetStore(nil)
+		wantHealth(t, e.instance, healthpb.HealthCheckResponse_NOT_SERVING)
+		_, err = e.call(t, req)
+		wantCode(t, err, codes.Unavailable)
+	})
+}
+
+func wantHealth(t *testing.T, in *instance, want healthpb.HealthCheckResponse_ServingStatus) {
+	t.Helper()
+	resp, err := in.health.Check(t.Context(), &healthpb.HealthCheckRequest{Service: ""})
+	if err != nil {
+		t.Fatalf("health Check: %v", err)
+	}
+	if resp.GetStatus() != want {
+		t.Fatalf("health %s, want %s", resp.GetStatus(), want)
+	}
+}
+
+// TestStorageDown proves that a store that fails under a running server is answered with
+// gRPC UNAVAILABLE, never with a verdict: for SQLite a closed store, for PostgreSQL a stopped
+// cluster — after which the same server, without a restart, accepts again once the cluster is
+// back.
+func TestStorageDown(t *testing.T) {
+	t.Parallel()
+	t.Run("sqlite closed under the server", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, backends[0])
+		p := stripeProvider
+		secret, _ := e.setup(t, p, "shop")
+		known := e.deliver(t, p, "shop", eventID(p), secret)
+		e.accept(t, known)
+		if err := e.store.Close(); err != nil {
+			t.Fatalf("close: %v", err)
+		}
+		for name, req := range map[string]*hookverifyv1.VerifyRequest{
+			"new event":   e.deliver(t, p, "shop", eventID(p), secret),
+			"redelivery":  known,
+			"forged":      e.deliver(t, p, "shop", eventID(p), p.newSecret()),
+			"no endpoint": withEndpoint(known, "nope"),
+		} {
+			_, err := e.call(t, req)
+			if status.Code(err) != codes.Unavailable {
+				t.Errorf("%s: Verify = %v, want UNAVAILABLE", name, err)
+			}
+		}
+		_, err := e.admin.ListSecrets(t.Context(), &hookverifyv1.ListSecretsRequest{EndpointId: "shop"})
+		wantCode(t, err, codes.Unavailable)
+	})
+
+	t.Run("postgres stopped and started", func(t *testing.T) {
+		t.Parallel()
+		cluster := pgtest.Start(t)
+		dsn := cluster.NewDatabase(t)
+		b := backends[1]
+		e := newEnvOn(t, b, dsn, openStore(t, b, dsn))
+		p := stripeProvider
+		secret, _ := e.setup(t, p, "shop")
+		known := e.deliver(t, p, "shop", eventID(p), secret)
+		first := e.accept(t, known)
+
+		cluster.Stop(t)
+		pending := e.deliver(t, p, "shop", eventID(p), secret)
+		for name, req := range map[string]*hookverifyv1.VerifyRequest{"new event": pending, "redelivery": known} {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			resp, err := e.verifier.Verify(ctx, req)
+			cancel()
+			if status.Code(err) != codes.Unavailable {
+				t.Fatalf("%s with PostgreSQL stopped: Verify = %v, %v; want UNAVAILABLE", name, resp, err)
+			}
+		}
+
+		cluster.Start(t)
+		// The pool may need a few attempts to replace its dead connections; every answer
+		// until then must still be UNAVAILABLE, and the first real answer must be ACCEPTED.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			resp, err := e.verifier.Verify(ctx, pending)
+			cancel()
+			if err == nil {
+				checkReply(t, resp)
+				if resp.GetVerdict() != accepted {
+					t.Fatalf("first answer after the restart: %s %s (%s), want ACCEPTED", resp.GetVerdict(), resp.GetRejectReason(), resp.GetDetail())
+				}
+				break
+			}
+			if status.Code(err) != codes.Unavailable {
+				t.Fatalf("Verify while PostgreSQL restarts = %v, want UNAVAILABLE or an answer", err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the server still answers UNAVAILABLE 30s after PostgreSQL restarted: %v", err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		e.duplicate(t, known, first)
+	})
+}

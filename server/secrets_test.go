@@ -1,0 +1,180 @@
+package server_test
+
+import (
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+)
+
+const (
+	stateScheduled = hookverifyv1.SecretState_SECRET_STATE_SCHEDULED
+	stateActive    = hookverifyv1.SecretState_SECRET_STATE_ACTIVE
+	stateExpiring  = hookverifyv1.SecretState_SECRET_STATE_EXPIRING
+	stateRetired   = hookverifyv1.SecretState_SECRET_STATE_RETIRED
+)
+
+// TestSecretLifecycle proves, for every protocol, that a secret authenticates exactly while it
+// is valid — retirement, not_after, not_before and rotation with overlap, judged by the
+// injected clock — and that secret_id names the secret that matched.
+func TestSecretLifecycle(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		for _, p := range providers {
+			// acceptedBy sends a new event signed with secret and wants it accepted by secretID.
+			acceptedBy := func(t *testing.T, endpoint, secret, secretID string) {
+				t.Helper()
+				resp := e.accept(t, e.deliver(t, p, endpoint, eventID(p), secret))
+				if resp.GetSecretId() != secretID {
+					t.Fatalf("secret_id %s, want %s", resp.GetSecretId(), secretID)
+				}
+			}
+			refused := func(t *testing.T, endpoint, secret string) {
+				t.Helper()
+				e.reject(t, e.deliver(t, p, endpoint, eventID(p), secret), mismatch)
+			}
+
+			t.Run(p.name+"/retire", func(t *testing.T) {
+				endpoint := "retire-" + p.name
+				a, aID := e.setup(t, p, endpoint)
+				b := p.newSecret()
+				bID := e.addSecret(t, endpoint, b)
+				acceptedBy(t, endpoint, a, aID)
+				acceptedBy(t, endpoint, b, bID)
+
+				resp, err := e.admin.RetireSecret(t.Context(), &hookverifyv1.RetireSecretRequest{EndpointId: endpoint, SecretId: aID})
+				if err != nil {
+					t.Fatalf("RetireSecret: %v", err)
+				}
+				if got := resp.GetSecret(); got.GetState() != stateRetired || !got.GetRetireTime().AsTime().Equal(e.clock.Now()) {
+					t.Fatalf("retired secret is %s retired at %v, want RETIRED at %v", got.GetState(), got.GetRetireTime().AsTime(), e.clock.Now())
+				}
+				refused(t, endpoint, a)
+				acceptedBy(t, endpoint, b, bID)
+
+				if _, err := e.admin.RetireSecret(t.Context(), &hookverifyv1.RetireSecretRequest{EndpointId: endpoint, SecretId: bID}); err != nil {
+					t.Fatalf("RetireSecret: %v", err)
+				}
+				refused(t, endpoint, b)
+			})
+
+			t.Run(p.name+"/not_after", func(t *testing.T) {
+				endpoint := "until-" + p.name
+				e.createEndpoint(t, &hookverifyv1.Endpoint{Id: endpoint, Provider: p.name})
+				secret := p.newSecret()
+				end := e.clock.Now().Add(time.Hour)
+				resp, err := e.admin.AddSecret(t.Context(), &hookverifyv1.AddSecretRequest{EndpointId: endpoint, Secret: secret, NotAfter: timestamppb.New(end)})
+				if err != nil {
+					t.Fatalf("AddSecret: %v", err)
+				}
+				id := resp.GetSecret().GetId()
+				if resp.GetSecret().GetState() != stateExpiring {
+					t.Fatalf("state %s, want EXPIRING", resp.GetSecret().GetState())
+				}
+				acceptedBy(t, endpoint, secret, id)
+				e.clock.Advance(time.Hour - time.Second)
+				acceptedBy(t, endpoint, secret, id)
+				e.clock.Advance(time.Second) // now == not_after: no longer valid
+				refused(t, endpoint, secret)
+				wantStates(t, e, endpoint, stateRetired)
+			})
+
+			t.Run(p.name+"/not_before", func(t *testing.T) {
+				endpoint := "from-" + p.name
+				e.createEndpoint(t, &hookverifyv1.Endpoint{Id: endpoint, Provider: p.name})
+				secret := p.newSecret()
+				start := e.clock.Now().Add(time.Hour)
+				resp, err := e.admin.AddSecret(t.Context(), &hookverifyv1.AddSecretRequest{EndpointId: endpoint, Secret: secret, NotBefore: timestamppb.New(start)})
+				if err != nil {
+					t.Fatalf("AddSecret: %v", err)
+				}
+				id := resp.GetSecret().GetId()
+				if resp.GetSecret().GetState() != stateScheduled {
+					t.Fatalf("state %s, want SCHEDULED", resp.GetSecret().GetState())
+				}
+				refused(t, endpoint, secret)
+				e.clock.Advance(time.Hour - time.Second)
+				refused(t, endpoint, secret)
+				e.clock.Advance(time.Second) // now == not_before: valid
+				acceptedBy(t, endpoint, secret, id)
+				wantStates(t, e, endpoint, stateActive)
+			})
+
+			t.Run(p.name+"/rotate with overlap", func(t *testing.T) {
+				endpoint := "rotate-" + p.name
+				old, oldID := e.setup(t, p, endpoint)
+				acceptedBy(t, endpoint, old, oldID)
+
+				fresh := p.newSecret()
+				e.clock.Advance(time.Second) // so that ListSecrets' oldest-first order is known
+				rotatedAt := e.clock.Now()
+				resp, err := e.admin.RotateSecret(t.Context(), &hookverifyv1.RotateSecretRequest{
+					EndpointId: endpoint, Secret: fresh, Overlap: durationpb.New(24 * time.Hour),
+				})
+				if err != nil {
+					t.Fatalf("RotateSecret: %v", err)
+				}
+				freshID := resp.GetSecret().GetId()
+				if resp.GetSecret().GetState() != stateActive || freshID == oldID {
+					t.Fatalf("new secret %s is %s, want a new ACTIVE secret", freshID, resp.GetSecret().GetState())
+				}
+				if len(resp.GetPrevious()) != 1 {
+					t.Fatalf("previous = %v, want the one old secret", resp.GetPrevious())
+				}
+				prev := resp.GetPrevious()[0]
+				if prev.GetId() != oldID || prev.GetState() != stateExpiring || !prev.GetNotAfter().AsTime().Equal(rotatedAt.Add(24*time.Hour)) {
+					t.Fatalf("previous = %s %s until %v, want %s EXPIRING until %v", prev.GetId(), prev.GetState(), prev.GetNotAfter().AsTime(), oldID, rotatedAt.Add(24*time.Hour))
+				}
+
+				// Inside the overlap both work, whichever the provider signs with.
+				acceptedBy(t, endpoint, old, oldID)
+				acceptedBy(t, endpoint, fresh, freshID)
+				e.clock.Advance(24*time.Hour - time.Second)
+				acceptedBy(t, endpoint, old, oldID)
+				acceptedBy(t, endpoint, fresh, freshID)
+				wantStates(t, e, endpoint, stateExpiring, stateActive)
+
+				// After it only the new one does.
+				e.clock.Advance(time.Second)
+				refused(t, endpoint, old)
+				acceptedBy(t, endpoint, fresh, freshID)
+				wantStates(t, e, endpoint, stateRetired, stateActive)
+
+				// A rotation without overlap stops the previous secret at once.
+				third := p.newSecret()
+				resp, err = e.admin.RotateSecret(t.Context(), &hookverifyv1.RotateSecretRequest{EndpointId: endpoint, Secret: third})
+				if err != nil {
+					t.Fatalf("RotateSecret: %v", err)
+				}
+				refused(t, endpoint, fresh)
+				acceptedBy(t, endpoint, third, resp.GetSecret().GetId())
+				wantStates(t, e, endpoint, stateRetired, stateRetired, stateActive)
+			})
+		}
+	})
+}
+
+// wantStates checks ListSecrets' states, oldest first.
+func wantStates(t *testing.T, e *env, endpoint string, want ...hookverifyv1.SecretState) {
+	t.Helper()
+	resp, err := e.admin.ListSecrets(t.Context(), &hookverifyv1.ListSecretsRequest{EndpointId: endpoint})
+	if err != nil {
+		t.Fatalf("ListSecrets: %v", err)
+	}
+	var got []hookverifyv1.SecretState
+	for _, s := range resp.GetSecrets() {
+		got = append(got, s.GetState())
+	}
+	if len(got) != len(want) {
+		t.Fatalf("states %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("states %v, want %v", got, want)
+		}
+	}
+}
