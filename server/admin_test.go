@@ -1,0 +1,363 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server"
+)
+
+// TestAdminEndpoints proves CreateEndpoint's defaults and validation, ALREADY_EXISTS,
+// Get/List, and UpdateEndpoint (provider fixed, defaults re-applied, disabling effective).
+func TestAdminEndpoints(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		created := e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "shop", Provider: "stripe"})
+
+		t.Run("defaults", func(t *testing.T) {
+			if created.GetTimestampTolerance().AsDuration() != 300*time.Second {
+				t.Errorf("tolerance %v, want 300s", created.GetTimestampTolerance().AsDuration())
+			}
+			if created.GetMaxBodyBytes() != 1<<20 {
+				t.Errorf("max_body_bytes %d, want 1 MiB", created.GetMaxBodyBytes())
+			}
+			if created.GetDedupeScope() != "shop" {
+				t.Errorf("dedupe_scope %q, want the id", created.GetDedupeScope())
+			}
+			if created.GetDisabled() || len(created.GetOptions()) != 0 {
+				t.Errorf("disabled %v, options %v; want enabled, none", created.GetDisabled(), created.GetOptions())
+			}
+			if !created.GetCreateTime().AsTime().Equal(epoch) || !created.GetUpdateTime().AsTime().Equal(epoch) {
+				t.Errorf("create/update time %v/%v, want the clock's %v", created.GetCreateTime().AsTime(), created.GetUpdateTime().AsTime(), epoch)
+			}
+			got, err := e.admin.GetEndpoint(t.Context(), &hookverifyv1.GetEndpointRequest{Id: "shop"})
+			if err != nil {
+				t.Fatalf("GetEndpoint: %v", err)
+			}
+			if !proto.Equal(got.GetEndpoint(), created) {
+				t.Errorf("GetEndpoint = %v, want what CreateEndpoint returned: %v", got.GetEndpoint(), created)
+			}
+		})
+
+		t.Run("explicit settings", func(t *testing.T) {
+			ep := e.createEndpoint(t, &hookverifyv1.Endpoint{
+				Id: "gh.main_1-x", Provider: "github", MaxBodyBytes: server.MaxBodyCeiling,
+				TimestampTolerance: durationpb.New(server.MaxTolerance), DedupeScope: "Scope.A-1_b",
+			})
+			if ep.GetMaxBodyBytes() != server.MaxBodyCeiling || ep.GetTimestampTolerance().AsDuration() != server.MaxTolerance || ep.GetDedupeScope() != "Scope.A-1_b" {
+				t.Fatalf("stored %v", ep)
+			}
+		})
+
+		t.Run("validation", func(t *testing.T) {
+			tests := []struct {
+				name string
+				ep   *hookverifyv1.Endpoint
+			}{
+				{"no endpoint", nil},
+				{"empty id", &hookverifyv1.Endpoint{Provider: "stripe"}},
+				{"id with a space", &hookverifyv1.Endpoint{Id: "my shop", Provider: "stripe"}},
+				{"id with a slash", &hookverifyv1.Endpoint{Id: "a/b", Provider: "stripe"}},
+				{"id with a NUL", &hookverifyv1.Endpoint{Id: "a\x00b", Provider: "stripe"}},
+				{"id with non-ASCII", &hookverifyv1.Endpoint{Id: "café", Provider: "stripe"}},
+				{"id of 129 characters", &hookverifyv1.Endpoint{Id: strings.Repeat("a", 129), Provider: "stripe"}},
+				{"unknown provider", &hookverifyv1.Endpoint{Id: "pp", Provider: "paypal"}},
+				{"empty provider", &hookverifyv1.Endpoint{Id: "pp"}},
+				{"provider in another case", &hookverifyv1.Endpoint{Id: "pp", Provider: "Stripe"}},
+				{"negative max_body_bytes", &hookverifyv1.Endpoint{Id: "x", Provider: "stripe", MaxBodyBytes: -1}},
+				{"max_body_bytes over the ceiling", &hookverifyv1.Endpoint{Id: "x", Provider: "stripe", MaxBodyBytes: server.MaxBodyCeiling + 1}},
+				{"negative tolerance", &hookverifyv1.Endpoint{Id: "x", Provider: "stripe", TimestampTolerance: durationpb.New(-time.Second)}},
+				{"tolerance over the maximum", &hookverifyv1.Endpoint{Id: "x", Provider: "stripe", TimestampTolerance: durationpb.New(server.MaxTolerance + time.Second)}},
+				{"bad dedupe_scope", &hookverifyv1.Endpoint{Id: "x", Provider: "stripe", DedupeScope: "a b"}},
+				{"options for stripe", &hookverifyv1.Endpoint{Id: "x", Provider: "stripe", Options: map[string]string{"mode": "live"}}},
+				{"options for github", &hookverifyv1.Endpoint{Id: "x", Provider: "github", Options: map[string]string{"a": "b"}}},
+				{"options for standard-webhooks", &hookverifyv1.Endpoint{Id: "x", Provider: "standard-webhooks", Options: map[string]string{"a": ""}}},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					_, err := e.admin.CreateEndpoint(t.Context(), &hookverifyv1.CreateEndpointRequest{Endpoint: tt.ep})
+					wantCode(t, err, codes.InvalidArgument)
+				})
+			}
+			list, err := e.admin.ListEndpoints(t.Context(), &hookverifyv1.ListEndpointsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list.GetEndpoints()) != 2 {
+				t.Fatalf("%d endpoints after invalid creations, want 2", len(list.GetEndpoints()))
+			}
+		})
+
+		t.Run("duplicate id", func(t *testing.T) {
+			_, err := e.admin.CreateEndpoint(t.Context(), &hookverifyv1.CreateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: "shop", Provider: "github"}})
+			wantCode(t, err, codes.AlreadyExists)
+			got, err := e.admin.GetEndpoint(t.Context(), &hookverifyv1.GetEndpointRequest{Id: "shop"})
+			if err != nil || got.GetEndpoint().GetProvider() != "stripe" {
+				t.Fatalf("GetEndpoint after a refused duplicate = %v, %v; want the stripe endpoint", got, err)
+			}
+		})
+
+		t.Run("get and list", func(t *testing.T) {
+			_, err := e.admin.GetEndpoint(t.Context(), &hookverifyv1.GetEndpointRequest{Id: "nope"})
+			wantCode(t, err, codes.NotFound)
+			_, err = e.admin.GetEndpoint(t.Context(), &hookverifyv1.GetEndpointRequest{})
+			wantCode(t, err, codes.InvalidArgument)
+			e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "a-first", Provider: "standard-webhooks"})
+			list, err := e.admin.ListEndpoints(t.Context(), &hookverifyv1.ListEndpointsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, ep := range list.GetEndpoints() {
+				ids = append(ids, ep.GetId())
+			}
+			if strings.Join(ids, " ") != "a-first gh.main_1-x shop" {
+				t.Fatalf("ListEndpoints ids %v, want [a-first gh.main_1-x shop]", ids)
+			}
+		})
+
+		t.Run("update", func(t *testing.T) {
+			p := stripeProvider
+			secret := p.newSecret()
+			e.addSecret(t, "shop", secret)
+			e.clock.Advance(time.Minute)
+
+			_, err := e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: "shop", Provider: "github"}})
+			wantCode(t, err, codes.InvalidArgument)
+			_, err = e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: "nope", Provider: "stripe"}})
+			wantCode(t, err, codes.NotFound)
+			_, err = e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: "shop", MaxBodyBytes: -5}})
+			wantCode(t, err, codes.InvalidArgument)
+			_, err = e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: "shop", Options: map[string]string{"x": "y"}}})
+			wantCode(t, err, codes.InvalidArgument)
+
+			resp, err := e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{
+				Id: "shop", Provider: "stripe", Disabled: true, MaxBodyBytes: 4096, TimestampTolerance: durationpb.New(time.Minute),
+			}})
+			if err != nil {
+				t.Fatalf("UpdateEndpoint: %v", err)
+			}
+			up := resp.GetEndpoint()
+			if !up.GetDisabled() || up.GetMaxBodyBytes() != 4096 || up.GetTimestampTolerance().AsDuration() != time.Minute || up.GetProvider() != "stripe" || up.GetDedupeScope() != "shop" {
+				t.Fatalf("updated endpoint %v", up)
+			}
+			if !up.GetCreateTime().AsTime().Equal(epoch) || !up.GetUpdateTime().AsTime().Equal(e.clock.Now()) {
+				t.Fatalf("create/update time %v/%v, want %v/%v", up.GetCreateTime().AsTime(), up.GetUpdateTime().AsTime(), epoch, e.clock.Now())
+			}
+			e.reject(t, e.deliver(t, p, "shop", eventID(p), secret), endpointDisabled)
+
+			// Enabling again, with an empty provider meaning "unchanged" and zero values
+			// meaning the defaults again.
+			resp, err = e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: "shop"}})
+			if err != nil {
+				t.Fatalf("UpdateEndpoint: %v", err)
+			}
+			if up := resp.GetEndpoint(); up.GetDisabled() || up.GetMaxBodyBytes() != server.DefaultMaxBodyBytes || up.GetTimestampTolerance().AsDuration() != 300*time.Second {
+				t.Fatalf("re-enabled endpoint %v", up)
+			}
+			e.accept(t, e.deliver(t, p, "shop", eventID(p), secret))
+		})
+	})
+}
+
+// TestAdminSecrets proves AddSecret's validation (never echoing the secret), NOT_FOUND and
+// INVALID_ARGUMENT answers of the secret RPCs, and the states ListSecrets reports.
+func TestAdminSecrets(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "sw", Provider: "standard-webhooks"})
+		e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "shop", Provider: "stripe"})
+		e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "gh", Provider: "github"})
+
+		t.Run("invalid secrets", func(t *testing.T) {
+			notBase64 := "whsec_" + randomAlnum(20) + "!!%%" + randomAlnum(20)
+			tests := []struct {
+				name     string
+				endpoint string
+				secret   string
+			}{
+				{"standard-webhooks secret that is not base64", "sw", notBase64},
+				{"standard-webhooks asymmetric key", "sw", "whsk_" + randomAlnum(40)},
+				{"stripe secret with surrounding space", "shop", " whsec_" + randomAlnum(32) + " "},
+				{"empty secret", "gh", ""},
+				{"secret above 8 KiB", "gh", strings.Repeat("k", 8<<10+1)},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					_, err := e.admin.AddSecret(t.Context(), &hookverifyv1.AddSecretRequest{EndpointId: tt.endpoint, Secret: tt.secret})
+					wantCode(t, err, codes.InvalidArgument)
+					msg := status.Convert(err).Message()
+					if trimmed := strings.TrimSpace(tt.secret); len(trimmed) >= 8 && strings.Contains(msg, trimmed[:8]) {
+						t.Fatalf("error message %q repeats the secret", msg)
+					}
+					_, err = e.admin.RotateSecret(t.Context(), &hookverifyv1.RotateSecretRequest{EndpointId: tt.endpoint, Secret: tt.secret})
+					wantCode(t, err, codes.InvalidArgument)
+					if msg := status.Convert(err).Message(); len(tt.secret) >= 8 && strings.Contains(msg, strings.TrimSpace(tt.secret)[:8]) {
+						t.Fatalf("error message %q repeats the secret", msg)
+					}
+				})
+			}
+			for _, id := range []string{"sw", "shop", "gh"} {
+				wantStates(t, e, id) // nothing was stored
+			}
+		})
+
+		t.Run("requests that cannot be served", func(t *testing.T) {
+			ok := stripeProvider.newSecret()
+			now := e.clock.Now()
+			tests := []struct {
+				name string
+				call func() error
+				want codes.Code
+			}{
+				{"AddSecret to an unknown endpoint", func() error {
+					_, err := e.admin.AddSecret(t.Context(), &hookverifyv1.AddSecretRequest{EndpointId: "nope", Secret: ok})
+					return err
+				}, codes.NotFound},
+				{"AddSecret without endpoint", func() error {
+					_, err := e.admin.AddSecret(t.Context(), &hookverifyv1.AddSecretRequest{Secret: ok})
+					return err
+				}, codes.InvalidArgument},
+				{"AddSecret ending before it starts", func() error {
+					_, err := e.admin.AddSecret(t.Context(), &hookverifyv1.AddSecretRequest{EndpointId: "shop", Secret: ok,
+						NotBefore: timestamppb.New(now.Add(time.Hour)), NotAfter: timestamppb.New(now)})
+					return err
+				}, codes.InvalidArgument},
+				{"RotateSecret with a negative overlap", func() error {
+					_, err := e.admin.RotateSecret(t.Context(), &hookverifyv1.RotateSecretRequest{EndpointId: "shop", Secret: ok, Overlap: durationpb.New(-time.Second)})
+					return err
+				}, codes.InvalidArgument},
+				{"RotateSecret on an unknown endpoint", func() error {
+					_, err := e.admin.RotateSecret(t.Context(), &hookverifyv1.RotateSecretRequest{EndpointId: "nope", Secret: ok})
+					return err
+				}, codes.NotFound},
+				{"RetireSecret of an unknown secret", func() error {
+					_, err := e.admin.RetireSecret(t.Context(), &hookverifyv1.RetireSecretRequest{EndpointId: "shop", SecretId: "sec_000000000000000000000000"})
+					return err
+				}, codes.NotFound},
+				{"RetireSecret without ids", func() error {
+					_, err := e.admin.RetireSecret(t.Context(), &hookverifyv1.RetireSecretRequest{})
+					return err
+				}, codes.InvalidArgument},
+				{"ListSecrets of an unknown endpoint", func() error {
+					_, err := e.admin.ListSecrets(t.Context(), &hookverifyv1.ListSecretsRequest{EndpointId: "nope"})
+					return err
+				}, codes.NotFound},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					wantCode(t, tt.call(), tt.want)
+				})
+			}
+			wantStates(t, e, "shop")
+		})
+
+		t.Run("RetireSecret of another endpoint's secret", func(t *testing.T) {
+			id := e.addSecret(t, "gh", githubProvider.newSecret())
+			_, err := e.admin.RetireSecret(t.Context(), &hookverifyv1.RetireSecretRequest{EndpointId: "shop", SecretId: id})
+			wantCode(t, err, codes.NotFound)
+			wantStates(t, e, "gh", stateActive)
+		})
+
+		t.Run("ListSecrets states", func(t *testing.T) {
+			p := stripeProvider
+			e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "states", Provider: "stripe"})
+			add := func(req *hookverifyv1.AddSecretRequest) *hookverifyv1.SecretInfo {
+				t.Helper()
+				e.clock.Advance(time.Second) // oldest first is then the order below
+				req.EndpointId, req.Secret = "states", p.newSecret()
+				resp, err := e.admin.AddSecret(t.Context(), req)
+				if err != nil {
+					t.Fatalf("AddSecret: %v", err)
+				}
+				return resp.GetSecret()
+			}
+			active := add(&hookverifyv1.AddSecretRequest{})
+			retired := add(&hookverifyv1.AddSecretRequest{})
+			expiring := add(&hookverifyv1.AddSecretRequest{NotAfter: timestamppb.New(e.clock.Now().Add(time.Hour))})
+			scheduled := add(&hookverifyv1.AddSecretRequest{NotBefore: timestamppb.New(e.clock.Now().Add(time.Hour))})
+			past := add(&hookverifyv1.AddSecretRequest{NotAfter: timestamppb.New(e.clock.Now().Add(time.Second))})
+			if _, err := e.admin.RetireSecret(t.Context(), &hookverifyv1.RetireSecretRequest{EndpointId: "states", SecretId: retired.GetId()}); err != nil {
+				t.Fatalf("RetireSecret: %v", err)
+			}
+			e.clock.Advance(time.Second) // past reaches its not_after
+			wantStates(t, e, "states", stateActive, stateRetired, stateExpiring, stateScheduled, stateRetired)
+
+			resp, err := e.admin.ListSecrets(t.Context(), &hookverifyv1.ListSecretsRequest{EndpointId: "states"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range []*hookverifyv1.SecretInfo{active, retired, expiring, scheduled, past} {
+				got := resp.GetSecrets()[i]
+				if got.GetId() != want.GetId() || got.GetEndpointId() != "states" || !got.GetCreateTime().AsTime().Equal(want.GetCreateTime().AsTime()) {
+					t.Errorf("secret %d is %v, want %v", i, got, want)
+				}
+			}
+			if got := resp.GetSecrets()[1]; got.GetRetireTime() == nil {
+				t.Errorf("retired secret has no retire_time: %v", got)
+			}
+			if got := resp.GetSecrets()[3]; !got.GetNotBefore().AsTime().Equal(scheduled.GetNotBefore().AsTime()) {
+				t.Errorf("scheduled secret not_before %v, want %v", got.GetNotBefore().AsTime(), scheduled.GetNotBefore().AsTime())
+			}
+
+			// Hours later the schedule has moved on.
+			e.clock.Advance(2 * time.Hour)
+			wantStates(t, e, "states", stateActive, stateRetired, stateRetired, stateActive, stateRetired)
+		})
+	})
+}
+
+// TestAdminListProviders proves the providers the server announces and their properties.
+func TestAdminListProviders(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, backends[0])
+	resp, err := e.admin.ListProviders(t.Context(), &hookverifyv1.ListProvidersRequest{})
+	if err != nil {
+		t.Fatalf("ListProviders: %v", err)
+	}
+	tests := []struct {
+		name           string
+		signsTimestamp bool
+	}{
+		{"github", false},
+		{"standard-webhooks", true},
+		{"stripe", true},
+	}
+	if len(resp.GetProviders()) != len(tests) {
+		t.Fatalf("%d providers %v, want %d", len(resp.GetProviders()), resp.GetProviders(), len(tests))
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := resp.GetProviders()[i]
+			if got.GetName() != tt.name {
+				t.Fatalf("provider %d is %q, want %q (ordered by name)", i, got.GetName(), tt.name)
+			}
+			if got.GetSignsTimestamp() != tt.signsTimestamp {
+				t.Errorf("signs_timestamp %v, want %v", got.GetSignsTimestamp(), tt.signsTimestamp)
+			}
+			wantTolerance := time.Duration(0)
+			if tt.signsTimestamp {
+				wantTolerance = 300 * time.Second
+			}
+			if got.GetDefaultTolerance().AsDuration() != wantTolerance {
+				t.Errorf("default_tolerance %v, want %v", got.GetDefaultTolerance().AsDuration(), wantTolerance)
+			}
+			if got.GetDisplayName() == "" || got.GetSignatureScheme() == "" || got.GetIdentitySource() == "" || !strings.HasPrefix(got.GetDocsUrl(), "https://") {
+				t.Errorf("incomplete description %v", got)
+			}
+			if got.GetNeedsUrl() {
+				t.Errorf("needs_url set; none of these protocols signs the URL")
+			}
+		})
+	}
+}
