@@ -1,0 +1,168 @@
+package crdb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/hookverify/hookverify/storage"
+)
+
+// writeTx is how every write runs: SERIALIZABLE, the isolation CockroachDB always offers,
+// set explicitly so that PostgreSQL behaves the same.
+var writeTx = txOptions{isolation: pgx.Serializable}
+
+const endpointColumns = `id, provider, timestamp_tolerance_ms, max_body_bytes, dedupe_scope, disabled,
+	options, created_at, updated_at`
+
+// CreateEndpoint stores a new endpoint, or returns ErrAlreadyExists if the id is taken.
+func (s *Store) CreateEndpoint(ctx context.Context, e storage.Endpoint) error {
+	if err := validEndpoint(e); err != nil {
+		return fmt.Errorf("crdb: create endpoint: %w", err)
+	}
+	options, err := encodeOptions(e.Options)
+	if err != nil {
+		return fmt.Errorf("crdb: create endpoint: %w", err)
+	}
+	return s.inTx(ctx, "create endpoint", writeTx, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO endpoints (`+endpointColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			e.ID, e.Provider, e.TimestampTolerance.Milliseconds(), e.MaxBodyBytes, e.DedupeScope,
+			e.Disabled, options, nullTime(e.CreatedAt), nullTime(e.UpdatedAt))
+		return err
+	})
+}
+
+// GetEndpoint returns the endpoint with the id, or ErrNotFound.
+func (s *Store) GetEndpoint(ctx context.Context, id string) (storage.Endpoint, error) {
+	var e storage.Endpoint
+	err := s.single(ctx, "get endpoint", func(ctx context.Context, conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = $1`, id)
+		if err != nil {
+			return err
+		}
+		e, err = pgx.CollectExactlyOneRow(rows, scanEndpoint)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return storage.ErrNotFound
+		}
+		return err
+	})
+	return e, err
+}
+
+// ListEndpoints returns every endpoint ordered by id.
+func (s *Store) ListEndpoints(ctx context.Context) ([]storage.Endpoint, error) {
+	var list []storage.Endpoint
+	err := s.single(ctx, "list endpoints", func(ctx context.Context, conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, `SELECT `+endpointColumns+` FROM endpoints`)
+		if err != nil {
+			return err
+		}
+		list, err = pgx.CollectRows(rows, scanEndpoint)
+		return err
+	})
+	// Sorted here, by bytes, because ORDER BY follows the database's collation, which
+	// differs between servers and between PostgreSQL installations.
+	slices.SortFunc(list, func(a, b storage.Endpoint) int { return strings.Compare(a.ID, b.ID) })
+	return list, err
+}
+
+// UpdateEndpoint replaces every field but ID, Provider and CreatedAt, or returns ErrNotFound.
+func (s *Store) UpdateEndpoint(ctx context.Context, e storage.Endpoint) error {
+	if err := validEndpoint(e); err != nil {
+		return fmt.Errorf("crdb: update endpoint: %w", err)
+	}
+	options, err := encodeOptions(e.Options)
+	if err != nil {
+		return fmt.Errorf("crdb: update endpoint: %w", err)
+	}
+	return s.inTx(ctx, "update endpoint", writeTx, func(ctx context.Context, tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE endpoints SET timestamp_tolerance_ms = $2, max_body_bytes = $3,
+			dedupe_scope = $4, disabled = $5, options = $6, updated_at = $7 WHERE id = $1`,
+			e.ID, e.TimestampTolerance.Milliseconds(), e.MaxBodyBytes, e.DedupeScope, e.Disabled,
+			options, nullTime(e.UpdatedAt))
+		if err == nil && tag.RowsAffected() == 0 {
+			return storage.ErrNotFound
+		}
+		return err
+	})
+}
+
+// validEndpoint checks what the schema cannot: an endpoint needs an id, and its dedupe scope
+// is never empty once stored.
+func validEndpoint(e storage.Endpoint) error {
+	switch {
+	case e.ID == "":
+		return fmt.Errorf("%w: empty endpoint id", storage.ErrInvalid)
+	case e.DedupeScope == "":
+		return fmt.Errorf("%w: empty dedupe scope", storage.ErrInvalid)
+	}
+	return nil
+}
+
+func scanEndpoint(row pgx.CollectableRow) (storage.Endpoint, error) {
+	var (
+		e                    storage.Endpoint
+		toleranceMS          int64
+		options              []byte
+		createdAt, updatedAt pgtype.Timestamptz
+	)
+	err := row.Scan(&e.ID, &e.Provider, &toleranceMS, &e.MaxBodyBytes, &e.DedupeScope, &e.Disabled,
+		&options, &createdAt, &updatedAt)
+	if err != nil {
+		return e, err
+	}
+	e.TimestampTolerance = time.Duration(toleranceMS) * time.Millisecond
+	e.CreatedAt, e.UpdatedAt = fromNullTime(createdAt), fromNullTime(updatedAt)
+	if e.Options, err = decodeOptions(options); err != nil {
+		return e, fmt.Errorf("endpoint %q: %w", e.ID, err)
+	}
+	return e, nil
+}
+
+// encodeOptions returns the JSON for the options column: SQL NULL for nil options, so that
+// nil and empty options both come back as they went in.
+func encodeOptions(options map[string]string) (any, error) {
+	if options == nil {
+		return nil, nil
+	}
+	data, err := json.Marshal(options)
+	if err != nil {
+		return nil, fmt.Errorf("%w: options: %w", storage.ErrInvalid, err)
+	}
+	return string(data), nil
+}
+
+func decodeOptions(data []byte) (map[string]string, error) {
+	if data == nil {
+		return nil, nil
+	}
+	var options map[string]string
+	if err := json.Unmarshal(data, &options); err != nil {
+		return nil, fmt.Errorf("corrupt options: %w", err)
+	}
+	return options, nil
+}
+
+// nullTime stores the zero time, which the contract uses for "unset", as SQL NULL.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// fromNullTime reads a nullable TIMESTAMPTZ back; times are returned in UTC.
+func fromNullTime(t pgtype.Timestamptz) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}

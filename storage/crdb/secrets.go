@@ -1,0 +1,138 @@
+package crdb
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/hookverify/hookverify/storage"
+)
+
+const secretColumns = `id, endpoint_id, key_id, sealed, created_at, not_before, not_after, retired_at,
+	last_used_at`
+
+const insertSecret = `INSERT INTO secrets (` + secretColumns + `)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+
+func insertSecretArgs(sec storage.Secret) []any {
+	sealed := sec.Sealed
+	if sealed == nil {
+		// pgx sends a nil slice as NULL; the material is empty, not missing.
+		sealed = []byte{}
+	}
+	return []any{sec.ID, sec.EndpointID, sec.KeyID, sealed, sec.CreatedAt, nullTime(sec.NotBefore),
+		nullTime(sec.NotAfter), nullTime(sec.RetiredAt), nullTime(sec.LastUsedAt)}
+}
+
+// AddSecret stores a new secret: ErrNotFound if the endpoint does not exist, ErrAlreadyExists
+// if the secret id is taken.
+func (s *Store) AddSecret(ctx context.Context, sec storage.Secret) error {
+	if sec.ID == "" {
+		return fmt.Errorf("crdb: add secret: %w: empty secret id", storage.ErrInvalid)
+	}
+	return s.inTx(ctx, "add secret", writeTx, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, insertSecret, insertSecretArgs(sec)...)
+		return err
+	})
+}
+
+// RotateSecret stores sec and, in the same transaction, expires the endpoint's other live
+// secrets at expireAt. It returns the secrets it changed, oldest first.
+func (s *Store) RotateSecret(ctx context.Context, sec storage.Secret, expireAt time.Time) ([]storage.Secret, error) {
+	if sec.ID == "" {
+		return nil, fmt.Errorf("crdb: rotate secret: %w: empty secret id", storage.ErrInvalid)
+	}
+	var changed []storage.Secret
+	// SERIALIZABLE matters here: two rotations at once must not both miss the other's new
+	// secret, leaving two secrets without an end.
+	err := s.inTx(ctx, "rotate secret", writeTx, func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, insertSecret, insertSecretArgs(sec)...); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `UPDATE secrets SET not_after = $3
+			WHERE endpoint_id = $1 AND id <> $2 AND retired_at IS NULL
+				AND (not_after IS NULL OR not_after > $3)
+			RETURNING `+secretColumns, sec.EndpointID, sec.ID, expireAt)
+		if err != nil {
+			return err
+		}
+		changed, err = pgx.CollectRows(rows, scanSecret)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	sortSecrets(changed)
+	return changed, nil
+}
+
+// RetireSecret marks the secret retired at the given time unless it is retired already, and
+// returns it as stored; ErrNotFound if the endpoint has no such secret.
+func (s *Store) RetireSecret(ctx context.Context, endpointID, secretID string, at time.Time) (storage.Secret, error) {
+	var sec storage.Secret
+	err := s.inTx(ctx, "retire secret", writeTx, func(ctx context.Context, tx pgx.Tx) error {
+		// COALESCE keeps the first retirement time, which makes retiring idempotent.
+		rows, err := tx.Query(ctx, `UPDATE secrets SET retired_at = COALESCE(retired_at, $3)
+			WHERE endpoint_id = $1 AND id = $2 RETURNING `+secretColumns, endpointID, secretID, at)
+		if err != nil {
+			return err
+		}
+		sec, err = pgx.CollectExactlyOneRow(rows, scanSecret)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return storage.ErrNotFound
+		}
+		return err
+	})
+	return sec, err
+}
+
+// ListSecrets returns every secret of the endpoint, retired ones included, ordered by
+// CreatedAt then ID.
+func (s *Store) ListSecrets(ctx context.Context, endpointID string) ([]storage.Secret, error) {
+	var list []storage.Secret
+	err := s.single(ctx, "list secrets", func(ctx context.Context, conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, `SELECT `+secretColumns+` FROM secrets WHERE endpoint_id = $1`, endpointID)
+		if err != nil {
+			return err
+		}
+		list, err = pgx.CollectRows(rows, scanSecret)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	sortSecrets(list)
+	return list, nil
+}
+
+// sortSecrets orders secrets by creation time, then by id compared as bytes; sorting here
+// rather than with ORDER BY keeps the order independent of the database's collation.
+func sortSecrets(list []storage.Secret) {
+	slices.SortFunc(list, func(a, b storage.Secret) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
+}
+
+func scanSecret(row pgx.CollectableRow) (storage.Secret, error) {
+	var (
+		sec                                     storage.Secret
+		createdAt                               time.Time
+		notBefore, notAfter, retiredAt, lastUse pgtype.Timestamptz
+	)
+	err := row.Scan(&sec.ID, &sec.EndpointID, &sec.KeyID, &sec.Sealed, &createdAt, &notBefore, &notAfter,
+		&retiredAt, &lastUse)
+	if err != nil {
+		return sec, err
+	}
+	sec.CreatedAt = createdAt.UTC()
+	sec.NotBefore, sec.NotAfter = fromNullTime(notBefore), fromNullTime(notAfter)
+	sec.RetiredAt, sec.LastUsedAt = fromNullTime(retiredAt), fromNullTime(lastUse)
+	return sec, nil
+}

@@ -1,0 +1,115 @@
+// Package crdb is the CockroachDB storage backend. It speaks the PostgreSQL wire protocol,
+// uses only SQL both engines accept, and runs against PostgreSQL 15 as well; its tests do.
+package crdb
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookverify/hookverify/storage"
+)
+
+// Engine is the database server a Store talks to.
+type Engine string
+
+// The engines the store knows. They differ in how transactions are retried and migrations
+// are serialised.
+const (
+	EnginePostgreSQL  Engine = "PostgreSQL"
+	EngineCockroachDB Engine = "CockroachDB"
+)
+
+// Store is a storage.Store on CockroachDB or PostgreSQL. It is safe for concurrent use.
+type Store struct {
+	pool   *pool
+	engine Engine
+	closed atomic.Bool
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// poolMaxConnsParam is the connection-string parameter that bounds the pool. It has
+// pgxpool's name so that connection strings keep their meaning if the pool is replaced.
+const poolMaxConnsParam = "pool_max_conns"
+
+// defaultConnectTimeout bounds a connection attempt when the URL sets no connect_timeout.
+const defaultConnectTimeout = 10 * time.Second
+
+// Open connects to the database at databaseURL (a postgres:// URL or key=value string),
+// detects the engine and applies every pending migration. The pool opens at most
+// pool_max_conns connections (10 unless the URL says otherwise).
+func Open(ctx context.Context, databaseURL string) (*Store, error) {
+	config, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		// The parse error can quote the URL, password included; do not pass it on.
+		return nil, fmt.Errorf("crdb: open: %w: cannot parse the database URL", storage.ErrInvalid)
+	}
+	maxConns := defaultMaxConns
+	if v, ok := config.RuntimeParams[poolMaxConnsParam]; ok {
+		delete(config.RuntimeParams, poolMaxConnsParam)
+		if maxConns, err = strconv.Atoi(v); err != nil || maxConns < 1 {
+			return nil, fmt.Errorf("crdb: open: %w: %s=%q is not a positive number", storage.ErrInvalid, poolMaxConnsParam, v)
+		}
+	}
+	if config.ConnectTimeout == 0 {
+		// Without it a dial to an unreachable host waits for the kernel to give up.
+		config.ConnectTimeout = defaultConnectTimeout
+	}
+	s := &Store{pool: newPool(config, maxConns)}
+	if err := s.detectEngine(ctx); err != nil {
+		s.pool.close()
+		return nil, err
+	}
+	if err := s.Migrate(ctx); err != nil {
+		s.pool.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Engine reports which database server the store talks to.
+func (s *Store) Engine() Engine {
+	return s.engine
+}
+
+func (s *Store) detectEngine(ctx context.Context) error {
+	var version string
+	err := s.single(ctx, "detect engine", func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, "SELECT version()").Scan(&version)
+	})
+	if err != nil {
+		return err
+	}
+	s.engine = engineOf(version)
+	return nil
+}
+
+// engineOf reads the engine from the text of SELECT version().
+func engineOf(version string) Engine {
+	if strings.HasPrefix(version, "CockroachDB") {
+		return EngineCockroachDB
+	}
+	return EnginePostgreSQL
+}
+
+// Ping reports whether the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.single(ctx, "ping", func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.Ping(ctx)
+	})
+}
+
+// Close closes the store's connections. Later calls, Close included, return ErrClosed.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return fmt.Errorf("crdb: close: %w", storage.ErrClosed)
+	}
+	s.pool.close()
+	return nil
+}

@@ -1,0 +1,35 @@
+package crdb
+
+import (
+	"testing"
+
+	"github.com/hookverify/hookverify/internal/pgtest"
+	"github.com/hookverify/hookverify/storage"
+	"github.com/hookverify/hookverify/storage/storagetest"
+)
+
+// newDatabase is the conformance suite's factory: a fresh database on the shared PostgreSQL
+// cluster per test, and a function that opens a migrated store on it.
+func newDatabase(t *testing.T) func(t *testing.T) storage.Store {
+	url := pgtest.Shared(t).NewDatabase(t)
+	return func(t *testing.T) storage.Store {
+		t.Helper()
+		return open(t, url)
+	}
+}
+
+// open opens a store on url, closed when the test ends if the test does not close it.
+func open(t *testing.T, url string) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), url)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storagetest.Run(t, newDatabase)
+}
