@@ -212,7 +212,7 @@ func (d *demo) play(ctx context.Context, restart func() error) error {
 }
 
 func (d *demo) note(format string, args ...any) {
-	fmt.Fprintf(d.table, "-- "+format+" --\t\t\t\t\t\n", args...)
+	fmt.Fprintf(d.table, "-- "+format+" --\n", args...)
 }
 
 func (d *demo) steps(ctx context.Context, steps ...demoStep) error {

@@ -1,9 +1,3 @@
-//go:build githuboracle
-
-// The go-github oracle is behind a build tag because go-github imports
-// github.com/google/go-querystring, which go.mod does not list yet. Once go.mod requires
-// github.com/google/go-querystring v1.1.0 (go.sum already has it), delete the build line above.
-// Until then: go test -tags githuboracle ./server/protocol/ in a checkout with that require.
 
 package protocol
 
