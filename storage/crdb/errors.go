@@ -91,7 +91,7 @@ func mapError(op string, err error) error {
 		return fmt.Errorf("crdb: %s: %w", op, err)
 	}
 	if errors.Is(err, errPoolClosed) {
-		return fmt.Errorf("crdb: %s: %w", op, storage.ErrClosed)
+		return fmt.Errorf("crdb: %s: %w: %w", op, storage.ErrClosed, err)
 	}
 	code := sqlState(err)
 	var sentinel error
