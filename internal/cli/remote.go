@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -45,12 +47,19 @@ func (r *remoteFlags) call(ctx context.Context, e env, fn func(ctx context.Conte
 	return printJSON(e.stdout, msg)
 }
 
+// printJSON prints msg as indented JSON. protojson deliberately varies its own whitespace from
+// build to build, so its compact output is re-indented with encoding/json for stable output.
 func printJSON(w io.Writer, msg proto.Message) error {
-	data, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(msg)
+	data, err := protojson.Marshal(msg)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(w, string(data))
+	var out bytes.Buffer
+	if err := json.Indent(&out, data, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err = w.Write(out.Bytes())
 	return err
 }
 

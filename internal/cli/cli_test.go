@@ -1,0 +1,319 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-github/v74/github"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/stripe/stripe-go/v84/webhook"
+
+	"github.com/hookverify/hookverify/internal/pgtest"
+	"github.com/hookverify/hookverify/server/secretbox"
+)
+
+// run invokes the command line like a user would and returns its exit code and output.
+func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = Main(args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestDemoPlaysTheWholeStory(t *testing.T) {
+	code, out, errOut := run(t, "", "demo")
+	if code != 0 {
+		t.Fatalf("demo exited %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"stripe: signed delivery", "stripe: redelivery after restart", "rotation overlap: both",
+		"retired secret", "TIMESTAMP_OUT_OF_TOLERANCE", "Every case got the expected verdict.",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "<--") {
+		t.Errorf("demo flagged an unexpected verdict:\n%s", out)
+	}
+}
+
+// signHeaders runs `hookverify sign` and parses its "Name: value" lines.
+func signHeaders(t *testing.T, args ...string) http.Header {
+	t.Helper()
+	code, out, errOut := run(t, "", append([]string{"sign"}, args...)...)
+	if code != 0 {
+		t.Fatalf("sign exited %d: %s", code, errOut)
+	}
+	h := http.Header{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		name, value, ok := strings.Cut(line, ": ")
+		if !ok {
+			t.Fatalf("sign printed %q, not 'Name: value'", line)
+		}
+		h.Add(name, value)
+	}
+	return h
+}
+
+// TestSignOutputVerifiesWithOfficialSDKs checks `hookverify sign` against each provider's own
+// verifier, so the test tool produces exactly what the provider would send.
+func TestSignOutputVerifiesWithOfficialSDKs(t *testing.T) {
+	dir := t.TempDir()
+	bodyFile := filepath.Join(dir, "body.json")
+	body := []byte(`{"id":"evt_cli_1","object":"event"}` + "\n")
+	if err := os.WriteFile(bodyFile, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("stripe", func(t *testing.T) {
+		h := signHeaders(t, "--provider", "stripe", "--secret", "whsec_cli", "--secret", "whsec_cli_next", "--body", bodyFile)
+		for _, secret := range []string{"whsec_cli", "whsec_cli_next"} {
+			if err := webhook.ValidatePayload(body, h.Get("Stripe-Signature"), secret); err != nil {
+				t.Errorf("stripe-go rejects the signature for %s: %v", secret, err)
+			}
+		}
+		if err := webhook.ValidatePayload(body, h.Get("Stripe-Signature"), "whsec_other"); err == nil {
+			t.Error("stripe-go accepted the signature under another secret")
+		}
+	})
+	t.Run("github", func(t *testing.T) {
+		h := signHeaders(t, "--provider", "github", "--secret", "gh secret", "--body", bodyFile, "--id", "d-1")
+		if err := github.ValidateSignature(h.Get("X-Hub-Signature-256"), body, []byte("gh secret")); err != nil {
+			t.Errorf("go-github rejects the signature: %v", err)
+		}
+		if h.Get("X-GitHub-Delivery") != "d-1" {
+			t.Errorf("X-GitHub-Delivery = %q", h.Get("X-GitHub-Delivery"))
+		}
+	})
+	t.Run("standard-webhooks", func(t *testing.T) {
+		secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+		h := signHeaders(t, "--provider", "standard-webhooks", "--secret", secret, "--body", bodyFile, "--id", "msg_cli_1")
+		wh, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wh.Verify(body, h); err != nil {
+			t.Errorf("standard-webhooks library rejects the signature: %v", err)
+		}
+	})
+	t.Run("explicit timestamp", func(t *testing.T) {
+		h := signHeaders(t, "--provider", "stripe", "--secret", "whsec_cli", "--body", bodyFile, "--timestamp", "1700000000")
+		if !strings.HasPrefix(h.Get("Stripe-Signature"), "t=1700000000,") {
+			t.Errorf("Stripe-Signature = %q", h.Get("Stripe-Signature"))
+		}
+	})
+	t.Run("unknown provider", func(t *testing.T) {
+		if code, _, errOut := run(t, "", "sign", "--provider", "nope", "--secret", "s", "--body", bodyFile); code != 1 || !strings.Contains(errOut, "unknown provider") {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+	})
+}
+
+func TestServeRefusesNonLoopback(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:7700", "[::]:7700", "192.0.2.1:7700", ":7700"} {
+		code, _, errOut := run(t, "", "serve", "--listen", addr, "--data-dir", t.TempDir())
+		if code != 1 || !strings.Contains(errOut, "loopback") {
+			t.Errorf("serve --listen %s: exit %d, stderr %q", addr, code, errOut)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:1", "localhost:1", "[::1]:1"} {
+		if err := requireLoopback(addr); err != nil {
+			t.Errorf("requireLoopback(%s) = %v", addr, err)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{}, {"nope"}, {"endpoint"}, {"endpoint", "create", "--bogus"}, {"secret", "frob"}} {
+		if code, _, _ := run(t, "", args...); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+	if code, _, errOut := run(t, "", "endpoint", "create", "--id", "x", "--server", "127.0.0.1:1"); code != 1 || !strings.Contains(errOut, "--provider") {
+		t.Errorf("missing --provider: exit %d, %q", code, errOut)
+	}
+}
+
+// TestClientCommandsAgainstAServer drives a real embedded server through the client commands,
+// as an operator would, and checks that secrets never come back out.
+func TestClientCommandsAgainstAServer(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	key, _ := secretbox.NewKey()
+	keyring, err := secretbox.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := storeConfig{dataDir: t.TempDir()}
+	srv, err := startServer(ctx, newTestLogger(t), "127.0.0.1:0", keyring, cfg.openStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.stop()
+	if err := srv.waitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	remote := []string{"--server", srv.addr}
+	must := func(stdin string, args ...string) string {
+		t.Helper()
+		code, out, errOut := run(t, stdin, append(args, remote...)...)
+		if code != 0 {
+			t.Fatalf("%q exited %d: %s", args, code, errOut)
+		}
+		return out
+	}
+	const secret = "whsec_cli_operator_secret"
+	const newSecret = "whsec_cli_operator_secret_2"
+	var all strings.Builder // every output, searched for the secrets at the end
+	record := func(s string) string { all.WriteString(s); return s }
+
+	created := record(must("", "endpoint", "create", "--id", "ops-stripe", "--provider", "stripe", "--tolerance", "2m"))
+	if !strings.Contains(created, `"timestampTolerance": "120s"`) || !strings.Contains(created, `"dedupeScope": "ops-stripe"`) {
+		t.Errorf("endpoint create printed:\n%s", created)
+	}
+	added := record(must(secret+"\n", "secret", "add", "--endpoint", "ops-stripe"))
+	var addResp struct {
+		Secret struct{ ID string } `json:"secret"`
+	}
+	if err := json.Unmarshal([]byte(added), &addResp); err != nil || !strings.HasPrefix(addResp.Secret.ID, "sec_") {
+		t.Fatalf("secret add printed %q (%v)", added, err)
+	}
+
+	bodyFile := filepath.Join(t.TempDir(), "body.json")
+	if err := os.WriteFile(bodyFile, []byte(`{"id":"evt_ops_1"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	verify := func(secrets ...string) string {
+		t.Helper()
+		args := []string{"--provider", "stripe", "--body", bodyFile}
+		for _, s := range secrets {
+			args = append(args, "--secret", s)
+		}
+		h := signHeaders(t, args...)
+		return record(must("", "verify", "--endpoint", "ops-stripe", "--body", bodyFile, "-H", "Stripe-Signature: "+h.Get("Stripe-Signature")))
+	}
+	if out := verify(secret); !strings.Contains(out, "VERDICT_ACCEPTED") || !strings.Contains(out, addResp.Secret.ID) {
+		t.Errorf("first verify:\n%s", out)
+	}
+	if out := verify(secret); !strings.Contains(out, "VERDICT_DUPLICATE") {
+		t.Errorf("second verify:\n%s", out)
+	}
+	if out := verify("whsec_wrong"); !strings.Contains(out, "REJECT_REASON_SIGNATURE_MISMATCH") {
+		t.Errorf("forged verify:\n%s", out)
+	}
+
+	record(must(newSecret, "secret", "rotate", "--endpoint", "ops-stripe", "--overlap", "1h"))
+	listed := record(must("", "secret", "list", "--endpoint", "ops-stripe"))
+	if strings.Count(listed, `"SECRET_STATE_EXPIRING"`) != 1 || strings.Count(listed, `"SECRET_STATE_ACTIVE"`) != 1 {
+		t.Errorf("after rotation, secret list:\n%s", listed)
+	}
+	record(must("", "secret", "retire", "--endpoint", "ops-stripe", "--id", addResp.Secret.ID))
+	if out := record(must("", "secret", "list", "--endpoint", "ops-stripe")); !strings.Contains(out, "SECRET_STATE_RETIRED") {
+		t.Errorf("after retire, secret list:\n%s", out)
+	}
+
+	updated := record(must("", "endpoint", "update", "--id", "ops-stripe", "--disabled"))
+	if !strings.Contains(updated, `"disabled": true`) || !strings.Contains(updated, `"timestampTolerance": "120s"`) {
+		t.Errorf("update must change only the flags given:\n%s", updated)
+	}
+	if out := verify(newSecret); !strings.Contains(out, "REJECT_REASON_ENDPOINT_DISABLED") {
+		t.Errorf("verify on a disabled endpoint:\n%s", out)
+	}
+	if out := record(must("", "endpoint", "list")); !strings.Contains(out, "ops-stripe") {
+		t.Errorf("endpoint list:\n%s", out)
+	}
+	if out := record(must("", "endpoint", "get", "--id", "ops-stripe")); !strings.Contains(out, `"provider": "stripe"`) {
+		t.Errorf("endpoint get:\n%s", out)
+	}
+	if out := record(must("", "providers")); !strings.Contains(out, `"standard-webhooks"`) {
+		t.Errorf("providers:\n%s", out)
+	}
+
+	if code, _, errOut := run(t, "", append([]string{"secret", "add", "--endpoint", "ops-stripe"}, remote...)...); code != 1 || !strings.Contains(errOut, "standard input") {
+		t.Errorf("secret add without stdin: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := run(t, "", append([]string{"endpoint", "get", "--id", "nope"}, remote...)...); code != 1 || !strings.Contains(errOut, "NotFound") {
+		t.Errorf("endpoint get unknown: exit %d, %q", code, errOut)
+	}
+	if strings.Contains(all.String(), "operator_secret") {
+		t.Fatal("a secret appeared in client output")
+	}
+}
+
+func TestMigrate(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) {
+		dir := t.TempDir()
+		for i := 0; i < 2; i++ {
+			if code, out, errOut := run(t, "", "migrate", "--data-dir", dir); code != 0 || !strings.Contains(out, "migrations applied") {
+				t.Fatalf("migrate #%d: exit %d %q %q", i, code, out, errOut)
+			}
+		}
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := pgtest.Shared(t).NewDatabase(t)
+		for i := 0; i < 2; i++ {
+			if code, out, errOut := run(t, "", "migrate", "--database-url", url); code != 0 || !strings.Contains(out, "migrations applied") {
+				t.Fatalf("migrate #%d: exit %d %q %q", i, code, out, errOut)
+			}
+		}
+	})
+}
+
+func TestMasterKeySources(t *testing.T) {
+	log := newTestLogger(t)
+	t.Run("generated for the embedded store", func(t *testing.T) {
+		dir := t.TempDir()
+		cfg := storeConfig{dataDir: dir}
+		if _, err := cfg.keyring(log); err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(filepath.Join(dir, "master.key"))
+		if err != nil || info.Mode().Perm() != 0o600 {
+			t.Fatalf("master.key: %v %v", info, err)
+		}
+	})
+	t.Run("required with a database url", func(t *testing.T) {
+		cfg := storeConfig{databaseURL: "postgres://127.0.0.1:1/x"}
+		if _, err := cfg.keyring(log); err == nil || !strings.Contains(err.Error(), masterKeyEnv) {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("bad environment value is not echoed", func(t *testing.T) {
+		t.Setenv(masterKeyEnv, "not-a-valid-key-value")
+		cfg := storeConfig{dataDir: t.TempDir()}
+		_, err := cfg.keyring(log)
+		if err == nil || strings.Contains(err.Error(), "not-a-valid-key-value") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("key file", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "key")
+		if _, _, err := secretbox.LoadOrCreateKeyFile(path); err != nil {
+			t.Fatal(err)
+		}
+		cfg := storeConfig{databaseURL: "postgres://127.0.0.1:1/x", masterKeyFile: path}
+		if _, err := cfg.keyring(log); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func newTestLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// testWriter sends log lines to the test's log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
