@@ -34,7 +34,8 @@ func factory(t *testing.T) func(t *testing.T) storage.Store {
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	storagetest.Run(t, factory)
+	// Each test has its own file, so the factory is safe to call concurrently.
+	storagetest.RunWith(t, factory, storagetest.Options{Parallel: true})
 }
 
 func openTemp(t *testing.T) (*sqlite.Store, string) {

@@ -143,7 +143,7 @@ func testClaims(t *testing.T, h harness) {
 				d.Headers = nil
 			},
 			"large body": func(d *storage.Delivery) {
-				d.Body = make([]byte, 1<<20)
+				d.Body = make([]byte, 256<<10)
 				for i := range d.Body {
 					d.Body[i] = byte(i * 7)
 				}

@@ -8,6 +8,7 @@ package storagetest
 
 import (
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/hookverify/hookverify/storage"
@@ -38,6 +39,9 @@ type Options struct {
 	// Skip maps a category to the reason the backend cannot pass it. A reason is required so
 	// that every gap in conformance is explained where it is declared.
 	Skip map[Category]string
+	// Parallel runs the categories, and the tests within them, in parallel. Set it only if
+	// the factory may be called from several goroutines at once.
+	Parallel bool
 }
 
 // Run runs the whole conformance suite against the backend the factory makes.
@@ -68,12 +72,13 @@ func RunWith(t *testing.T, newStore Factory, opts Options) {
 			t.Fatalf("storagetest: Options.Skip[%q] gives no reason", name)
 		}
 	}
-	h := harness{newStore: newStore}
+	h := harness{newStore: newStore, parallel: opts.Parallel, started: new(sync.Map)}
 	for _, c := range categories {
 		t.Run(string(c.name), func(t *testing.T) {
 			if reason, ok := opts.Skip[c.name]; ok {
 				t.Skipf("skipped by the backend: %s", reason)
 			}
+			h.start(t)
 			c.run(t, h)
 		})
 	}
@@ -87,11 +92,27 @@ type category struct {
 // harness hands out fresh stores.
 type harness struct {
 	newStore Factory
+	parallel bool
+	// started holds the tests already marked parallel, since marking one twice panics.
+	started *sync.Map
+}
+
+// start marks t parallel if the backend asked for it. Every test that takes a store calls
+// it, through fresh or reopenable, before it makes one.
+func (h harness) start(t *testing.T) {
+	t.Helper()
+	if !h.parallel {
+		return
+	}
+	if _, again := h.started.LoadOrStore(t, true); !again {
+		t.Parallel()
+	}
 }
 
 // fresh returns an open store on a new, empty database. The store is closed when t ends.
 func (h harness) fresh(t *testing.T) storage.Store {
 	t.Helper()
+	h.start(t)
 	return openClosing(t, h.newStore(t))
 }
 
@@ -99,6 +120,7 @@ func (h harness) fresh(t *testing.T) storage.Store {
 // t ends (closing twice is harmless by contract).
 func (h harness) reopenable(t *testing.T) func(t *testing.T) storage.Store {
 	t.Helper()
+	h.start(t)
 	open := h.newStore(t)
 	return func(t *testing.T) storage.Store {
 		t.Helper()
