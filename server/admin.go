@@ -390,4 +390,3 @@ func secretState(sec storage.Secret, now time.Time) hookverifyv1.SecretState {
 	}
 	return hookverifyv1.SecretState_SECRET_STATE_ACTIVE
 }
-
