@@ -13,8 +13,8 @@ type outcome struct {
 	err  error
 }
 
-// race sends each request from its own goroutine, all released at once, and returns the
-// outcomes in the order of reqs.
+// race runs each call in its own goroutine, all released at once, and returns the
+// outcomes in the order of calls.
 func race(t *testing.T, calls []func() (*hookverifyv1.VerifyResponse, error)) []outcome {
 	t.Helper()
 	out := make([]outcome, len(calls))
@@ -64,8 +64,9 @@ func checkRace(t *testing.T, outcomes []outcome) *hookverifyv1.VerifyResponse {
 }
 
 // TestVerifyConcurrent proves the claim is atomic: 50 simultaneous deliveries of one event
-// give one ACCEPTED, 49 DUPLICATE and one inbox record; and two server instances, each with
-// its own store handle on the same database, racing on the same events accept each once.
+// give one ACCEPTED, 49 DUPLICATE and one inbox record; deliveries of one event to two
+// endpoints sharing a dedupe scope race the same way; and two server instances, each with its
+// own store handle on the same database, racing on the same events accept each once.
 func TestVerifyConcurrent(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
@@ -85,6 +86,26 @@ func TestVerifyConcurrent(t *testing.T) {
 			}
 			if _, err := e.store.GetDelivery(t.Context(), winner.GetInboxId()); err != nil {
 				t.Fatalf("GetDelivery(winner): %v", err)
+			}
+		})
+
+		t.Run("two endpoints sharing a dedupe scope", func(t *testing.T) {
+			e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "eu", Provider: "stripe", DedupeScope: "acme"})
+			e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "us", Provider: "stripe", DedupeScope: "acme"})
+			eu, us := p.newSecret(), p.newSecret()
+			e.addSecret(t, "eu", eu)
+			e.addSecret(t, "us", us)
+			id := eventID(p)
+			toEU, toUS := e.deliver(t, p, "eu", id, eu), e.deliver(t, p, "us", id, us)
+			var calls []func() (*hookverifyv1.VerifyResponse, error)
+			for range 10 {
+				calls = append(calls,
+					func() (*hookverifyv1.VerifyResponse, error) { return e.verifier.Verify(t.Context(), toEU) },
+					func() (*hookverifyv1.VerifyResponse, error) { return e.verifier.Verify(t.Context(), toUS) })
+			}
+			checkRace(t, race(t, calls))
+			if n, err := e.store.CountDeliveries(t.Context(), "acme"); err != nil || n != 1 {
+				t.Fatalf("CountDeliveries(acme) = %d, %v; want 1", n, err)
 			}
 		})
 
