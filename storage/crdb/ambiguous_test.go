@@ -1,0 +1,244 @@
+package crdb
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	neturl "net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookverify/hookverify/internal/pgtest"
+	"github.com/hookverify/hookverify/storage"
+)
+
+// fault is what the proxy does to the next COMMIT.
+type fault int32
+
+const (
+	noFault fault = iota
+	// dropCommit breaks the connection instead of passing the COMMIT on: the server never
+	// commits, the client cannot know.
+	dropCommit
+	// dropReply passes the COMMIT on and breaks the connection before the reply: the server
+	// committed, the client cannot know.
+	dropReply
+)
+
+// faultProxy forwards connections to a PostgreSQL server and breaks the one that sends the
+// next COMMIT in the armed way, which is how a commit of unknown outcome looks to a client.
+type faultProxy struct {
+	t        *testing.T
+	upstream string
+	ln       net.Listener
+	armed    atomic.Int32
+	fired    chan fault
+
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newFaultProxy(t *testing.T, upstream string) *faultProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &faultProxy{t: t, upstream: upstream, ln: ln, fired: make(chan fault, 1)}
+	var wg sync.WaitGroup
+	wg.Go(p.serve)
+	t.Cleanup(func() {
+		_ = ln.Close()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			_ = c.Close()
+		}
+		p.mu.Unlock()
+		wg.Wait()
+	})
+	return p
+}
+
+// url returns rawURL pointed at the proxy.
+func (p *faultProxy) url(rawURL string) string {
+	u, err := neturl.Parse(rawURL)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	u.Host = p.ln.Addr().String()
+	return u.String()
+}
+
+// arm sets the fault for the next COMMIT, forgetting any earlier fault that fired unchecked.
+func (p *faultProxy) arm(f fault) {
+	select {
+	case <-p.fired:
+	default:
+	}
+	p.armed.Store(int32(f))
+}
+
+// fire records that a fault happened; it never blocks the connection.
+func (p *faultProxy) fire(f fault) {
+	select {
+	case p.fired <- f:
+	default:
+	}
+}
+
+// wantFired fails the test unless the armed fault happened.
+func (p *faultProxy) wantFired(t *testing.T, want fault) {
+	t.Helper()
+	select {
+	case got := <-p.fired:
+		if got != want {
+			t.Fatalf("fault %d happened, want %d", got, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the armed fault never happened: no COMMIT went through the proxy")
+	}
+}
+
+func (p *faultProxy) serve() {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		server, err := net.Dial("tcp", p.upstream)
+		if err != nil {
+			_ = client.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, client, server)
+		p.mu.Unlock()
+		var replyLost atomic.Bool
+		closeBoth := func() { _ = client.Close(); _ = server.Close() }
+		wg.Go(func() { p.fromClient(client, server, &replyLost, closeBoth) })
+		wg.Go(func() { p.fromServer(client, server, &replyLost, closeBoth) })
+	}
+}
+
+// fromClient forwards the client's protocol messages one by one, so that it can recognise a
+// COMMIT sent as a simple query, which is how pgx commits.
+func (p *faultProxy) fromClient(client, server net.Conn, replyLost *atomic.Bool, closeBoth func()) {
+	defer closeBoth()
+	r := bufio.NewReader(client)
+	startup := true // the startup message has no type byte
+	for {
+		var head []byte
+		if startup {
+			head = make([]byte, 4)
+		} else {
+			head = make([]byte, 5)
+		}
+		if _, err := io.ReadFull(r, head); err != nil {
+			return
+		}
+		size := binary.BigEndian.Uint32(head[len(head)-4:])
+		if size < 4 {
+			return
+		}
+		msg := make([]byte, len(head)+int(size)-4)
+		copy(msg, head)
+		if _, err := io.ReadFull(r, msg[len(head):]); err != nil {
+			return
+		}
+		if !startup && head[0] == 'Q' && isCommit(msg[5:]) {
+			switch f := fault(p.armed.Swap(int32(noFault))); f {
+			case dropCommit:
+				p.fire(f)
+				return
+			case dropReply:
+				replyLost.Store(true)
+				p.fire(f)
+			}
+		}
+		startup = false
+		if _, err := server.Write(msg); err != nil {
+			return
+		}
+	}
+}
+
+// fromServer forwards the server's bytes until a reply is to be lost.
+func (p *faultProxy) fromServer(client, server net.Conn, replyLost *atomic.Bool, closeBoth func()) {
+	defer closeBoth()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := server.Read(buf)
+		if replyLost.Load() {
+			// pgx waits for each reply before sending more, so these bytes answer the
+			// COMMIT; the server has committed by now.
+			return
+		}
+		if n > 0 {
+			if _, err := client.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func isCommit(query []byte) bool {
+	return strings.EqualFold(strings.TrimSpace(strings.TrimRight(string(query), "\x00")), "commit")
+}
+
+func TestCommitOfUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Shared(t).NewDatabase(t)
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newFaultProxy(t, u.Host)
+	s := open(t, proxy.url(url))
+	if err := s.CreateEndpoint(t.Context(), endpoint("ep-1")); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("claim that committed is reported accepted", func(t *testing.T) {
+		d := delivery("evt-1", "inbox-1")
+		proxy.arm(dropReply)
+		mustClaim(t, s, d, true)
+		proxy.wantFired(t, dropReply)
+		got, err := s.GetDelivery(t.Context(), d.InboxID)
+		if err != nil || got.EventID != d.EventID {
+			t.Fatalf("GetDelivery = %+v, %v; want the claimed delivery", got, err)
+		}
+		mustClaim(t, s, delivery("evt-1", "inbox-2"), false)
+	})
+
+	t.Run("claim that did not commit is retried and accepted", func(t *testing.T) {
+		proxy.arm(dropCommit)
+		mustClaim(t, s, delivery("evt-2", "inbox-3"), true)
+		proxy.wantFired(t, dropCommit)
+		mustClaim(t, s, delivery("evt-2", "inbox-4"), false)
+	})
+
+	t.Run("other writes report the unknown outcome", func(t *testing.T) {
+		proxy.arm(dropReply)
+		err := s.CreateEndpoint(t.Context(), endpoint("ep-2"))
+		proxy.wantFired(t, dropReply)
+		if !errors.Is(err, storage.ErrUnavailable) {
+			t.Fatalf("CreateEndpoint whose commit reply was lost = %v, want ErrUnavailable", err)
+		}
+		// It did commit: ErrUnavailable promises only that nothing was reported done.
+		if _, err := s.GetEndpoint(t.Context(), "ep-2"); err != nil {
+			t.Fatalf("GetEndpoint after the lost reply: %v", err)
+		}
+	})
+
+	wantCount(t, s, 2)
+}
