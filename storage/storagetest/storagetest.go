@@ -4,6 +4,9 @@
 // fresh, empty database, so tests never see each other's rows and can run in any order. The
 // suite uses times truncated to microseconds and expects every time a backend returns to be in
 // UTC, and durations are whole milliseconds, which is the precision the schemas keep.
+// Identifiers are valid UTF-8 text; only bodies, header values and sealed secrets carry
+// arbitrary bytes. Claim tests create the endpoints they deliver to, so a backend may, but
+// need not, reference endpoints from its inbox.
 package storagetest
 
 import (
@@ -22,7 +25,7 @@ type Factory func(t *testing.T) (open func(t *testing.T) storage.Store)
 // Category names a group of tests that a backend may skip through Options.Skip.
 type Category string
 
-// The categories of the suite, run in this order.
+// The categories of the suite.
 const (
 	Endpoints   Category = "Endpoints"
 	Secrets     Category = "Secrets"
