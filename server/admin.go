@@ -88,9 +88,15 @@ func (s *Server) UpdateEndpoint(ctx context.Context, req *hookverifyv1.UpdateEnd
 	if in.GetProvider() != "" && in.GetProvider() != current.Provider {
 		return nil, status.Error(codes.InvalidArgument, "provider cannot change; create a new endpoint (and share its dedupe_scope to keep deduplicating)")
 	}
-	withProvider := proto.CloneOf(in)
-	withProvider.Provider = current.Provider
-	e, err := s.endpointFromProto(withProvider)
+	// The dedupe scope is fixed at creation: changing it would restart deduplication and change
+	// every operation key, breaking the promise that an event's key never changes. To move
+	// deliveries to a new endpoint, create it with the old endpoint's scope instead.
+	if in.GetDedupeScope() != "" && in.GetDedupeScope() != current.DedupeScope {
+		return nil, status.Error(codes.InvalidArgument, "dedupe_scope cannot change (it would change operation keys); create a new endpoint sharing the scope instead")
+	}
+	withFixed := proto.CloneOf(in)
+	withFixed.Provider, withFixed.DedupeScope = current.Provider, current.DedupeScope
+	e, err := s.endpointFromProto(withFixed)
 	if err != nil {
 		return nil, err
 	}

@@ -139,6 +139,12 @@ func TestAdminEndpoints(t *testing.T) {
 			wantCode(t, err, codes.InvalidArgument)
 			_, err = e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: "shop", Options: map[string]string{"x": "y"}}})
 			wantCode(t, err, codes.InvalidArgument)
+			// The dedupe scope is fixed: changing it would change every operation key.
+			_, err = e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: "shop", DedupeScope: "elsewhere"}})
+			wantCode(t, err, codes.InvalidArgument)
+			if _, err = e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: "shop", DedupeScope: "shop"}}); err != nil {
+				t.Fatalf("restating the same dedupe_scope: %v", err)
+			}
 
 			resp, err := e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{
 				Id: "shop", Provider: "stripe", Disabled: true, MaxBodyBytes: 4096, TimestampTolerance: durationpb.New(time.Minute),

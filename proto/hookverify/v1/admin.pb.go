@@ -96,7 +96,8 @@ type Endpoint struct {
 	// Largest body accepted, in bytes. Zero means the default (1 MiB); at most 32 MiB.
 	MaxBodyBytes int64 `protobuf:"varint,4,opt,name=max_body_bytes,json=maxBodyBytes,proto3" json:"max_body_bytes,omitempty"`
 	// Endpoints sharing a dedupe scope deduplicate together and share operation keys. Empty means
-	// the endpoint's own id. Same character rules as id.
+	// the endpoint's own id. Same character rules as id. Fixed at creation (UpdateEndpoint accepts
+	// it empty or unchanged), because changing it would change every operation key.
 	DedupeScope string `protobuf:"bytes,5,opt,name=dedupe_scope,json=dedupeScope,proto3" json:"dedupe_scope,omitempty"`
 	// A disabled endpoint rejects every delivery with ENDPOINT_DISABLED.
 	Disabled bool `protobuf:"varint,6,opt,name=disabled,proto3" json:"disabled,omitempty"`
