@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"net/url"
 	"regexp"
 	"time"
 
@@ -214,6 +215,7 @@ func (s *Server) ListProviders(context.Context, *hookverifyv1.ListProvidersReque
 			IdentitySource:  p.IdentitySource,
 			NeedsUrl:        p.NeedsURL,
 			DocsUrl:         p.DocsURL,
+			Retries:         p.Retries,
 		}
 		if p.SignsTimestamp {
 			info.DefaultTolerance = durationpb.New(defaultTolerance(p))
@@ -326,14 +328,29 @@ func (s *Server) endpointFromProto(in *hookverifyv1.Endpoint) (storage.Endpoint,
 	return e, nil
 }
 
+// validateOptions checks the server-level options (public_url) and hands the rest to the
+// protocol's own validation.
 func validateOptions(p *protocol.Protocol, options map[string]string) error {
+	own := make(map[string]string, len(options))
+	for k, v := range options {
+		if k != PublicURLOption {
+			own[k] = v
+			continue
+		}
+		if !p.NeedsURL {
+			return status.Errorf(codes.InvalidArgument, "option %s: provider %s does not sign the URL", PublicURLOption, p.Name)
+		}
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return status.Errorf(codes.InvalidArgument, "option %s must be an absolute http(s) URL", PublicURLOption)
+		}
+	}
 	if p.ValidateOptions == nil {
-		for k := range options {
+		for k := range own {
 			return status.Errorf(codes.InvalidArgument, "provider %s takes no options (got %q)", p.Name, k)
 		}
 		return nil
 	}
-	if err := p.ValidateOptions(options); err != nil {
+	if err := p.ValidateOptions(own); err != nil {
 		return status.Errorf(codes.InvalidArgument, "invalid options for provider %s: %v", p.Name, err)
 	}
 	return nil

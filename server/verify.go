@@ -63,7 +63,7 @@ func (s *Server) Verify(ctx context.Context, req *hookverifyv1.VerifyRequest) (*
 		return nil, err
 	}
 
-	preq := &protocol.Request{Method: req.GetMethod(), URL: req.GetUrl(), Body: req.GetBody(), Headers: make(protocol.Headers, len(req.GetHeaders()))}
+	preq := &protocol.Request{Method: req.GetMethod(), URL: signedURL(endpoint, req.GetUrl()), Body: req.GetBody(), Headers: make(protocol.Headers, len(req.GetHeaders()))}
 	for i, h := range req.GetHeaders() {
 		preq.Headers[i] = protocol.Header{Name: h.GetName(), Value: h.GetValue()}
 	}
@@ -75,6 +75,9 @@ func (s *Server) Verify(ctx context.Context, req *hookverifyv1.VerifyRequest) (*
 		}
 		s.log.ErrorContext(ctx, "protocol failure", "endpoint", endpoint.ID, "provider", endpoint.Provider, "err", err)
 		return nil, status.Error(codes.Internal, "verification failed unexpectedly")
+	}
+	if result.Handshake != nil {
+		return handshakeResponse(result), nil
 	}
 	if detail := checkEventID(result.EventID); detail != "" {
 		return rejected(hookverifyv1.RejectReason_REJECT_REASON_MALFORMED_PAYLOAD, detail), nil
@@ -187,4 +190,38 @@ func checkEventID(id string) string {
 		return "event id contains NUL"
 	}
 	return ""
+}
+
+// PublicURLOption is the endpoint option that replaces the forwarded URL for protocols that sign
+// the URL, for edges behind proxies that cannot see the URL the provider called.
+const PublicURLOption = "public_url"
+
+// signedURL is the URL a URL-signing protocol verifies against: the endpoint's public_url when
+// set (its query, if any, taken from the forwarded URL when public_url has none), else the URL
+// the edge forwarded.
+func signedURL(e storage.Endpoint, forwarded string) string {
+	public, ok := e.Options[PublicURLOption]
+	if !ok || public == "" {
+		return forwarded
+	}
+	if !strings.Contains(public, "?") {
+		if i := strings.IndexByte(forwarded, '?'); i >= 0 {
+			return public + forwarded[i:]
+		}
+	}
+	return public
+}
+
+// handshakeResponse answers a provider's endpoint-verification handshake; nothing is stored.
+func handshakeResponse(result protocol.Result) *hookverifyv1.VerifyResponse {
+	reply := &hookverifyv1.HttpReply{Status: int32(result.Handshake.Status), Body: result.Handshake.Body}
+	for _, h := range result.Handshake.Headers {
+		reply.Headers = append(reply.Headers, &hookverifyv1.HeaderField{Name: h.Name, Value: h.Value})
+	}
+	return &hookverifyv1.VerifyResponse{
+		Verdict:  hookverifyv1.Verdict_VERDICT_HANDSHAKE,
+		Detail:   "provider handshake answered; nothing stored",
+		SecretId: result.KeyID,
+		Reply:    reply,
+	}
 }

@@ -67,10 +67,23 @@ type Params struct {
 
 // Result is what a successful verification establishes.
 type Result struct {
-	// KeyID is the id of the key whose signature matched.
+	// KeyID is the id of the key whose signature matched. Empty only for a handshake the
+	// provider does not sign.
 	KeyID string
-	// EventID is the provider's stable event identity.
+	// EventID is the provider's stable event identity. Unused for a handshake.
 	EventID string
+	// Handshake, when set, means the request is the provider's endpoint-verification handshake
+	// (Zoom url_validation, Slack url_verification, a GET challenge, ...): it is answered with
+	// this reply and is neither claimed nor stored. A protocol whose provider signs its
+	// handshake must authenticate it before returning one.
+	Handshake *Reply
+}
+
+// Reply is an HTTP response the edge sends back to the provider.
+type Reply struct {
+	Status  int
+	Headers Headers
+	Body    []byte
 }
 
 // SignInput is what Sign needs to produce a delivery the way the provider would.
@@ -80,6 +93,8 @@ type SignInput struct {
 	Timestamp time.Time
 	Method    string
 	URL       string
+	// Options are the endpoint options the delivery is signed for (generic schemes need them).
+	Options map[string]string
 }
 
 // Protocol describes and implements one provider protocol.
@@ -98,6 +113,9 @@ type Protocol struct {
 	// NeedsURL says whether the signature covers the URL.
 	NeedsURL bool
 	DocsURL  string
+	// Retries says how the provider retries (schedule, whether a retry is signed afresh) and so
+	// how the default tolerance fits: a legitimate late retry must not look stale.
+	Retries string
 
 	// ParseSecret turns a secret as the provider displays it into key bytes. It is called when
 	// a secret is added, so a malformed one is refused then, and again before verification.

@@ -101,7 +101,8 @@ type Endpoint struct {
 	DedupeScope string `protobuf:"bytes,5,opt,name=dedupe_scope,json=dedupeScope,proto3" json:"dedupe_scope,omitempty"`
 	// A disabled endpoint rejects every delivery with ENDPOINT_DISABLED.
 	Disabled bool `protobuf:"varint,6,opt,name=disabled,proto3" json:"disabled,omitempty"`
-	// Protocol-specific options (none are needed by stripe, github and standard-webhooks).
+	// Protocol-specific options. "public_url" (for protocols that sign the URL) replaces the URL
+	// the edge forwards, for edges behind proxies that cannot see the URL the provider called.
 	Options map[string]string `protobuf:"bytes,7,rep,name=options,proto3" json:"options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Output only.
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
@@ -1164,8 +1165,11 @@ type ProviderInfo struct {
 	// Where the event identity comes from, e.g. "body id" or "header X-GitHub-Delivery".
 	IdentitySource string `protobuf:"bytes,6,opt,name=identity_source,json=identitySource,proto3" json:"identity_source,omitempty"`
 	// Whether the signature covers the URL (so public_url matters).
-	NeedsUrl      bool   `protobuf:"varint,7,opt,name=needs_url,json=needsUrl,proto3" json:"needs_url,omitempty"`
-	DocsUrl       string `protobuf:"bytes,8,opt,name=docs_url,json=docsUrl,proto3" json:"docs_url,omitempty"`
+	NeedsUrl bool   `protobuf:"varint,7,opt,name=needs_url,json=needsUrl,proto3" json:"needs_url,omitempty"`
+	DocsUrl  string `protobuf:"bytes,8,opt,name=docs_url,json=docsUrl,proto3" json:"docs_url,omitempty"`
+	// How the provider retries and whether retries are signed afresh, and how the default
+	// tolerance fits that schedule.
+	Retries       string `protobuf:"bytes,9,opt,name=retries,proto3" json:"retries,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1256,6 +1260,13 @@ func (x *ProviderInfo) GetDocsUrl() string {
 	return ""
 }
 
+func (x *ProviderInfo) GetRetries() string {
+	if x != nil {
+		return x.Retries
+	}
+	return ""
+}
+
 var File_hookverify_v1_admin_proto protoreflect.FileDescriptor
 
 const file_hookverify_v1_admin_proto_rawDesc = "" +
@@ -1335,7 +1346,7 @@ const file_hookverify_v1_admin_proto_rawDesc = "" +
 	"\asecrets\x18\x01 \x03(\v2\x19.hookverify.v1.SecretInfoR\asecrets\"\x16\n" +
 	"\x14ListProvidersRequest\"R\n" +
 	"\x15ListProvidersResponse\x129\n" +
-	"\tproviders\x18\x01 \x03(\v2\x1b.hookverify.v1.ProviderInfoR\tproviders\"\xc2\x02\n" +
+	"\tproviders\x18\x01 \x03(\v2\x1b.hookverify.v1.ProviderInfoR\tproviders\"\xdc\x02\n" +
 	"\fProviderInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x12)\n" +
@@ -1344,7 +1355,8 @@ const file_hookverify_v1_admin_proto_rawDesc = "" +
 	"\x11default_tolerance\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x10defaultTolerance\x12'\n" +
 	"\x0fidentity_source\x18\x06 \x01(\tR\x0eidentitySource\x12\x1b\n" +
 	"\tneeds_url\x18\a \x01(\bR\bneedsUrl\x12\x19\n" +
-	"\bdocs_url\x18\b \x01(\tR\adocsUrl*\x95\x01\n" +
+	"\bdocs_url\x18\b \x01(\tR\adocsUrl\x12\x18\n" +
+	"\aretries\x18\t \x01(\tR\aretries*\x95\x01\n" +
 	"\vSecretState\x12\x1c\n" +
 	"\x18SECRET_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16SECRET_STATE_SCHEDULED\x10\x01\x12\x17\n" +

@@ -33,6 +33,9 @@ const (
 	Verdict_VERDICT_DUPLICATE Verdict = 2
 	// Not authenticated or not acceptable; nothing was recorded. See reject_reason.
 	Verdict_VERDICT_REJECTED Verdict = 3
+	// The provider's endpoint-verification handshake (Zoom url_validation, Slack url_verification,
+	// a GET challenge, ...). Answer it with `reply`; nothing was claimed or stored.
+	Verdict_VERDICT_HANDSHAKE Verdict = 4
 )
 
 // Enum value maps for Verdict.
@@ -42,12 +45,14 @@ var (
 		1: "VERDICT_ACCEPTED",
 		2: "VERDICT_DUPLICATE",
 		3: "VERDICT_REJECTED",
+		4: "VERDICT_HANDSHAKE",
 	}
 	Verdict_value = map[string]int32{
 		"VERDICT_UNSPECIFIED": 0,
 		"VERDICT_ACCEPTED":    1,
 		"VERDICT_DUPLICATE":   2,
 		"VERDICT_REJECTED":    3,
+		"VERDICT_HANDSHAKE":   4,
 	}
 )
 
@@ -301,7 +306,7 @@ func (x *VerifyRequest) GetUrl() string {
 // HttpReply is exactly what the edge should send back to the provider.
 type HttpReply struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// HTTP status code: 2xx for accepted and duplicate, 4xx for rejected.
+	// HTTP status code: 2xx for accepted, duplicate and handshake, 4xx for rejected.
 	Status int32 `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
 	// Response headers to set.
 	Headers []*HeaderField `protobuf:"bytes,2,rep,name=headers,proto3" json:"headers,omitempty"`
@@ -508,12 +513,13 @@ const file_hookverify_v1_verifier_proto_rawDesc = "" +
 	"\tsecret_id\x18\x06 \x01(\tR\bsecretId\x12F\n" +
 	"\x11first_received_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x0ffirstReceivedAt\x12\x19\n" +
 	"\binbox_id\x18\b \x01(\tR\ainboxId\x12.\n" +
-	"\x05reply\x18\t \x01(\v2\x18.hookverify.v1.HttpReplyR\x05reply*e\n" +
+	"\x05reply\x18\t \x01(\v2\x18.hookverify.v1.HttpReplyR\x05reply*|\n" +
 	"\aVerdict\x12\x17\n" +
 	"\x13VERDICT_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10VERDICT_ACCEPTED\x10\x01\x12\x15\n" +
 	"\x11VERDICT_DUPLICATE\x10\x02\x12\x14\n" +
-	"\x10VERDICT_REJECTED\x10\x03*\xa6\x03\n" +
+	"\x10VERDICT_REJECTED\x10\x03\x12\x15\n" +
+	"\x11VERDICT_HANDSHAKE\x10\x04*\xa6\x03\n" +
 	"\fRejectReason\x12\x1d\n" +
 	"\x19REJECT_REASON_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1eREJECT_REASON_UNKNOWN_ENDPOINT\x10\x01\x12 \n" +
