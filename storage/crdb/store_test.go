@@ -31,5 +31,6 @@ func open(t *testing.T, url string) *Store {
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	storagetest.Run(t, newDatabase)
+	// Every test has its own database, and the factory may be called concurrently.
+	storagetest.RunWith(t, newDatabase, storagetest.Options{Parallel: true})
 }

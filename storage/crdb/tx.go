@@ -52,6 +52,8 @@ func (s *Store) inTx(ctx context.Context, op string, opts txOptions, fn func(ctx
 	txOpts := pgx.TxOptions{IsoLevel: opts.isolation}
 	return s.retry(ctx, op, opts.idempotent, func(conn *pgx.Conn) (phase, error) {
 		if s.engine == EngineCockroachDB {
+			// ExecuteTx retries serialization failures in place; bound it like our own loop.
+			ctx := crdb.WithMaxRetries(ctx, maxAttempts)
 			err := crdbpgx.ExecuteTx(ctx, conn, txOpts, func(tx pgx.Tx) error { return fn(ctx, tx) })
 			var ambiguous *crdb.AmbiguousCommitError
 			if errors.As(err, &ambiguous) {
