@@ -10,12 +10,13 @@
 //		...
 //	}
 //
-// If HOOKVERIFY_TEST_DATABASE_URL is set, every cluster is that server and nothing is started.
-// Otherwise the package runs initdb and pg_ctl from PATH or from /usr/lib/postgresql/*/bin (or
-// from HOOKVERIFY_TEST_PG_BINDIR) in a temporary directory, as the postgres user when the test
-// runs as root because initdb refuses root. The server listens on a free port of 127.0.0.1 and
-// runs with fsync off, because unit tests do not survive power loss anyway; set
-// HOOKVERIFY_TEST_PG_FSYNC=on to test with durable writes.
+// If HOOKVERIFY_TEST_DATABASE_URL is set, every cluster is that server and nothing is started;
+// Stop and Start then skip the test. Otherwise the package uses initdb and pg_ctl from PATH or
+// from /usr/lib/postgresql/*/bin (or from HOOKVERIFY_TEST_PG_BINDIR), as the postgres user
+// when the test runs as root because initdb refuses root. initdb runs once per machine into a
+// cached template that each server copies into its own temporary directory. The server listens
+// on a free port of 127.0.0.1 and runs with fsync off, because unit tests do not survive power
+// loss anyway; set HOOKVERIFY_TEST_PG_FSYNC=on to test with durable writes.
 //
 // When no PostgreSQL can be found the test is skipped, except when CI=true: in CI nothing may
 // be skipped silently, so the test fails.
