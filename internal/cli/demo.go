@@ -231,11 +231,11 @@ func (d *demo) deliver(ctx context.Context, s demoStep) error {
 		return fmt.Errorf("provider %s not registered", s.provider)
 	}
 	url := "https://hooks.example.com/" + s.endpoint
-	headers, err := p.Sign(protocol.SignInput{Body: s.body, EventID: s.id, Timestamp: s.at, Method: "POST", URL: url}, s.secrets)
+	signed, err := protocol.SignDelivery(p, protocol.SignInput{Body: s.body, EventID: s.id, Timestamp: s.at, Method: "POST", URL: url}, s.secrets)
 	if err != nil {
 		return fmt.Errorf("%s: signing: %w", s.name, err)
 	}
-	body := s.body
+	body, headers := signed.Body, signed.Headers
 	if s.mutate != nil {
 		body = s.mutate(append([]byte(nil), body...), headers)
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -40,12 +41,16 @@ func runSign(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	headers, err := p.Sign(protocol.SignInput{Body: body, EventID: *id, Timestamp: when, Method: *method, URL: *url}, secrets)
+	signed, err := protocol.SignDelivery(p, protocol.SignInput{Body: body, EventID: *id, Timestamp: when, Method: *method, URL: *url}, secrets)
 	if err != nil {
 		return err
 	}
-	for _, h := range headers {
+	for _, h := range signed.Headers {
 		fmt.Fprintf(e.stdout, "%s: %s\n", h.Name, h.Value)
+	}
+	if !bytes.Equal(signed.Body, body) {
+		// The protocol carries its signature in the body (Mailgun, Adyen): print the signed body.
+		fmt.Fprintf(e.stdout, "\n%s\n", signed.Body)
 	}
 	return nil
 }

@@ -57,6 +57,7 @@ func GitHub() *Protocol {
 		ParseSecret:     parseGitHubSecret,
 		Verify:          verifyGitHub,
 		Sign:            signGitHub,
+		ExampleSecret:   exampleGitHubSecret,
 	}
 }
 

@@ -4,6 +4,7 @@
 package protocol
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -110,6 +111,9 @@ type Protocol struct {
 	DefaultTolerance time.Duration
 	// IdentitySource says where the event identity comes from.
 	IdentitySource string
+	// StaticCredential says the provider sends a fixed credential (a token, basic auth) instead
+	// of a signature over the request, so the body is not authenticated.
+	StaticCredential bool
 	// NeedsURL says whether the signature covers the URL.
 	NeedsURL bool
 	DocsURL  string
@@ -129,6 +133,48 @@ type Protocol struct {
 	// Sign returns the headers the provider would send with in.Body, signed with each of the
 	// secrets (as the provider displays them); used by `hookverify sign`, the demo and tests.
 	Sign func(in SignInput, secrets []string) (Headers, error)
+	// SignBody, for protocols that carry the signature inside the body (Mailgun, Adyen), returns
+	// in.Body with the signature embedded. Nil means the body is sent as given. Callers use
+	// SignDelivery, which applies SignBody and then Sign.
+	SignBody func(in SignInput, secrets []string) ([]byte, error)
+	// ExampleSecret returns a fresh random secret for tests and the demo: signing is what Sign
+	// takes, verifying is what AddSecret takes (the same string for shared-secret schemes; the
+	// private and the public key for signature schemes such as Ed25519 or ECDSA). Required.
+	ExampleSecret func() (signing, verifying string, err error)
+	// ExampleBody returns a realistic delivery body for the event id, for the demo and tests.
+	// Nil means {"id":"<eventID>"}.
+	ExampleBody func(eventID string) []byte
+}
+
+// Signed is a delivery as the provider would send it.
+type Signed struct {
+	Headers Headers
+	Body    []byte
+}
+
+// SignDelivery produces the delivery the provider would send for in, signed with secrets.
+func SignDelivery(p *Protocol, in SignInput, secrets []string) (Signed, error) {
+	if p.SignBody != nil {
+		body, err := p.SignBody(in, secrets)
+		if err != nil {
+			return Signed{}, err
+		}
+		in.Body = body
+	}
+	headers, err := p.Sign(in, secrets)
+	if err != nil {
+		return Signed{}, err
+	}
+	return Signed{Headers: headers, Body: in.Body}, nil
+}
+
+// ExampleBody returns p's example body for the event id.
+func ExampleBody(p *Protocol, eventID string) []byte {
+	if p.ExampleBody != nil {
+		return p.ExampleBody(eventID)
+	}
+	id, _ := json.Marshal(eventID)
+	return []byte(`{"id":` + string(id) + `}`)
 }
 
 // Registry maps provider names to protocols.
@@ -146,8 +192,8 @@ func NewRegistry(protocols ...*Protocol) (*Registry, error) {
 		if _, dup := r.byName[p.Name]; dup {
 			return nil, fmt.Errorf("protocol %q registered twice", p.Name)
 		}
-		if p.ParseSecret == nil || p.Verify == nil || p.Sign == nil {
-			return nil, fmt.Errorf("protocol %q lacks ParseSecret, Verify or Sign", p.Name)
+		if p.ParseSecret == nil || p.Verify == nil || p.Sign == nil || p.ExampleSecret == nil {
+			return nil, fmt.Errorf("protocol %q lacks ParseSecret, Verify, Sign or ExampleSecret", p.Name)
 		}
 		r.byName[p.Name] = p
 	}

@@ -59,6 +59,7 @@ func StandardWebhooks() *Protocol {
 		ParseSecret:      parseStandardWebhooksSecret,
 		Verify:           verifyStandardWebhooks,
 		Sign:             signStandardWebhooks,
+		ExampleSecret:    exampleStandardWebhooksSecret,
 	}
 }
 

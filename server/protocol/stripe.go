@@ -44,6 +44,7 @@ func Stripe() *Protocol {
 		ParseSecret:      parseStripeSecret,
 		Verify:           verifyStripe,
 		Sign:             signStripe,
+		ExampleSecret:    exampleStripeSecret,
 	}
 }
 
