@@ -92,6 +92,9 @@ func runDemo(ctx context.Context, e env, args []string) error {
 	}
 	err = d.play(ctx, restart)
 	d.table.Flush()
+	if err == nil {
+		err = d.everyProvider(ctx)
+	}
 	conn.Close()
 	srv.stop()
 	if err != nil {
@@ -269,5 +272,66 @@ func (d *demo) deliver(ctx context.Context, s demoStep) error {
 	d.keys[s.name] = resp.GetOperationKey()
 	fmt.Fprintf(d.table, "%s\t%s\t%s\t%d\t%s\t%s%s\n", s.name, strings.TrimPrefix(resp.GetVerdict().String(), "VERDICT_"),
 		reason, resp.GetReply().GetStatus(), resp.GetOperationKey(), resp.GetSecretId(), mark)
+	return nil
+}
+
+// everyProvider runs each registered protocol through the same three deliveries: signed
+// (ACCEPTED), the same again (DUPLICATE) and, where the protocol signs the body, the body changed
+// by one byte (REJECTED). Signing uses each protocol's own Sign with a fresh example secret.
+func (d *demo) everyProvider(ctx context.Context) error {
+	fmt.Fprintln(d.e.stdout, "\nEvery provider, signed with its own scheme:")
+	table := tabwriter.NewWriter(d.e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(table, "PROVIDER\tSIGNED\tAGAIN\tBODY CHANGED\tOPERATION KEY")
+	defer table.Flush()
+	for _, p := range protocol.Default().All() {
+		signing, verifying, err := p.ExampleSecret()
+		if err != nil {
+			return fmt.Errorf("%s: example secret: %w", p.Name, err)
+		}
+		id := "every-" + p.Name
+		if _, err := d.conn.Admin.CreateEndpoint(ctx, &hookverifyv1.CreateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: id, Provider: p.Name}}); err != nil {
+			return fmt.Errorf("creating endpoint %s: %w", id, err)
+		}
+		if _, err := d.conn.Admin.AddSecret(ctx, &hookverifyv1.AddSecretRequest{EndpointId: id, Secret: verifying}); err != nil {
+			return fmt.Errorf("adding a secret to %s: %w", id, err)
+		}
+		eventID := "evt_every_" + strings.ReplaceAll(p.Name, "-", "_")
+		url := "https://hooks.example.com/" + id
+		signed, err := protocol.SignDelivery(p, protocol.SignInput{Body: protocol.ExampleBody(p, eventID), EventID: eventID, Timestamp: time.Now(), Method: "POST", URL: url}, []string{signing})
+		if err != nil {
+			return fmt.Errorf("%s: signing: %w", p.Name, err)
+		}
+		send := func(body []byte) (*hookverifyv1.VerifyResponse, error) {
+			req := &hookverifyv1.VerifyRequest{EndpointId: id, Body: body, Method: "POST", Url: url}
+			for _, h := range signed.Headers {
+				req.Headers = append(req.Headers, &hookverifyv1.HeaderField{Name: h.Name, Value: h.Value})
+			}
+			return d.conn.Verifier.Verify(ctx, req)
+		}
+		verdicts := make([]string, 0, 3)
+		expect := []hookverifyv1.Verdict{hookverifyv1.Verdict_VERDICT_ACCEPTED, hookverifyv1.Verdict_VERDICT_DUPLICATE, hookverifyv1.Verdict_VERDICT_REJECTED}
+		bodies := [][]byte{signed.Body, signed.Body, append(append([]byte(nil), signed.Body...), ' ')}
+		key := ""
+		for i, body := range bodies {
+			if i == 2 && p.StaticCredential {
+				verdicts = append(verdicts, "(body not signed)")
+				continue
+			}
+			resp, err := send(body)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.Name, err)
+			}
+			v := strings.TrimPrefix(resp.GetVerdict().String(), "VERDICT_")
+			if resp.GetVerdict() != expect[i] {
+				v += " <-- expected " + strings.TrimPrefix(expect[i].String(), "VERDICT_")
+				d.fails++
+			}
+			if i == 0 {
+				key = resp.GetOperationKey()
+			}
+			verdicts = append(verdicts, v)
+		}
+		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\n", p.Name, verdicts[0], verdicts[1], verdicts[2], key)
+	}
 	return nil
 }
