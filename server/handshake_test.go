@@ -31,7 +31,8 @@ func echoProtocol() *protocol.Protocol {
 			}
 			return protocol.Result{KeyID: keys[0].ID, EventID: req.URL}, nil
 		},
-		Sign: func(protocol.SignInput, []string) (protocol.Headers, error) { return nil, nil },
+		Sign:          func(protocol.SignInput, []string) (protocol.Headers, error) { return nil, nil },
+		ExampleSecret: func() (string, string, error) { return "s", "s", nil },
 	}
 }
 

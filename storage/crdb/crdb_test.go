@@ -176,11 +176,16 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 // migrated. Only sequential work is safe on it: see TestExecuteTxHidesCommitFailureOnPostgreSQL.
 func cockroachPathStore(t *testing.T, url string) *Store {
 	t.Helper()
-	config, err := pgx.ParseConfig(url)
+	config, err := newPoolConfig(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Store{pool: newPool(config, 2), engine: EngineCockroachDB}
+	config.MaxConns = 2
+	p, err := newPool(t.Context(), config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Store{pool: p, engine: EngineCockroachDB}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }

@@ -5,7 +5,6 @@ package crdb
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -34,34 +33,23 @@ type Store struct {
 
 var _ storage.Store = (*Store)(nil)
 
-// poolMaxConnsParam is the connection-string parameter that bounds the pool. It has
-// pgxpool's name so that connection strings keep their meaning if the pool is replaced.
-const poolMaxConnsParam = "pool_max_conns"
-
 // defaultConnectTimeout bounds a connection attempt when the URL sets no connect_timeout.
 const defaultConnectTimeout = 10 * time.Second
 
 // Open connects to the database at databaseURL (a postgres:// URL or key=value string),
-// detects the engine and applies every pending migration. The pool opens at most
+// detects the engine and applies every pending migration. The pgxpool pool opens at most
 // pool_max_conns connections (10 unless the URL says otherwise).
 func Open(ctx context.Context, databaseURL string) (*Store, error) {
-	config, err := pgx.ParseConfig(databaseURL)
+	config, err := newPoolConfig(databaseURL)
 	if err != nil {
 		// The parse error can quote the URL, password included; do not pass it on.
 		return nil, fmt.Errorf("crdb: open: %w: cannot parse the database URL", storage.ErrInvalid)
 	}
-	maxConns := defaultMaxConns
-	if v, ok := config.RuntimeParams[poolMaxConnsParam]; ok {
-		delete(config.RuntimeParams, poolMaxConnsParam)
-		if maxConns, err = strconv.Atoi(v); err != nil || maxConns < 1 {
-			return nil, fmt.Errorf("crdb: open: %w: %s=%q is not a positive number", storage.ErrInvalid, poolMaxConnsParam, v)
-		}
+	p, err := newPool(ctx, config)
+	if err != nil {
+		return nil, fmt.Errorf("crdb: open: %w: %w", storage.ErrUnavailable, err)
 	}
-	if config.ConnectTimeout == 0 {
-		// Without it a dial to an unreachable host waits for the kernel to give up.
-		config.ConnectTimeout = defaultConnectTimeout
-	}
-	s := &Store{pool: newPool(config, maxConns)}
+	s := &Store{pool: p}
 	if err := s.detectEngine(ctx); err != nil {
 		s.pool.close()
 		return nil, err

@@ -132,8 +132,8 @@ func (s *Store) attemptOnce(ctx context.Context, attempt func(conn *pgx.Conn) (p
 		return failure{err: err, phase: phaseWork, connLost: !errors.Is(err, errPoolClosed)}
 	}
 	defer s.pool.release(conn)
-	ph, err := attempt(conn.Conn)
-	return failure{err: err, phase: ph, connLost: err != nil && conn.IsClosed()}
+	ph, err := attempt(conn.Conn())
+	return failure{err: err, phase: ph, connLost: err != nil && conn.Conn().IsClosed()}
 }
 
 // judge decides whether a failed attempt may run again, and returns the error to report if
