@@ -17,6 +17,8 @@ func Builtin() []*Protocol {
 		Stripe(),
 		GitHub(),
 		StandardWebhooks(),
+		GenericHMAC(),
+		GoCardless(),
 		Slack(),
 	}
 }
