@@ -46,9 +46,10 @@ type SecretStore interface {
 	// ErrAlreadyExists if the secret id is taken.
 	AddSecret(ctx context.Context, s Secret) error
 	// RotateSecret stores s and, in the same transaction, sets NotAfter to expireAt on every
-	// other secret of s.EndpointID that is not retired and whose NotAfter is unset or later
-	// than expireAt. It returns the secrets it changed, as they are after the change, oldest
-	// first. ErrNotFound if the endpoint does not exist.
+	// other secret of s.EndpointID that was in force when s was created: not retired, NotBefore
+	// unset or not after s.CreatedAt (a secret scheduled for later is left alone), and NotAfter
+	// unset or later than expireAt. It returns the secrets it changed, as they are after the
+	// change, oldest first. ErrNotFound if the endpoint does not exist.
 	RotateSecret(ctx context.Context, s Secret, expireAt time.Time) ([]Secret, error)
 	// RetireSecret marks the secret retired at the given time, if it is not retired already,
 	// and returns it as stored. ErrNotFound if no such secret belongs to the endpoint.
@@ -96,7 +97,7 @@ type Secret struct {
 	// Sealed is the encrypted material; the store treats it as opaque bytes.
 	Sealed    []byte
 	CreatedAt time.Time
-	// Zero NotBefore means valid from CreatedAt; zero NotAfter means no end.
+	// Zero NotBefore means no start restriction; zero NotAfter means no end.
 	NotBefore time.Time
 	NotAfter  time.Time
 	// Zero RetiredAt means not retired.

@@ -59,7 +59,8 @@ func (s *Store) RotateSecret(ctx context.Context, sec storage.Secret, expireAt t
 		rows, err := tx.Query(ctx, `UPDATE secrets SET not_after = $3
 			WHERE endpoint_id = $1 AND id <> $2 AND retired_at IS NULL
 				AND (not_after IS NULL OR not_after > $3)
-			RETURNING `+secretColumns, sec.EndpointID, sec.ID, expireAt)
+				AND (not_before IS NULL OR not_before <= $4)
+			RETURNING `+secretColumns, sec.EndpointID, sec.ID, expireAt, sec.CreatedAt)
 		if err != nil {
 			return err
 		}

@@ -15,7 +15,8 @@ const secretColumns = `id, endpoint_id, key_id, sealed, created_at, not_before, 
 // secretsToExpire selects the secrets a rotation shortens: the endpoint's other secrets that
 // are not retired and would otherwise outlive the grace period. Parameters: endpoint id, new
 // secret id, expireAt, expireAt.
-const secretsToExpire = `endpoint_id = ? AND id <> ? AND retired_at IS NULL AND (not_after IS NULL OR not_after > ?)`
+const secretsToExpire = `endpoint_id = ? AND id <> ? AND retired_at IS NULL AND (not_after IS NULL OR not_after > ?)
+	AND (not_before IS NULL OR not_before <= ?)`
 
 // AddSecret stores a new secret; ErrNotFound if the endpoint does not exist, ErrAlreadyExists
 // if the secret id is taken.
@@ -42,12 +43,12 @@ func (s *Store) RotateSecret(ctx context.Context, sec storage.Secret, expireAt t
 		expire := micros(expireAt)
 		var err error
 		changed, err = querySecrets(ctx, tx, `SELECT `+secretColumns+` FROM secrets WHERE `+secretsToExpire+`
-			ORDER BY created_at, id`, sec.EndpointID, sec.ID, expire)
+			ORDER BY created_at, id`, sec.EndpointID, sec.ID, expire, micros(sec.CreatedAt))
 		if err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE secrets SET not_after = ? WHERE `+secretsToExpire,
-			expire, sec.EndpointID, sec.ID, expire)
+			expire, sec.EndpointID, sec.ID, expire, micros(sec.CreatedAt))
 		if err != nil {
 			return err
 		}

@@ -190,7 +190,13 @@ func testRotate(t *testing.T, h harness) {
 		retiredLater.RetiredAt = at(time.Hour)
 		retiredLater.NotAfter = expireAt.Add(time.Hour)
 		other := newSecret("ep-2", "sec-other", at(0))
-		for _, sec := range []storage.Secret{open, later, earlier, equal, retired, retiredLater, other} {
+		// Scheduled for after the rotation: it was never in force, so rotation leaves it alone.
+		scheduled := newSecret("ep-1", "sec-scheduled", at(0))
+		scheduled.NotBefore = at(4 * time.Hour)
+		// Started before the rotation: in force, so it is ended like the open one.
+		started := newSecret("ep-1", "sec-started", at(0))
+		started.NotBefore = at(3 * time.Hour)
+		for _, sec := range []storage.Secret{open, later, earlier, equal, retired, retiredLater, other, scheduled, started} {
 			addSecret(t, s, sec)
 		}
 
@@ -199,13 +205,14 @@ func testRotate(t *testing.T, h harness) {
 		changed, err := s.RotateSecret(t.Context(), fresh, expireAt)
 		must(t, err, "RotateSecret")
 
-		wantOpen, wantLater := open, later
+		wantOpen, wantLater, wantStarted := open, later, started
 		wantOpen.NotAfter = expireAt
 		wantLater.NotAfter = expireAt
-		// Oldest first: sec-later was created before sec-open.
-		wantSame(t, []storage.Secret{wantLater, wantOpen}, changed, "changed secrets")
+		wantStarted.NotAfter = expireAt
+		// Oldest first (created_at, then id): sec-started at 0, sec-later, then sec-open.
+		wantSame(t, []storage.Secret{wantStarted, wantLater, wantOpen}, changed, "changed secrets")
 
-		all := []storage.Secret{earlier, equal, retired, retiredLater, wantLater, wantOpen, fresh}
+		all := []storage.Secret{earlier, equal, retired, retiredLater, scheduled, wantStarted, wantLater, wantOpen, fresh}
 		wantSame(t, all, listSecrets(t, s, "ep-1"), "secrets of ep-1")
 		wantSame(t, []storage.Secret{other}, listSecrets(t, s, "ep-2"), "secrets of ep-2")
 	})
