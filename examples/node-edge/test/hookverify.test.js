@@ -1,0 +1,139 @@
+// End-to-end: a real hookverify server (built from this repository), configured with its CLI,
+// behind the Node edge, receiving GitHub deliveries signed here with node:crypto.
+'use strict';
+
+const { describe, before, after, test } = require('node:test');
+const assert = require('node:assert/strict');
+const crypto = require('node:crypto');
+const path = require('node:path');
+
+const { createEdge } = require('../edge.js');
+const h = require('./helpers.js');
+
+const ENDPOINT = 'node-gh';
+const SECRET = crypto.randomBytes(24).toString('hex');
+
+describe('node edge against a real hookverify server', { timeout: 400000 }, () => {
+  let tmp;
+  let bin;
+  let hv;
+  let edge;
+  let edgeURL;
+  const logs = [];
+
+  before(async () => {
+    tmp = h.mkTmp();
+    bin = await h.buildHookverify(tmp.dir);
+    hv = await h.startHookverify(bin, path.join(tmp.dir, 'data'));
+    await h.run(bin, ['endpoint', 'create', '--server', hv.addr, '--timeout', '10s', '--id', ENDPOINT, '--provider', 'github'], { timeoutMs: 20000 });
+    await h.run(bin, ['secret', 'add', '--server', hv.addr, '--timeout', '10s', '--endpoint', ENDPOINT], { input: SECRET, timeoutMs: 20000 });
+    edge = createEdge({
+      verifierAddr: hv.addr,
+      publicBaseUrl: 'https://hooks.example.com',
+      deadlineMs: 5000,
+      retryAfterSeconds: 7,
+      log: (level, msg, fields) => logs.push({ level, msg, ...fields }),
+    });
+    edgeURL = await h.listen(edge);
+  }, { timeout: 360000 });
+
+  after(async () => {
+    if (edge) await h.closeServer(edge);
+    if (hv) await hv.stop();
+    if (tmp) tmp.cleanup();
+  });
+
+  const push = (body, opts = {}) => {
+    const headers = h.githubHeaders({ secret: SECRET, body, ...opts });
+    return h.request(`${edgeURL}/hooks/${opts.endpoint ?? ENDPOINT}`, { headers, body }).then((res) => ({ ...res, sent: headers }));
+  };
+
+  test('a signed delivery is accepted (200), its redelivery is a duplicate (200)', async () => {
+    const body = Buffer.from(JSON.stringify({ ref: 'refs/heads/main', after: crypto.randomBytes(20).toString('hex') }));
+    const deliveryId = crypto.randomUUID();
+
+    const first = await push(body, { deliveryId });
+    assert.equal(first.status, 200, first.body.toString());
+    assert.deepEqual(JSON.parse(first.body), { status: 'accepted' });
+
+    const again = await push(body, { deliveryId });
+    assert.equal(again.status, 200, again.body.toString());
+    assert.deepEqual(JSON.parse(again.body), { status: 'duplicate' });
+  });
+
+  test('a forged signature is rejected with 401 and nothing is stored', async () => {
+    const body = Buffer.from('{"ref":"refs/heads/main","forged":true}');
+    const deliveryId = crypto.randomUUID();
+    const forged = h.signGitHub('not-the-secret', body);
+
+    const res = await push(body, { deliveryId, signature: forged });
+    assert.equal(res.status, 401, res.body.toString());
+    assert.deepEqual(JSON.parse(res.body), { status: 'rejected', reason: 'signature_mismatch' });
+
+    // Nothing was claimed: the genuine delivery with the same id is still accepted afterwards.
+    const genuine = await push(body, { deliveryId });
+    assert.equal(genuine.status, 200);
+    assert.deepEqual(JSON.parse(genuine.body), { status: 'accepted' });
+  });
+
+  test('a delivery for an unknown endpoint gets 404', async () => {
+    const body = Buffer.from('{}');
+    const res = await push(body, { endpoint: 'no-such-endpoint' });
+    assert.equal(res.status, 404, res.body.toString());
+    assert.deepEqual(JSON.parse(res.body), { status: 'rejected', reason: 'unknown_endpoint' });
+  });
+
+  test('the raw body bytes are forwarded exactly (trailing space, non-ASCII UTF-8, invalid UTF-8, CRLF)', async () => {
+    // Any re-encoding (JSON.parse/stringify, toString('utf8'), trimming, newline changes)
+    // changes these bytes and so breaks the signature.
+    const bodies = [
+      Buffer.from('{"zen":"Ünïcödé ✓ 🚀 — naïve café"} ', 'utf8'),
+      Buffer.concat([Buffer.from('payload=%7B%7D&raw='), Buffer.from([0xff, 0xfe, 0x00, 0xc3]), Buffer.from('\r\n\r\n')]),
+      Buffer.from('{ "spaced" :\t[1,  2]\r\n}\n\n'),
+    ];
+    for (const body of bodies) {
+      const res = await push(body);
+      assert.equal(res.status, 200, `${body.toString('hex')}: ${res.body}`);
+      assert.deepEqual(JSON.parse(res.body), { status: 'accepted' });
+    }
+    // Control: the same signature over the trimmed body does not verify, so the accepted
+    // answers above really depended on the exact bytes.
+    const exact = Buffer.from('{"zen":"Ünïcödé"} ');
+    const headers = h.githubHeaders({ secret: SECRET, body: exact });
+    const trimmed = await h.request(`${edgeURL}/hooks/${ENDPOINT}`, { headers, body: Buffer.from('{"zen":"Ünïcödé"}') });
+    assert.equal(trimmed.status, 401);
+  });
+
+  test('an empty body and a chunked body are forwarded too', async () => {
+    const empty = await push(Buffer.alloc(0));
+    assert.equal(empty.status, 200, empty.body.toString());
+
+    // Transfer-Encoding: chunked (no Content-Length): the edge forwards the de-chunked bytes.
+    const body = Buffer.from('{"chunked":"yes ✓"}');
+    const headers = [...h.githubHeaders({ secret: SECRET, body }), 'Transfer-Encoding', 'chunked'];
+    const res = await h.request(`${edgeURL}/hooks/${ENDPOINT}`, { headers, body });
+    assert.equal(res.status, 200, res.body.toString());
+  });
+
+  test('no log line carries a body or a signature', () => {
+    const text = JSON.stringify(logs);
+    assert.ok(!text.includes('sha256='), text);
+    assert.ok(!text.includes('refs/heads'), text);
+    assert.ok(!text.includes(SECRET), text);
+  });
+
+  // Runs last: it kills the server.
+  test('with hookverify killed, the edge answers 503 with Retry-After', async () => {
+    await hv.stop();
+    const body = Buffer.from('{"ref":"refs/heads/main","while":"down"}');
+    const started = Date.now();
+    const res = await push(body);
+    assert.equal(res.status, 503, res.body.toString());
+    assert.equal(res.headers['retry-after'], '7');
+    assert.ok(Date.now() - started < 6000, 'answered within the deadline');
+    const line = logs.find((l) => l.msg.includes('unavailable'));
+    assert.ok(line, JSON.stringify(logs));
+    assert.ok(['UNAVAILABLE', 'DEADLINE_EXCEEDED'].includes(line.grpc_code), line.grpc_code);
+    assert.ok(!JSON.stringify(logs).includes('sha256='));
+  });
+});
