@@ -1,40 +1,210 @@
-// Package client connects Go programs (edge services, the hookverify CLI) to a hookverify server.
+// Package client connects Go programs (edge services, the hookverify CLI) to a hookverify server,
+// and turns an incoming webhook delivery into a Verify call and its answer back into an HTTP
+// reply (see Handler).
 package client
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
 
-// Conn is a connection to a hookverify server with a stub for each service.
+// Conn is a connection to a hookverify server with a stub for each service. Calls through the
+// stubs carry the API token and are retried as described at Dial.
 type Conn struct {
 	conn     *grpc.ClientConn
 	Verifier hookverifyv1.VerifierServiceClient
 	Admin    hookverifyv1.AdminServiceClient
+
+	// How BuildRequest reads an http.Request; see the options of the same names.
+	maxBodyBytes        int64
+	publicURLBase       string
+	trustForwardedProto bool
 }
 
 // maxMessageBytes matches the server's receive limit so the largest allowed body can be sent.
 const maxMessageBytes = 34 << 20
 
-// Dial connects to addr (host:port). Without options the connection is plaintext, which the
-// server only allows on loopback; pass grpc.WithTransportCredentials for TLS.
-func Dial(addr string, opts ...grpc.DialOption) (*Conn, error) {
-	all := append([]grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+// DefaultMaxBodyBytes is the body limit BuildRequest applies unless WithMaxBodyBytes says
+// otherwise: the server's ceiling for any endpoint (32 MiB).
+const DefaultMaxBodyBytes = 32 << 20
+
+// Option configures Dial.
+type Option func(*config)
+
+type config struct {
+	creds       credentials.TransportCredentials
+	tlsErr      error
+	token       string
+	retry       RetryPolicy
+	grpcOptions []grpc.DialOption
+
+	maxBodyBytes        int64
+	publicURLBase       string
+	trustForwardedProto bool
+}
+
+// WithTLS encrypts the connection with cfg (server name, root CAs, client certificates).
+func WithTLS(cfg *tls.Config) Option {
+	return func(c *config) {
+		c.creds = credentials.NewTLS(cfg.Clone())
+	}
+}
+
+// WithTLSFiles encrypts the connection using PEM files: caFile holds the CAs that sign the
+// server's certificate (empty: the system roots), certFile and keyFile a client certificate
+// for mutual TLS (both empty: none). The files are read by Dial, which reports any problem.
+func WithTLSFiles(caFile, certFile, keyFile string) Option {
+	return func(c *config) {
+		cfg, err := loadTLSFiles(caFile, certFile, keyFile)
+		if err != nil {
+			c.tlsErr = err
+			return
+		}
+		c.creds = credentials.NewTLS(cfg)
+	}
+}
+
+func loadTLSFiles(caFile, certFile, keyFile string) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("client: reading CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("client: CA file %s holds no PEM certificate", caFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("client: a client certificate needs both the certificate and the key file")
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("client: loading client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// WithToken sends the API token as the gRPC metadata "authorization: Bearer <token>" on every
+// call. Because the token would travel in clear otherwise, Dial refuses it without WithTLS or
+// WithTLSFiles unless the address is loopback (transport credentials passed through
+// WithGRPCOptions are not seen by this check).
+func WithToken(token string) Option {
+	return func(c *config) { c.token = token }
+}
+
+// WithRetry replaces DefaultRetryPolicy. RetryPolicy{MaxAttempts: 1} turns retries off.
+func WithRetry(p RetryPolicy) Option {
+	return func(c *config) { c.retry = p }
+}
+
+// WithGRPCOptions passes raw dial options to grpc.NewClient after hookverify's own, so they
+// take precedence (a custom dialer, interceptors, other transport credentials).
+func WithGRPCOptions(opts ...grpc.DialOption) Option {
+	return func(c *config) { c.grpcOptions = append(c.grpcOptions, opts...) }
+}
+
+// WithMaxBodyBytes sets the largest body BuildRequest reads (default DefaultMaxBodyBytes);
+// larger bodies fail with ErrBodyTooLarge without being forwarded. The server applies each
+// endpoint's own, usually smaller, limit on top.
+func WithMaxBodyBytes(n int64) Option {
+	return func(c *config) { c.maxBodyBytes = n }
+}
+
+// WithPublicURLBase makes the forwarded URL base + the request URI as received, for edges
+// behind a proxy or load balancer that cannot see the URL the provider called. base is the
+// scheme and host the provider uses, e.g. "https://hooks.example.com", with no trailing slash.
+// This matters only for providers that sign the URL (see ProviderInfo.needs_url).
+func WithPublicURLBase(base string) Option {
+	return func(c *config) { c.publicURLBase = strings.TrimSuffix(base, "/") }
+}
+
+// WithTrustForwardedProto takes the URL scheme from the X-Forwarded-Proto header when the edge
+// itself receives plain HTTP. Use it only behind a proxy that sets (and overwrites) the header:
+// otherwise the provider's caller controls it.
+func WithTrustForwardedProto() Option {
+	return func(c *config) { c.trustForwardedProto = true }
+}
+
+// Dial connects to addr (host:port, or any gRPC target). Without TLS options the connection is
+// plaintext, which the server only allows on loopback.
+//
+// Calls to Verify and to the read-only admin methods are retried with exponential backoff and
+// full jitter when they fail with UNAVAILABLE or RESOURCE_EXHAUSTED, within the RetryPolicy's
+// attempts and total time and never past the context's deadline. Retrying Verify is safe
+// because the server's claim is idempotent by event identity: if an attempt whose answer was
+// lost had in fact committed the delivery, the retry is answered DUPLICATE with the same
+// operation key, never a second ACCEPTED, so downstream work keyed on the operation key runs
+// once. Admin methods that change state are not retried, since their retry is not idempotent.
+func Dial(addr string, opts ...Option) (*Conn, error) {
+	cfg := config{retry: DefaultRetryPolicy, maxBodyBytes: DefaultMaxBodyBytes}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.tlsErr != nil {
+		return nil, cfg.tlsErr
+	}
+	if err := cfg.retry.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.maxBodyBytes <= 0 {
+		return nil, fmt.Errorf("client: body limit must be positive, got %d", cfg.maxBodyBytes)
+	}
+	secure := cfg.creds != nil
+	if !secure {
+		cfg.creds = insecure.NewCredentials()
+	}
+	all := []grpc.DialOption{
+		grpc.WithTransportCredentials(cfg.creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(maxMessageBytes), grpc.MaxCallRecvMsgSize(maxMessageBytes)),
-	}, opts...)
+		// Reconnect within seconds after the server restarts, not after gRPC's default of up
+		// to two minutes: providers give an edge about ten seconds.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 3 * time.Second},
+			MinConnectTimeout: 5 * time.Second,
+		}),
+		grpc.WithChainUnaryInterceptor(cfg.retry.interceptor()),
+	}
+	if cfg.token != "" {
+		if err := checkToken(cfg.token); err != nil {
+			return nil, err
+		}
+		if !secure && !isLoopback(addr) {
+			return nil, fmt.Errorf("client: refusing to send the API token in clear to %s; use WithTLS or WithTLSFiles", addr)
+		}
+		all = append(all, grpc.WithPerRPCCredentials(bearer{token: cfg.token, secure: secure}))
+	}
+	all = append(all, cfg.grpcOptions...)
 	cc, err := grpc.NewClient(addr, all...)
 	if err != nil {
 		return nil, fmt.Errorf("client: dialing %s: %w", addr, err)
 	}
 	return &Conn{
-		conn:     cc,
-		Verifier: hookverifyv1.NewVerifierServiceClient(cc),
-		Admin:    hookverifyv1.NewAdminServiceClient(cc),
+		conn:                cc,
+		Verifier:            hookverifyv1.NewVerifierServiceClient(cc),
+		Admin:               hookverifyv1.NewAdminServiceClient(cc),
+		maxBodyBytes:        cfg.maxBodyBytes,
+		publicURLBase:       cfg.publicURLBase,
+		trustForwardedProto: cfg.trustForwardedProto,
 	}, nil
 }
 
@@ -43,3 +213,45 @@ func (c *Conn) GRPC() *grpc.ClientConn { return c.conn }
 
 // Close closes the connection.
 func (c *Conn) Close() error { return c.conn.Close() }
+
+// bearer sends the API token with every call.
+type bearer struct {
+	token  string
+	secure bool
+}
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + b.token}, nil
+}
+
+// RequireTransportSecurity is false only for plaintext connections Dial allowed (loopback).
+func (b bearer) RequireTransportSecurity() bool { return b.secure }
+
+// checkToken refuses tokens gRPC metadata cannot carry; the message never quotes the token.
+func checkToken(token string) error {
+	for i := 0; i < len(token); i++ {
+		if token[i] < 0x21 || token[i] > 0x7e {
+			return errors.New("client: the API token must be printable ASCII without spaces")
+		}
+	}
+	return nil
+}
+
+// isLoopback reports whether a gRPC target names a loopback address or a Unix socket.
+func isLoopback(target string) bool {
+	if strings.HasPrefix(target, "unix:") || strings.HasPrefix(target, "unix-abstract:") {
+		return true
+	}
+	for _, scheme := range []string{"dns:///", "passthrough:///"} {
+		target = strings.TrimPrefix(target, scheme)
+	}
+	host, _, err := net.SplitHostPort(target)
+	if err != nil {
+		host = target
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

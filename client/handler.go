@@ -1,0 +1,214 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+)
+
+// Defaults of Handler.
+const (
+	// DefaultVerifyTimeout leaves an edge time to answer within GitHub's 10 s.
+	DefaultVerifyTimeout = 8 * time.Second
+	// DefaultRetryAfter is the Retry-After sent with 503 answers.
+	DefaultRetryAfter = 10 * time.Second
+)
+
+// HandlerOption configures Handler.
+type HandlerOption func(*handler)
+
+// EndpointFromPathValue takes the endpoint id from the named wildcard of the route the handler
+// is registered under, e.g. EndpointFromPathValue("endpoint") for "/hooks/{endpoint}" on an
+// http.ServeMux. This is the default, with the name "endpoint".
+func EndpointFromPathValue(name string) HandlerOption {
+	return EndpointFunc(func(r *http.Request) string { return r.PathValue(name) })
+}
+
+// EndpointFromPath takes the endpoint id from the URL path after prefix: with prefix "/hooks/",
+// "/hooks/shop-stripe" is endpoint "shop-stripe". A path without the prefix, or with a further
+// "/", addresses no endpoint.
+func EndpointFromPath(prefix string) HandlerOption {
+	return EndpointFunc(func(r *http.Request) string {
+		rest, ok := strings.CutPrefix(r.URL.Path, prefix)
+		if !ok || strings.Contains(rest, "/") {
+			return ""
+		}
+		return rest
+	})
+}
+
+// EndpointFunc takes the endpoint id from f; an empty id is answered 404 without calling the
+// server.
+func EndpointFunc(f func(*http.Request) string) HandlerOption {
+	return func(h *handler) { h.endpoint = f }
+}
+
+// WithVerifyTimeout bounds each request's work, from the handler's start (default
+// DefaultVerifyTimeout); 0 means only the request's own context applies. Keep it below the
+// provider's own timeout, so the provider hears a 503 rather than nothing.
+func WithVerifyTimeout(d time.Duration) HandlerOption {
+	return func(h *handler) { h.timeout = d }
+}
+
+// WithRetryAfter sets the Retry-After of 503 answers (default DefaultRetryAfter), rounded up to
+// whole seconds.
+func WithRetryAfter(d time.Duration) HandlerOption {
+	return func(h *handler) { h.retryAfter = d }
+}
+
+// WithLogger receives the handler's log lines (default slog.Default()). They never contain
+// bodies or header values.
+func WithLogger(l *slog.Logger) HandlerOption {
+	return func(h *handler) { h.log = l }
+}
+
+// WithObserver calls f after each request is answered, for access logs and metrics. r is the
+// request the handler received, so values the caller put in its context are visible.
+func WithObserver(f func(r *http.Request, o Outcome)) HandlerOption {
+	return func(h *handler) { h.observe = f }
+}
+
+// Outcome describes how Handler answered one request.
+type Outcome struct {
+	// EndpointID is the endpoint the request addressed ("" if none). It comes from the URL, so
+	// it is any string the caller chose unless Response says the endpoint exists.
+	EndpointID string
+	// Status is the HTTP status written.
+	Status int
+	// Response is the server's answer; nil when there is none.
+	Response *hookverifyv1.VerifyResponse
+	// Code is the gRPC status of the Verify call: OK with a Response, the failure otherwise.
+	// Meaningful only when CalledVerifier.
+	Code codes.Code
+	// CalledVerifier says whether Verify was called.
+	CalledVerifier bool
+	// VerifierDuration is the time spent in Verify, retries included.
+	VerifierDuration time.Duration
+	// Duration is the handler's whole time, body reading included.
+	Duration time.Duration
+	// Err says why there is no Response.
+	Err error
+}
+
+// Verdict is Response's verdict, or VERDICT_UNSPECIFIED without one.
+func (o Outcome) Verdict() hookverifyv1.Verdict { return o.Response.GetVerdict() }
+
+type handler struct {
+	conn       *Conn
+	endpoint   func(*http.Request) string
+	timeout    time.Duration
+	retryAfter time.Duration
+	log        *slog.Logger
+	observe    func(*http.Request, Outcome)
+}
+
+// Handler returns an http.Handler that forwards each request to conn's server (see
+// Conn.BuildRequest) and answers the provider with the server's HttpReply for every verdict:
+// ACCEPTED, DUPLICATE, REJECTED and HANDSHAKE. When there is no verdict it answers:
+//
+//   - 413 for a body over the WithMaxBodyBytes limit, and 400 for a body that could not be read
+//     or a request that cannot be forwarded (ErrUnforwardable);
+//   - 503 with Retry-After when the server is unavailable or overloaded (UNAVAILABLE,
+//     RESOURCE_EXHAUSTED) or too slow (deadline exceeded), so the provider retries;
+//   - 500 and an error log line for any other failure (UNAUTHENTICATED, PERMISSION_DENIED,
+//     INVALID_ARGUMENT, ...): the edge is misconfigured, and the provider must retry later
+//     rather than drop the event.
+//
+// Bodies and header values are never logged.
+func Handler(conn *Conn, opts ...HandlerOption) http.Handler {
+	h := &handler{conn: conn, timeout: DefaultVerifyTimeout, retryAfter: DefaultRetryAfter, log: slog.Default()}
+	EndpointFromPathValue("endpoint")(h)
+	for _, o := range opts {
+		o(h)
+	}
+	return h
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	o := h.serve(w, r)
+	o.Duration = time.Since(start)
+	if h.observe != nil {
+		h.observe(r, o)
+	}
+}
+
+func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
+	ctx := r.Context()
+	if h.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.timeout)
+		defer cancel()
+	}
+	o := Outcome{EndpointID: h.endpoint(r)}
+	if o.EndpointID == "" {
+		o.Err = errors.New("no endpoint id in the request")
+		o.Status = writeJSON(w, http.StatusNotFound, `{"status":"rejected","reason":"unknown_endpoint"}`)
+		return o
+	}
+	req, err := h.conn.BuildRequest(o.EndpointID, r)
+	if err != nil {
+		o.Err = err
+		switch {
+		case errors.Is(err, ErrBodyTooLarge):
+			o.Status = writeJSON(w, http.StatusRequestEntityTooLarge, `{"status":"rejected","reason":"body_too_large"}`)
+		default:
+			h.log.WarnContext(ctx, "webhook request not forwarded", "endpoint", o.EndpointID, "err", err)
+			o.Status = writeJSON(w, http.StatusBadRequest, `{"status":"rejected","reason":"unreadable_request"}`)
+		}
+		return o
+	}
+	called := time.Now()
+	resp, err := h.conn.Verifier.Verify(ctx, req)
+	o.CalledVerifier, o.VerifierDuration, o.Code = true, time.Since(called), status.Code(err)
+	if err != nil {
+		o.Err = err
+		if errors.Is(err, context.DeadlineExceeded) {
+			o.Code = codes.DeadlineExceeded
+		}
+		switch o.Code {
+		case codes.Unavailable, codes.ResourceExhausted, codes.DeadlineExceeded, codes.Canceled:
+			if o.Code != codes.Canceled { // Canceled: the provider hung up; nobody reads the answer.
+				h.log.WarnContext(ctx, "verifier unavailable; asking the provider to retry", "endpoint", o.EndpointID, "code", o.Code.String(), "err", status.Convert(err).Message())
+			}
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(h.retryAfter.Seconds()))))
+			o.Status = writeJSON(w, http.StatusServiceUnavailable, `{"status":"unavailable"}`)
+		default:
+			h.log.ErrorContext(ctx, "verifier refused the call; the edge is misconfigured", "endpoint", o.EndpointID, "code", o.Code.String(), "err", status.Convert(err).Message())
+			o.Status = writeJSON(w, http.StatusInternalServerError, `{"status":"error"}`)
+		}
+		return o
+	}
+	o.Response = resp
+	reply := resp.GetReply()
+	if reply == nil || reply.GetStatus() < 100 || reply.GetStatus() > 599 {
+		o.Err = errors.New("the verifier answered without a usable reply")
+		h.log.ErrorContext(ctx, "verifier answered without a usable reply", "endpoint", o.EndpointID, "verdict", resp.GetVerdict().String())
+		o.Status = writeJSON(w, http.StatusInternalServerError, `{"status":"error"}`)
+		return o
+	}
+	for _, f := range reply.GetHeaders() {
+		w.Header().Add(f.GetName(), f.GetValue())
+	}
+	w.WriteHeader(int(reply.GetStatus()))
+	_, _ = w.Write(reply.GetBody())
+	o.Status = int(reply.GetStatus())
+	return o
+}
+
+func writeJSON(w http.ResponseWriter, code int, body string) int {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(body))
+	return code
+}

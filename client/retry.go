@@ -1,0 +1,102 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+)
+
+// RetryPolicy bounds the retries of calls that failed with UNAVAILABLE or RESOURCE_EXHAUSTED.
+// Before retry n (n = 1, 2, ...) the client sleeps a random time in [0, min(MaxBackoff,
+// InitialBackoff·2^(n-1))) ("full jitter", so that edges retrying together spread out). A retry
+// is not started when its sleep would pass MaxElapsed since the first attempt or the context's
+// deadline; the last error is returned instead.
+type RetryPolicy struct {
+	// MaxAttempts counts the first attempt; 1 means no retry.
+	MaxAttempts    int
+	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
+	// MaxElapsed bounds the time from the first attempt to the start of the last.
+	MaxElapsed time.Duration
+}
+
+// DefaultRetryPolicy fits within the 8 s an edge has before providers such as GitHub (10 s)
+// give up on the request.
+var DefaultRetryPolicy = RetryPolicy{MaxAttempts: 4, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 2 * time.Second, MaxElapsed: 5 * time.Second}
+
+func (p RetryPolicy) validate() error {
+	if p.MaxAttempts < 1 || p.InitialBackoff < 0 || p.MaxBackoff < 0 || p.MaxElapsed < 0 {
+		return fmt.Errorf("client: invalid retry policy %+v: MaxAttempts must be at least 1 and durations not negative", p)
+	}
+	return nil
+}
+
+// idempotentMethods are the calls a retry cannot duplicate: Verify (the claim is idempotent by
+// event identity) and the admin reads.
+var idempotentMethods = map[string]bool{
+	hookverifyv1.VerifierService_Verify_FullMethodName:     true,
+	hookverifyv1.AdminService_GetEndpoint_FullMethodName:   true,
+	hookverifyv1.AdminService_ListEndpoints_FullMethodName: true,
+	hookverifyv1.AdminService_ListSecrets_FullMethodName:   true,
+	hookverifyv1.AdminService_ListProviders_FullMethodName: true,
+}
+
+// retryable reports whether a failure is transient: the server (or its storage) is down or
+// overloaded, and the same call may succeed later.
+func retryable(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.ResourceExhausted:
+		return true
+	}
+	return false
+}
+
+// backoff returns the sleep before retry n (n ≥ 1).
+func (p RetryPolicy) backoff(n int) time.Duration {
+	ceiling := p.MaxBackoff
+	if n-1 < 32 {
+		if d := p.InitialBackoff << (n - 1); d > 0 && d < ceiling {
+			ceiling = d
+		}
+	}
+	if ceiling <= 0 {
+		return 0
+	}
+	return rand.N(ceiling)
+}
+
+func (p RetryPolicy) interceptor() grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if p.MaxAttempts <= 1 || !idempotentMethods[method] {
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}
+		start := time.Now()
+		for attempt := 1; ; attempt++ {
+			err := invoker(ctx, method, req, reply, cc, opts...)
+			if err == nil || attempt >= p.MaxAttempts || !retryable(err) {
+				return err
+			}
+			sleep := p.backoff(attempt)
+			if time.Since(start)+sleep > p.MaxElapsed {
+				return err
+			}
+			if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= sleep {
+				return err
+			}
+			timer := time.NewTimer(sleep)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return err
+			case <-timer.C:
+			}
+		}
+	}
+}

@@ -1,0 +1,166 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+)
+
+// Errors from BuildRequest (and so Verify) for requests that cannot be forwarded.
+var (
+	// ErrBodyTooLarge means the body exceeds the limit set by WithMaxBodyBytes.
+	ErrBodyTooLarge = errors.New("client: request body exceeds the limit")
+	// ErrBodyRead means the body could not be read in full (the provider hung up, a read
+	// timeout); the cause is wrapped.
+	ErrBodyRead = errors.New("client: reading the request body")
+	// ErrUnforwardable means a header name or value, or the URL, is not valid UTF-8. Protobuf
+	// strings must be UTF-8, and altering the bytes would break the signature, so such a request
+	// is refused rather than forwarded corrupted.
+	ErrUnforwardable = errors.New("client: request cannot be forwarded")
+)
+
+// Verify forwards the provider's request r, addressed to the hookverify endpoint endpointID,
+// to the server and returns its answer. See BuildRequest for what is forwarded and Dial for
+// retries. Write resp.Reply back to the provider, or use Handler, which does.
+func (c *Conn) Verify(ctx context.Context, endpointID string, r *http.Request) (*hookverifyv1.VerifyResponse, error) {
+	req, err := c.BuildRequest(endpointID, r)
+	if err != nil {
+		return nil, err
+	}
+	return c.Verifier.Verify(ctx, req)
+}
+
+// BuildRequest reads r's body (up to the limit) and copies the request untouched into a
+// VerifyRequest:
+//
+//   - the method;
+//   - the absolute URL the provider called: the scheme (https when r.TLS is set, else the
+//     X-Forwarded-Proto header if WithTrustForwardedProto, else http), r.Host and r.RequestURI
+//     exactly as received, or the WithPublicURLBase base followed by r.RequestURI;
+//   - every header with its values in received order, repeats kept. Go's http.Header is a map,
+//     so the order between different names and the names' original case are lost before the
+//     edge sees them: names come canonicalised (Stripe-Signature), sorted, after a first Host
+//     header (net/http moves Host to r.Host and removes Transfer-Encoding). Signatures do not
+//     cover header order, so no supported provider depends on it;
+//   - the body, byte for byte.
+//
+// It fails with ErrBodyTooLarge, ErrBodyRead or ErrUnforwardable.
+func (c *Conn) BuildRequest(endpointID string, r *http.Request) (*hookverifyv1.VerifyRequest, error) {
+	url, err := c.requestURL(r)
+	if err != nil {
+		return nil, err
+	}
+	headers, err := forwardHeaders(r)
+	if err != nil {
+		return nil, err
+	}
+	body, err := readBody(r, c.maxBodyBytes)
+	if err != nil {
+		return nil, err
+	}
+	return &hookverifyv1.VerifyRequest{EndpointId: endpointID, Body: body, Headers: headers, Method: r.Method, Url: url}, nil
+}
+
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if r.ContentLength > limit {
+		return nil, fmt.Errorf("%w: Content-Length %d is above %d bytes", ErrBodyTooLarge, r.ContentLength, limit)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, fmt.Errorf("%w: above %d bytes", ErrBodyTooLarge, tooLarge.Limit)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrBodyRead, err)
+	}
+	if int64(len(body)) > limit {
+		return nil, fmt.Errorf("%w: above %d bytes", ErrBodyTooLarge, limit)
+	}
+	return body, nil
+}
+
+func forwardHeaders(r *http.Request) ([]*hookverifyv1.HeaderField, error) {
+	names := make([]string, 0, len(r.Header))
+	count := 1
+	for name, values := range r.Header {
+		names = append(names, name)
+		count += len(values)
+	}
+	sort.Strings(names)
+	out := make([]*hookverifyv1.HeaderField, 0, count)
+	if r.Host != "" {
+		if !utf8.ValidString(r.Host) {
+			return nil, fmt.Errorf("%w: the Host header is not valid UTF-8", ErrUnforwardable)
+		}
+		out = append(out, &hookverifyv1.HeaderField{Name: "Host", Value: r.Host})
+	}
+	for _, name := range names {
+		if !utf8.ValidString(name) {
+			return nil, fmt.Errorf("%w: a header name is not valid UTF-8", ErrUnforwardable)
+		}
+		for _, value := range r.Header[name] {
+			if !utf8.ValidString(value) {
+				// The name only: values may be signatures or credentials.
+				return nil, fmt.Errorf("%w: header %s has a value that is not valid UTF-8", ErrUnforwardable, name)
+			}
+			out = append(out, &hookverifyv1.HeaderField{Name: name, Value: value})
+		}
+	}
+	return out, nil
+}
+
+// requestURL rebuilds the absolute URL the provider called.
+func (c *Conn) requestURL(r *http.Request) (string, error) {
+	uri := r.RequestURI
+	if uri == "" { // a request built in-process rather than received by net/http
+		uri = r.URL.RequestURI()
+	}
+	var url string
+	switch {
+	case c.publicURLBase != "":
+		if isAbsolute(uri) {
+			uri = r.URL.RequestURI()
+		}
+		url = c.publicURLBase + uri
+	case isAbsolute(uri): // absolute-form request target, as sent to a forward proxy
+		url = uri
+	default:
+		host := r.Host
+		if host == "" {
+			host = r.URL.Host
+		}
+		url = c.scheme(r) + "://" + host + uri
+	}
+	if !utf8.ValidString(url) {
+		return "", fmt.Errorf("%w: the URL is not valid UTF-8", ErrUnforwardable)
+	}
+	return url, nil
+}
+
+func (c *Conn) scheme(r *http.Request) string {
+	if r.TLS != nil {
+		return "https"
+	}
+	if c.trustForwardedProto {
+		// The first proxy's value comes first; only the two meaningful values are believed.
+		first, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+		if p := strings.ToLower(strings.TrimSpace(first)); p == "https" || p == "http" {
+			return p
+		}
+	}
+	return "http"
+}
+
+func isAbsolute(uri string) bool {
+	return strings.HasPrefix(uri, "http://") || strings.HasPrefix(uri, "https://")
+}
