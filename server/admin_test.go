@@ -13,6 +13,7 @@ import (
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
+	"github.com/hookverify/hookverify/server/protocol"
 )
 
 // TestAdminEndpoints proves CreateEndpoint's defaults and validation, ALREADY_EXISTS,
@@ -339,14 +340,22 @@ func TestAdminListProviders(t *testing.T) {
 		{"standard-webhooks", true},
 		{"stripe", true},
 	}
-	if len(resp.GetProviders()) != len(tests) {
-		t.Fatalf("%d providers %v, want %d", len(resp.GetProviders()), resp.GetProviders(), len(tests))
+	// Every registered protocol is listed once, ordered by name.
+	if len(resp.GetProviders()) != len(protocol.Builtin()) {
+		t.Fatalf("%d providers listed, %d registered", len(resp.GetProviders()), len(protocol.Builtin()))
 	}
-	for i, tt := range tests {
+	byName := map[string]*hookverifyv1.ProviderInfo{}
+	for i, p := range resp.GetProviders() {
+		if i > 0 && resp.GetProviders()[i-1].GetName() >= p.GetName() {
+			t.Fatalf("providers not ordered by name: %q before %q", resp.GetProviders()[i-1].GetName(), p.GetName())
+		}
+		byName[p.GetName()] = p
+	}
+	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := resp.GetProviders()[i]
-			if got.GetName() != tt.name {
-				t.Fatalf("provider %d is %q, want %q (ordered by name)", i, got.GetName(), tt.name)
+			got := byName[tt.name]
+			if got == nil {
+				t.Fatalf("provider %q not listed", tt.name)
 			}
 			if got.GetSignsTimestamp() != tt.signsTimestamp {
 				t.Errorf("signs_timestamp %v, want %v", got.GetSignsTimestamp(), tt.signsTimestamp)
