@@ -18,8 +18,11 @@ func Builtin() []*Protocol {
 		GitHub(),
 		StandardWebhooks(),
 		Svix(),
+		Twilio(),
 		GenericHMAC(),
 		GoCardless(),
+		Mux(),
+		Persona(),
 		Slack(),
 	}
 }

@@ -1,0 +1,340 @@
+package protocol
+
+import (
+	"crypto/hmac"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"net/url"
+	"sort"
+	"strings"
+)
+
+// Twilio signs every webhook with X-Twilio-Signature: base64 HMAC-SHA1, keyed with the account
+// Auth Token, of the full URL Twilio requested followed, for a form POST, by every POST
+// parameter as name+value with names sorted and no separators. A JSON body is not signed
+// directly: Twilio appends bodySHA256=<hex SHA-256 of the body> to the URL, signs the URL
+// alone, and the body is checked against that hash. Nothing is timed.
+const (
+	twilioName            = "twilio"
+	twilioSignatureHeader = "X-Twilio-Signature"
+	twilioBodyHashParam   = "bodySHA256"
+	// twilioIdempotencyHeader is sent by Twilio on webhook requests; it is not signed.
+	twilioIdempotencyHeader = "I-Twilio-Idempotency-Token"
+)
+
+// Twilio returns the protocol for Twilio webhooks (Messaging, Voice, Studio, ... status and
+// incoming callbacks) signed with the account Auth Token.
+//
+// The URL is part of the signed message, so the request URL (or the endpoint's public_url)
+// must be exactly the URL configured at Twilio, query included and percent-encoded the same
+// way. Like twilio-python, twilio-node and twilio-go, Verify accepts the signature over the URL
+// with its port removed or, when it has none, with the scheme's default port (443 for https,
+// 80 otherwise) added, "since signature generation on the back end is inconsistent" (the SDKs'
+// words); the URL is otherwise used byte for byte, without the WHATWG re-encoding twilio-node
+// applies.
+//
+// Repeated POST parameters follow twilio-python and twilio-node: the values of one name are
+// de-duplicated and sorted, and each contributes name+value. twilio-go's ValidateBody keeps
+// only the first value per name, so it rejects genuine deliveries with repeated names (such
+// as twilio-python's duplicate-parameter vector, tested here).
+//
+// Verify rejects, in this order: no X-Twilio-Signature (missing signature); a value that is not
+// the padded standard base64 of 20 bytes (malformed signature); a request URL that is not an
+// absolute http(s) URL (signature mismatch: nothing can match); a form body that does not
+// decode (malformed payload); no key whose HMAC over any URL variant matches (signature
+// mismatch); a bodySHA256 in the URL that is not the SHA-256 of the body (signature mismatch).
+func Twilio() *Protocol {
+	return &Protocol{
+		Name:            twilioName,
+		DisplayName:     "Twilio",
+		SignatureScheme: "HMAC-SHA1 (base64) of the URL + sorted POST params (name+value), X-Twilio-Signature; JSON bodies via the signed bodySHA256 URL parameter",
+		SignsTimestamp:  false,
+		IdentitySource: "SHA-256 of the signed content, since Twilio sends no signed event id: \"params-sha256:<hex>\" of the " +
+			"sorted name+value parameter string for form posts, \"body-sha256:<hex>\" of the raw body for bodySHA256 (JSON) " +
+			"deliveries, \"url-sha256:<hex>\" of the URL for parameterless (GET) callbacks. The unsigned " +
+			"I-Twilio-Idempotency-Token header is not used: a replay could pick a fresh one",
+		NeedsURL: true,
+		DocsURL:  "https://www.twilio.com/docs/usage/webhooks/webhooks-security",
+		Retries: "Twilio retries a webhook only on connection or TLS failures, by default once (connection override " +
+			"#rc=0..5, within the #tt total time of at most 15 s) and then calls the fallback URL if one is set; a " +
+			"retry is the same request with the same parameters, so it gets the same identity. The fallback URL is " +
+			"signed over its own URL. No timestamp is signed, so there is no tolerance.",
+		ParseSecret:   parseTwilioSecret,
+		Verify:        verifyTwilio,
+		Sign:          signTwilio,
+		ExampleSecret: exampleTwilioSecret,
+		ExampleBody:   exampleTwilioBody,
+	}
+}
+
+// parseTwilioSecret keeps the Auth Token's bytes: Twilio keys the HMAC with the token string.
+func parseTwilioSecret(secret string) ([]byte, error) {
+	return b2TokenSecret("the Twilio Auth Token", secret)
+}
+
+// exampleTwilioSecret is an Auth Token as the Console shows one: 32 lowercase hex digits.
+func exampleTwilioSecret() (string, string, error) {
+	b, err := randomBytes(16)
+	if err != nil {
+		return "", "", err
+	}
+	s := hex.EncodeToString(b)
+	return s, s, nil
+}
+
+// exampleTwilioBody is an incoming-SMS form post; the event id becomes the MessageSid.
+func exampleTwilioBody(eventID string) []byte {
+	v := url.Values{}
+	v.Set("AccountSid", "AC00000000000000000000000000000000")
+	v.Set("ApiVersion", "2010-04-01")
+	v.Set("Body", "Hello from hookverify")
+	v.Set("From", "+14155550100")
+	v.Set("MessageSid", eventID)
+	v.Set("NumMedia", "0")
+	v.Set("SmsStatus", "received")
+	v.Set("To", "+14155550199")
+	return []byte(v.Encode())
+}
+
+// twilioSigned is what a Twilio signature covers besides the URL.
+type twilioSigned struct {
+	// bodyHash is the bodySHA256 query value when the URL carries one (JSON deliveries).
+	bodyHash    string
+	hasBodyHash bool
+	// params is the sorted name+value concatenation of the form body (empty otherwise).
+	params string
+}
+
+// twilioContent works out what the signature covers for rawURL and body. Its errors are
+// *Rejection.
+func twilioContent(rawURL string, body []byte) (twilioSigned, error) {
+	var s twilioSigned
+	if q := strings.IndexByte(rawURL, '?'); q >= 0 {
+		query := rawURL[q+1:]
+		if f := strings.IndexByte(query, '#'); f >= 0 {
+			query = query[:f]
+		}
+		s.bodyHash, s.hasBodyHash = twilioQueryValue(query, twilioBodyHashParam)
+	}
+	if s.hasBodyHash {
+		return s, nil
+	}
+	params, err := twilioParams(string(body))
+	if err != nil {
+		return s, err
+	}
+	s.params = params
+	return s, nil
+}
+
+// twilioQueryValue returns the first value of name in a raw query, as twilio-python's parse_qs
+// and twilio-node's searchParams.get do.
+func twilioQueryValue(query, name string) (string, bool) {
+	for _, part := range strings.Split(query, "&") {
+		k, v, _ := strings.Cut(part, "=")
+		if k, err := url.QueryUnescape(k); err != nil || k != name {
+			continue
+		}
+		if v, err := url.QueryUnescape(v); err == nil {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// twilioParams decodes an application/x-www-form-urlencoded body and returns the string
+// Twilio signs after the URL: names sorted, each name's distinct values sorted, name+value
+// for each. Blank values are kept (Twilio sends and signs them); empty pairs are skipped.
+func twilioParams(body string) (string, error) {
+	if body == "" {
+		return "", nil
+	}
+	values := map[string]map[string]struct{}{}
+	for _, part := range strings.Split(body, "&") {
+		if part == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(part, "=")
+		name, err1 := url.QueryUnescape(k)
+		value, err2 := url.QueryUnescape(v)
+		if err1 != nil || err2 != nil {
+			return "", Reject(ReasonMalformedPayload, "body is not application/x-www-form-urlencoded (bad percent-encoding)")
+		}
+		if values[name] == nil {
+			values[name] = map[string]struct{}{}
+		}
+		values[name][value] = struct{}{}
+	}
+	names := make([]string, 0, len(values))
+	for n := range values {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		vs := make([]string, 0, len(values[n]))
+		for v := range values[n] {
+			vs = append(vs, v)
+		}
+		sort.Strings(vs)
+		for _, v := range vs {
+			b.WriteString(n)
+			b.WriteString(v)
+		}
+	}
+	return b.String(), nil
+}
+
+// twilioURLVariants returns the URLs whose signature is accepted for raw, as the SDKs try
+// them: with the port removed, and with the scheme's default port added when it has none.
+// The rest of the URL is kept byte for byte.
+func twilioURLVariants(raw string) ([]string, bool) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok || !(strings.EqualFold(scheme, "https") || strings.EqualFold(scheme, "http")) {
+		return nil, false
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority, tail := rest[:end], rest[end:]
+	userinfo := ""
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		userinfo, authority = authority[:at+1], authority[at+1:]
+	}
+	host, port := authority, ""
+	if strings.HasPrefix(authority, "[") {
+		rb := strings.IndexByte(authority, ']')
+		if rb < 0 {
+			return nil, false
+		}
+		host = authority[:rb+1]
+		if after := authority[rb+1:]; after != "" {
+			if after[0] != ':' {
+				return nil, false
+			}
+			port = after[1:]
+		}
+	} else if i := strings.LastIndexByte(authority, ':'); i >= 0 {
+		host, port = authority[:i], authority[i+1:]
+	}
+	if host == "" {
+		return nil, false
+	}
+	prefix := scheme + "://" + userinfo
+	without := prefix + host + tail
+	with := raw
+	if port == "" {
+		def := "80"
+		if strings.EqualFold(scheme, "https") {
+			def = "443"
+		}
+		with = prefix + host + ":" + def + tail
+	}
+	if with == without {
+		return []string{without}, true
+	}
+	return []string{without, with}, true
+}
+
+// twilioMessage writes url followed by the parameter string.
+func twilioMessage(u, params string) func(hash.Hash) {
+	return func(mac hash.Hash) {
+		mac.Write([]byte(u))
+		mac.Write([]byte(params))
+	}
+}
+
+func verifyTwilio(req *Request, keys []Key, _ Params) (Result, error) {
+	if req == nil {
+		return Result{}, Reject(ReasonMissingSignature, "no request")
+	}
+	raw, ok := req.Headers.Get(twilioSignatureHeader)
+	if !ok {
+		return Result{}, Reject(ReasonMissingSignature, "no %s header", twilioSignatureHeader)
+	}
+	sig, ok := decodeStdBase64(raw, sha1.Size)
+	if !ok {
+		return Result{}, Reject(ReasonMalformedSignature, "%s is not the base64 of a 20-byte HMAC-SHA1", twilioSignatureHeader)
+	}
+	variants, ok := twilioURLVariants(req.URL)
+	if !ok {
+		return Result{}, Reject(ReasonSignatureMismatch,
+			"the request URL is not an absolute http(s) URL, so no signature can match (set the endpoint's public_url)")
+	}
+	content, err := twilioContent(req.URL, req.Body)
+	if err != nil {
+		return Result{}, err
+	}
+	keyID, matched := "", false
+	for _, u := range variants {
+		if keyID, matched = matchKey(keys, [][]byte{sig}, sha1.New, twilioMessage(u, content.params)); matched {
+			break
+		}
+	}
+	if !matched {
+		return Result{}, rejectNoMatch(twilioSignatureHeader, 0, keys)
+	}
+	if content.hasBodyHash {
+		sum := sha256.Sum256(req.Body)
+		want, ok := decodeLowerHex(content.bodyHash, sha256.Size)
+		if !ok || !hmac.Equal(sum[:], want) {
+			return Result{}, Reject(ReasonSignatureMismatch, "the body does not match the signed %s URL parameter", twilioBodyHashParam)
+		}
+	}
+	return Result{KeyID: keyID, EventID: twilioEventID(req.URL, req.Body, content)}, nil
+}
+
+// twilioEventID hashes exactly what the signature authenticates, so that any two deliveries
+// carrying the same valid signature share one identity (Twilio's signed string is ambiguous:
+// "Body=hi" and "Bod=yhi" sign alike, so the raw form body would not do).
+func twilioEventID(rawURL string, body []byte, c twilioSigned) string {
+	switch {
+	case c.hasBodyHash:
+		return b2BodySHA256ID(body)
+	case c.params != "":
+		sum := sha256.Sum256([]byte(c.params))
+		return "params-sha256:" + hex.EncodeToString(sum[:])
+	}
+	sum := sha256.Sum256([]byte(rawURL))
+	return "url-sha256:" + hex.EncodeToString(sum[:])
+}
+
+// signTwilio produces X-Twilio-Signature over in.URL exactly as given (Twilio signs the URL it
+// calls) and the form parameters of in.Body, or over the URL alone when it carries bodySHA256,
+// which must then be the body's hash. Twilio has one Auth Token per account, so only
+// secrets[0] signs. It also sends I-Twilio-Idempotency-Token = in.EventID when set, as Twilio
+// sends one with every webhook.
+func signTwilio(in SignInput, secrets []string) (Headers, error) {
+	if len(secrets) == 0 {
+		return nil, errors.New("twilio: sign needs the Auth Token")
+	}
+	key, err := parseTwilioSecret(secrets[0])
+	if err != nil {
+		return nil, fmt.Errorf("twilio: %w", err)
+	}
+	if _, ok := twilioURLVariants(in.URL); !ok {
+		return nil, errors.New("twilio: sign needs the absolute http(s) URL Twilio calls")
+	}
+	content, err := twilioContent(in.URL, in.Body)
+	if err != nil {
+		return nil, fmt.Errorf("twilio: %w", err)
+	}
+	if content.hasBodyHash {
+		sum := sha256.Sum256(in.Body)
+		if content.bodyHash != hex.EncodeToString(sum[:]) {
+			return nil, errors.New("twilio: the URL's bodySHA256 is not the SHA-256 of the body")
+		}
+	}
+	sig := base64.StdEncoding.EncodeToString(hmacSum(sha1.New, key, twilioMessage(in.URL, content.params)))
+	h := Headers{{Name: twilioSignatureHeader, Value: sig}}
+	if in.EventID != "" {
+		h = append(h, Header{Name: twilioIdempotencyHeader, Value: in.EventID})
+	}
+	return h, nil
+}
