@@ -13,6 +13,9 @@ var (
 	// ErrUnavailable: the database could not be reached or a transaction did not commit.
 	// The operation may be retried; nothing was reported as done.
 	ErrUnavailable = errors.New("storage: unavailable")
+	// ErrLeaseLost: the delivery is no longer leased under the given token (the lease expired
+	// and another worker may hold it, or it was already acked).
+	ErrLeaseLost = errors.New("storage: lease lost")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("storage: closed")
 )
