@@ -288,14 +288,28 @@ func bdParseTV(header, v, scheme string, enc bdEncoding, size int, allowSets boo
 	return h, nil
 }
 
-// bdMatchTV finds the set and key that authenticate body, the message being "{t}{sep}{body}".
-// It returns the matching key id and that set's timestamp, or a *Rejection.
-func bdMatchTV(header string, h bdTVHeader, keys []Key, newHash func() hash.Hash, sep string, body []byte) (string, int64, error) {
+// bdMatchTV finds a set and key that authenticate body, the message being "{t}{sep}{body}",
+// and whose t passes check. It returns the matching key id, or a *Rejection: the first check
+// failure when some set authenticated but none passed check (a stale set does not hide a
+// fresh one), else why nothing matched.
+func bdMatchTV(header string, h bdTVHeader, keys []Key, newHash func() hash.Hash, sep string, body []byte, check func(int64) error) (string, error) {
+	var firstErr error
 	for _, g := range h.groups {
 		ts := strconv.FormatInt(g.timestamp, 10)
-		if keyID, ok := matchKey(keys, g.sigs, newHash, bdWriteJoined(ts, sep, body)); ok {
-			return keyID, g.timestamp, nil
+		keyID, ok := matchKey(keys, g.sigs, newHash, bdWriteJoined(ts, sep, body))
+		if !ok {
+			continue
+		}
+		err := check(g.timestamp)
+		if err == nil {
+			return keyID, nil
+		}
+		if firstErr == nil {
+			firstErr = err
 		}
 	}
-	return "", 0, rejectNoMatch(header, h.malformed, keys)
+	if firstErr != nil {
+		return "", firstErr
+	}
+	return "", rejectNoMatch(header, h.malformed, keys)
 }

@@ -17,6 +17,7 @@ func Builtin() []*Protocol {
 		Stripe(),
 		GitHub(),
 		StandardWebhooks(),
+		Clerk(),
 		Svix(),
 		Twilio(),
 		GenericHMAC(),
@@ -24,6 +25,7 @@ func Builtin() []*Protocol {
 		Mux(),
 		Persona(),
 		Slack(),
+		Zoom(),
 	}
 }
 
