@@ -1,0 +1,15 @@
+package protocol
+
+import "testing"
+
+// Clerk deliveries are Svix deliveries: the Svix cases and vector apply unchanged (Clerk
+// publishes no vector of its own; @clerk/backend verifies with the Standard Webhooks library).
+func TestClerkVerify(t *testing.T) {
+	t.Parallel()
+	batchARun(t, Clerk(), batchASvixCases(t, Clerk()))
+}
+
+func TestClerkPublishedVector(t *testing.T) {
+	t.Parallel()
+	batchASvixVector(t, Clerk())
+}
