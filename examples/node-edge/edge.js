@@ -107,13 +107,31 @@ function sendJSON(res, status, doc, extraHeaders = {}) {
 }
 
 /**
+ * checkBaseUrl validates a public base URL (http(s)://host[:port][/prefix], no query or
+ * fragment) and returns it without trailing slashes. A path prefix is for proxies that strip
+ * it before the request reaches the edge.
+ */
+function checkBaseUrl(raw) {
+  let u;
+  try {
+    u = new URL(raw);
+  } catch {
+    u = null;
+  }
+  if (!u || !['http:', 'https:'].includes(u.protocol) || u.search || u.hash || raw.includes('?') || raw.includes('#')) {
+    throw new Error(`publicBaseUrl must be http(s)://host[:port][/prefix], got ${JSON.stringify(raw)}`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+/**
  * createEdge returns an http.Server (not yet listening) that forwards /hooks/:endpoint to
  * hookverify. Closing the server also closes its gRPC client (unless one was passed in).
  *
  * @param {object} opts
  * @param {string} [opts.verifierAddr='127.0.0.1:7700'] hookverify's gRPC address.
- * @param {string} [opts.publicBaseUrl] The scheme and host providers call, e.g.
- *   "https://hooks.example.com"; the forwarded URL is publicBaseUrl + req.url. Without it the
+ * @param {string} [opts.publicBaseUrl] The scheme and host (and any path prefix a proxy strips)
+ *   providers call, e.g. "https://hooks.example.com"; the forwarded URL is publicBaseUrl + req.url. Without it the
  *   URL is "http://" + the Host header, which is wrong behind a TLS-terminating proxy (it only
  *   matters for protocols that sign the URL).
  * @param {number} [opts.deadlineMs=8000] Verify deadline (GitHub waits 10 s for an answer).
@@ -133,10 +151,7 @@ function createEdge(opts = {}) {
     log = defaultLog,
     protoDir,
   } = opts;
-  const base = publicBaseUrl ? publicBaseUrl.replace(/\/+$/, '') : null;
-  if (base !== null && !/^https?:\/\/[^/]+$/.test(base)) {
-    throw new Error(`publicBaseUrl must be scheme://host[:port] without a path, got ${JSON.stringify(publicBaseUrl)}`);
-  }
+  const base = publicBaseUrl ? checkBaseUrl(publicBaseUrl) : null;
   const ownClient = !opts.client;
   const client = opts.client || newVerifierClient(verifierAddr, loadHookverify(protoDir));
 

@@ -12,6 +12,13 @@ const grpc = require('@grpc/grpc-js');
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 
+// Servers still running when this test process exits, however it exits, are killed here, so a
+// failed or interrupted run never leaves a hookverify behind.
+const spawned = new Set();
+process.on('exit', () => {
+  for (const proc of spawned) proc.kill('SIGKILL');
+});
+
 /** mkTmp makes a temporary directory removed by the returned cleanup function. */
 function mkTmp(prefix = 'hookverify-node-edge-') {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -55,6 +62,8 @@ async function startHookverify(bin, dataDir, { timeoutMs = 30000 } = {}) {
   const proc = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  spawned.add(proc);
+  proc.on('exit', () => spawned.delete(proc));
   const logs = [];
   let exited = null;
   const exitPromise = new Promise((resolve) => proc.on('exit', (code, signal) => {
@@ -64,7 +73,7 @@ async function startHookverify(bin, dataDir, { timeoutMs = 30000 } = {}) {
   const stop = async () => {
     if (exited) return exited;
     proc.kill('SIGKILL');
-    return Promise.race([exitPromise, sleep(5000)]);
+    return Promise.race([exitPromise, sleep(5000, { unref: true })]);
   };
 
   try {
@@ -156,7 +165,7 @@ function closeServer(server) {
       server.close(() => resolve());
       server.closeAllConnections();
     }),
-    sleep(5000),
+    sleep(5000, { unref: true }),
   ]);
 }
 
@@ -210,8 +219,12 @@ function githubHeaders({ secret, body, deliveryId = crypto.randomUUID(), signatu
   ];
 }
 
-function sleep(ms) {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** sleep resolves after ms; with unref it does not keep the process alive by itself. */
+function sleep(ms, { unref = false } = {}) {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    if (unref) t.unref();
+  });
 }
 
 module.exports = {

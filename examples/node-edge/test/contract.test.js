@@ -1,0 +1,242 @@
+// The edge's side of the contract, checked against a fake VerifierService written in Node that
+// records each VerifyRequest and answers what the test asks: exactly what is forwarded, exactly
+// what is written back, and how every gRPC error is mapped.
+'use strict';
+
+const { describe, before, after, beforeEach, test } = require('node:test');
+const assert = require('node:assert/strict');
+const grpc = require('@grpc/grpc-js');
+
+const { createEdge, loadHookverify } = require('../edge.js');
+const h = require('./helpers.js');
+
+describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
+  const hookverify = loadHookverify();
+  let grpcServer;
+  let addr;
+  let edge;
+  let edgeURL;
+  let calls;
+  let answer; // (call, callback) => void, set per test
+  let logs;
+
+  before(async () => {
+    grpcServer = new grpc.Server();
+    grpcServer.addService(hookverify.VerifierService.service, {
+      Verify(call, callback) {
+        calls.push({ request: call.request, deadline: call.getDeadline() });
+        answer(call, callback);
+      },
+    });
+    const port = await new Promise((resolve, reject) => {
+      grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+    });
+    addr = `127.0.0.1:${port}`;
+    edge = createEdge({
+      verifierAddr: addr,
+      publicBaseUrl: 'https://hooks.example.com/',
+      deadlineMs: 1500,
+      retryAfterSeconds: 3,
+      log: (level, msg, fields) => logs.push({ level, msg, ...fields }),
+    });
+    edgeURL = await h.listen(edge);
+  });
+
+  after(async () => {
+    if (edge) await h.closeServer(edge);
+    if (grpcServer) grpcServer.forceShutdown();
+  });
+
+  beforeEach(() => {
+    calls = [];
+    logs = [];
+    answer = (call, cb) => cb(null, accepted());
+  });
+
+  const accepted = () => ({
+    verdict: 'VERDICT_ACCEPTED',
+    event_id: 'evt',
+    operation_key: 'op',
+    reply: { status: 200, headers: [{ name: 'Content-Type', value: 'application/json' }], body: Buffer.from('{"status":"accepted"}') },
+  });
+
+  test('forwards endpoint id, raw body, every header in order with case and repeats, method and absolute URL, with a deadline', async () => {
+    const body = Buffer.concat([Buffer.from('{"a":"é"} \r\n'), Buffer.from([0xff, 0x00, 0x80])]);
+    const headers = [
+      'X-Signature', 'sig-one',
+      'content-type', 'application/json; charset=utf-8',
+      'X-Repeat', 'first',
+      'x-repeat', 'second',
+      'X-Signature', 'sig-two',
+      'X-Empty', '',
+    ];
+    const started = Date.now();
+    const res = await h.request(`${edgeURL}/hooks/ep-1.test_A?x=1&y=%20z`, { method: 'PUT', headers, body });
+    assert.equal(res.status, 200);
+    assert.equal(calls.length, 1);
+    const req = calls[0].request;
+    assert.equal(req.endpoint_id, 'ep-1.test_A');
+    assert.ok(Buffer.isBuffer(req.body));
+    assert.ok(req.body.equals(body), req.body.toString('hex'));
+    assert.equal(req.method, 'PUT');
+    assert.equal(req.url, 'https://hooks.example.com/hooks/ep-1.test_A?x=1&y=%20z');
+    const host = new URL(edgeURL).host;
+    assert.deepEqual(req.headers.map((f) => [f.name, f.value]), [
+      ['Host', host],
+      ['X-Signature', 'sig-one'],
+      ['content-type', 'application/json; charset=utf-8'],
+      ['X-Repeat', 'first'],
+      ['x-repeat', 'second'],
+      ['X-Signature', 'sig-two'],
+      ['X-Empty', ''],
+      ['Content-Length', String(body.length)],
+      ['Connection', 'close'],
+    ]);
+    const deadline = calls[0].deadline instanceof Date ? calls[0].deadline.getTime() : Number(calls[0].deadline);
+    assert.ok(deadline > started && deadline <= Date.now() + 1600, `deadline ${deadline}`);
+  });
+
+  test('percent-encoded endpoint ids are decoded; other paths get 404 without a call', async () => {
+    let res = await h.request(`${edgeURL}/hooks/a%2Eb`, { body: Buffer.from('x') });
+    assert.equal(res.status, 200);
+    assert.equal(calls[0].request.endpoint_id, 'a.b');
+
+    for (const p of ['/', '/hooks', '/hooks/', '/hooks/a/b', '/other/a', '/hooks/%E0%A4%A']) {
+      calls = [];
+      res = await h.request(`${edgeURL}${p}`, { body: Buffer.from('x') });
+      assert.equal(res.status, 404, p);
+      assert.equal(calls.length, 0, p);
+    }
+  });
+
+  test('writes back the reply exactly: status, headers in order with repeats, binary body', async () => {
+    const replyBody = Buffer.from([0x00, 0xff, 0x10, 0x7b, 0x7d]);
+    answer = (call, cb) => cb(null, {
+      verdict: 'VERDICT_HANDSHAKE',
+      reply: {
+        status: 202,
+        headers: [
+          { name: 'Content-Type', value: 'application/octet-stream' },
+          { name: 'X-Challenge', value: 'one' },
+          { name: 'x-challenge', value: 'two' },
+          { name: 'Content-Length', value: '999' }, // ignored: the edge sets the real length
+        ],
+        body: replyBody,
+      },
+    });
+    const res = await h.request(`${edgeURL}/hooks/ep`, { method: 'GET' });
+    assert.equal(res.status, 202);
+    assert.ok(res.body.equals(replyBody));
+    const pairs = [];
+    for (let i = 0; i < res.rawHeaders.length; i += 2) pairs.push([res.rawHeaders[i], res.rawHeaders[i + 1]]);
+    const own = pairs.filter(([n]) => !['date', 'connection', 'keep-alive'].includes(n.toLowerCase()));
+    assert.deepEqual(own, [
+      ['Content-Type', 'application/octet-stream'],
+      ['X-Challenge', 'one'],
+      ['x-challenge', 'two'],
+      ['Content-Length', String(replyBody.length)],
+    ]);
+  });
+
+  for (const [name, code] of [['UNAVAILABLE', grpc.status.UNAVAILABLE], ['RESOURCE_EXHAUSTED', grpc.status.RESOURCE_EXHAUSTED]]) {
+    test(`${name} → 503 with Retry-After`, async () => {
+      answer = (call, cb) => cb({ code, details: 'storage down' });
+      const res = await h.request(`${edgeURL}/hooks/ep`, { body: Buffer.from('{"secret":"payload"}'), headers: ['X-Hub-Signature-256', 'sha256=abc'] });
+      assert.equal(res.status, 503);
+      assert.equal(res.headers['retry-after'], '3');
+      assert.equal(logs.length, 1);
+      assert.equal(logs[0].grpc_code, name);
+    });
+  }
+
+  test('DEADLINE_EXCEEDED (hookverify too slow) → 503 with Retry-After, within the deadline', async () => {
+    answer = (call, cb) => setTimeout(() => cb(null, accepted()), 2500).unref();
+    const started = Date.now();
+    const res = await h.request(`${edgeURL}/hooks/ep`, { body: Buffer.from('{}') });
+    assert.equal(res.status, 503);
+    assert.equal(res.headers['retry-after'], '3');
+    assert.ok(Date.now() - started < 2400, `took ${Date.now() - started} ms`);
+    assert.equal(logs[0].grpc_code, 'DEADLINE_EXCEEDED');
+  });
+
+  for (const [name, code] of [
+    ['INVALID_ARGUMENT', grpc.status.INVALID_ARGUMENT],
+    ['FAILED_PRECONDITION', grpc.status.FAILED_PRECONDITION],
+    ['INTERNAL', grpc.status.INTERNAL],
+    ['UNIMPLEMENTED', grpc.status.UNIMPLEMENTED],
+    ['PERMISSION_DENIED', grpc.status.PERMISSION_DENIED],
+  ]) {
+    test(`${name} → 500 and one log line without body or signature`, async () => {
+      answer = (call, cb) => cb({ code, details: 'edge misconfigured' });
+      const body = Buffer.from('{"secret":"payload-bytes"}');
+      const res = await h.request(`${edgeURL}/hooks/ep`, { body, headers: ['X-Hub-Signature-256', 'sha256=deadbeefcafe'] });
+      assert.equal(res.status, 500);
+      assert.equal(res.headers['retry-after'], undefined);
+      assert.equal(logs.length, 1);
+      assert.equal(logs[0].level, 'error');
+      assert.equal(logs[0].grpc_code, name);
+      assert.equal(logs[0].endpoint, 'ep');
+      const line = JSON.stringify(logs[0]);
+      assert.ok(!line.includes('payload-bytes') && !line.includes('deadbeefcafe'), line);
+    });
+  }
+
+  test('a response without a usable reply → 500', async () => {
+    for (const resp of [{ verdict: 'VERDICT_ACCEPTED' }, { verdict: 'VERDICT_ACCEPTED', reply: { status: 0 } }, { reply: { status: 99 } }]) {
+      answer = (call, cb) => cb(null, resp);
+      const res = await h.request(`${edgeURL}/hooks/ep`, { body: Buffer.from('{}') });
+      assert.equal(res.status, 500, JSON.stringify(resp));
+    }
+  });
+
+  test('a reply header Node cannot send → 500, not a crash', async () => {
+    answer = (call, cb) => cb(null, { reply: { status: 200, headers: [{ name: 'Bad Name', value: 'x' }], body: Buffer.from('ok') } });
+    const res = await h.request(`${edgeURL}/hooks/ep`, { body: Buffer.from('{}') });
+    assert.equal(res.status, 500);
+    // The edge still works afterwards.
+    answer = (call, cb) => cb(null, accepted());
+    assert.equal((await h.request(`${edgeURL}/hooks/ep`, { body: Buffer.from('{}') })).status, 200);
+  });
+
+  test('a body above maxBodyBytes gets 413 without a call', async () => {
+    const small = createEdge({ verifierAddr: addr, maxBodyBytes: 1024, log: () => {} });
+    const url = await h.listen(small);
+    try {
+      const res = await h.request(`${url}/hooks/ep`, { body: Buffer.alloc(4096, 0x61) }).catch((err) => ({ err }));
+      // Node may see the reset before the 413 when the edge drops the connection; both mean
+      // the body was refused. What matters is that no call was made.
+      if (!res.err) assert.equal(res.status, 413);
+      assert.equal(calls.length, 0);
+      const ok = await h.request(`${url}/hooks/ep`, { body: Buffer.alloc(1024, 0x61) });
+      assert.equal(ok.status, 200);
+      assert.equal(calls[0].request.body.length, 1024);
+    } finally {
+      await h.closeServer(small);
+    }
+  });
+
+  test('without publicBaseUrl the URL comes from the Host header', async () => {
+    const plain = createEdge({ verifierAddr: addr, log: () => {} });
+    const url = await h.listen(plain);
+    try {
+      await h.request(`${url}/hooks/ep?q=1`, { body: Buffer.from('{}'), headers: ['Host', 'hooks.internal:8080'] });
+      assert.equal(calls[0].request.url, 'http://hooks.internal:8080/hooks/ep?q=1');
+    } finally {
+      await h.closeServer(plain);
+    }
+  });
+
+  test('publicBaseUrl may carry a path prefix a proxy strips; anything but http(s)://host[/prefix] is refused', async () => {
+    const prefixed = createEdge({ verifierAddr: addr, publicBaseUrl: 'https://example.com/webhooks/', log: () => {} });
+    const url = await h.listen(prefixed);
+    try {
+      await h.request(`${url}/hooks/ep?q=1`, { body: Buffer.from('{}') });
+      assert.equal(calls[0].request.url, 'https://example.com/webhooks/hooks/ep?q=1');
+    } finally {
+      await h.closeServer(prefixed);
+    }
+    for (const bad of ['hooks.example.com', 'ftp://hooks.example.com', 'https://hooks.example.com/?a=1', 'https://hooks.example.com#x']) {
+      assert.throws(() => createEdge({ verifierAddr: addr, publicBaseUrl: bad }), /publicBaseUrl/, bad);
+    }
+  });
+});
