@@ -52,6 +52,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; tests inject one. Defaults to time.Now.
 	Now func() time.Time
+	// MaxAttempts is how many leases a delivery gets before it moves to the dead letters.
+	// Defaults to DefaultMaxAttempts.
+	MaxAttempts int
 }
 
 // Server holds the gRPC services. It answers UNAVAILABLE, and health reports NOT_SERVING, until
@@ -59,13 +62,15 @@ type Options struct {
 type Server struct {
 	hookverifyv1.UnimplementedVerifierServiceServer
 	hookverifyv1.UnimplementedAdminServiceServer
+	hookverifyv1.UnimplementedInboxServiceServer
 
-	keyring   *secretbox.Keyring
-	protocols *protocol.Registry
-	log       *slog.Logger
-	now       func() time.Time
-	store     atomic.Pointer[storeHolder]
-	health    *health.Server
+	keyring     *secretbox.Keyring
+	protocols   *protocol.Registry
+	log         *slog.Logger
+	now         func() time.Time
+	maxAttempts int
+	store       atomic.Pointer[storeHolder]
+	health      *health.Server
 }
 
 type storeHolder struct{ storage.Store }
@@ -87,6 +92,10 @@ func New(opts Options) (*Server, error) {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	s.maxAttempts = opts.MaxAttempts
+	if s.maxAttempts <= 0 {
+		s.maxAttempts = DefaultMaxAttempts
 	}
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	return s, nil
@@ -119,10 +128,11 @@ func (s *Server) storage() (storage.Store, error) {
 // clock returns the current time at the microsecond precision both backends store, in UTC.
 func (s *Server) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
-// Register adds every service (verifier, admin, health, reflection) to g.
+// Register adds every service (verifier, admin, inbox, health, reflection) to g.
 func (s *Server) Register(g *grpc.Server) {
 	hookverifyv1.RegisterVerifierServiceServer(g, s)
 	hookverifyv1.RegisterAdminServiceServer(g, s)
+	hookverifyv1.RegisterInboxServiceServer(g, s)
 	healthpb.RegisterHealthServer(g, s.health)
 	reflection.Register(g)
 }
