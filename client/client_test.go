@@ -1,0 +1,288 @@
+package client_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/hookverify/hookverify/client"
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+)
+
+func dial(t *testing.T, addr string, opts ...client.Option) *client.Conn {
+	t.Helper()
+	conn, err := client.Dial(addr, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// TestRetries drives the retry policy against a real gRPC server scripted to fail.
+func TestRetries(t *testing.T) {
+	t.Parallel()
+	u, re := codes.Unavailable, codes.ResourceExhausted
+	cases := []struct {
+		name      string
+		method    string
+		failures  []codes.Code
+		policy    client.RetryPolicy
+		wantCalls int
+		wantCode  codes.Code
+	}{
+		{"unavailable three times then success", "Verify", []codes.Code{u, u, u}, fastRetry, 4, codes.OK},
+		{"resource exhausted then success", "Verify", []codes.Code{re, u}, fastRetry, 3, codes.OK},
+		{"gives up after MaxAttempts", "Verify", []codes.Code{u, u, u, u, u, u}, fastRetry, 5, u},
+		{"retries off", "Verify", []codes.Code{u}, client.RetryPolicy{MaxAttempts: 1}, 1, u},
+		{"invalid argument is not retried", "Verify", []codes.Code{codes.InvalidArgument}, fastRetry, 1, codes.InvalidArgument},
+		{"internal is not retried", "Verify", []codes.Code{codes.Internal}, fastRetry, 1, codes.Internal},
+		{"admin read is retried", "ListEndpoints", []codes.Code{u, u}, fastRetry, 3, codes.OK},
+		{"admin write is not retried", "AddSecret", []codes.Code{u}, fastRetry, 1, u},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeServer()
+			f.fail(tc.method, tc.failures...)
+			conn := dial(t, f.start(t), client.WithRetry(tc.policy))
+			ctx := context.Background()
+			var err error
+			switch tc.method {
+			case "Verify":
+				var resp *hookverifyv1.VerifyResponse
+				resp, err = conn.Verifier.Verify(ctx, &hookverifyv1.VerifyRequest{EndpointId: "e"})
+				if err == nil && resp.GetOperationKey() != "op_fake" {
+					t.Errorf("response after retries: %v", resp)
+				}
+			case "ListEndpoints":
+				_, err = conn.Admin.ListEndpoints(ctx, &hookverifyv1.ListEndpointsRequest{})
+			case "AddSecret":
+				_, err = conn.Admin.AddSecret(ctx, &hookverifyv1.AddSecretRequest{})
+			}
+			if got := status.Code(err); got != tc.wantCode {
+				t.Errorf("code %v, want %v (err %v)", got, tc.wantCode, err)
+			}
+			if got := f.count(tc.method); got != tc.wantCalls {
+				t.Errorf("%d calls, want %d", got, tc.wantCalls)
+			}
+		})
+	}
+}
+
+// TestRetriesStopInTime shows that a retry never sleeps past the context's deadline or the
+// policy's MaxElapsed: with backoffs of ten seconds, the call returns the server's error at
+// once instead of waiting.
+func TestRetriesStopInTime(t *testing.T) {
+	t.Parallel()
+	slow := client.RetryPolicy{MaxAttempts: 10, InitialBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second, MaxElapsed: time.Minute}
+	t.Run("context deadline", func(t *testing.T) {
+		t.Parallel()
+		f := newFakeServer()
+		f.fail("Verify", codes.Unavailable, codes.Unavailable, codes.Unavailable, codes.Unavailable)
+		conn := dial(t, f.start(t), client.WithRetry(slow))
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := conn.Verifier.Verify(ctx, &hookverifyv1.VerifyRequest{EndpointId: "e"})
+		if c := status.Code(err); c != codes.Unavailable && c != codes.DeadlineExceeded {
+			t.Errorf("code %v", c)
+		}
+		if elapsed := time.Since(start); elapsed > 3*time.Second {
+			t.Errorf("returned after %v, past the 300 ms deadline", elapsed)
+		}
+	})
+	t.Run("MaxElapsed", func(t *testing.T) {
+		t.Parallel()
+		f := newFakeServer()
+		f.fail("Verify", codes.Unavailable, codes.Unavailable, codes.Unavailable, codes.Unavailable)
+		p := slow
+		p.MaxElapsed = 200 * time.Millisecond
+		conn := dial(t, f.start(t), client.WithRetry(p))
+		start := time.Now()
+		_, err := conn.Verifier.Verify(context.Background(), &hookverifyv1.VerifyRequest{EndpointId: "e"})
+		if status.Code(err) != codes.Unavailable {
+			t.Errorf("err %v", err)
+		}
+		if elapsed := time.Since(start); elapsed > 3*time.Second {
+			t.Errorf("returned after %v, past MaxElapsed", elapsed)
+		}
+	})
+	t.Run("invalid policy", func(t *testing.T) {
+		if _, err := client.Dial("127.0.0.1:1", client.WithRetry(client.RetryPolicy{})); err == nil {
+			t.Error("Dial accepted MaxAttempts 0")
+		}
+	})
+}
+
+// TestToken checks that the token arrives as authorization metadata on every call, retries
+// included, and that Dial refuses to send it in clear beyond loopback.
+func TestToken(t *testing.T) {
+	t.Parallel()
+	f := newFakeServer()
+	f.fail("Verify", codes.Unavailable)
+	conn := dial(t, f.start(t), client.WithToken("hv_tok_123"), client.WithRetry(fastRetry))
+	if _, err := conn.Verifier.Verify(context.Background(), &hookverifyv1.VerifyRequest{EndpointId: "e"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Admin.ListEndpoints(context.Background(), &hookverifyv1.ListEndpointsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.metadata) != 3 {
+		t.Fatalf("%d calls recorded, want 3", len(f.metadata))
+	}
+	for i, md := range f.metadata {
+		if got := md.Get("authorization"); len(got) != 1 || got[0] != "Bearer hv_tok_123" {
+			t.Errorf("call %d: authorization %q", i, got)
+		}
+	}
+
+	for _, addr := range []string{"hooks.example.com:7700", "192.0.2.1:7700", "dns:///verifier.internal:7700"} {
+		if _, err := client.Dial(addr, client.WithToken("hv_tok_123")); err == nil || !strings.Contains(err.Error(), "TLS") {
+			t.Errorf("Dial(%s) with a token and no TLS: %v", addr, err)
+		}
+	}
+	if _, err := client.Dial("127.0.0.1:1", client.WithToken("two words")); err == nil || strings.Contains(err.Error(), "two words") {
+		t.Errorf("token with a space: %v", err)
+	}
+}
+
+// TestTLS dials a mutual-TLS server with WithTLSFiles: the server sees the client certificate,
+// the token travels, and a client without a certificate is turned away.
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ca, caKey := newCert(t, nil, nil, "test CA", true)
+	serverCert, serverKey := newCert(t, ca, caKey, "localhost", false)
+	clientCert, clientKey := newCert(t, ca, caKey, "edge", false)
+	write := func(name string, blocks ...*pem.Block) string {
+		path := filepath.Join(dir, name)
+		var data []byte
+		for _, b := range blocks {
+			data = append(data, pem.EncodeToMemory(b)...)
+		}
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	caFile := write("ca.pem", certPEM(ca))
+	certFile, keyFile := write("edge.pem", certPEM(clientCert)), write("edge.key", keyPEM(t, clientKey))
+
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	srvTLS := &tls.Config{
+		Certificates: []tls.Certificate{{Certificate: [][]byte{serverCert.Raw}, PrivateKey: serverKey}},
+		ClientCAs:    pool,
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		MinVersion:   tls.VersionTLS12,
+	}
+	f := newFakeServer()
+	var seen []string // guarded by f.mu
+	f.respond = func(ctx context.Context, _ *hookverifyv1.VerifyRequest) (*hookverifyv1.VerifyResponse, error) {
+		if p, ok := peer.FromContext(ctx); ok {
+			if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.PeerCertificates) > 0 {
+				f.mu.Lock()
+				seen = append(seen, info.State.PeerCertificates[0].Subject.CommonName)
+				f.mu.Unlock()
+			}
+		}
+		return &hookverifyv1.VerifyResponse{Verdict: hookverifyv1.Verdict_VERDICT_ACCEPTED}, nil
+	}
+	addr := f.start(t, grpc.Creds(credentials.NewTLS(srvTLS)))
+	_, port, _ := net.SplitHostPort(addr)
+
+	conn := dial(t, "localhost:"+port, client.WithTLSFiles(caFile, certFile, keyFile), client.WithToken("hv_tok_tls"))
+	if _, err := conn.Verifier.Verify(context.Background(), &hookverifyv1.VerifyRequest{EndpointId: "e"}); err != nil {
+		t.Fatalf("Verify over mutual TLS: %v", err)
+	}
+	f.mu.Lock()
+	if len(seen) != 1 || seen[0] != "edge" {
+		t.Errorf("server saw client certificates %q", seen)
+	}
+	if got := f.metadata[0].Get("authorization"); len(got) != 1 || got[0] != "Bearer hv_tok_tls" {
+		t.Errorf("authorization over TLS: %q", got)
+	}
+	f.mu.Unlock()
+
+	anonymous := dial(t, "localhost:"+port, client.WithTLSFiles(caFile, "", ""), client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))
+	if _, err := anonymous.Verifier.Verify(context.Background(), &hookverifyv1.VerifyRequest{EndpointId: "e"}); err == nil {
+		t.Error("a client without a certificate got through")
+	}
+	// With TLS the token may go to any address.
+	if _, err := client.Dial("hooks.example.com:443", client.WithTLSFiles(caFile, "", ""), client.WithToken("t")); err != nil {
+		t.Errorf("token over TLS to a remote address: %v", err)
+	}
+	if _, err := client.Dial("localhost:1", client.WithTLSFiles(filepath.Join(dir, "missing.pem"), "", "")); err == nil {
+		t.Error("Dial accepted a missing CA file")
+	}
+	if _, err := client.Dial("localhost:1", client.WithTLSFiles(caFile, certFile, "")); err == nil {
+		t.Error("Dial accepted a certificate without its key")
+	}
+}
+
+func newCert(t *testing.T, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, name string, isCA bool) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: name},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	if isCA {
+		tmpl.IsCA, tmpl.BasicConstraintsValid, tmpl.KeyUsage = true, true, x509.KeyUsageCertSign
+	} else {
+		tmpl.DNSNames = []string{name}
+	}
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
+}
+
+func certPEM(c *x509.Certificate) *pem.Block {
+	return &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw}
+}
+
+func keyPEM(t *testing.T, k *ecdsa.PrivateKey) *pem.Block {
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &pem.Block{Type: "PRIVATE KEY", Bytes: der}
+}

@@ -1,0 +1,316 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/hookverify/hookverify/client"
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server"
+	"github.com/hookverify/hookverify/server/protocol"
+	"github.com/hookverify/hookverify/server/secretbox"
+	"github.com/hookverify/hookverify/storage"
+	"github.com/hookverify/hookverify/storage/sqlite"
+)
+
+// hookverifyServer is a real hookverify server (embedded SQLite) on a loopback port.
+type hookverifyServer struct {
+	addr  string
+	store storage.Store
+	stop  func()
+}
+
+func startHookverify(t *testing.T) *hookverifyServer {
+	t.Helper()
+	key, err := secretbox.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyring, err := secretbox.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Options{Keyring: keyring, Protocols: protocol.Default(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hookverify.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.SetStore(st)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := srv.NewGRPCServer()
+	go g.Serve(lis)
+	var once sync.Once
+	stop := func() { once.Do(g.Stop) }
+	t.Cleanup(func() { stop(); st.Close() })
+	return &hookverifyServer{addr: lis.Addr().String(), store: st, stop: stop}
+}
+
+// outcomes collects what the handler's observer saw.
+type outcomes struct {
+	mu  sync.Mutex
+	all []client.Outcome
+}
+
+func (o *outcomes) observe(_ *http.Request, out client.Outcome) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.all = append(o.all, out)
+}
+
+func (o *outcomes) last() client.Outcome {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.all[len(o.all)-1]
+}
+
+// syncBuffer is a log destination safe for concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestHandlerAgainstARealServer sends signed Stripe deliveries over HTTP through Handler to a
+// real hookverify server and checks each answer, and the stored inbox record.
+func TestHandlerAgainstARealServer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	hv := startHookverify(t)
+	conn := dial(t, hv.addr, client.WithMaxBodyBytes(64<<10),
+		client.WithRetry(client.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, MaxElapsed: time.Second}))
+
+	stripe, _ := protocol.Default().Lookup("stripe")
+	signing, verifying, err := stripe.ExampleSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Admin.CreateEndpoint(ctx, &hookverifyv1.CreateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: "shop-stripe", Provider: "stripe"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Admin.AddSecret(ctx, &hookverifyv1.AddSecretRequest{EndpointId: "shop-stripe", Secret: verifying}); err != nil {
+		t.Fatal(err)
+	}
+
+	var seen outcomes
+	var logs syncBuffer
+	mux := http.NewServeMux()
+	mux.Handle("/hooks/{endpoint}", client.Handler(conn, client.WithObserver(seen.observe), client.WithRetryAfter(3*time.Second),
+		client.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil)))))
+	edge := httptest.NewServer(mux)
+	defer edge.Close()
+
+	sign := func(eventID string, secret string) protocol.Signed {
+		t.Helper()
+		signed, err := protocol.SignDelivery(stripe, protocol.SignInput{Body: protocol.ExampleBody(stripe, eventID), EventID: eventID, Timestamp: time.Now(), Method: "POST"}, []string{secret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return signed
+	}
+	post := func(path string, d protocol.Signed, extra ...string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest("POST", edge.URL+path, bytes.NewReader(d.Body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range d.Headers {
+			req.Header.Add(h.Name, h.Value)
+		}
+		for i := 0; i+1 < len(extra); i += 2 {
+			req.Header.Add(extra[i], extra[i+1])
+		}
+		resp, err := edge.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+
+	delivery := sign("evt_edge_1", signing)
+	if resp := post("/hooks/shop-stripe?src=test&a=%2F", delivery, "X-Repeat", "one", "X-Repeat", "two", "X-Repeat", "three"); resp.StatusCode != 200 {
+		t.Fatalf("signed delivery: %d", resp.StatusCode)
+	}
+	first := seen.last()
+	if first.Verdict() != hookverifyv1.Verdict_VERDICT_ACCEPTED || first.Code != codes.OK || !first.CalledVerifier {
+		t.Fatalf("first outcome %+v", first)
+	}
+
+	// The inbox record holds the headers, repeats in order, and the URL the provider called.
+	stored, err := hv.store.GetDelivery(ctx, first.Response.GetInboxId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var repeats []string
+	for _, h := range stored.Headers {
+		if h.Name == "X-Repeat" {
+			repeats = append(repeats, h.Value)
+		}
+	}
+	if strings.Join(repeats, ",") != "one,two,three" {
+		t.Errorf("stored X-Repeat values %q", repeats)
+	}
+	if stored.Headers[0].Name != "Host" || stored.Headers[0].Value != strings.TrimPrefix(edge.URL, "http://") {
+		t.Errorf("first stored header %+v", stored.Headers[0])
+	}
+	if want := edge.URL + "/hooks/shop-stripe?src=test&a=%2F"; stored.URL != want {
+		t.Errorf("stored URL %q, want %q", stored.URL, want)
+	}
+	if !bytes.Equal(stored.Body, delivery.Body) {
+		t.Error("stored body differs from the body sent")
+	}
+
+	cases := []struct {
+		name       string
+		path       string
+		delivery   protocol.Signed
+		wantStatus int
+		wantReason hookverifyv1.RejectReason
+	}{
+		{"redelivery", "/hooks/shop-stripe", delivery, 200, 0},
+		{"forged", "/hooks/shop-stripe", sign("evt_edge_2", "whsec_"+strings.Repeat("A", 32)), 401, hookverifyv1.RejectReason_REJECT_REASON_SIGNATURE_MISMATCH},
+		{"unknown endpoint", "/hooks/nope", sign("evt_edge_3", signing), 404, hookverifyv1.RejectReason_REJECT_REASON_UNKNOWN_ENDPOINT},
+		{"oversize body", "/hooks/shop-stripe", protocol.Signed{Body: bytes.Repeat([]byte("x"), 64<<10+1), Headers: delivery.Headers}, 413, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if resp := post(tc.path, tc.delivery); resp.StatusCode != tc.wantStatus {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.wantStatus)
+			}
+			if got := seen.last().Response.GetRejectReason(); got != tc.wantReason {
+				t.Errorf("reject reason %v, want %v", got, tc.wantReason)
+			}
+		})
+	}
+	dup := seen.all[1]
+	if dup.Verdict() != hookverifyv1.Verdict_VERDICT_DUPLICATE || dup.Response.GetOperationKey() != first.Response.GetOperationKey() {
+		t.Errorf("redelivery: %v, operation key %q vs %q", dup.Verdict(), dup.Response.GetOperationKey(), first.Response.GetOperationKey())
+	}
+	if seen.last().CalledVerifier {
+		t.Error("the oversize body was forwarded")
+	}
+
+	t.Run("verifier down", func(t *testing.T) {
+		hv.stop()
+		resp := post("/hooks/shop-stripe", sign("evt_edge_4", signing))
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "3" {
+			t.Fatalf("status %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+		if got := seen.last().Code; got != codes.Unavailable {
+			t.Errorf("code %v", got)
+		}
+	})
+	if strings.Contains(logs.String(), string(delivery.Body)) || strings.Contains(logs.String(), "v1=") {
+		t.Errorf("logs contain a body or a signature:\n%s", logs.String())
+	}
+}
+
+// TestHandlerErrorMapping checks the answer for each kind of verifier failure, using a server
+// scripted to fail, and that misconfiguration is logged without request content.
+func TestHandlerErrorMapping(t *testing.T) {
+	t.Parallel()
+	f := newFakeServer()
+	f.respond = func(ctx context.Context, req *hookverifyv1.VerifyRequest) (*hookverifyv1.VerifyResponse, error) {
+		switch req.GetEndpointId() {
+		case "slow":
+			<-ctx.Done()
+			return nil, ctx.Err()
+		case "handshake":
+			return &hookverifyv1.VerifyResponse{Verdict: hookverifyv1.Verdict_VERDICT_HANDSHAKE, Reply: &hookverifyv1.HttpReply{
+				Status: 200, Headers: []*hookverifyv1.HeaderField{{Name: "Content-Type", Value: "text/plain"}, {Name: "X-Challenge", Value: "c1"}}, Body: []byte("challenge-accepted"),
+			}}, nil
+		case "noreply":
+			return &hookverifyv1.VerifyResponse{Verdict: hookverifyv1.Verdict_VERDICT_ACCEPTED}, nil
+		}
+		return &hookverifyv1.VerifyResponse{Verdict: hookverifyv1.Verdict_VERDICT_ACCEPTED, Reply: &hookverifyv1.HttpReply{Status: 200}}, nil
+	}
+	conn := dial(t, f.start(t), client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))
+	var logs syncBuffer
+	h := client.Handler(conn, client.EndpointFromPath("/hooks/"), client.WithVerifyTimeout(200*time.Millisecond),
+		client.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+
+	const secretBody = `{"card":"4242-secret-body"}`
+	cases := []struct {
+		name       string
+		path       string
+		fail       codes.Code
+		wantStatus int
+		wantLog    string // an error log line naming the code, for misconfiguration
+	}{
+		{"unavailable", "/hooks/e", codes.Unavailable, 503, ""},
+		{"resource exhausted", "/hooks/e", codes.ResourceExhausted, 503, ""},
+		{"deadline exceeded", "/hooks/slow", codes.OK, 503, ""},
+		{"unauthenticated", "/hooks/e", codes.Unauthenticated, 500, "Unauthenticated"},
+		{"permission denied", "/hooks/e", codes.PermissionDenied, 500, "PermissionDenied"},
+		{"invalid argument", "/hooks/e", codes.InvalidArgument, 500, "InvalidArgument"},
+		{"internal", "/hooks/e", codes.Internal, 500, "Internal"},
+		{"unimplemented", "/hooks/e", codes.Unimplemented, 500, "Unimplemented"},
+		{"no reply in the answer", "/hooks/noreply", codes.OK, 500, "without a usable reply"},
+		{"handshake reply written as given", "/hooks/handshake", codes.OK, 200, ""},
+		{"no endpoint in the path", "/hooks/", codes.OK, 404, ""},
+		{"path beyond the endpoint", "/hooks/a/b", codes.OK, 404, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.fail != codes.OK {
+				f.fail("Verify", tc.fail)
+			}
+			before := len(logs.String())
+			r := httptest.NewRequest("POST", tc.path, strings.NewReader(secretBody))
+			r.Header.Set("Stripe-Signature", "t=1,v1=deadbeefsignature")
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != tc.wantStatus {
+				t.Fatalf("status %d, want %d; body %s", w.Code, tc.wantStatus, w.Body)
+			}
+			if tc.wantStatus == 503 && w.Header().Get("Retry-After") != "10" {
+				t.Errorf("Retry-After %q", w.Header().Get("Retry-After"))
+			}
+			logged := logs.String()[before:]
+			if tc.wantLog != "" && (!strings.Contains(logged, `"level":"ERROR"`) || !strings.Contains(logged, tc.wantLog)) {
+				t.Errorf("log lacks an error line with %q:\n%s", tc.wantLog, logged)
+			}
+			if tc.wantLog == "" && strings.Contains(logged, `"level":"ERROR"`) {
+				t.Errorf("unexpected error log:\n%s", logged)
+			}
+			if tc.name == "handshake reply written as given" {
+				if w.Body.String() != "challenge-accepted" || w.Header().Get("X-Challenge") != "c1" || w.Header().Get("Content-Type") != "text/plain" {
+					t.Errorf("handshake reply: %v %q", w.Header(), w.Body)
+				}
+			}
+		})
+	}
+	if out := logs.String(); strings.Contains(out, "4242-secret-body") || strings.Contains(out, "deadbeefsignature") {
+		t.Errorf("logs contain a body or a signature:\n%s", out)
+	}
+}

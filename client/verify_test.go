@@ -1,0 +1,126 @@
+package client_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/hookverify/hookverify/client"
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+)
+
+// newConn dials nothing in particular: BuildRequest does not touch the network.
+func newConn(t *testing.T, opts ...client.Option) *client.Conn {
+	return dial(t, "127.0.0.1:1", opts...)
+}
+
+func TestBuildRequestURL(t *testing.T) {
+	t.Parallel()
+	const target = "/hooks/a%41b?q=a+b&q=%2f&z"
+	cases := []struct {
+		name  string
+		opts  []client.Option
+		setup func(r *http.Request)
+		want  string
+	}{
+		{"plain HTTP, request URI untouched", nil, nil, "http://hooks.example.com" + target},
+		{"TLS", nil, func(r *http.Request) { r.TLS = &tls.ConnectionState{} }, "https://hooks.example.com" + target},
+		{"X-Forwarded-Proto ignored unless trusted", nil, func(r *http.Request) { r.Header.Set("X-Forwarded-Proto", "https") }, "http://hooks.example.com" + target},
+		{"X-Forwarded-Proto trusted", []client.Option{client.WithTrustForwardedProto()}, func(r *http.Request) { r.Header.Set("X-Forwarded-Proto", "HTTPS, http") }, "https://hooks.example.com" + target},
+		{"X-Forwarded-Proto nonsense", []client.Option{client.WithTrustForwardedProto()}, func(r *http.Request) { r.Header.Set("X-Forwarded-Proto", "gopher") }, "http://hooks.example.com" + target},
+		{"public URL base", []client.Option{client.WithPublicURLBase("https://public.example.com/")}, nil, "https://public.example.com" + target},
+		{"public URL base with a path", []client.Option{client.WithPublicURLBase("https://public.example.com/edge")}, nil, "https://public.example.com/edge" + target},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := httptest.NewRequest("POST", "http://hooks.example.com"+target, strings.NewReader("{}"))
+			r.RequestURI = target // as net/http sets it for an origin-form request
+			r.TLS = nil
+			if tc.setup != nil {
+				tc.setup(r)
+			}
+			req, err := newConn(t, tc.opts...).BuildRequest("ep", r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if req.GetUrl() != tc.want {
+				t.Errorf("url %q, want %q", req.GetUrl(), tc.want)
+			}
+			if req.GetMethod() != "POST" || req.GetEndpointId() != "ep" || string(req.GetBody()) != "{}" {
+				t.Errorf("request %v", req)
+			}
+		})
+	}
+}
+
+func TestBuildRequestHeaders(t *testing.T) {
+	t.Parallel()
+	r := httptest.NewRequest("POST", "http://hooks.example.com/x", strings.NewReader("{}"))
+	r.Header.Add("X-B", "1")
+	r.Header.Add("X-A", "2")
+	r.Header.Add("X-B", "3")
+	r.Header.Add("X-B", "2")
+	req, err := newConn(t).BuildRequest("ep", r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range req.GetHeaders() {
+		got = append(got, h.GetName()+": "+h.GetValue())
+	}
+	want := []string{"Host: hooks.example.com", "X-A: 2", "X-B: 1", "X-B: 3", "X-B: 2"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("headers\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestBuildRequestRefuses covers the requests that are refused rather than forwarded, and
+// checks through a recording server that Verify then makes no call.
+func TestBuildRequestRefuses(t *testing.T) {
+	t.Parallel()
+	f := newFakeServer()
+	conn := dial(t, f.start(t), client.WithMaxBodyBytes(10))
+	cases := []struct {
+		name  string
+		setup func(r *http.Request)
+		want  error
+	}{
+		{"header value not UTF-8", func(r *http.Request) { r.Header["Stripe-Signature"] = []string{"t=1,v1=\xff\xfe"} }, client.ErrUnforwardable},
+		{"URL not UTF-8", func(r *http.Request) { r.RequestURI = "/hooks/\xff" }, client.ErrUnforwardable},
+		{"body over the limit", func(r *http.Request) { r.Body = io.NopCloser(strings.NewReader("01234567890")); r.ContentLength = -1 }, client.ErrBodyTooLarge},
+		{"Content-Length over the limit", func(r *http.Request) { r.ContentLength = 11 }, client.ErrBodyTooLarge},
+		{"body read fails", func(r *http.Request) { r.Body = io.NopCloser(iotest.ErrReader(errors.New("connection reset"))) }, client.ErrBodyRead},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "http://hooks.example.com/hooks/ep", strings.NewReader("0123456789"))
+			tc.setup(r)
+			_, err := conn.Verify(context.Background(), "ep", r)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err %v, want %v", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "t=1") {
+				t.Errorf("the error quotes a header value: %v", err)
+			}
+		})
+	}
+	if n := f.count("Verify"); n != 0 {
+		t.Errorf("%d refused requests reached the server", n)
+	}
+	// Exactly at the limit is fine.
+	r := httptest.NewRequest("POST", "http://hooks.example.com/hooks/ep", strings.NewReader("0123456789"))
+	resp, err := conn.Verify(context.Background(), "ep", r)
+	if err != nil || resp.GetVerdict() != hookverifyv1.Verdict_VERDICT_ACCEPTED {
+		t.Fatalf("body at the limit: %v %v", resp, err)
+	}
+	if got := string(f.requests[0].GetBody()); got != "0123456789" {
+		t.Errorf("forwarded body %q", got)
+	}
+}
