@@ -138,6 +138,12 @@ function checkBaseUrl(raw) {
  * @param {number} [opts.retryAfterSeconds=10] Retry-After on 503.
  * @param {number} [opts.maxBodyBytes=32 MiB] Bodies above this get 413 without a call.
  * @param {Function} [opts.log] (level, msg, fields) logger; defaults to JSON lines on stderr.
+ * @param {Function} [opts.onEvent] async ({response, request}) => void, called for ACCEPTED and
+ *   DUPLICATE before the provider is answered, to hand the event downstream (e.g. enqueue a
+ *   job keyed by response.operation_key). It runs for DUPLICATE too, because an edge that
+ *   crashed after ACCEPTED but before handing off only sees the redelivery, as a duplicate;
+ *   downstream must therefore dedupe on operation_key. If it throws, the edge answers 503 and
+ *   the provider retries (the retry is a DUPLICATE with the same operation_key).
  * @param {object} [opts.client] A VerifierService client to use instead of dialing.
  * @param {string} [opts.protoDir] Where hookverify/v1/*.proto live.
  */
@@ -150,6 +156,7 @@ function createEdge(opts = {}) {
     maxBodyBytes = MAX_BODY_BYTES,
     log = defaultLog,
     protoDir,
+    onEvent,
   } = opts;
   const base = publicBaseUrl ? checkBaseUrl(publicBaseUrl) : null;
   const ownClient = !opts.client;
@@ -197,7 +204,7 @@ function createEdge(opts = {}) {
       url,
     };
 
-    client.Verify(request, { deadline: Date.now() + deadlineMs }, (err, resp) => {
+    client.Verify(request, { deadline: Date.now() + deadlineMs }, async (err, resp) => {
       if (err) {
         const code = CODE_NAMES[err.code] ?? String(err.code);
         if (RETRYABLE.has(err.code)) {
@@ -214,6 +221,18 @@ function createEdge(opts = {}) {
           sendJSON(res, 500, { status: 'error' });
         }
         return;
+      }
+      if (onEvent && (resp.verdict === 'VERDICT_ACCEPTED' || resp.verdict === 'VERDICT_DUPLICATE')) {
+        try {
+          await onEvent({ response: resp, request });
+        } catch (hookErr) {
+          log('error', 'handing the event downstream failed; asking the provider to retry', {
+            request_id: requestId, endpoint: endpointId, verdict: resp.verdict,
+            operation_key: resp.operation_key, error: hookErr && hookErr.message,
+          });
+          sendJSON(res, 503, { status: 'unavailable' }, { 'Retry-After': String(retryAfterSeconds) });
+          return;
+        }
       }
       writeReply(res, resp, { requestId, endpointId, log });
     });

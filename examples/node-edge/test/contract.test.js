@@ -198,6 +198,45 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
     assert.equal((await h.request(`${edgeURL}/hooks/ep`, { body: Buffer.from('{}') })).status, 200);
   });
 
+  test('onEvent runs for ACCEPTED and DUPLICATE only, before the reply; if it throws the answer is 503', async () => {
+    const seen = [];
+    let fail = false;
+    const handing = createEdge({
+      verifierAddr: addr,
+      retryAfterSeconds: 4,
+      log: (level, msg, fields) => logs.push({ level, msg, ...fields }),
+      onEvent: async ({ response, request }) => {
+        seen.push([response.verdict, response.operation_key, request.endpoint_id]);
+        if (fail) throw new Error('queue down');
+      },
+    });
+    const url = await h.listen(handing);
+    try {
+      const verdicts = [
+        ['VERDICT_ACCEPTED', 200],
+        ['VERDICT_DUPLICATE', 200],
+        ['VERDICT_REJECTED', 401],
+        ['VERDICT_HANDSHAKE', 200],
+      ];
+      for (const [verdict, status] of verdicts) {
+        answer = (call, cb) => cb(null, { verdict, operation_key: 'op_1', reply: { status, body: Buffer.from('x') } });
+        const res = await h.request(`${url}/hooks/ep`, { body: Buffer.from('{}') });
+        assert.equal(res.status, status, verdict);
+      }
+      assert.deepEqual(seen, [['VERDICT_ACCEPTED', 'op_1', 'ep'], ['VERDICT_DUPLICATE', 'op_1', 'ep']]);
+
+      fail = true;
+      answer = (call, cb) => cb(null, accepted());
+      const res = await h.request(`${url}/hooks/ep`, { body: Buffer.from('{"secret":"payload"}') });
+      assert.equal(res.status, 503);
+      assert.equal(res.headers['retry-after'], '4');
+      assert.equal(logs.length, 1);
+      assert.ok(!JSON.stringify(logs).includes('payload'));
+    } finally {
+      await h.closeServer(handing);
+    }
+  });
+
   test('a body above maxBodyBytes gets 413 without a call', async () => {
     const small = createEdge({ verifierAddr: addr, maxBodyBytes: 1024, log: () => {} });
     const url = await h.listen(small);

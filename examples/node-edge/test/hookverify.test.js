@@ -115,6 +115,58 @@ describe('node edge against a real hookverify server', { timeout: 400000 }, () =
     assert.equal(res.status, 200, res.body.toString());
   });
 
+  test('onEvent: a hand-off that fails once is retried by the provider and seen again as a duplicate with the same operation key', async () => {
+    const seen = [];
+    let failNext = true;
+    const handing = createEdge({
+      verifierAddr: hv.addr,
+      deadlineMs: 5000,
+      log: (level, msg, fields) => logs.push({ level, msg, ...fields }),
+      onEvent: async ({ response, request }) => {
+        seen.push({ verdict: response.verdict, key: response.operation_key, event: response.event_id, bytes: request.body.length });
+        if (failNext) {
+          failNext = false;
+          throw new Error('queue unavailable');
+        }
+      },
+    });
+    const url = await h.listen(handing);
+    try {
+      const body = Buffer.from('{"ref":"refs/heads/main","handoff":true}');
+      const deliveryId = crypto.randomUUID();
+      const headers = h.githubHeaders({ secret: SECRET, body, deliveryId });
+      const first = await h.request(`${url}/hooks/${ENDPOINT}`, { headers, body });
+      assert.equal(first.status, 503, 'hand-off failed: the provider must retry');
+      assert.ok(first.headers['retry-after']);
+      const retry = await h.request(`${url}/hooks/${ENDPOINT}`, { headers, body });
+      assert.equal(retry.status, 200);
+      assert.deepEqual(JSON.parse(retry.body), { status: 'duplicate' });
+
+      assert.equal(seen.length, 2);
+      assert.deepEqual(seen.map((e) => e.verdict), ['VERDICT_ACCEPTED', 'VERDICT_DUPLICATE']);
+      assert.match(seen[0].key, /^op_[0-9a-f]{32}$/);
+      assert.equal(seen[1].key, seen[0].key, 'the operation key is stable across redeliveries');
+      assert.equal(seen[0].event, deliveryId);
+      assert.equal(seen[0].bytes, body.length);
+    } finally {
+      await h.closeServer(handing);
+    }
+  });
+
+  test('a request hookverify refuses as malformed (over 500 headers: INVALID_ARGUMENT) gets 500, logged without body or signature', async () => {
+    const body = Buffer.from('{"ref":"refs/heads/main","too":"many headers"}');
+    const headers = h.githubHeaders({ secret: SECRET, body });
+    for (let i = 0; i < 500; i++) headers.push(`X-Extra-${i}`, 'v');
+    const before = logs.length;
+    const res = await h.request(`${edgeURL}/hooks/${ENDPOINT}`, { headers, body });
+    assert.equal(res.status, 500, res.body.toString());
+    const added = logs.slice(before);
+    assert.equal(added.length, 1, JSON.stringify(added));
+    assert.equal(added[0].level, 'error');
+    assert.equal(added[0].grpc_code, 'INVALID_ARGUMENT');
+    assert.ok(!JSON.stringify(added).includes('sha256=') && !JSON.stringify(added).includes('many headers'));
+  });
+
   test('no log line carries a body or a signature', () => {
     const text = JSON.stringify(logs);
     assert.ok(!text.includes('sha256='), text);
