@@ -1,0 +1,109 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+)
+
+// Metrics are hookverify's Prometheus metrics. Two kinds of health are measured apart: delivery
+// health (verdicts, latency, rejections by reason) and business completion (what waits in the
+// inbox, for how long, and what gave up). A fast 200 to providers while the inbox piles up shows
+// as a growing oldest-pending age.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	verdicts      *prometheus.CounterVec
+	verifyLatency prometheus.Histogram
+	claimLatency  prometheus.Histogram
+	rpcs          *prometheus.CounterVec
+	rpcLatency    *prometheus.HistogramVec
+	inboxPending  *prometheus.GaugeVec
+	inboxLeased   *prometheus.GaugeVec
+	inboxDead     *prometheus.GaugeVec
+	inboxOldest   *prometheus.GaugeVec
+	redeliveries  prometheus.Counter
+	deadLettered  prometheus.Counter
+	acks          prometheus.Counter
+	backpressure  *prometheus.CounterVec
+	sweptInbox    prometheus.Counter
+	sweptClaims   prometheus.Counter
+}
+
+// NewMetrics registers hookverify's metrics, plus the Go and process collectors, on a new
+// registry.
+func NewMetrics() *Metrics {
+	r := prometheus.NewRegistry()
+	m := &Metrics{
+		Registry: r,
+		verdicts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_verdicts_total",
+			Help: "Verify answers by endpoint, provider, verdict and reject reason."}, []string{"endpoint", "provider", "verdict", "reason"}),
+		verifyLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookverify_verify_duration_seconds",
+			Help: "Verify latency, answered calls only.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		claimLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookverify_storage_claim_duration_seconds",
+			Help: "Time to commit a claim and its inbox record.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		rpcs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_grpc_requests_total",
+			Help: "gRPC calls by method and status code."}, []string{"method", "code"}),
+		rpcLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hookverify_grpc_request_duration_seconds",
+			Help: "gRPC call latency by method.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}, []string{"method"}),
+		inboxPending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hookverify_inbox_pending",
+			Help: "Deliveries waiting for a worker, by endpoint."}, []string{"endpoint"}),
+		inboxLeased: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hookverify_inbox_leased",
+			Help: "Deliveries leased by a worker, by endpoint."}, []string{"endpoint"}),
+		inboxDead: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hookverify_inbox_dead",
+			Help: "Dead-lettered deliveries, by endpoint."}, []string{"endpoint"}),
+		inboxOldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hookverify_inbox_oldest_pending_age_seconds",
+			Help: "Age of the oldest pending delivery, by endpoint: the business-completion alarm."}, []string{"endpoint"}),
+		redeliveries: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_redeliveries_total",
+			Help: "Deliveries leased again after a lease expired or a nack."}),
+		deadLettered: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_dead_lettered_total",
+			Help: "Deliveries moved to the dead letters by a nack on their last attempt."}),
+		acks: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_acks_total",
+			Help: "Deliveries acked by workers."}),
+		backpressure: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_backpressure_total",
+			Help: "New deliveries refused with RESOURCE_EXHAUSTED because an inbox limit was reached, by endpoint."}, []string{"endpoint"}),
+		sweptInbox: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_retention_inbox_deleted_total",
+			Help: "Acked inbox records deleted by retention."}),
+		sweptClaims: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_retention_claims_deleted_total",
+			Help: "Claims deleted after the dedupe window."}),
+	}
+	r.MustRegister(m.verdicts, m.verifyLatency, m.claimLatency, m.rpcs, m.rpcLatency, m.inboxPending, m.inboxLeased,
+		m.inboxDead, m.inboxOldest, m.redeliveries, m.deadLettered, m.acks, m.backpressure, m.sweptInbox, m.sweptClaims,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// observeVerdict counts one Verify answer. The endpoint label is only set for endpoints that
+// exist, so unknown ids sent by a misbehaving caller cannot blow up the label space.
+func (m *Metrics) observeVerdict(endpoint, provider string, resp *hookverifyv1.VerifyResponse, took time.Duration) {
+	if m == nil {
+		return
+	}
+	reason := ""
+	if resp.GetRejectReason() != hookverifyv1.RejectReason_REJECT_REASON_UNSPECIFIED {
+		reason = strings.ToLower(strings.TrimPrefix(resp.GetRejectReason().String(), "REJECT_REASON_"))
+	}
+	verdict := strings.ToLower(strings.TrimPrefix(resp.GetVerdict().String(), "VERDICT_"))
+	m.verdicts.WithLabelValues(endpoint, provider, verdict, reason).Inc()
+	m.verifyLatency.Observe(took.Seconds())
+}
+
+func (m *Metrics) observeClaim(took time.Duration) {
+	if m != nil {
+		m.claimLatency.Observe(took.Seconds())
+	}
+}
+
+func (m *Metrics) interceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	start := time.Now()
+	resp, err := handler(ctx, req)
+	m.rpcs.WithLabelValues(info.FullMethod, status.Code(err).String()).Inc()
+	m.rpcLatency.WithLabelValues(info.FullMethod).Observe(time.Since(start).Seconds())
+	return resp, err
+}
