@@ -391,3 +391,6 @@ const batchASvixRetries = "Svix retries a failed attempt (non-2xx, or no answer 
 	"so svix-timestamp is never older than the attempt and the 300 s tolerance of the Svix " +
 	"libraries (both directions) only has to absorb clock skew. svix-id stays the same on " +
 	"every retry and on manual resends, so duplicates are recognised."
+
+// batchAHexString is hex.EncodeToString, for batchAExampleSecret.
+func batchAHexString(b []byte) string { return hex.EncodeToString(b) }

@@ -1,0 +1,91 @@
+package protocol
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"time"
+)
+
+// Shopify signs the raw body with HMAC-SHA256 keyed with the app's client secret (or, for a
+// webhook created in the store admin, the signing key shown there) and sends it base64 in
+// X-Shopify-Hmac-Sha256. Nothing else is signed: there is no timestamp.
+//
+// Identity. Shopify's pages differ on the dedup header: "Ignore duplicate webhooks"
+// (https://shopify.dev/docs/apps/build/webhooks/ignore-duplicates) says to use
+// X-Shopify-Event-Id, whose same value "across more than one webhook indicates a duplicate" —
+// it names the event, is kept on retries and is shared by the webhooks several subscriptions
+// to one topic receive; the newer verify-deliveries summary names X-Shopify-Webhook-Id, which
+// names one webhook (one subscription's delivery, also kept on retries). The event is what we
+// claim, so X-Shopify-Event-Id is the identity; deliveries from before that header existed
+// (and manually created store webhooks that may lack it) fall back to X-Shopify-Webhook-Id.
+var shopifyScheme = batchABodyScheme{
+	headers: []string{"X-Shopify-Hmac-Sha256"},
+	newHash: sha256.New,
+	size:    sha256.Size,
+	enc:     batchABase64,
+}
+
+// parseShopifySecret keeps the client secret's bytes: Shopify keys the HMAC with the string.
+var parseShopifySecret = batchAStringSecret("Shopify client secret")
+
+// Shopify returns the protocol for Shopify webhooks delivered over HTTPS (EventBridge and
+// Pub/Sub deliveries are not HTTP requests and carry no HMAC).
+//
+// Verify rejects, in this order: no X-Shopify-Hmac-Sha256 (missing signature); an empty value
+// or one that is not 32 bytes of padded standard base64 (malformed signature); no key
+// matching (signature mismatch); neither X-Shopify-Event-Id nor X-Shopify-Webhook-Id
+// (missing event id).
+func Shopify() *Protocol {
+	return &Protocol{
+		Name:            "shopify",
+		DisplayName:     "Shopify",
+		SignatureScheme: "HMAC-SHA256 (base64) of the raw body, X-Shopify-Hmac-Sha256",
+		IdentitySource:  "X-Shopify-Event-Id header (the event; same on retries and across subscriptions), else X-Shopify-Webhook-Id",
+		DocsURL:         "https://shopify.dev/docs/apps/build/webhooks/verify-deliveries",
+		Retries: "Shopify retries a failed delivery (no 2xx within 5 s) 8 times over 4 hours with " +
+			"exponential backoff, with the original payload and the original HMAC " +
+			"(https://shopify.dev/changelog/updates-to-webhook-retry-mechanism); no timestamp is " +
+			"signed, so there is no tolerance to outlast, and the event id repeats on every retry. " +
+			"After a client-secret rotation Shopify may keep signing with the old secret for up to " +
+			"an hour: keep both secrets configured meanwhile.",
+		ParseSecret:   parseShopifySecret,
+		Verify:        verifyShopify,
+		Sign:          signShopify,
+		ExampleSecret: batchAExampleSecret("shpss_", 16, batchAHexString),
+	}
+}
+
+func verifyShopify(req *Request, keys []Key, _ Params) (Result, error) {
+	keyID, err := shopifyScheme.authenticate(req, keys)
+	if err != nil {
+		return Result{}, err
+	}
+	id, err := batchAHeaderID(req.Headers, "X-Shopify-Event-Id", "X-Shopify-Webhook-Id")
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{KeyID: keyID, EventID: id}, nil
+}
+
+// signShopify sends the HMAC of the first secret (Shopify signs with one secret at a time),
+// X-Shopify-Event-Id and X-Shopify-Webhook-Id (both in.EventID: SignInput has one id), and
+// X-Shopify-Triggered-At when a timestamp is given. X-Shopify-Topic and X-Shopify-Shop-Domain
+// are omitted: SignInput carries neither.
+func signShopify(in SignInput, secrets []string) (Headers, error) {
+	keys, err := batchAParseKeys("shopify", secrets, parseShopifySecret)
+	if err != nil {
+		return nil, err
+	}
+	if in.EventID == "" {
+		return nil, fmt.Errorf("shopify: sign needs an EventID for X-Shopify-Event-Id")
+	}
+	h := Headers{
+		{Name: "X-Shopify-Hmac-Sha256", Value: shopifyScheme.signature(in.Body, keys)},
+		{Name: "X-Shopify-Event-Id", Value: in.EventID},
+		{Name: "X-Shopify-Webhook-Id", Value: in.EventID},
+	}
+	if !in.Timestamp.IsZero() {
+		h = append(h, Header{Name: "X-Shopify-Triggered-At", Value: in.Timestamp.UTC().Format(time.RFC3339Nano)})
+	}
+	return h, nil
+}
