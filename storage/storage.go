@@ -68,6 +68,10 @@ type ClaimStore interface {
 	// by d.InboxID as Accepted. Any failure to commit returns an error wrapping ErrUnavailable;
 	// it never reports Accepted without a commit. ErrInvalid if a required field is empty.
 	Claim(ctx context.Context, d Delivery) (ClaimResult, error)
+	// LookupClaim returns the claim of (scope, eventID) as Claim would report it to a
+	// duplicate (Accepted false), or ErrNotFound. It writes nothing: the server uses it to keep
+	// answering DUPLICATE while backpressure refuses new events.
+	LookupClaim(ctx context.Context, scope, eventID string) (ClaimResult, error)
 	// GetDelivery returns the inbox record with the id, or ErrNotFound.
 	GetDelivery(ctx context.Context, inboxID string) (Delivery, error)
 	// CountDeliveries returns how many inbox records exist for the scope (all scopes if empty).

@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -33,6 +34,24 @@ func wantNoDelivery(t *testing.T, s storage.Store, inboxID string) {
 }
 
 func testClaims(t *testing.T, h harness) {
+	t.Run("lookup finds a claim without writing", func(t *testing.T) {
+		s := claimStore(t, h)
+		d := newDelivery("ep-1", "ep-1", "evt-1", "inbox-1")
+		if _, err := s.LookupClaim(t.Context(), "ep-1", "evt-1"); !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("LookupClaim before the claim: %v, want ErrNotFound", err)
+		}
+		claim(t, s, d)
+		got, err := s.LookupClaim(t.Context(), "ep-1", "evt-1")
+		if err != nil {
+			t.Fatalf("LookupClaim: %v", err)
+		}
+		wantSame(t, rejectedFor(d), got, "looked-up claim")
+		if _, err := s.LookupClaim(t.Context(), "ep-2", "evt-1"); !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("LookupClaim in another scope: %v, want ErrNotFound", err)
+		}
+		wantCount(t, s, "", 1)
+	})
+
 	t.Run("first claim is accepted and stored", func(t *testing.T) {
 		s := claimStore(t, h)
 		d := newDelivery("ep-1", "ep-1", "evt-1", "inbox-1")
