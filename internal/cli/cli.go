@@ -36,6 +36,7 @@ func commands() map[string]command {
 		"sign":      {"print the headers a provider would send with a body (test tool)", runSign},
 		"verify":    {"send a delivery to a running server and print the answer", runVerify},
 		"providers": {"list the provider protocols a running server verifies", runProviders},
+		"edge":      {"serve webhook URLs over HTTP(S), forwarding each delivery to a server", runEdge},
 	}
 }
 

@@ -1,0 +1,383 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/hookverify/hookverify/client"
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+)
+
+// tokenEnv names the environment variable that may hold the API token for the verifier.
+const tokenEnv = "HOOKVERIFY_TOKEN"
+
+// edgeConfig is every setting of `hookverify edge`.
+type edgeConfig struct {
+	listen, metricsListen     string
+	verifier                  string
+	route                     string
+	tlsCert, tlsKey           string
+	verifierCA                string
+	verifierCert, verifierKey string
+	tokenFile                 string
+	publicURLBase             string
+	trustForwardedProto       bool
+	maxBodyBytes              int64
+	verifyTimeout             time.Duration
+	readHeaderTimeout         time.Duration
+	readTimeout, writeTimeout time.Duration
+	retryAfter                time.Duration
+	logLevel                  string
+}
+
+func (c *edgeConfig) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.listen, "listen", ":8080", "HTTP(S) address providers deliver to")
+	fs.StringVar(&c.metricsListen, "metrics-listen", "", "separate address for /metrics (default: /metrics on --listen)")
+	fs.StringVar(&c.verifier, "verifier", "127.0.0.1:7700", "address of the hookverify server")
+	fs.StringVar(&c.route, "route", "/hooks/{endpoint}", "http.ServeMux pattern of webhook URLs; {endpoint} is the endpoint id")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "PEM certificate chain to serve HTTPS (with --tls-key)")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "PEM private key for --tls-cert")
+	fs.StringVar(&c.verifierCA, "verifier-ca", "", "PEM CAs of the verifier's certificate; enables TLS to the verifier")
+	fs.StringVar(&c.verifierCert, "verifier-cert", "", "PEM client certificate for mutual TLS to the verifier")
+	fs.StringVar(&c.verifierKey, "verifier-key", "", "PEM key of --verifier-cert")
+	fs.StringVar(&c.tokenFile, "token-file", "", "file holding the verifier API token (default: $"+tokenEnv+")")
+	fs.StringVar(&c.publicURLBase, "public-url-base", "", "scheme://host providers call, for URL-signing providers behind a proxy; forwarded URL = base + request URI")
+	fs.BoolVar(&c.trustForwardedProto, "trust-forwarded-proto", false, "take the URL scheme from X-Forwarded-Proto (only behind a proxy that sets it)")
+	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", client.DefaultMaxBodyBytes, "largest body forwarded; larger ones are answered 413")
+	fs.DurationVar(&c.verifyTimeout, "verifier-timeout", client.DefaultVerifyTimeout, "deadline of each request's work, retries included; keep it under the providers' timeout (GitHub: 10s)")
+	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 5*time.Second, "time allowed to read request headers")
+	fs.DurationVar(&c.readTimeout, "read-timeout", 10*time.Second, "time allowed to read a whole request")
+	fs.DurationVar(&c.writeTimeout, "write-timeout", 10*time.Second, "time allowed from the end of the headers to the end of the answer")
+	fs.DurationVar(&c.retryAfter, "retry-after", client.DefaultRetryAfter, "Retry-After sent with 503 answers")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
+}
+
+func runEdge(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "edge")
+	var cfg edgeConfig
+	cfg.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	log, err := newLogger(e.stderr, cfg.logLevel)
+	if err != nil {
+		return err
+	}
+	return serveEdge(ctx, log, cfg)
+}
+
+// serveEdge runs the edge until ctx ends, then drains in-flight requests.
+func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
+	if !strings.Contains(cfg.route, "{endpoint}") {
+		return fmt.Errorf("--route %q has no {endpoint} wildcard", cfg.route)
+	}
+	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	if cfg.maxBodyBytes <= 0 {
+		return errors.New("--max-body-bytes must be positive")
+	}
+	conn, err := dialVerifier(cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+
+	metrics := newEdgeMetrics()
+	hooks := client.Handler(conn,
+		client.EndpointFromPathValue("endpoint"),
+		client.WithVerifyTimeout(cfg.verifyTimeout),
+		client.WithRetryAfter(cfg.retryAfter),
+		client.WithLogger(log),
+		client.WithObserver(func(r *http.Request, o client.Outcome) {
+			metrics.observe(o)
+			if slot, ok := r.Context().Value(outcomeKey{}).(*client.Outcome); ok {
+				*slot = o
+			}
+		}))
+	mux := http.NewServeMux()
+	if err := handle(mux, cfg.route, hooks); err != nil {
+		return err
+	}
+	if err := handle(mux, "GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })); err != nil {
+		return err
+	}
+	servers := []*http.Server{newEdgeServer(cfg, accessLog(log, mux), log)}
+	if cfg.metricsListen == "" {
+		if err := handle(mux, "GET /metrics", metrics); err != nil {
+			return err
+		}
+	} else {
+		metricsMux := http.NewServeMux()
+		metricsMux.Handle("GET /metrics", metrics)
+		servers = append(servers, newEdgeServer(cfg, metricsMux, log))
+	}
+	if cfg.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
+		if err != nil {
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		servers[0].TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+
+	addrs := []string{cfg.listen, cfg.metricsListen}
+	listeners := make([]net.Listener, 0, len(servers))
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	for i := range servers {
+		l, err := net.Listen("tcp", addrs[i])
+		if err != nil {
+			return fmt.Errorf("listening on %s: %w", addrs[i], err)
+		}
+		listeners = append(listeners, l)
+	}
+	errs := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() {
+			var err error
+			if srv.TLSConfig != nil {
+				err = srv.ServeTLS(listeners[i], "", "")
+			} else {
+				err = srv.Serve(listeners[i])
+			}
+			errs <- err
+		}()
+	}
+	attrs := []any{"addr", listeners[0].Addr().String(), "tls", cfg.tlsCert != "", "route", cfg.route, "verifier", cfg.verifier}
+	if len(listeners) > 1 {
+		attrs = append(attrs, "metrics_addr", listeners[1].Addr().String())
+	}
+	log.Info("edge listening", attrs...)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errs:
+	}
+	log.Info("edge shutting down")
+	// In-flight requests end within the verifier timeout; give them that and a little more.
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.verifyTimeout+2*time.Second)
+	defer cancel()
+	for _, srv := range servers {
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			log.Warn("forcing the remaining connections closed", "err", err)
+			srv.Close()
+		}
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	return nil
+}
+
+func dialVerifier(cfg edgeConfig) (*client.Conn, error) {
+	opts := []client.Option{client.WithMaxBodyBytes(cfg.maxBodyBytes)}
+	if cfg.publicURLBase != "" {
+		if !strings.HasPrefix(cfg.publicURLBase, "https://") && !strings.HasPrefix(cfg.publicURLBase, "http://") {
+			return nil, fmt.Errorf("--public-url-base %q: want scheme://host", cfg.publicURLBase)
+		}
+		opts = append(opts, client.WithPublicURLBase(cfg.publicURLBase))
+	}
+	if cfg.trustForwardedProto {
+		opts = append(opts, client.WithTrustForwardedProto())
+	}
+	if cfg.verifierCA != "" || cfg.verifierCert != "" {
+		opts = append(opts, client.WithTLSFiles(cfg.verifierCA, cfg.verifierCert, cfg.verifierKey))
+	}
+	token := os.Getenv(tokenEnv)
+	if cfg.tokenFile != "" {
+		data, err := os.ReadFile(cfg.tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--token-file: %w", err)
+		}
+		token = strings.TrimSpace(string(data))
+	}
+	if token != "" {
+		opts = append(opts, client.WithToken(token))
+	}
+	return client.Dial(cfg.verifier, opts...)
+}
+
+// handle registers h, turning ServeMux's panic on a bad or conflicting pattern into an error.
+func handle(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("route %q: %v", pattern, r)
+		}
+	}()
+	mux.Handle(pattern, h)
+	return nil
+}
+
+// newEdgeServer sets timeouts that fit providers' deadlines: a provider that takes longer than
+// these to send a request is not one that waits for the answer either.
+func newEdgeServer(cfg edgeConfig, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: cfg.readHeaderTimeout,
+		ReadTimeout:       cfg.readTimeout,
+		WriteTimeout:      cfg.writeTimeout,
+		IdleTimeout:       60 * time.Second,
+		// The server refuses more than 256 KiB of headers; a little framing on top.
+		MaxHeaderBytes: 256<<10 + 16<<10,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// outcomeKey carries a *client.Outcome slot from the access log into the handler's observer.
+type outcomeKey struct{}
+
+// accessLog writes one line per request: method, path (never the query, which may hold a
+// provider's token), endpoint, status, verdict and duration. Never bodies or headers.
+func accessLog(log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		var o client.Outcome
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), outcomeKey{}, &o)))
+		attrs := []any{"method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start)}
+		if o.Status != 0 {
+			attrs = append(attrs, "endpoint", o.EndpointID, "verdict", o.Verdict().String())
+			if reason := o.Response.GetRejectReason(); reason != hookverifyv1.RejectReason_REJECT_REASON_UNSPECIFIED {
+				attrs = append(attrs, "reason", reason.String())
+			}
+			if o.CalledVerifier {
+				attrs = append(attrs, "code", o.Code.String(), "verifier_duration", o.VerifierDuration)
+			}
+		}
+		level := slog.LevelInfo
+		if r.URL.Path == "/metrics" || r.URL.Path == "/healthz" {
+			level = slog.LevelDebug
+		}
+		log.Log(r.Context(), level, "request", attrs...)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status      int
+	wroteHeader bool
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if !s.wroteHeader {
+		s.status, s.wroteHeader = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// edgeMetrics holds the edge's Prometheus metrics and serves them in the text exposition
+// format. (client_golang's transitive modules are not in go.sum yet; the exposition format is
+// small enough to write here, and the metric names are what a switch would keep.)
+type edgeMetrics struct {
+	mu       sync.Mutex
+	requests map[[2]string]uint64 // {endpoint, status}
+	errors   map[string]uint64    // gRPC code
+	buckets  []float64            // upper bounds, seconds
+	counts   []uint64             // per bucket, not cumulative; the last is +Inf
+	sum      float64
+	count    uint64
+	known    map[string]bool // endpoints the verifier has answered for
+}
+
+// maxEndpointLabels bounds the endpoint label's values, which come from URLs anyone can send.
+const maxEndpointLabels = 10000
+
+func newEdgeMetrics() *edgeMetrics {
+	b := []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+	return &edgeMetrics{requests: map[[2]string]uint64{}, errors: map[string]uint64{}, buckets: b, counts: make([]uint64, len(b)+1), known: map[string]bool{}}
+}
+
+func (m *edgeMetrics) observe(o client.Outcome) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// Only endpoints the verifier confirmed get their own label, so random paths cannot grow
+	// the metrics without bound.
+	if o.Response != nil && o.Response.GetRejectReason() != hookverifyv1.RejectReason_REJECT_REASON_UNKNOWN_ENDPOINT && len(m.known) < maxEndpointLabels {
+		m.known[o.EndpointID] = true
+	}
+	endpoint := o.EndpointID
+	if !m.known[endpoint] {
+		endpoint = "_unknown"
+	}
+	m.requests[[2]string{endpoint, strconv.Itoa(o.Status)}]++
+	if !o.CalledVerifier {
+		return
+	}
+	if o.Code != codes.OK {
+		m.errors[o.Code.String()]++
+	}
+	seconds := o.VerifierDuration.Seconds()
+	i := sort.SearchFloat64s(m.buckets, seconds) // first bound ≥ seconds
+	m.counts[i]++
+	m.sum += seconds
+	m.count++
+}
+
+func (m *edgeMetrics) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	var b strings.Builder
+	b.WriteString("# HELP hookverify_edge_requests_total Webhook requests answered by the edge, by endpoint and HTTP status.\n")
+	b.WriteString("# TYPE hookverify_edge_requests_total counter\n")
+	keys := make([][2]string, 0, len(m.requests))
+	for k := range m.requests {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i][0] != keys[j][0] {
+			return keys[i][0] < keys[j][0]
+		}
+		return keys[i][1] < keys[j][1]
+	})
+	for _, k := range keys {
+		fmt.Fprintf(&b, "hookverify_edge_requests_total{endpoint=%s,status=%s} %d\n", labelValue(k[0]), labelValue(k[1]), m.requests[k])
+	}
+	b.WriteString("# HELP hookverify_edge_verifier_duration_seconds Time spent in Verify calls, retries included.\n")
+	b.WriteString("# TYPE hookverify_edge_verifier_duration_seconds histogram\n")
+	var cumulative uint64
+	for i, bound := range m.buckets {
+		cumulative += m.counts[i]
+		fmt.Fprintf(&b, "hookverify_edge_verifier_duration_seconds_bucket{le=\"%s\"} %d\n", strconv.FormatFloat(bound, 'g', -1, 64), cumulative)
+	}
+	fmt.Fprintf(&b, "hookverify_edge_verifier_duration_seconds_bucket{le=\"+Inf\"} %d\n", m.count)
+	fmt.Fprintf(&b, "hookverify_edge_verifier_duration_seconds_sum %s\n", strconv.FormatFloat(m.sum, 'g', -1, 64))
+	fmt.Fprintf(&b, "hookverify_edge_verifier_duration_seconds_count %d\n", m.count)
+	b.WriteString("# HELP hookverify_edge_verifier_errors_total Verify calls that failed, by gRPC code.\n")
+	b.WriteString("# TYPE hookverify_edge_verifier_errors_total counter\n")
+	codeNames := make([]string, 0, len(m.errors))
+	for c := range m.errors {
+		codeNames = append(codeNames, c)
+	}
+	sort.Strings(codeNames)
+	for _, c := range codeNames {
+		fmt.Fprintf(&b, "hookverify_edge_verifier_errors_total{code=%s} %d\n", labelValue(c), m.errors[c])
+	}
+	io.WriteString(w, b.String())
+}
+
+// labelValue quotes a label value as the exposition format wants.
+func labelValue(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s) + `"`
+}

@@ -1,0 +1,260 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookverify/hookverify/client"
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server/protocol"
+	"github.com/hookverify/hookverify/server/secretbox"
+)
+
+// lockedBuffer collects a command's log output while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// logLine returns the first JSON log line with the message, waiting for it.
+func (b *lockedBuffer) logLine(t *testing.T, msg string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		sc := bufio.NewScanner(strings.NewReader(b.String()))
+		for sc.Scan() {
+			var line map[string]any
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line["msg"] == msg {
+				return line
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no %q log line in:\n%s", msg, b.String())
+	return nil
+}
+
+// runningEdge is `hookverify edge` started in the background.
+type runningEdge struct {
+	log  *lockedBuffer
+	stop func() error
+}
+
+func startEdge(t *testing.T, args ...string) *runningEdge {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	log := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- runEdge(ctx, env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: log}, args) }()
+	var once sync.Once
+	var err error
+	stop := func() error {
+		once.Do(func() { cancel(); err = <-done })
+		return err
+	}
+	t.Cleanup(func() { stop() })
+	return &runningEdge{log: log, stop: stop}
+}
+
+// TestEdgeCommand runs `hookverify edge` against a real server and sends it real signed
+// deliveries over HTTP and HTTPS.
+func TestEdgeCommand(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	key, _ := secretbox.NewKey()
+	keyring, err := secretbox.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := storeConfig{dataDir: t.TempDir()}
+	srv, err := startServer(ctx, newTestLogger(t), "127.0.0.1:0", keyring, cfg.openStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.stop()
+	if err := srv.waitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := client.Dial(srv.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	stripe, _ := protocol.Default().Lookup("stripe")
+	signing, verifying, err := stripe.ExampleSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Admin.CreateEndpoint(ctx, &hookverifyv1.CreateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: "shop", Provider: "stripe"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Admin.AddSecret(ctx, &hookverifyv1.AddSecretRequest{EndpointId: "shop", Secret: verifying}); err != nil {
+		t.Fatal(err)
+	}
+	deliver := func(t *testing.T, hc *http.Client, url, eventID string) (*http.Response, []byte) {
+		t.Helper()
+		signed, err := protocol.SignDelivery(stripe, protocol.SignInput{Body: protocol.ExampleBody(stripe, eventID), EventID: eventID, Timestamp: time.Now(), Method: "POST"}, []string{signing})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("POST", url, bytes.NewReader(signed.Body))
+		for _, h := range signed.Headers {
+			req.Header.Add(h.Name, h.Value)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+		return resp, signed.Body
+	}
+	get := func(t *testing.T, url string) string {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", url, resp.StatusCode)
+		}
+		return string(body)
+	}
+
+	t.Run("http with metrics on the same address", func(t *testing.T) {
+		edge := startEdge(t, "--listen", "127.0.0.1:0", "--verifier", srv.addr, "--route", "/hooks/{endpoint}")
+		base := "http://" + edge.log.logLine(t, "edge listening")["addr"].(string)
+		resp, body := deliver(t, http.DefaultClient, base+"/hooks/shop", "evt_edge_cmd_1")
+		if resp.StatusCode != 200 {
+			t.Fatalf("signed delivery: %d", resp.StatusCode)
+		}
+		if resp, _ := deliver(t, http.DefaultClient, base+"/hooks/elsewhere", "evt_edge_cmd_2"); resp.StatusCode != 404 {
+			t.Errorf("unknown endpoint: %d", resp.StatusCode)
+		}
+		metrics := get(t, base+"/metrics")
+		for _, want := range []string{
+			`hookverify_edge_requests_total{endpoint="shop",status="200"} 1`,
+			`hookverify_edge_requests_total{endpoint="_unknown",status="404"} 1`,
+			`hookverify_edge_verifier_duration_seconds_count 2`,
+		} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("/metrics lacks %s:\n%s", want, metrics)
+			}
+		}
+		access := edge.log.logLine(t, "request")
+		for k, want := range map[string]any{"method": "POST", "path": "/hooks/shop", "endpoint": "shop", "status": 200.0, "verdict": "VERDICT_ACCEPTED"} {
+			if access[k] != want {
+				t.Errorf("access log %s = %v, want %v (%v)", k, access[k], want, access)
+			}
+		}
+		if _, ok := access["duration"]; !ok {
+			t.Errorf("access log lacks duration: %v", access)
+		}
+		if err := edge.stop(); err != nil {
+			t.Errorf("edge exit: %v", err)
+		}
+		if logs := edge.log.String(); strings.Contains(logs, string(body)) || strings.Contains(logs, "v1=") {
+			t.Errorf("logs contain a body or a signature:\n%s", logs)
+		}
+		edge.log.logLine(t, "edge shutting down")
+	})
+
+	t.Run("https with separate metrics", func(t *testing.T) {
+		certFile, keyFile := selfSignedCert(t)
+		edge := startEdge(t, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--verifier", srv.addr,
+			"--route", "POST /in/{endpoint}", "--tls-cert", certFile, "--tls-key", keyFile)
+		line := edge.log.logLine(t, "edge listening")
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		if resp, _ := deliver(t, hc, "https://"+line["addr"].(string)+"/in/shop", "evt_edge_cmd_3"); resp.StatusCode != 200 {
+			t.Fatalf("signed delivery over HTTPS: %d", resp.StatusCode)
+		}
+		metrics := get(t, "http://"+line["metrics_addr"].(string)+"/metrics")
+		if !strings.Contains(metrics, `hookverify_edge_requests_total{endpoint="shop",status="200"} 1`) {
+			t.Errorf("/metrics:\n%s", metrics)
+		}
+	})
+
+	t.Run("bad flags", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"--route", "/hooks/{id}"},
+			{"--tls-cert", "x.pem"},
+			{"--max-body-bytes", "0"},
+			{"--public-url-base", "hooks.example.com"},
+		} {
+			err := runEdge(context.Background(), env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}, append(args, "--listen", "127.0.0.1:0"))
+			if err == nil {
+				t.Errorf("%q accepted", args)
+			}
+		}
+		if code, _, _ := run(t, "", "edge", "--bogus"); code != 2 {
+			t.Errorf("edge --bogus: exit %d", code)
+		}
+	})
+}
+
+// selfSignedCert writes a certificate for 127.0.0.1 and its key, returning the file paths.
+func selfSignedCert(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "edge test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "edge.pem"), filepath.Join(dir, "edge.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
