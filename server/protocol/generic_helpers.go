@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -236,4 +237,70 @@ func genericUnknownOption(options map[string]string, known ...string) error {
 		}
 	}
 	return nil
+}
+
+// genericMatchCredential returns the id of the first key whose material equals presented. The
+// comparison is of SHA-256 digests with hmac.Equal, so it takes the same time whatever the
+// lengths and contents; keys without material never match.
+func genericMatchCredential(keys []Key, presented []byte) (string, bool) {
+	want := sha256.Sum256(presented)
+	for _, k := range keys {
+		if len(k.Material) == 0 {
+			continue
+		}
+		got := sha256.Sum256(k.Material)
+		if hmac.Equal(got[:], want[:]) {
+			return k.ID, true
+		}
+	}
+	return "", false
+}
+
+// genericRejectCredential is the rejection when a presented credential matches no key.
+func genericRejectCredential(what string, keys []Key) error {
+	for _, k := range keys {
+		if len(k.Material) > 0 {
+			return Reject(ReasonSignatureMismatch, "the %s matches no configured credential", what)
+		}
+	}
+	return Reject(ReasonSignatureMismatch, "no credential is configured, so the %s cannot match", what)
+}
+
+// genericIdentityStatic documents the identity of the static-credential protocols.
+const genericIdentityStatic = `option id_header (a header) or id_pointer (RFC 6901 JSON pointer into the body); else "body-sha256:" + hex SHA-256 of the raw body`
+
+// genericSignIdentity returns the id_header header Sign adds, if the options name one.
+func genericSignIdentity(name string, options map[string]string, eventID string) (Headers, error) {
+	id, err := parseGenericIdentity(options)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if id.header == "" {
+		return nil, nil
+	}
+	if eventID == "" {
+		return nil, fmt.Errorf("%s: sign needs an EventID for the %s header", name, id.header)
+	}
+	return Headers{{Name: id.header, Value: eventID}}, nil
+}
+
+// genericValidateIdentityOptions is ValidateOptions for protocols whose only options are the
+// identity ones.
+func genericValidateIdentityOptions(options map[string]string) error {
+	if err := genericUnknownOption(options, genericOptIDHeader, genericOptIDPointer); err != nil {
+		return err
+	}
+	_, err := parseGenericIdentity(options)
+	return err
+}
+
+// genericAuthorization splits an Authorization value into its scheme (compared
+// case-insensitively, RFC 9110 section 11.1) and credentials after one or more spaces. ok is
+// false when the scheme differs.
+func genericAuthorization(v, scheme string) (credentials string, ok bool) {
+	s, rest, found := strings.Cut(v, " ")
+	if !found || !strings.EqualFold(s, scheme) {
+		return "", false
+	}
+	return strings.TrimLeft(rest, " "), true
 }

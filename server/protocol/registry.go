@@ -38,6 +38,7 @@ func Builtin() []*Protocol {
 		Slack(),
 		Zoom(),
 		Twitch(),
+		Discord(),
 	}
 }
 
