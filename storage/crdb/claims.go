@@ -13,7 +13,8 @@ import (
 
 // claimSQL claims the identity and stores the inbox record in one statement: the inbox row is
 // inserted only if the claim row was, so the two can never disagree, and a duplicate writes
-// nothing. $1 and $2 appear twice, hence the casts that pin their types on both engines.
+// nothing. The delivery starts pending, visible at once. $1 and $2 appear twice, hence the
+// casts that pin their types on both engines.
 const claimSQL = `WITH c AS (
 	INSERT INTO claims (scope, event_id, inbox_id, operation_key, first_received_at)
 	VALUES ($1, $2, $3, $4, $5)
@@ -21,9 +22,9 @@ const claimSQL = `WITH c AS (
 	RETURNING inbox_id, operation_key, first_received_at
 )
 INSERT INTO inbox (id, scope, event_id, endpoint_id, operation_key, secret_id, method, url, headers,
-	body, received_at)
+	body, received_at, state, attempts, visible_at)
 SELECT c.inbox_id, $1::TEXT, $2::TEXT, $6::TEXT, c.operation_key, $7::TEXT, $8::TEXT, $9::TEXT,
-	$10::BYTEA, $11::BYTEA, c.first_received_at
+	$10::BYTEA, $11::BYTEA, c.first_received_at, 'pending', 0, c.first_received_at
 FROM c
 RETURNING id, operation_key, received_at`
 

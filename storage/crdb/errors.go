@@ -69,7 +69,7 @@ func isUnavailable(err error) bool {
 }
 
 var sentinels = []error{storage.ErrNotFound, storage.ErrAlreadyExists, storage.ErrInvalid,
-	storage.ErrUnavailable, storage.ErrClosed}
+	storage.ErrUnavailable, storage.ErrLeaseLost, storage.ErrClosed}
 
 // isSentinel reports whether err already carries one of the storage sentinels.
 func isSentinel(err error) bool {

@@ -75,6 +75,28 @@ var migrations = []migration{
 	// identity can never have two inbox records.
 	{6, "index inbox by identity",
 		`CREATE UNIQUE INDEX IF NOT EXISTS inbox_scope_event_id_key ON inbox (scope, event_id)`},
+	// The inbox's delivery state (storage.InboxStore). Existing rows become pending deliveries
+	// visible since they were received: visible_at gets a constant default, so that adding the
+	// column is cheap and a binary that predates it can still insert, and step 10 then sets it.
+	{7, "inbox state", `ALTER TABLE inbox ADD COLUMN IF NOT EXISTS state TEXT NOT NULL DEFAULT 'pending'`},
+	{8, "inbox attempts", `ALTER TABLE inbox ADD COLUMN IF NOT EXISTS attempts BIGINT NOT NULL DEFAULT 0`},
+	{9, "inbox visible_at",
+		`ALTER TABLE inbox ADD COLUMN IF NOT EXISTS visible_at TIMESTAMPTZ NOT NULL DEFAULT '1970-01-01 00:00:00+00'`},
+	{10, "inbox visible_at of existing rows",
+		`UPDATE inbox SET visible_at = received_at WHERE visible_at = '1970-01-01 00:00:00+00'`},
+	{11, "inbox lease_token", `ALTER TABLE inbox ADD COLUMN IF NOT EXISTS lease_token TEXT`},
+	{12, "inbox leased_until", `ALTER TABLE inbox ADD COLUMN IF NOT EXISTS leased_until TIMESTAMPTZ`},
+	{13, "inbox acked_at", `ALTER TABLE inbox ADD COLUMN IF NOT EXISTS acked_at TIMESTAMPTZ`},
+	{14, "inbox dead_at", `ALTER TABLE inbox ADD COLUMN IF NOT EXISTS dead_at TIMESTAMPTZ`},
+	{15, "inbox last_error", `ALTER TABLE inbox ADD COLUMN IF NOT EXISTS last_error TEXT`},
+	// Lease scans pending rows by visible_at and expired leases by state; ListDeadLetters reads
+	// dead rows in the same order; Sweep finds acked rows by state.
+	{16, "index inbox by state",
+		`CREATE INDEX IF NOT EXISTS inbox_state_visible_at_idx ON inbox (state, visible_at, id)`},
+	{17, "index inbox by endpoint and state",
+		`CREATE INDEX IF NOT EXISTS inbox_endpoint_id_state_idx ON inbox (endpoint_id, state)`},
+	{18, "index claims by age",
+		`CREATE INDEX IF NOT EXISTS claims_first_received_at_idx ON claims (first_received_at)`},
 }
 
 // cockroachOnlyMigrations apply only on CockroachDB, after every step of migrations, for

@@ -60,9 +60,10 @@ func (s *Store) claimOnce(ctx context.Context, d storage.Delivery) (storage.Clai
 			return nil
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO inbox (id, scope, event_id, endpoint_id, operation_key, secret_id,
-			method, url, headers, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			method, url, headers, body, received_at, state, attempts, visible_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?)`,
 			d.InboxID, d.Scope, d.EventID, d.EndpointID, d.OperationKey, d.SecretID, d.Method, d.URL,
-			storage.EncodeHeaders(d.Headers), nonNil(d.Body), micros(d.ReceivedAt))
+			storage.EncodeHeaders(d.Headers), nonNil(d.Body), micros(d.ReceivedAt), micros(d.ReceivedAt))
 		if err != nil {
 			return fmt.Errorf("inbox record %q: %w", d.InboxID, err)
 		}

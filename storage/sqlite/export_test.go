@@ -27,3 +27,6 @@ func Pragmas(ctx context.Context, s *Store) map[string]string {
 	}
 	return out
 }
+
+// MigrationSteps is how many schema steps a fully migrated database has recorded.
+var MigrationSteps = len(migrations) - 1

@@ -59,6 +59,23 @@ var migrations = []string{
 		received_at   INTEGER NOT NULL
 	) STRICT`,
 	6: `CREATE INDEX IF NOT EXISTS inbox_scope ON inbox (scope)`,
+	// The inbox's delivery state (storage.InboxStore). Existing rows become pending deliveries
+	// visible since they were received; ADD COLUMN needs a constant default for NOT NULL, so
+	// step 10 sets visible_at.
+	7:  `ALTER TABLE inbox ADD COLUMN state TEXT NOT NULL DEFAULT 'pending'`,
+	8:  `ALTER TABLE inbox ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0`,
+	9:  `ALTER TABLE inbox ADD COLUMN visible_at INTEGER NOT NULL DEFAULT 0`,
+	10: `UPDATE inbox SET visible_at = received_at WHERE visible_at = 0`,
+	11: `ALTER TABLE inbox ADD COLUMN lease_token TEXT`,
+	12: `ALTER TABLE inbox ADD COLUMN leased_until INTEGER`,
+	13: `ALTER TABLE inbox ADD COLUMN acked_at INTEGER`,
+	14: `ALTER TABLE inbox ADD COLUMN dead_at INTEGER`,
+	15: `ALTER TABLE inbox ADD COLUMN last_error TEXT`,
+	// Lease scans pending rows by visible_at and expired leases by state; ListDeadLetters reads
+	// dead rows in the same order; Sweep finds acked rows by state.
+	16: `CREATE INDEX IF NOT EXISTS inbox_state_visible_at ON inbox (state, visible_at, id)`,
+	17: `CREATE INDEX IF NOT EXISTS inbox_endpoint_id_state ON inbox (endpoint_id, state)`,
+	18: `CREATE INDEX IF NOT EXISTS claims_first_received_at ON claims (first_received_at)`,
 }
 
 // Migrate applies the pending migrations. Each step runs in an IMMEDIATE transaction that

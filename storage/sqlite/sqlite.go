@@ -227,6 +227,7 @@ func unavailable(err error) error { return unavailableError{err} }
 
 var sentinels = []error{
 	storage.ErrClosed, storage.ErrNotFound, storage.ErrAlreadyExists, storage.ErrInvalid, storage.ErrUnavailable,
+	storage.ErrLeaseLost,
 }
 
 // fail maps err to the storage sentinels, in one place: constraint violations become

@@ -214,8 +214,8 @@ func TestReopenKeepsSchemaVersion(t *testing.T) {
 	if err := db.QueryRow("SELECT count(*) FROM schema_migrations").Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if n != 6 {
-		t.Fatalf("schema_migrations has %d rows, want one per step (6)", n)
+	if n != sqlite.MigrationSteps {
+		t.Fatalf("schema_migrations has %d rows, want one per step (%d)", n, sqlite.MigrationSteps)
 	}
 }
 

@@ -1,0 +1,350 @@
+package crdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookverify/hookverify/storage"
+)
+
+var (
+	_ storage.InboxStore     = (*Store)(nil)
+	_ storage.RetentionStore = (*Store)(nil)
+)
+
+// leasedColumns are the inbox columns a storage.LeasedDelivery is read from, in scanLeased's
+// order.
+const leasedColumns = `id, scope, event_id, endpoint_id, operation_key, secret_id, method, url, headers,
+	body, received_at, state, attempts, lease_token, leased_until, visible_at, last_error`
+
+// leasable is the condition for a delivery Lease may hand out, given the bind parameters of
+// now and of the attempts limit.
+func leasable(now, maxAttempts string) string {
+	return `((state = 'pending' AND visible_at <= ` + now + `) OR (state = 'leased' AND leased_until <= ` + now + `))
+		AND attempts < ` + maxAttempts
+}
+
+// inboxTx is how the inbox methods run. On PostgreSQL, READ COMMITTED: every statement
+// re-checks its conditions on the latest version of a row it waited for, so conditional
+// updates need no serialization retries, and SKIP LOCKED keeps concurrent leases apart.
+// CockroachDB runs SERIALIZABLE, where SKIP LOCKED is supported since v23.1. None of them is
+// idempotent: after a commit of unknown outcome a second run would see the first one's
+// effect as a lost lease, so the caller gets ErrUnavailable instead.
+func (s *Store) inboxTx() txOptions {
+	if s.engine == EngineCockroachDB {
+		return txOptions{isolation: pgx.Serializable}
+	}
+	return txOptions{isolation: pgx.ReadCommitted}
+}
+
+// params collects bind parameters and names them $1, $2, … in the order they are added.
+type params []any
+
+func (p *params) add(v any) string {
+	*p = append(*p, v)
+	return "$" + strconv.Itoa(len(*p))
+}
+
+// filterSQL returns the conditions (each starting with AND) that restrict a query to f.
+// A delivery must match every non-empty list.
+func filterSQL(f storage.InboxFilter, p *params) string {
+	var b strings.Builder
+	if len(f.EndpointIDs) > 0 {
+		b.WriteString(" AND endpoint_id = ANY(" + p.add(f.EndpointIDs) + ")")
+	}
+	if len(f.Scopes) > 0 {
+		b.WriteString(" AND scope = ANY(" + p.add(f.Scopes) + ")")
+	}
+	return b.String()
+}
+
+func validLease(req storage.LeaseRequest) error {
+	switch {
+	case req.Max < 1:
+		return fmt.Errorf("%w: lease Max %d, want at least 1", storage.ErrInvalid, req.Max)
+	case req.MaxAttempts < 1:
+		return fmt.Errorf("%w: lease MaxAttempts %d, want at least 1", storage.ErrInvalid, req.MaxAttempts)
+	case req.Visibility <= 0:
+		return fmt.Errorf("%w: lease Visibility %v, want more than zero", storage.ErrInvalid, req.Visibility)
+	case req.LeaseToken == "":
+		return fmt.Errorf("%w: empty lease token", storage.ErrInvalid)
+	}
+	return nil
+}
+
+// Lease moves expired leases that used their attempts to dead, then leases up to req.Max
+// leasable deliveries, in one transaction.
+//
+// The candidates are picked and locked in a CTE with FOR UPDATE SKIP LOCKED, so concurrent
+// leases skip each other's rows instead of queueing; a CTE because PostgreSQL may run a
+// LIMIT subquery inside WHERE more than once and so lease more than req.Max. The UPDATE
+// checks leasability again, so that a row another transaction leased between the pick and
+// the lock (or an engine that ignored SKIP LOCKED) is never leased twice.
+func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) ([]storage.LeasedDelivery, error) {
+	if err := validLease(req); err != nil {
+		return nil, fmt.Errorf("crdb: lease: %w", err)
+	}
+	var leased []storage.LeasedDelivery
+	err := s.inTx(ctx, "lease", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error {
+		var dp params
+		now, maxAttempts := dp.add(req.Now), dp.add(int64(req.MaxAttempts))
+		_, err := tx.Exec(ctx, `UPDATE inbox SET state = 'dead', dead_at = `+now+`, lease_token = NULL,
+			leased_until = NULL, last_error = 'lease expired'
+			WHERE state = 'leased' AND leased_until <= `+now+` AND attempts >= `+maxAttempts+
+			filterSQL(req.InboxFilter, &dp), dp...)
+		if err != nil {
+			return fmt.Errorf("dead-letter expired leases: %w", err)
+		}
+
+		var lp params
+		now, maxAttempts = lp.add(req.Now), lp.add(int64(req.MaxAttempts))
+		filter := filterSQL(req.InboxFilter, &lp)
+		rows, err := tx.Query(ctx, `WITH picked AS (
+			SELECT id FROM inbox
+			WHERE `+leasable(now, maxAttempts)+filter+`
+			ORDER BY visible_at, id
+			LIMIT `+lp.add(int64(req.Max))+`
+			FOR UPDATE SKIP LOCKED
+		)
+		UPDATE inbox SET state = 'leased', lease_token = `+lp.add(req.LeaseToken)+`,
+			leased_until = `+lp.add(req.Now.Add(req.Visibility))+`, attempts = attempts + 1
+		WHERE id IN (SELECT id FROM picked) AND `+leasable(now, maxAttempts)+`
+		RETURNING `+leasedColumns, lp...)
+		if err != nil {
+			return err
+		}
+		leased, err = pgx.CollectRows(rows, scanLeased)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	sortLeased(leased)
+	return leased, nil
+}
+
+// sortLeased orders deliveries by VisibleAt, then by id bytes (not the database's collation).
+func sortLeased(list []storage.LeasedDelivery) {
+	slices.SortFunc(list, func(a, b storage.LeasedDelivery) int {
+		if c := a.VisibleAt.Compare(b.VisibleAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.InboxID, b.InboxID)
+	})
+}
+
+// onLiveLease is the condition of Ack, Nack and ExtendLease: the delivery is leased under
+// the token and the lease has not expired.
+const onLiveLease = `id = $1 AND lease_token = $2 AND state = 'leased' AND leased_until > $3`
+
+// settle runs update, a statement on the delivery's live lease whose parameters start with
+// inbox id, lease token and now, and which reports whether it matched a row. When it did not,
+// settle tells a missing delivery (ErrNotFound) from a lost lease (ErrLeaseLost).
+func (s *Store) settle(ctx context.Context, op, inboxID string, update func(ctx context.Context, tx pgx.Tx) (bool, error)) error {
+	return s.inTx(ctx, op, s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error {
+		matched, err := update(ctx, tx)
+		if err != nil || matched {
+			return err
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM inbox WHERE id = $1)`, inboxID).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return fmt.Errorf("inbox record %q: %w", inboxID, storage.ErrNotFound)
+		}
+		return fmt.Errorf("inbox record %q: %w", inboxID, storage.ErrLeaseLost)
+	})
+}
+
+// Ack marks a delivery leased under leaseToken done.
+func (s *Store) Ack(ctx context.Context, inboxID, leaseToken string, now time.Time) error {
+	return s.settle(ctx, "ack", inboxID, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		tag, err := tx.Exec(ctx, `UPDATE inbox SET state = 'acked', acked_at = $3, lease_token = NULL,
+			leased_until = NULL WHERE `+onLiveLease, inboxID, leaseToken, now)
+		return tag.RowsAffected() > 0, err
+	})
+}
+
+// Nack ends a lease early: the delivery is leasable again at retryAt, or dead once it used
+// maxAttempts attempts.
+func (s *Store) Nack(ctx context.Context, inboxID, leaseToken string, retryAt time.Time, maxAttempts int, lastError string, now time.Time) (bool, error) {
+	if maxAttempts < 1 {
+		return false, fmt.Errorf("crdb: nack: %w: maxAttempts %d, want at least 1", storage.ErrInvalid, maxAttempts)
+	}
+	var dead bool
+	err := s.settle(ctx, "nack", inboxID, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		dead = false
+		var state string
+		err := tx.QueryRow(ctx, `UPDATE inbox SET
+			state = CASE WHEN attempts >= $4::BIGINT THEN 'dead' ELSE 'pending' END,
+			visible_at = CASE WHEN attempts >= $4::BIGINT THEN visible_at ELSE $5::TIMESTAMPTZ END,
+			dead_at = CASE WHEN attempts >= $4::BIGINT THEN $3::TIMESTAMPTZ END,
+			last_error = $6, lease_token = NULL, leased_until = NULL
+			WHERE `+onLiveLease+` RETURNING state`,
+			inboxID, leaseToken, now, int64(maxAttempts), retryAt, lastError).Scan(&state)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+		dead = state == storage.StateDead
+		return err == nil, err
+	})
+	if err != nil {
+		return false, err
+	}
+	return dead, nil
+}
+
+// ExtendLease moves the end of a live lease to until.
+func (s *Store) ExtendLease(ctx context.Context, inboxID, leaseToken string, until, now time.Time) error {
+	return s.settle(ctx, "extend lease", inboxID, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		tag, err := tx.Exec(ctx, `UPDATE inbox SET leased_until = $4 WHERE `+onLiveLease,
+			inboxID, leaseToken, now, until)
+		return tag.RowsAffected() > 0, err
+	})
+}
+
+// ListDeadLetters returns up to limit dead deliveries matching the filter, oldest VisibleAt
+// (the time of their last attempt's lease) first.
+func (s *Store) ListDeadLetters(ctx context.Context, filter storage.InboxFilter, limit int) ([]storage.LeasedDelivery, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("crdb: list dead letters: %w: limit %d, want at least 1", storage.ErrInvalid, limit)
+	}
+	var list []storage.LeasedDelivery
+	err := s.single(ctx, "list dead letters", func(ctx context.Context, conn *pgx.Conn) error {
+		var p params
+		where := filterSQL(filter, &p)
+		rows, err := conn.Query(ctx, `SELECT `+leasedColumns+` FROM inbox WHERE state = 'dead'`+where+`
+			ORDER BY visible_at, id LIMIT `+p.add(int64(limit)), p...)
+		if err != nil {
+			return err
+		}
+		list, err = pgx.CollectRows(rows, scanLeased)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	sortLeased(list)
+	return list, nil
+}
+
+// Requeue moves a dead delivery back to pending, visible at now, with no attempts used.
+func (s *Store) Requeue(ctx context.Context, inboxID string, now time.Time) error {
+	return s.single(ctx, "requeue", func(ctx context.Context, conn *pgx.Conn) error {
+		tag, err := conn.Exec(ctx, `UPDATE inbox SET state = 'pending', attempts = 0, visible_at = $2,
+			dead_at = NULL, lease_token = NULL, leased_until = NULL WHERE id = $1 AND state = 'dead'`, inboxID, now)
+		if err == nil && tag.RowsAffected() == 0 {
+			return fmt.Errorf("dead inbox record %q: %w", inboxID, storage.ErrNotFound)
+		}
+		return err
+	})
+}
+
+// InboxStats counts the deliveries of every endpoint that has any not yet acked.
+func (s *Store) InboxStats(ctx context.Context) ([]storage.EndpointInboxStats, error) {
+	var list []storage.EndpointInboxStats
+	err := s.single(ctx, "inbox stats", func(ctx context.Context, conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, `SELECT endpoint_id,
+			count(CASE WHEN state = 'pending' THEN 1 END),
+			count(CASE WHEN state = 'leased' THEN 1 END),
+			count(CASE WHEN state = 'dead' THEN 1 END),
+			min(CASE WHEN state = 'pending' THEN visible_at END)
+			FROM inbox WHERE state IN ('pending', 'leased', 'dead') GROUP BY endpoint_id`)
+		if err != nil {
+			return err
+		}
+		list, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (storage.EndpointInboxStats, error) {
+			var (
+				st     storage.EndpointInboxStats
+				oldest *time.Time
+			)
+			err := row.Scan(&st.EndpointID, &st.Pending, &st.Leased, &st.Dead, &oldest)
+			if oldest != nil {
+				st.OldestPendingAt = oldest.UTC()
+			}
+			return st, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// By bytes, like ListEndpoints, not by the database's collation.
+	slices.SortFunc(list, func(a, b storage.EndpointInboxStats) int { return strings.Compare(a.EndpointID, b.EndpointID) })
+	return list, nil
+}
+
+// Sweep deletes one batch of old acked inbox records and one of old claims whose inbox
+// record is acked or gone, in one transaction. Each DELETE picks its batch with a LIMIT
+// subquery; the rows it picks cannot change state under it (acked rows are only deleted, a
+// missing row never comes back), so it needs no re-check.
+func (s *Store) Sweep(ctx context.Context, req storage.SweepRequest) (storage.SweepResult, error) {
+	if req.Batch < 1 {
+		return storage.SweepResult{}, fmt.Errorf("crdb: sweep: %w: Batch %d, want at least 1", storage.ErrInvalid, req.Batch)
+	}
+	var res storage.SweepResult
+	err := s.inTx(ctx, "sweep", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error {
+		res = storage.SweepResult{}
+		tag, err := tx.Exec(ctx, `DELETE FROM inbox WHERE id IN (
+			SELECT id FROM inbox WHERE state = 'acked' AND acked_at < $1 LIMIT $2)`,
+			req.AckedBefore, int64(req.Batch))
+		if err != nil {
+			return fmt.Errorf("inbox: %w", err)
+		}
+		res.InboxDeleted = tag.RowsAffected()
+		tag, err = tx.Exec(ctx, `DELETE FROM claims WHERE (scope, event_id) IN (
+			SELECT c.scope, c.event_id FROM claims AS c LEFT JOIN inbox AS i ON i.id = c.inbox_id
+			WHERE c.first_received_at < $1 AND (i.id IS NULL OR i.state = 'acked') LIMIT $2)`,
+			req.ClaimsBefore, int64(req.Batch))
+		if err != nil {
+			return fmt.Errorf("claims: %w", err)
+		}
+		res.ClaimsDeleted = tag.RowsAffected()
+		return nil
+	})
+	if err != nil {
+		return storage.SweepResult{}, err
+	}
+	return res, nil
+}
+
+// scanLeased reads one row of leasedColumns.
+func scanLeased(row pgx.CollectableRow) (storage.LeasedDelivery, error) {
+	var (
+		d                     storage.LeasedDelivery
+		headers               []byte
+		attempts              int64
+		leaseToken, lastError *string
+		leasedUntil           *time.Time
+	)
+	err := row.Scan(&d.InboxID, &d.Scope, &d.EventID, &d.EndpointID, &d.OperationKey, &d.SecretID, &d.Method,
+		&d.URL, &headers, &d.Body, &d.ReceivedAt, &d.State, &attempts, &leaseToken, &leasedUntil, &d.VisibleAt,
+		&lastError)
+	if err != nil {
+		return storage.LeasedDelivery{}, err
+	}
+	if d.Headers, err = storage.DecodeHeaders(headers); err != nil {
+		return storage.LeasedDelivery{}, fmt.Errorf("inbox record %q: %w", d.InboxID, err)
+	}
+	d.ReceivedAt = d.ReceivedAt.UTC()
+	d.VisibleAt = d.VisibleAt.UTC()
+	d.Attempts = int(attempts)
+	if leaseToken != nil {
+		d.LeaseToken = *leaseToken
+	}
+	if leasedUntil != nil {
+		d.LeasedUntil = leasedUntil.UTC()
+	}
+	if lastError != nil {
+		d.LastError = *lastError
+	}
+	return d, nil
+}

@@ -1,0 +1,324 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hookverify/hookverify/storage"
+)
+
+var (
+	_ storage.InboxStore     = (*Store)(nil)
+	_ storage.RetentionStore = (*Store)(nil)
+)
+
+// leasedColumns are the inbox columns a storage.LeasedDelivery is read from, in scanLeased's
+// order.
+const leasedColumns = `id, scope, event_id, endpoint_id, operation_key, secret_id, method, url, headers,
+	body, received_at, state, attempts, lease_token, leased_until, visible_at, last_error`
+
+// filterSQL returns the conditions (each starting with AND) that restrict a query to f, and
+// appends their arguments to args. A delivery must match every non-empty list.
+func filterSQL(f storage.InboxFilter, args *[]any) string {
+	var b strings.Builder
+	for _, c := range []struct {
+		column string
+		values []string
+	}{{"endpoint_id", f.EndpointIDs}, {"scope", f.Scopes}} {
+		if len(c.values) == 0 {
+			continue
+		}
+		b.WriteString(" AND " + c.column + " IN (?" + strings.Repeat(", ?", len(c.values)-1) + ")")
+		for _, v := range c.values {
+			*args = append(*args, v)
+		}
+	}
+	return b.String()
+}
+
+func validLease(req storage.LeaseRequest) error {
+	switch {
+	case req.Max < 1:
+		return fmt.Errorf("%w: lease Max %d, want at least 1", storage.ErrInvalid, req.Max)
+	case req.MaxAttempts < 1:
+		return fmt.Errorf("%w: lease MaxAttempts %d, want at least 1", storage.ErrInvalid, req.MaxAttempts)
+	case req.Visibility <= 0:
+		return fmt.Errorf("%w: lease Visibility %v, want more than zero", storage.ErrInvalid, req.Visibility)
+	case req.LeaseToken == "":
+		return fmt.Errorf("%w: empty lease token", storage.ErrInvalid)
+	}
+	return nil
+}
+
+// Lease moves expired leases that used their attempts to dead, then leases up to req.Max
+// leasable deliveries, in one write transaction. The write lock taken at BEGIN keeps every
+// other lease out until the commit, so no row can be leased twice.
+func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) ([]storage.LeasedDelivery, error) {
+	if err := validLease(req); err != nil {
+		return nil, s.fail("lease", err)
+	}
+	now := micros(req.Now)
+	var leased []storage.LeasedDelivery
+	err := s.write(ctx, "lease", func(tx *sql.Tx) error {
+		args := []any{now, now, req.MaxAttempts}
+		filter := filterSQL(req.InboxFilter, &args)
+		_, err := tx.ExecContext(ctx, `UPDATE inbox SET state = 'dead', dead_at = ?, lease_token = NULL,
+			leased_until = NULL, last_error = 'lease expired'
+			WHERE state = 'leased' AND leased_until <= ? AND attempts >= ?`+filter, args...)
+		if err != nil {
+			return fmt.Errorf("dead-letter expired leases: %w", err)
+		}
+
+		args = []any{req.LeaseToken, micros(req.Now.Add(req.Visibility)), now, now, req.MaxAttempts}
+		filter = filterSQL(req.InboxFilter, &args)
+		args = append(args, req.Max)
+		rows, err := tx.QueryContext(ctx, `UPDATE inbox SET state = 'leased', lease_token = ?, leased_until = ?,
+			attempts = attempts + 1
+			WHERE id IN (SELECT id FROM inbox
+				WHERE ((state = 'pending' AND visible_at <= ?) OR (state = 'leased' AND leased_until <= ?))
+					AND attempts < ?`+filter+`
+				ORDER BY visible_at, id LIMIT ?)
+			RETURNING `+leasedColumns, args...)
+		if err != nil {
+			return err
+		}
+		leased, err = collectLeased(rows)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	sortLeased(leased)
+	return leased, nil
+}
+
+// sortLeased orders deliveries by VisibleAt, then id.
+func sortLeased(list []storage.LeasedDelivery) {
+	slices.SortFunc(list, func(a, b storage.LeasedDelivery) int {
+		if c := a.VisibleAt.Compare(b.VisibleAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.InboxID, b.InboxID)
+	})
+}
+
+// onLiveLease is the condition of Ack, Nack and ExtendLease, on the parameters inbox id, lease
+// token and now: the delivery is leased under the token and the lease has not expired.
+const onLiveLease = `id = ? AND lease_token = ? AND state = 'leased' AND leased_until > ?`
+
+// settle runs update, a statement on the delivery's live lease that reports whether it
+// matched a row, in a write transaction. When it did not, settle tells a missing delivery
+// (ErrNotFound) from a lost lease (ErrLeaseLost).
+func (s *Store) settle(ctx context.Context, op, inboxID string, update func(tx *sql.Tx) (bool, error)) error {
+	return s.write(ctx, op, func(tx *sql.Tx) error {
+		matched, err := update(tx)
+		if err != nil || matched {
+			return err
+		}
+		var exists bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM inbox WHERE id = ?)`, inboxID).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return fmt.Errorf("inbox record %q: %w", inboxID, storage.ErrNotFound)
+		}
+		return fmt.Errorf("inbox record %q: %w", inboxID, storage.ErrLeaseLost)
+	})
+}
+
+// Ack marks a delivery leased under leaseToken done.
+func (s *Store) Ack(ctx context.Context, inboxID, leaseToken string, now time.Time) error {
+	return s.settle(ctx, "ack", inboxID, func(tx *sql.Tx) (bool, error) {
+		res, err := tx.ExecContext(ctx, `UPDATE inbox SET state = 'acked', acked_at = ?, lease_token = NULL,
+			leased_until = NULL WHERE `+onLiveLease, micros(now), inboxID, leaseToken, micros(now))
+		return affected(res, err)
+	})
+}
+
+// Nack ends a lease early: the delivery is leasable again at retryAt, or dead once it used
+// maxAttempts attempts.
+func (s *Store) Nack(ctx context.Context, inboxID, leaseToken string, retryAt time.Time, maxAttempts int, lastError string, now time.Time) (bool, error) {
+	if maxAttempts < 1 {
+		return false, s.fail("nack", fmt.Errorf("%w: maxAttempts %d, want at least 1", storage.ErrInvalid, maxAttempts))
+	}
+	var dead bool
+	err := s.settle(ctx, "nack", inboxID, func(tx *sql.Tx) (bool, error) {
+		dead = false
+		var state string
+		err := tx.QueryRowContext(ctx, `UPDATE inbox SET
+			state = CASE WHEN attempts >= ?1 THEN 'dead' ELSE 'pending' END,
+			visible_at = CASE WHEN attempts >= ?1 THEN visible_at ELSE ?2 END,
+			dead_at = CASE WHEN attempts >= ?1 THEN ?3 END,
+			last_error = ?4, lease_token = NULL, leased_until = NULL
+			WHERE id = ?5 AND lease_token = ?6 AND state = 'leased' AND leased_until > ?3
+			RETURNING state`,
+			maxAttempts, micros(retryAt), micros(now), lastError, inboxID, leaseToken).Scan(&state)
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, nil
+		}
+		dead = state == storage.StateDead
+		return err == nil, err
+	})
+	if err != nil {
+		return false, err
+	}
+	return dead, nil
+}
+
+// ExtendLease moves the end of a live lease to until.
+func (s *Store) ExtendLease(ctx context.Context, inboxID, leaseToken string, until, now time.Time) error {
+	return s.settle(ctx, "extend lease", inboxID, func(tx *sql.Tx) (bool, error) {
+		res, err := tx.ExecContext(ctx, `UPDATE inbox SET leased_until = ? WHERE `+onLiveLease,
+			micros(until), inboxID, leaseToken, micros(now))
+		return affected(res, err)
+	})
+}
+
+func affected(res sql.Result, err error) (bool, error) {
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// ListDeadLetters returns up to limit dead deliveries matching the filter, oldest VisibleAt
+// (the time of their last attempt's lease) first.
+func (s *Store) ListDeadLetters(ctx context.Context, filter storage.InboxFilter, limit int) ([]storage.LeasedDelivery, error) {
+	if limit < 1 {
+		return nil, s.fail("list dead letters", fmt.Errorf("%w: limit %d, want at least 1", storage.ErrInvalid, limit))
+	}
+	var list []storage.LeasedDelivery
+	err := s.read("list dead letters", func(q queryer) error {
+		var args []any
+		where := filterSQL(filter, &args)
+		args = append(args, limit)
+		rows, err := q.QueryContext(ctx, `SELECT `+leasedColumns+` FROM inbox WHERE state = 'dead'`+where+`
+			ORDER BY visible_at, id LIMIT ?`, args...)
+		if err != nil {
+			return err
+		}
+		list, err = collectLeased(rows)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// Requeue moves a dead delivery back to pending, visible at now, with no attempts used.
+func (s *Store) Requeue(ctx context.Context, inboxID string, now time.Time) error {
+	return s.write(ctx, "requeue", func(tx *sql.Tx) error {
+		matched, err := affected(tx.ExecContext(ctx, `UPDATE inbox SET state = 'pending', attempts = 0, visible_at = ?,
+			dead_at = NULL, lease_token = NULL, leased_until = NULL WHERE id = ? AND state = 'dead'`,
+			micros(now), inboxID))
+		if err == nil && !matched {
+			return fmt.Errorf("dead inbox record %q: %w", inboxID, storage.ErrNotFound)
+		}
+		return err
+	})
+}
+
+// InboxStats counts the deliveries of every endpoint that has any not yet acked.
+func (s *Store) InboxStats(ctx context.Context) ([]storage.EndpointInboxStats, error) {
+	var list []storage.EndpointInboxStats
+	err := s.read("inbox stats", func(q queryer) error {
+		rows, err := q.QueryContext(ctx, `SELECT endpoint_id,
+			count(CASE WHEN state = 'pending' THEN 1 END),
+			count(CASE WHEN state = 'leased' THEN 1 END),
+			count(CASE WHEN state = 'dead' THEN 1 END),
+			min(CASE WHEN state = 'pending' THEN visible_at END)
+			FROM inbox WHERE state IN ('pending', 'leased', 'dead') GROUP BY endpoint_id ORDER BY endpoint_id`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				st     storage.EndpointInboxStats
+				oldest sql.NullInt64
+			)
+			if err := rows.Scan(&st.EndpointID, &st.Pending, &st.Leased, &st.Dead, &oldest); err != nil {
+				return err
+			}
+			st.OldestPendingAt = fromNullMicros(oldest)
+			list = append(list, st)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// Sweep deletes one batch of old acked inbox records and one of old claims whose inbox
+// record is acked or gone, in one write transaction; each DELETE picks its batch with a LIMIT
+// subquery, as on the other backend.
+func (s *Store) Sweep(ctx context.Context, req storage.SweepRequest) (storage.SweepResult, error) {
+	if req.Batch < 1 {
+		return storage.SweepResult{}, s.fail("sweep", fmt.Errorf("%w: Batch %d, want at least 1", storage.ErrInvalid, req.Batch))
+	}
+	var res storage.SweepResult
+	err := s.write(ctx, "sweep", func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `DELETE FROM inbox WHERE id IN (
+			SELECT id FROM inbox WHERE state = 'acked' AND acked_at < ? LIMIT ?)`,
+			micros(req.AckedBefore), req.Batch)
+		if err != nil {
+			return fmt.Errorf("inbox: %w", err)
+		}
+		if res.InboxDeleted, err = r.RowsAffected(); err != nil {
+			return err
+		}
+		r, err = tx.ExecContext(ctx, `DELETE FROM claims WHERE (scope, event_id) IN (
+			SELECT c.scope, c.event_id FROM claims AS c LEFT JOIN inbox AS i ON i.id = c.inbox_id
+			WHERE c.first_received_at < ? AND (i.id IS NULL OR i.state = 'acked') LIMIT ?)`,
+			micros(req.ClaimsBefore), req.Batch)
+		if err != nil {
+			return fmt.Errorf("claims: %w", err)
+		}
+		res.ClaimsDeleted, err = r.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return storage.SweepResult{}, err
+	}
+	return res, nil
+}
+
+// collectLeased reads every row of leasedColumns and closes rows.
+func collectLeased(rows *sql.Rows) ([]storage.LeasedDelivery, error) {
+	defer rows.Close()
+	var list []storage.LeasedDelivery
+	for rows.Next() {
+		var (
+			d                     storage.LeasedDelivery
+			headers               []byte
+			receivedAt, visibleAt int64
+			leaseToken, lastError sql.NullString
+			leasedUntil           sql.NullInt64
+		)
+		err := rows.Scan(&d.InboxID, &d.Scope, &d.EventID, &d.EndpointID, &d.OperationKey, &d.SecretID, &d.Method,
+			&d.URL, &headers, &d.Body, &receivedAt, &d.State, &d.Attempts, &leaseToken, &leasedUntil, &visibleAt,
+			&lastError)
+		if err != nil {
+			return nil, err
+		}
+		if d.Headers, err = storage.DecodeHeaders(headers); err != nil {
+			return nil, fmt.Errorf("inbox record %q: %w", d.InboxID, err)
+		}
+		d.ReceivedAt = fromMicros(receivedAt)
+		d.VisibleAt = fromMicros(visibleAt)
+		d.LeasedUntil = fromNullMicros(leasedUntil)
+		d.LeaseToken = leaseToken.String
+		d.LastError = lastError.String
+		list = append(list, d)
+	}
+	return list, rows.Err()
+}
