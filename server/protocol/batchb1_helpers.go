@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -79,4 +80,29 @@ func b1MarshalJSON(v any) []byte {
 		return nil
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// b1MatchEd25519 returns the id of the first key (a 32-byte Ed25519 public key) under which
+// sig is a valid signature of msg. Keys of another length are skipped. Go's ed25519.Verify
+// refuses non-canonical signatures, so one message has one accepted signature per key.
+func b1MatchEd25519(keys []Key, sig, msg []byte) (string, bool) {
+	for _, k := range keys {
+		if len(k.Material) != ed25519.PublicKeySize {
+			continue
+		}
+		if ed25519.Verify(ed25519.PublicKey(k.Material), msg, sig) {
+			return k.ID, true
+		}
+	}
+	return "", false
+}
+
+// b1RejectNoEd25519Match is the rejection when no key verified the signature.
+func b1RejectNoEd25519Match(header string, keys []Key) error {
+	for _, k := range keys {
+		if len(k.Material) == ed25519.PublicKeySize {
+			return Reject(ReasonSignatureMismatch, "the %s signature does not verify under any public key", header)
+		}
+	}
+	return Reject(ReasonSignatureMismatch, "no public key is configured, so the %s signature cannot verify", header)
 }

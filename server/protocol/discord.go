@@ -1,0 +1,208 @@
+package protocol
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Discord signs interactions and Webhook Events sent to an app's URLs with Ed25519:
+// X-Signature-Ed25519 is the hex signature of X-Signature-Timestamp + raw body (no separator),
+// verifiable with the application's public key as the Developer Portal shows it (64 hex digits).
+const (
+	discordName             = "discord"
+	discordSignatureHeader  = "X-Signature-Ed25519"
+	discordTimestampHeader  = "X-Signature-Timestamp"
+	discordDefaultTolerance = 15 * time.Minute
+)
+
+// Discord payload types this protocol tells apart.
+const (
+	discordWebhookPing  = 0 // Webhook Events PING: answer 204, empty body
+	discordTypeOne      = 1 // interaction PING (answer PONG) or a webhook event (has "event")
+	discordPongResponse = `{"type":1}`
+)
+
+// Discord returns the protocol for Discord interactions endpoints and Webhook Events URLs.
+//
+// Verify rejects, in this order: no X-Signature-Ed25519 (missing signature); a signature that
+// is not 128 lowercase hex digits (malformed signature); no or empty X-Signature-Timestamp, or
+// one that is not decimal unix seconds (missing timestamp); no public key verifying the
+// signature (signature mismatch); the timestamp more than the tolerance away from Now in either
+// direction (timestamp out of tolerance); a body that is not a JSON object with an integer
+// "type" (malformed payload); an interaction other than PING without a non-empty string "id"
+// (missing event id).
+//
+// Authenticated PINGs are answered, never stored: an interaction PING (type 1 without an
+// "event") with 200 {"type":1}; a Webhook Events PING (type 0) with 204 and an empty body.
+func Discord() *Protocol {
+	return &Protocol{
+		Name:             discordName,
+		DisplayName:      "Discord",
+		SignatureScheme:  "Ed25519 (hex) of timestamp + body, X-Signature-Ed25519",
+		SignsTimestamp:   true,
+		DefaultTolerance: discordDefaultTolerance,
+		IdentitySource: `interactions: body JSON field "id" (the interaction snowflake); Webhook Events, whose ` +
+			`payload has no event id: "body-sha256:" + hex SHA-256 of the raw body`,
+		DocsURL: "https://discord.com/developers/docs/interactions/overview#setting-up-an-endpoint-validating-security-request-headers",
+		Retries: "Webhook Events not answered with 204 within 3 seconds are retried \"several times using " +
+			"exponential backoff for up to 10 minutes\" (https://discord.com/developers/docs/events/webhook-events); " +
+			"whether a retry is signed with a fresh timestamp is not documented, so the 15-minute default " +
+			"tolerance accepts the last retry even if it is not. Interactions must be answered within 3 " +
+			"seconds and no retry is documented. Discord also sends deliberately invalid signatures to " +
+			"check that the endpoint rejects them.",
+		ParseSecret:   parseDiscordPublicKey,
+		Verify:        verifyDiscord,
+		Sign:          signDiscord,
+		ExampleSecret: exampleDiscordSecret,
+		ExampleBody:   discordExampleBody,
+	}
+}
+
+// parseDiscordPublicKey decodes the application public key: 64 hex digits (32 bytes).
+func parseDiscordPublicKey(secret string) ([]byte, error) {
+	if len(secret) != 2*ed25519.PublicKeySize {
+		return nil, invalidSecret("a Discord application public key is 64 hex digits")
+	}
+	key, err := hex.DecodeString(secret)
+	if err != nil {
+		return nil, invalidSecret("a Discord application public key is 64 hex digits")
+	}
+	return key, nil
+}
+
+// parseEd25519SigningKeyHex decodes a private key written as 128 hex digits: the 64-byte
+// seed||public-key form that Go's ed25519.PrivateKey and tweetnacl's secretKey use. The public
+// half must match the seed.
+func parseEd25519SigningKeyHex(secret string) (ed25519.PrivateKey, error) {
+	if len(secret) != 2*ed25519.PrivateKeySize {
+		return nil, invalidSecret("the signing key is not 128 hex digits (an Ed25519 seed and public key)")
+	}
+	raw, err := hex.DecodeString(secret)
+	if err != nil {
+		return nil, invalidSecret("the signing key is not 128 hex digits (an Ed25519 seed and public key)")
+	}
+	priv := ed25519.NewKeyFromSeed(raw[:ed25519.SeedSize])
+	if !bytes.Equal(priv, raw) {
+		return nil, invalidSecret("the signing key's public half does not match its seed")
+	}
+	return priv, nil
+}
+
+// exampleDiscordSecret returns a fresh key pair: signing is the 128-hex private key, verifying
+// the 64-hex public key as the Developer Portal displays it.
+func exampleDiscordSecret() (string, string, error) {
+	seed, err := randomBytes(ed25519.SeedSize)
+	if err != nil {
+		return "", "", err
+	}
+	priv := ed25519.NewKeyFromSeed(seed)
+	return hex.EncodeToString(priv), hex.EncodeToString(priv.Public().(ed25519.PublicKey)), nil
+}
+
+// discordExampleBody is an APPLICATION_COMMAND interaction whose id is the event id.
+func discordExampleBody(eventID string) []byte {
+	return b1MarshalJSON(map[string]any{
+		"app_permissions": "442368",
+		"application_id":  "1234560123453231555",
+		"channel_id":      "1234560123453231556",
+		"data":            map[string]any{"id": "1234560123453231557", "name": "ping", "type": 1},
+		"guild_id":        "1234560123453231558",
+		"id":              eventID,
+		"locale":          "en-US",
+		"token":           "aW50ZXJhY3Rpb246MTIzNDU2MDEyMzQ1MzIzMTU1OTpleGFtcGxl",
+		"type":            2,
+		"version":         1,
+	})
+}
+
+func verifyDiscord(req *Request, keys []Key, p Params) (Result, error) {
+	if req == nil {
+		return Result{}, Reject(ReasonMissingSignature, "no request")
+	}
+	raw, ok := req.Headers.Get(discordSignatureHeader)
+	if !ok {
+		return Result{}, Reject(ReasonMissingSignature, "no %s header", discordSignatureHeader)
+	}
+	sig, ok := decodeLowerHex(raw, ed25519.SignatureSize)
+	if !ok {
+		return Result{}, Reject(ReasonMalformedSignature, "%s is not 128 lowercase hex digits", discordSignatureHeader)
+	}
+	tsRaw, _ := req.Headers.Get(discordTimestampHeader)
+	if tsRaw == "" {
+		return Result{}, Reject(ReasonMissingTimestamp, "no %s header", discordTimestampHeader)
+	}
+	ts, ok := parseUnixSeconds(tsRaw)
+	if !ok {
+		return Result{}, Reject(ReasonMissingTimestamp, "%s is not decimal unix seconds", discordTimestampHeader)
+	}
+	msg := make([]byte, 0, len(tsRaw)+len(req.Body))
+	msg = append(append(msg, tsRaw...), req.Body...)
+	keyID, ok := b1MatchEd25519(keys, sig, msg)
+	if !ok {
+		return Result{}, b1RejectNoEd25519Match(discordSignatureHeader, keys)
+	}
+	if err := checkTimestamp(ts, p.Now, effectiveTolerance(p, discordDefaultTolerance)); err != nil {
+		return Result{}, err
+	}
+	res, err := discordIdentity(req.Body)
+	if err != nil {
+		return Result{}, err
+	}
+	res.KeyID = keyID
+	return res, nil
+}
+
+// discordIdentity answers PINGs and finds the identity of interactions and webhook events.
+func discordIdentity(body []byte) (Result, error) {
+	top, err := b1JSONObject(body)
+	if err != nil {
+		return Result{}, err
+	}
+	var typ int64
+	rawType, ok := top["type"]
+	if !ok || json.Unmarshal(rawType, &typ) != nil {
+		return Result{}, Reject(ReasonMalformedPayload, `body has no integer "type"`)
+	}
+	_, isWebhookEvent := top["event"]
+	switch {
+	case typ == discordWebhookPing:
+		return Result{Handshake: &Reply{Status: 204, Headers: Headers{{Name: "Content-Type", Value: "application/json"}}}}, nil
+	case typ == discordTypeOne && isWebhookEvent:
+		return Result{EventID: b1BodySHA256ID(body)}, nil
+	case typ == discordTypeOne:
+		return Result{Handshake: b1JSONReply([]byte(discordPongResponse))}, nil
+	}
+	id, _, ok := b1String(top, "id")
+	if !ok || id == "" {
+		return Result{}, Reject(ReasonMissingEventID, `interaction has no non-empty string "id"`)
+	}
+	return Result{EventID: id}, nil
+}
+
+// signDiscord produces the two headers Discord sends. An application has one key pair, so
+// only secrets[0] (the 128-hex private key) signs.
+func signDiscord(in SignInput, secrets []string) (Headers, error) {
+	if len(secrets) == 0 {
+		return nil, errors.New("discord: sign needs a private key")
+	}
+	if in.Timestamp.IsZero() || in.Timestamp.Unix() < 0 {
+		return nil, errors.New("discord: sign needs a timestamp at or after 1970")
+	}
+	priv, err := parseEd25519SigningKeyHex(strings.TrimSpace(secrets[0]))
+	if err != nil {
+		return nil, fmt.Errorf("discord: %w", err)
+	}
+	ts := strconv.FormatInt(in.Timestamp.Unix(), 10)
+	sig := ed25519.Sign(priv, append([]byte(ts), in.Body...))
+	return Headers{
+		{Name: discordSignatureHeader, Value: hex.EncodeToString(sig)},
+		{Name: discordTimestampHeader, Value: ts},
+	}, nil
+}
