@@ -34,3 +34,5 @@ func storageStatus(ctx context.Context, log *slog.Logger, op string, err error) 
 		return status.Error(codes.Unavailable, op+": storage failure, retry later")
 	}
 }
+
+func isNotFound(err error) bool { return errors.Is(err, storage.ErrNotFound) }

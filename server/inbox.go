@@ -72,6 +72,7 @@ func (s *Server) Lease(ctx context.Context, req *hookverifyv1.LeaseRequest) (*ho
 	if err != nil {
 		return nil, storageStatus(ctx, s.log, "lease", err)
 	}
+	s.metrics.observeLease(leased)
 	resp := &hookverifyv1.LeaseResponse{Deliveries: make([]*hookverifyv1.InboxDelivery, len(leased))}
 	for i, d := range leased {
 		resp.Deliveries[i] = inboxDeliveryToProto(d)
@@ -91,6 +92,7 @@ func (s *Server) Ack(ctx context.Context, req *hookverifyv1.AckRequest) (*hookve
 	if err := ib.Ack(ctx, req.GetInboxId(), req.GetLeaseToken(), s.clock()); err != nil {
 		return nil, leaseStatus(ctx, s, "ack", err)
 	}
+	s.metrics.observeAck()
 	return &hookverifyv1.AckResponse{}, nil
 }
 
@@ -115,6 +117,7 @@ func (s *Server) Nack(ctx context.Context, req *hookverifyv1.NackRequest) (*hook
 	if err != nil {
 		return nil, leaseStatus(ctx, s, "nack", err)
 	}
+	s.metrics.observeNack(dead)
 	return &hookverifyv1.NackResponse{DeadLettered: dead}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/storage"
 )
 
 // Metrics are hookverify's Prometheus metrics. Two kinds of health are measured apart: delivery
@@ -106,4 +107,34 @@ func (m *Metrics) interceptor(ctx context.Context, req any, info *grpc.UnaryServ
 	m.rpcs.WithLabelValues(info.FullMethod, status.Code(err).String()).Inc()
 	m.rpcLatency.WithLabelValues(info.FullMethod).Observe(time.Since(start).Seconds())
 	return resp, err
+}
+
+func (m *Metrics) observeLease(leased []storage.LeasedDelivery) {
+	if m == nil {
+		return
+	}
+	for _, d := range leased {
+		if d.Attempts > 1 {
+			m.redeliveries.Inc()
+		}
+	}
+}
+
+func (m *Metrics) observeAck() {
+	if m != nil {
+		m.acks.Inc()
+	}
+}
+
+func (m *Metrics) observeNack(dead bool) {
+	if m != nil && dead {
+		m.deadLettered.Inc()
+	}
+}
+
+func (m *Metrics) observeSweep(r storage.SweepResult) {
+	if m != nil {
+		m.sweptInbox.Add(float64(r.InboxDeleted))
+		m.sweptClaims.Add(float64(r.ClaimsDeleted))
+	}
 }

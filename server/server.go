@@ -55,6 +55,13 @@ type Options struct {
 	// MaxAttempts is how many leases a delivery gets before it moves to the dead letters.
 	// Defaults to DefaultMaxAttempts.
 	MaxAttempts int
+	// MaxPendingPerEndpoint and MaxPendingTotal bound unfinished (pending plus leased) inbox
+	// deliveries; above them new events are refused with RESOURCE_EXHAUSTED. Zero: no limit.
+	// They take effect while RunInboxMonitor runs.
+	MaxPendingPerEndpoint int64
+	MaxPendingTotal       int64
+	// Metrics, when set, are updated by every call (see NewMetrics).
+	Metrics *Metrics
 }
 
 // Server holds the gRPC services. It answers UNAVAILABLE, and health reports NOT_SERVING, until
@@ -69,8 +76,13 @@ type Server struct {
 	log         *slog.Logger
 	now         func() time.Time
 	maxAttempts int
+	metrics     *Metrics
 	store       atomic.Pointer[storeHolder]
-	health      *health.Server
+	depth       atomic.Pointer[inboxDepth]
+
+	maxPendingPerEndpoint int64
+	maxPendingTotal       int64
+	health                *health.Server
 }
 
 type storeHolder struct{ storage.Store }
@@ -93,6 +105,8 @@ func New(opts Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.metrics = opts.Metrics
+	s.maxPendingPerEndpoint, s.maxPendingTotal = opts.MaxPendingPerEndpoint, opts.MaxPendingTotal
 	s.maxAttempts = opts.MaxAttempts
 	if s.maxAttempts <= 0 {
 		s.maxAttempts = DefaultMaxAttempts
@@ -140,9 +154,13 @@ func (s *Server) Register(g *grpc.Server) {
 // NewGRPCServer returns a grpc.Server with hookverify's limits and interceptors (panic
 // recovery first, then logging) and every service registered.
 func (s *Server) NewGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
+	interceptors := []grpc.UnaryServerInterceptor{s.recoverInterceptor, s.logInterceptor}
+	if s.metrics != nil {
+		interceptors = append(interceptors, s.metrics.interceptor)
+	}
 	opts := append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxRecvMsgSize),
-		grpc.ChainUnaryInterceptor(s.recoverInterceptor, s.logInterceptor),
+		grpc.ChainUnaryInterceptor(interceptors...),
 	}, extra...)
 	g := grpc.NewServer(opts...)
 	s.Register(g)
@@ -160,6 +178,7 @@ func (s *Server) recoverInterceptor(ctx context.Context, req any, info *grpc.Una
 }
 
 func (s *Server) logInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	ctx = withRequestID(ctx)
 	start := time.Now()
 	resp, err := handler(ctx, req)
 	attrs := []any{"method", info.FullMethod, "code", status.Code(err).String(), "duration", time.Since(start)}
@@ -172,6 +191,10 @@ func (s *Server) logInterceptor(ctx context.Context, req any, info *grpc.UnarySe
 	if err != nil {
 		attrs = append(attrs, "err", status.Convert(err).Message())
 	}
-	s.log.DebugContext(ctx, "rpc", attrs...)
+	level := slog.LevelDebug
+	if err != nil {
+		level = slog.LevelInfo
+	}
+	s.log.Log(ctx, level, "rpc", attrs...)
 	return resp, err
 }

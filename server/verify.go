@@ -26,6 +26,19 @@ const maxEventIDBytes = 512
 // (endpoint limit) → signature and, where signed, timestamp → event identity → claim. A
 // duplicate is reported only after authentication, and a rejected delivery writes nothing.
 func (s *Server) Verify(ctx context.Context, req *hookverifyv1.VerifyRequest) (*hookverifyv1.VerifyResponse, error) {
+	start := time.Now()
+	var labels verifyLabels
+	resp, err := s.verify(ctx, req, &labels)
+	if err == nil {
+		s.metrics.observeVerdict(labels.endpoint, labels.provider, resp, time.Since(start))
+	}
+	return resp, err
+}
+
+// verifyLabels are the metric labels of one Verify call, known once the endpoint is found.
+type verifyLabels struct{ endpoint, provider string }
+
+func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, labels *verifyLabels) (*hookverifyv1.VerifyResponse, error) {
 	if err := validateVerifyRequest(req); err != nil {
 		return nil, err
 	}
@@ -44,6 +57,7 @@ func (s *Server) Verify(ctx context.Context, req *hookverifyv1.VerifyRequest) (*
 	if err != nil {
 		return nil, storageStatus(ctx, s.log, "verify", err)
 	}
+	labels.endpoint, labels.provider = endpoint.ID, endpoint.Provider
 	if endpoint.Disabled {
 		return rejected(hookverifyv1.RejectReason_REJECT_REASON_ENDPOINT_DISABLED, "endpoint is disabled"), nil
 	}
@@ -99,9 +113,19 @@ func (s *Server) Verify(ctx context.Context, req *hookverifyv1.VerifyRequest) (*
 	for i, h := range req.GetHeaders() {
 		delivery.Headers[i] = storage.Header{Name: h.GetName(), Value: h.GetValue()}
 	}
-	claim, err := st.Claim(ctx, delivery)
+	var claim storage.ClaimResult
+	if why := s.overLimit(endpoint.ID); why != "" {
+		claim, err = s.backpressure(ctx, st, delivery, why)
+	} else {
+		claimStart := time.Now()
+		claim, err = st.Claim(ctx, delivery)
+		s.metrics.observeClaim(time.Since(claimStart))
+		if err != nil {
+			err = storageStatus(ctx, s.log, "verify", err)
+		}
+	}
 	if err != nil {
-		return nil, storageStatus(ctx, s.log, "verify", err)
+		return nil, err
 	}
 	resp := &hookverifyv1.VerifyResponse{
 		Verdict:         hookverifyv1.Verdict_VERDICT_ACCEPTED,

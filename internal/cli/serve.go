@@ -8,9 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -84,14 +86,35 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
+	return slog.New(server.NewLogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))), nil
+}
+
+// serveConfig are the server settings beyond storage.
+type serveConfig struct {
+	listen                string
+	httpListen            string
+	maxAttempts           int
+	maxPendingPerEndpoint int64
+	maxPendingTotal       int64
+	retention             server.Retention
+}
+
+func (c *serveConfig) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:7700", "gRPC listen address; only loopback until caller authentication exists")
+	fs.StringVar(&c.httpListen, "http-listen", "", "address for /metrics, /healthz and /readyz (e.g. 127.0.0.1:7701); empty: off")
+	fs.IntVar(&c.maxAttempts, "max-attempts", server.DefaultMaxAttempts, "leases a delivery gets before it moves to the dead letters")
+	fs.Int64Var(&c.maxPendingPerEndpoint, "max-pending-per-endpoint", 0, "unfinished deliveries per endpoint above which new events get RESOURCE_EXHAUSTED (0: no limit)")
+	fs.Int64Var(&c.maxPendingTotal, "max-pending-total", 0, "unfinished deliveries in all above which new events get RESOURCE_EXHAUSTED (0: no limit)")
+	fs.DurationVar(&c.retention.DedupeWindow, "dedupe-window", 30*24*time.Hour, "how long claims are kept; must outlast every provider's retries")
+	fs.DurationVar(&c.retention.AckedRetention, "inbox-retention", 7*24*time.Hour, "how long acked inbox records are kept")
 }
 
 func runServe(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "serve")
 	var cfg storeConfig
 	cfg.register(fs)
-	listen := fs.String("listen", "127.0.0.1:7700", "gRPC listen address; only loopback until caller authentication exists")
+	var sc serveConfig
+	sc.register(fs)
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -100,18 +123,23 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := requireLoopback(*listen); err != nil {
+	if err := requireLoopback(sc.listen); err != nil {
 		return err
+	}
+	if sc.httpListen != "" {
+		if err := requireLoopback(sc.httpListen); err != nil {
+			return fmt.Errorf("--http-listen: %w", err)
+		}
 	}
 	keyring, err := cfg.keyring(log)
 	if err != nil {
 		return err
 	}
-	running, err := startServer(ctx, log, *listen, keyring, cfg.openStore)
+	running, err := startServerWith(ctx, log, sc, keyring, cfg.openStore)
 	if err != nil {
 		return err
 	}
-	log.Info("hookverify serving", "addr", running.addr)
+	log.Info("hookverify serving", "addr", running.addr, "http", running.httpAddr)
 	<-ctx.Done()
 	log.Info("shutting down")
 	running.stop()
@@ -156,28 +184,51 @@ func requireLoopback(addr string) error {
 
 // runningServer is a started gRPC server and its store.
 type runningServer struct {
-	addr   string
-	srv    *server.Server
-	grpc   *grpc.Server
-	cancel context.CancelFunc
-	done   chan struct{}
-	store  chan storage.Store
+	addr       string
+	httpAddr   string
+	http       *http.Server
+	background sync.WaitGroup
+	srv        *server.Server
+	grpc       *grpc.Server
+	cancel     context.CancelFunc
+	done       chan struct{}
+	store      chan storage.Store
 }
 
 // startServer listens, then opens the store in the background (retrying while the database is
 // unreachable) and reports SERVING once it is open and migrated.
 func startServer(ctx context.Context, log *slog.Logger, listen string, keyring *secretbox.Keyring, open func(context.Context) (storage.Store, error)) (*runningServer, error) {
-	srv, err := server.New(server.Options{Keyring: keyring, Protocols: protocol.Default(), Logger: log})
+	return startServerWith(ctx, log, serveConfig{listen: listen}, keyring, open)
+}
+
+// startServerWith is startServer with every serve setting; once storage is ready it also runs
+// the inbox monitor (backpressure, gauges) and the retention sweeper.
+func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyring *secretbox.Keyring, open func(context.Context) (storage.Store, error)) (*runningServer, error) {
+	srv, err := server.New(server.Options{
+		Keyring: keyring, Protocols: protocol.Default(), Logger: log, Metrics: server.NewMetrics(),
+		MaxAttempts: sc.maxAttempts, MaxPendingPerEndpoint: sc.maxPendingPerEndpoint, MaxPendingTotal: sc.maxPendingTotal,
+	})
 	if err != nil {
 		return nil, err
 	}
-	lis, err := net.Listen("tcp", listen)
+	lis, err := net.Listen("tcp", sc.listen)
 	if err != nil {
-		return nil, fmt.Errorf("listening on %s: %w", listen, err)
+		return nil, fmt.Errorf("listening on %s: %w", sc.listen, err)
 	}
 	g := srv.NewGRPCServer()
 	ctx, cancel := context.WithCancel(ctx)
 	r := &runningServer{addr: lis.Addr().String(), srv: srv, grpc: g, cancel: cancel, done: make(chan struct{}), store: make(chan storage.Store, 1)}
+	if sc.httpListen != "" {
+		hl, err := net.Listen("tcp", sc.httpListen)
+		if err != nil {
+			lis.Close()
+			cancel()
+			return nil, fmt.Errorf("listening on %s: %w", sc.httpListen, err)
+		}
+		r.httpAddr = hl.Addr().String()
+		r.http = &http.Server{Handler: srv.HTTPHandler(), ReadHeaderTimeout: 5 * time.Second}
+		go r.http.Serve(hl)
+	}
 	go func() {
 		if err := g.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			log.Error("grpc server stopped", "err", err)
@@ -192,6 +243,9 @@ func startServer(ctx context.Context, log *slog.Logger, listen string, keyring *
 				srv.SetStore(st)
 				r.store <- st
 				log.Info("storage ready")
+				r.background.Add(2)
+				go func() { defer r.background.Done(); srv.RunInboxMonitor(ctx, time.Second) }()
+				go func() { defer r.background.Done(); srv.RunRetention(ctx, sc.retention) }()
 				return
 			}
 			log.Warn("storage not ready; retrying", "err", err, "in", backoff)
@@ -230,7 +284,13 @@ func (r *runningServer) stop() {
 	case <-time.After(10 * time.Second):
 		r.grpc.Stop()
 	}
+	if r.http != nil {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		r.http.Shutdown(shutdownCtx)
+		cancel()
+	}
 	<-r.done
+	r.background.Wait()
 	select {
 	case st := <-r.store:
 		r.srv.SetStore(nil)

@@ -1,0 +1,111 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/hookverify/hookverify/storage"
+)
+
+// BackpressureRetryAfter is the retry hint sent with RESOURCE_EXHAUSTED; edges turn it into
+// 503 with Retry-After so the provider comes back later and nothing is lost.
+const BackpressureRetryAfter = 30 * time.Second
+
+// inboxDepth is a snapshot of unfinished (pending plus leased) deliveries.
+type inboxDepth struct {
+	perEndpoint map[string]int64
+	total       int64
+}
+
+// RunInboxMonitor refreshes the inbox depth used for backpressure and the inbox gauges every
+// interval until ctx ends. Limits are checked against this snapshot, so they may be overshot by
+// about one interval of traffic: that is the price of not counting rows on every delivery.
+func (s *Server) RunInboxMonitor(ctx context.Context, interval time.Duration) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		s.refreshInboxDepth(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// refreshInboxDepth reads the inbox statistics once; on failure it keeps the last snapshot.
+func (s *Server) refreshInboxDepth(ctx context.Context) {
+	ib, err := s.inbox()
+	if err != nil {
+		return
+	}
+	stats, err := ib.InboxStats(ctx)
+	if err != nil {
+		s.log.WarnContext(ctx, "inbox stats unavailable", "err", err)
+		return
+	}
+	now := s.clock()
+	depth := &inboxDepth{perEndpoint: make(map[string]int64, len(stats))}
+	if s.metrics != nil {
+		s.metrics.inboxPending.Reset()
+		s.metrics.inboxLeased.Reset()
+		s.metrics.inboxDead.Reset()
+		s.metrics.inboxOldest.Reset()
+	}
+	for _, st := range stats {
+		depth.perEndpoint[st.EndpointID] = st.Pending + st.Leased
+		depth.total += st.Pending + st.Leased
+		if s.metrics != nil {
+			s.metrics.inboxPending.WithLabelValues(st.EndpointID).Set(float64(st.Pending))
+			s.metrics.inboxLeased.WithLabelValues(st.EndpointID).Set(float64(st.Leased))
+			s.metrics.inboxDead.WithLabelValues(st.EndpointID).Set(float64(st.Dead))
+			age := 0.0
+			if !st.OldestPendingAt.IsZero() {
+				age = max(now.Sub(st.OldestPendingAt), 0).Seconds()
+			}
+			s.metrics.inboxOldest.WithLabelValues(st.EndpointID).Set(age)
+		}
+	}
+	s.depth.Store(depth)
+}
+
+// overLimit says which inbox limit, if any, a new delivery for the endpoint would break.
+func (s *Server) overLimit(endpointID string) string {
+	depth := s.depth.Load()
+	if depth == nil {
+		return ""
+	}
+	if s.maxPendingPerEndpoint > 0 && depth.perEndpoint[endpointID] >= s.maxPendingPerEndpoint {
+		return fmt.Sprintf("endpoint inbox holds %d unfinished deliveries (limit %d)", depth.perEndpoint[endpointID], s.maxPendingPerEndpoint)
+	}
+	if s.maxPendingTotal > 0 && depth.total >= s.maxPendingTotal {
+		return fmt.Sprintf("inbox holds %d unfinished deliveries (limit %d)", depth.total, s.maxPendingTotal)
+	}
+	return ""
+}
+
+// backpressure answers a new delivery while an inbox limit is reached: a repeat of an accepted
+// event still gets DUPLICATE (it costs nothing), a new one RESOURCE_EXHAUSTED with a retry hint.
+func (s *Server) backpressure(ctx context.Context, st storage.Store, d storage.Delivery, why string) (storage.ClaimResult, error) {
+	claim, err := st.LookupClaim(ctx, d.Scope, d.EventID)
+	if err == nil {
+		return claim, nil
+	}
+	if !isNotFound(err) {
+		return storage.ClaimResult{}, storageStatus(ctx, s.log, "verify", err)
+	}
+	if s.metrics != nil {
+		s.metrics.backpressure.WithLabelValues(d.EndpointID).Inc()
+	}
+	st2 := status.New(codes.ResourceExhausted, "inbox full, retry later: "+why)
+	if withHint, err := st2.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(BackpressureRetryAfter)}); err == nil {
+		st2 = withHint
+	}
+	return storage.ClaimResult{}, st2.Err()
+}

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/hookverify/hookverify/storage"
+)
+
+// Retention configures the sweeper.
+type Retention struct {
+	// DedupeWindow is how long claims are kept: a redelivery within it is a duplicate. It must
+	// outlast every provider's retry window (Stripe retries for 3 days). Default 30 days.
+	DedupeWindow time.Duration
+	// AckedRetention is how long acked inbox records are kept. Default 7 days.
+	AckedRetention time.Duration
+	// Interval between sweeps. Default 1 minute.
+	Interval time.Duration
+	// Batch is the most rows one statement deletes. Default 500.
+	Batch int
+}
+
+func (r Retention) withDefaults() Retention {
+	if r.DedupeWindow <= 0 {
+		r.DedupeWindow = 30 * 24 * time.Hour
+	}
+	if r.AckedRetention <= 0 {
+		r.AckedRetention = 7 * 24 * time.Hour
+	}
+	if r.Interval <= 0 {
+		r.Interval = time.Minute
+	}
+	if r.Batch <= 0 {
+		r.Batch = 500
+	}
+	return r
+}
+
+// RunRetention sweeps on every interval until ctx ends. Several instances may sweep at once:
+// each batch is its own statement, and deleting an already deleted row is a no-op.
+func (s *Server) RunRetention(ctx context.Context, r Retention) {
+	r = r.withDefaults()
+	ticker := time.NewTicker(r.Interval)
+	defer ticker.Stop()
+	for {
+		if _, err := s.SweepOnce(ctx, r); err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "retention sweep failed; will retry", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// SweepOnce deletes, batch by batch, everything older than the retention allows and returns
+// the totals.
+func (s *Server) SweepOnce(ctx context.Context, r Retention) (storage.SweepResult, error) {
+	r = r.withDefaults()
+	st, err := s.storage()
+	if err != nil {
+		return storage.SweepResult{}, err
+	}
+	rs, ok := st.(storage.RetentionStore)
+	if !ok {
+		return storage.SweepResult{}, nil
+	}
+	now := s.clock()
+	req := storage.SweepRequest{AckedBefore: now.Add(-r.AckedRetention), ClaimsBefore: now.Add(-r.DedupeWindow), Batch: r.Batch}
+	var total storage.SweepResult
+	for ctx.Err() == nil {
+		res, err := rs.Sweep(ctx, req)
+		if err != nil {
+			return total, err
+		}
+		s.metrics.observeSweep(res)
+		total.InboxDeleted += res.InboxDeleted
+		total.ClaimsDeleted += res.ClaimsDeleted
+		if res.InboxDeleted < int64(r.Batch) && res.ClaimsDeleted < int64(r.Batch) {
+			break
+		}
+	}
+	if total.InboxDeleted+total.ClaimsDeleted > 0 {
+		s.log.InfoContext(ctx, "retention sweep", "inbox_deleted", total.InboxDeleted, "claims_deleted", total.ClaimsDeleted)
+	}
+	return total, ctx.Err()
+}
