@@ -58,6 +58,10 @@ function newVerifierClient(addr, hookverify = loadHookverify()) {
   return new hookverify.VerifierService(addr, grpc.credentials.createInsecure(), {
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+    // Reconnect quickly once hookverify is back: grpc-js's default backoff grows to 120 s, and
+    // every delivery in that window would get a 503.
+    'grpc.initial_reconnect_backoff_ms': 250,
+    'grpc.max_reconnect_backoff_ms': 5000,
   });
 }
 
@@ -96,6 +100,9 @@ function readBody(req, limit) {
       if (!over) resolve(Buffer.concat(chunks, size));
     });
     req.on('error', reject);
+    req.on('close', () => {
+      if (!req.complete) reject(new Error('the connection closed before the body ended'));
+    });
   });
 }
 
@@ -162,7 +169,16 @@ function createEdge(opts = {}) {
   const ownClient = !opts.client;
   const client = opts.client || newVerifierClient(verifierAddr, loadHookverify(protoDir));
 
-  const server = http.createServer(async (req, res) => {
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch((err) => {
+      // A bug, not a verdict: answer 500 (the provider retries) rather than crash the process.
+      log('error', 'edge failed handling a delivery', { error: err && err.message });
+      if (!res.headersSent) sendJSON(res, 500, { status: 'error' });
+      else res.destroy();
+    });
+  });
+
+  async function handle(req, res) {
     const requestId = crypto.randomUUID();
     const match = ROUTE.exec(req.url);
     if (!match) {
@@ -204,39 +220,41 @@ function createEdge(opts = {}) {
       url,
     };
 
-    client.Verify(request, { deadline: Date.now() + deadlineMs }, async (err, resp) => {
-      if (err) {
-        const code = CODE_NAMES[err.code] ?? String(err.code);
-        if (RETRYABLE.has(err.code)) {
-          log('warn', 'hookverify unavailable; asking the provider to retry', {
-            request_id: requestId, endpoint: endpointId, grpc_code: code, detail: err.details,
-          });
-          sendJSON(res, 503, { status: 'unavailable' }, { 'Retry-After': String(retryAfterSeconds) });
-        } else {
-          // INVALID_ARGUMENT, FAILED_PRECONDITION, INTERNAL, UNIMPLEMENTED, ...: the edge or
-          // hookverify is misconfigured. 500 keeps the provider retrying until it is fixed.
-          log('error', 'hookverify refused the call; edge or server misconfigured', {
-            request_id: requestId, endpoint: endpointId, grpc_code: code, detail: err.details,
-          });
-          sendJSON(res, 500, { status: 'error' });
-        }
+    const { err, resp } = await new Promise((resolve) => {
+      client.Verify(request, { deadline: Date.now() + deadlineMs }, (e, answer) => resolve({ err: e, resp: answer }));
+    });
+    if (err) {
+      const code = CODE_NAMES[err.code] ?? String(err.code);
+      if (RETRYABLE.has(err.code)) {
+        log('warn', 'hookverify unavailable; asking the provider to retry', {
+          request_id: requestId, endpoint: endpointId, grpc_code: code, detail: err.details,
+        });
+        sendJSON(res, 503, { status: 'unavailable' }, { 'Retry-After': String(retryAfterSeconds) });
+      } else {
+        // INVALID_ARGUMENT, FAILED_PRECONDITION, INTERNAL, UNIMPLEMENTED, ...: the edge or
+        // hookverify is misconfigured. 500 keeps the provider retrying until it is fixed.
+        log('error', 'hookverify refused the call; edge or server misconfigured', {
+          request_id: requestId, endpoint: endpointId, grpc_code: code, detail: err.details,
+        });
+        sendJSON(res, 500, { status: 'error' });
+      }
+      return;
+    }
+
+    if (onEvent && resp && (resp.verdict === 'VERDICT_ACCEPTED' || resp.verdict === 'VERDICT_DUPLICATE')) {
+      try {
+        await onEvent({ response: resp, request });
+      } catch (hookErr) {
+        log('error', 'handing the event downstream failed; asking the provider to retry', {
+          request_id: requestId, endpoint: endpointId, verdict: resp.verdict,
+          operation_key: resp.operation_key, error: hookErr && hookErr.message,
+        });
+        sendJSON(res, 503, { status: 'unavailable' }, { 'Retry-After': String(retryAfterSeconds) });
         return;
       }
-      if (onEvent && (resp.verdict === 'VERDICT_ACCEPTED' || resp.verdict === 'VERDICT_DUPLICATE')) {
-        try {
-          await onEvent({ response: resp, request });
-        } catch (hookErr) {
-          log('error', 'handing the event downstream failed; asking the provider to retry', {
-            request_id: requestId, endpoint: endpointId, verdict: resp.verdict,
-            operation_key: resp.operation_key, error: hookErr && hookErr.message,
-          });
-          sendJSON(res, 503, { status: 'unavailable' }, { 'Retry-After': String(retryAfterSeconds) });
-          return;
-        }
-      }
-      writeReply(res, resp, { requestId, endpointId, log });
-    });
-  });
+    }
+    writeReply(res, resp, { requestId, endpointId, log });
+  }
 
   if (ownClient) server.on('close', () => client.close());
   return server;

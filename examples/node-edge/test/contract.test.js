@@ -237,6 +237,24 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
     }
   });
 
+  test('a provider that disconnects mid-body causes no call and no crash', async () => {
+    const net = require('node:net');
+    const { port } = new URL(edgeURL);
+    await new Promise((resolve, reject) => {
+      const sock = net.connect(Number(port), '127.0.0.1', () => {
+        sock.write('POST /hooks/ep HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"partial":');
+        setTimeout(() => {
+          sock.destroy();
+          resolve();
+        }, 100);
+      });
+      sock.on('error', reject);
+    });
+    await h.sleep(200);
+    assert.equal(calls.length, 0);
+    assert.equal((await h.request(`${edgeURL}/hooks/ep`, { body: Buffer.from('{}') })).status, 200);
+  });
+
   test('a body above maxBodyBytes gets 413 without a call', async () => {
     const small = createEdge({ verifierAddr: addr, maxBodyBytes: 1024, log: () => {} });
     const url = await h.listen(small);

@@ -54,12 +54,12 @@ async function buildHookverify(dir) {
 }
 
 /**
- * startHookverify spawns `<bin> serve --listen 127.0.0.1:0 --data-dir <dataDir>`, reads the
+ * startHookverify spawns `<bin> serve --listen <listen, default 127.0.0.1:0> --data-dir <dataDir>`, reads the
  * address it bound from its "hookverify serving" log line, and waits until grpc.health.v1
  * reports SERVING. Resolves {proc, addr, stop, logs}.
  */
-async function startHookverify(bin, dataDir, { timeoutMs = 30000 } = {}) {
-  const proc = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir], {
+async function startHookverify(bin, dataDir, { listen = '127.0.0.1:0', timeoutMs = 30000 } = {}) {
+  const proc = spawn(bin, ['serve', '--listen', listen, '--data-dir', dataDir], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   spawned.add(proc);

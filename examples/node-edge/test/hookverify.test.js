@@ -20,6 +20,7 @@ describe('node edge against a real hookverify server', { timeout: 400000 }, () =
   let edge;
   let edgeURL;
   const logs = [];
+  let firstDelivery; // accepted by the first test, redelivered after the restart
 
   before(async () => {
     tmp = h.mkTmp();
@@ -51,6 +52,7 @@ describe('node edge against a real hookverify server', { timeout: 400000 }, () =
   test('a signed delivery is accepted (200), its redelivery is a duplicate (200)', async () => {
     const body = Buffer.from(JSON.stringify({ ref: 'refs/heads/main', after: crypto.randomBytes(20).toString('hex') }));
     const deliveryId = crypto.randomUUID();
+    firstDelivery = { body, deliveryId };
 
     const first = await push(body, { deliveryId });
     assert.equal(first.status, 200, first.body.toString());
@@ -174,7 +176,7 @@ describe('node edge against a real hookverify server', { timeout: 400000 }, () =
     assert.ok(!text.includes(SECRET), text);
   });
 
-  // Runs last: it kills the server.
+  // These two run last, in order: the first kills the server, the second restarts it.
   test('with hookverify killed, the edge answers 503 with Retry-After', async () => {
     await hv.stop();
     const body = Buffer.from('{"ref":"refs/heads/main","while":"down"}');
@@ -187,5 +189,25 @@ describe('node edge against a real hookverify server', { timeout: 400000 }, () =
     assert.ok(line, JSON.stringify(logs));
     assert.ok(['UNAVAILABLE', 'DEADLINE_EXCEEDED'].includes(line.grpc_code), line.grpc_code);
     assert.ok(!JSON.stringify(logs).includes('sha256='));
+  });
+
+  test('once hookverify is back (same address, same data), the edge recovers by itself and earlier events stay duplicates', async () => {
+    hv = await h.startHookverify(bin, path.join(tmp.dir, 'data'), { listen: hv.addr });
+    const body = Buffer.from('{"ref":"refs/heads/main","after":"restart"}');
+    const deliveryId = crypto.randomUUID();
+    const until = Date.now() + 15000;
+    let res;
+    do {
+      res = await push(body, { deliveryId });
+      if (res.status === 200) break;
+      assert.equal(res.status, 503, res.body.toString());
+      await h.sleep(200);
+    } while (Date.now() < until);
+    assert.equal(res.status, 200, 'the edge reconnected within 15 s');
+    assert.deepEqual(JSON.parse(res.body), { status: 'accepted' });
+
+    const again = await push(firstDelivery.body, { deliveryId: firstDelivery.deliveryId });
+    assert.equal(again.status, 200);
+    assert.deepEqual(JSON.parse(again.body), { status: 'duplicate' }, 'accepted before the restart, still a duplicate after it');
   });
 });
