@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -394,3 +395,135 @@ const batchASvixRetries = "Svix retries a failed attempt (non-2xx, or no answer 
 
 // batchAHexString is hex.EncodeToString, for batchAExampleSecret.
 func batchAHexString(b []byte) string { return hex.EncodeToString(b) }
+
+// batchABodyProvider is a provider that signs only the raw body (batchABodyScheme) and names
+// its event in a header or in the body.
+type batchABodyProvider struct {
+	name   string
+	scheme batchABodyScheme
+	secret func(string) ([]byte, error)
+	// identity extracts the event identity of an authenticated request.
+	identity func(req *Request) (string, error)
+	// extra returns the headers Sign adds beside the signature (the identity headers).
+	extra func(in SignInput) (Headers, error)
+}
+
+// verify authenticates the body, then extracts the identity.
+func (b batchABodyProvider) verify(req *Request, keys []Key, _ Params) (Result, error) {
+	keyID, err := b.scheme.authenticate(req, keys)
+	if err != nil {
+		return Result{}, err
+	}
+	id, err := b.identity(req)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{KeyID: keyID, EventID: id}, nil
+}
+
+// sign returns the signature header (one entry per secret for a list scheme, else the first
+// secret's) followed by the extra headers.
+func (b batchABodyProvider) sign(in SignInput, secrets []string) (Headers, error) {
+	keys, err := batchAParseKeys(b.name, secrets, b.secret)
+	if err != nil {
+		return nil, err
+	}
+	h := Headers{{Name: b.scheme.headers[0], Value: b.scheme.signature(in.Body, keys)}}
+	if b.extra != nil {
+		more, err := b.extra(in)
+		if err != nil {
+			return nil, err
+		}
+		h = append(h, more...)
+	}
+	return h, nil
+}
+
+// batchAIDHeader returns an extra-headers function that sends in.EventID in the named header.
+func batchAIDHeader(provider, name string) func(SignInput) (Headers, error) {
+	return func(in SignInput) (Headers, error) {
+		if in.EventID == "" {
+			return nil, fmt.Errorf("%s: sign needs an EventID for %s", provider, name)
+		}
+		return Headers{{Name: name, Value: in.EventID}}, nil
+	}
+}
+
+// batchABodyIdentity is an identity function reading the string at path in the JSON body.
+func batchABodyIdentity(path ...string) func(*Request) (string, error) {
+	return func(req *Request) (string, error) { return batchAJSONString(req.Body, path...) }
+}
+
+// batchABodyHashIdentity is the fallback identity for providers that send no event id.
+func batchABodyHashIdentity(req *Request) (string, error) { return batchABodyHashID(req.Body), nil }
+
+// batchAStdBase64 is base64.StdEncoding.EncodeToString, for batchAExampleSecret.
+func batchAStdBase64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// batchATimedProvider is a provider whose header is "ts=<time><sep>sig=<hex>..." with the
+// signature an HMAC-SHA256 of "<time><join><body>" (Calendly, Paddle, WorkOS).
+type batchATimedProvider struct {
+	name          string
+	header        string
+	sep           byte   // between elements
+	signSep       string // what Sign writes between elements ("," or ", ")
+	tsKey, sigKey string
+	join          string // between the timestamp and the body in the signed message
+	millis        bool   // the timestamp is unix milliseconds, not seconds
+	tolerance     time.Duration
+	secret        func(string) ([]byte, error)
+	identity      func(*Request) (string, error)
+}
+
+// verify checks, in order: the header's presence and form, the signature, the timestamp
+// against the tolerance (both directions), then the identity.
+func (b batchATimedProvider) verify(req *Request, keys []Key, p Params) (Result, error) {
+	if req == nil {
+		return Result{}, Reject(ReasonMissingSignature, "no request")
+	}
+	raw, ok := req.Headers.Get(b.header)
+	if !ok {
+		return Result{}, Reject(ReasonMissingSignature, "no %s header", b.header)
+	}
+	h, err := batchAParseKV(b.header, raw, b.sep, b.tsKey, b.sigKey, sha256.Size)
+	if err != nil {
+		return Result{}, err
+	}
+	keyID, ok := matchKey(keys, h.signatures, sha256.New, batchAConcat(req.Body, h.timestamp, b.join))
+	if !ok {
+		return Result{}, rejectNoMatch(b.header, h.malformed, keys)
+	}
+	ts, _ := parseUnixSeconds(h.timestamp) // digits only, checked by the parser
+	tol := effectiveTolerance(p, b.tolerance)
+	if b.millis {
+		err = batchACheckMillis(ts, p.Now, tol)
+	} else {
+		err = checkTimestamp(ts, p.Now, tol)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	id, err := b.identity(req)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{KeyID: keyID, EventID: id}, nil
+}
+
+// sign writes the header with the timestamp and one signature under the first secret: these
+// providers hold one secret per destination.
+func (b batchATimedProvider) sign(in SignInput, secrets []string) (Headers, error) {
+	keys, err := batchAParseKeys(b.name, secrets, b.secret)
+	if err != nil {
+		return nil, err
+	}
+	if err := batchASignTime(b.name, in.Timestamp); err != nil {
+		return nil, err
+	}
+	ts := strconv.FormatInt(in.Timestamp.Unix(), 10)
+	if b.millis {
+		ts = strconv.FormatInt(in.Timestamp.UnixMilli(), 10)
+	}
+	sig := hex.EncodeToString(hmacSum(sha256.New, keys[0], batchAConcat(in.Body, ts, b.join)))
+	return Headers{{Name: b.header, Value: b.tsKey + "=" + ts + b.signSep + b.sigKey + "=" + sig}}, nil
+}
