@@ -66,30 +66,40 @@ func verifyBasicAuth(req *Request, keys []Key, p Params) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("basic-auth: the endpoint's options are invalid: %w", err)
 	}
-	if req == nil {
-		return Result{}, Reject(ReasonMissingSignature, "no request")
-	}
-	v, ok := req.Headers.Get(basicAuthHeader)
-	if !ok {
-		return Result{}, Reject(ReasonMissingSignature, "no Authorization header")
-	}
-	creds, ok := genericAuthorization(v, "Basic")
-	if !ok {
-		return Result{}, Reject(ReasonMissingSignature, "Authorization does not use the Basic scheme")
-	}
-	decoded, err := base64.StdEncoding.Strict().DecodeString(creds)
-	if err != nil || strings.ContainsAny(creds, "\r\n") || !strings.Contains(string(decoded), ":") {
-		return Result{}, Reject(ReasonMalformedSignature, "Authorization Basic credentials are not base64 of user:password")
-	}
-	keyID, ok := genericMatchCredential(keys, decoded)
-	if !ok {
-		return Result{}, genericRejectCredential("Basic credentials", keys)
+	keyID, err := checkBasicCredentials(req, keys)
+	if err != nil {
+		return Result{}, err
 	}
 	eventID, err := id.eventID(req)
 	if err != nil {
 		return Result{}, err
 	}
 	return Result{KeyID: keyID, EventID: eventID}, nil
+}
+
+// checkBasicCredentials authenticates the Authorization: Basic header of req against keys
+// holding "user:password" bytes and returns the matching key's id. Its errors are *Rejection.
+func checkBasicCredentials(req *Request, keys []Key) (string, error) {
+	if req == nil {
+		return "", Reject(ReasonMissingSignature, "no request")
+	}
+	v, ok := req.Headers.Get(basicAuthHeader)
+	if !ok {
+		return "", Reject(ReasonMissingSignature, "no Authorization header")
+	}
+	creds, ok := genericAuthorization(v, "Basic")
+	if !ok {
+		return "", Reject(ReasonMissingSignature, "Authorization does not use the Basic scheme")
+	}
+	decoded, err := base64.StdEncoding.Strict().DecodeString(creds)
+	if err != nil || strings.ContainsAny(creds, "\r\n") || !strings.Contains(string(decoded), ":") {
+		return "", Reject(ReasonMalformedSignature, "Authorization Basic credentials are not base64 of user:password")
+	}
+	keyID, ok := genericMatchCredential(keys, decoded)
+	if !ok {
+		return "", genericRejectCredential("Basic credentials", keys)
+	}
+	return keyID, nil
 }
 
 // signBasicAuth sends the first secret as Basic credentials: a request carries one

@@ -44,6 +44,7 @@ func Builtin() []*Protocol {
 		Zoom(),
 		Twitch(),
 		Discord(),
+		Telnyx(),
 	}
 }
 
