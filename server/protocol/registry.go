@@ -17,7 +17,6 @@ func Builtin() []*Protocol {
 		Stripe(),
 		GitHub(),
 		StandardWebhooks(),
-		Calendly(),
 		PagerDuty(),
 		Shopify(),
 		Resend(),

@@ -1,0 +1,166 @@
+package protocol
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Telnyx (API v2 webhooks) signs every webhook with Ed25519: telnyx-signature-ed25519 is the
+// base64 signature of "{telnyx-timestamp}|{raw body}", verifiable with the account's public key
+// as the Mission Control Portal shows it (base64 of the 32-byte key).
+const (
+	telnyxName             = "telnyx"
+	telnyxSignatureHeader  = "telnyx-signature-ed25519"
+	telnyxTimestampHeader  = "telnyx-timestamp"
+	telnyxDefaultTolerance = 300 * time.Second
+)
+
+// Telnyx returns the protocol for Telnyx API v2 webhooks.
+//
+// Verify rejects, in this order: no telnyx-signature-ed25519 (missing signature); a signature
+// that is not 64 bytes in padded standard base64 (malformed signature); no or empty
+// telnyx-timestamp, or one that is not decimal unix seconds (missing timestamp); no public key
+// verifying the signature (signature mismatch); the timestamp more than the tolerance away
+// from Now in either direction — stricter than the SDKs, which accept future timestamps
+// (timestamp out of tolerance); a body that is not a JSON object (malformed payload); no
+// non-empty string data.id (missing event id).
+func Telnyx() *Protocol {
+	return &Protocol{
+		Name:             telnyxName,
+		DisplayName:      "Telnyx",
+		SignatureScheme:  `Ed25519 (base64) of "{timestamp}|{body}", telnyx-signature-ed25519`,
+		SignsTimestamp:   true,
+		DefaultTolerance: telnyxDefaultTolerance,
+		IdentitySource:   `body JSON field "data.id" (the event's UUID)`,
+		DocsURL:          "https://developers.telnyx.com/docs/messaging/messages/receiving-webhooks",
+		Retries: "A webhook not acknowledged with a 2xx is sent again (to the failover URL when one is set). " +
+			"Each attempt carries its number in the body (meta.attempt), so every retry is a new body " +
+			"signed afresh with a new telnyx-timestamp; the official SDKs' 300s tolerance " +
+			"(telnyx-python Webhook.DEFAULT_TOLERANCE) is therefore the default, and data.id stays the same.",
+		ParseSecret:   parseTelnyxPublicKey,
+		Verify:        verifyTelnyx,
+		Sign:          signTelnyx,
+		ExampleSecret: exampleTelnyxSecret,
+		ExampleBody:   telnyxExampleBody,
+	}
+}
+
+// parseTelnyxPublicKey decodes the portal's public key: base64 of 32 bytes.
+func parseTelnyxPublicKey(secret string) ([]byte, error) {
+	key, ok := decodeStdBase64(secret, ed25519.PublicKeySize)
+	if !ok {
+		return nil, invalidSecret("a Telnyx public key is 32 bytes in standard base64 (44 characters), as the portal shows it")
+	}
+	return key, nil
+}
+
+// parseTelnyxSigningKey decodes a private key given as base64 of the 32-byte Ed25519 seed,
+// the encoding PyNaCl's SigningKey uses (and telnyx-python's tests sign with).
+func parseTelnyxSigningKey(secret string) (ed25519.PrivateKey, error) {
+	seed, ok := decodeStdBase64(secret, ed25519.SeedSize)
+	if !ok {
+		return nil, invalidSecret("the signing key is not a 32-byte Ed25519 seed in standard base64")
+	}
+	return ed25519.NewKeyFromSeed(seed), nil
+}
+
+// exampleTelnyxSecret returns a fresh key pair: signing is the base64 seed, verifying the
+// base64 public key.
+func exampleTelnyxSecret() (string, string, error) {
+	seed, err := randomBytes(ed25519.SeedSize)
+	if err != nil {
+		return "", "", err
+	}
+	pub := ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
+	return base64.StdEncoding.EncodeToString(seed), base64.StdEncoding.EncodeToString(pub), nil
+}
+
+// telnyxExampleBody is a message.received webhook whose data.id is the event id.
+func telnyxExampleBody(eventID string) []byte {
+	return b1MarshalJSON(map[string]any{
+		"data": map[string]any{
+			"event_type":  "message.received",
+			"id":          eventID,
+			"occurred_at": "2025-12-29T09:20:00.000+00:00",
+			"payload": map[string]any{
+				"direction": "inbound",
+				"from":      map[string]any{"phone_number": "+13125550001"},
+				"to":        []any{map[string]any{"phone_number": "+17735550002"}},
+				"text":      "Hello from Telnyx!",
+				"type":      "SMS",
+			},
+			"record_type": "event",
+		},
+		"meta": map[string]any{"attempt": 1, "delivered_to": "https://example.com/webhooks"},
+	})
+}
+
+func verifyTelnyx(req *Request, keys []Key, p Params) (Result, error) {
+	if req == nil {
+		return Result{}, Reject(ReasonMissingSignature, "no request")
+	}
+	raw, ok := req.Headers.Get(telnyxSignatureHeader)
+	if !ok {
+		return Result{}, Reject(ReasonMissingSignature, "no %s header", telnyxSignatureHeader)
+	}
+	sig, ok := decodeStdBase64(raw, ed25519.SignatureSize)
+	if !ok {
+		return Result{}, Reject(ReasonMalformedSignature, "%s is not 64 bytes in standard base64", telnyxSignatureHeader)
+	}
+	tsRaw, _ := req.Headers.Get(telnyxTimestampHeader)
+	if tsRaw == "" {
+		return Result{}, Reject(ReasonMissingTimestamp, "no %s header", telnyxTimestampHeader)
+	}
+	ts, ok := parseUnixSeconds(tsRaw)
+	if !ok {
+		return Result{}, Reject(ReasonMissingTimestamp, "%s is not decimal unix seconds", telnyxTimestampHeader)
+	}
+	keyID, ok := b1MatchEd25519(keys, sig, telnyxMessage(tsRaw, req.Body))
+	if !ok {
+		return Result{}, b1RejectNoEd25519Match(telnyxSignatureHeader, keys)
+	}
+	if err := checkTimestamp(ts, p.Now, effectiveTolerance(p, telnyxDefaultTolerance)); err != nil {
+		return Result{}, err
+	}
+	top, err := b1JSONObject(req.Body)
+	if err != nil {
+		return Result{}, err
+	}
+	id, _, ok := b1String(b1Object(top, "data"), "id")
+	if !ok || id == "" {
+		return Result{}, Reject(ReasonMissingEventID, `body has no non-empty string "data.id"`)
+	}
+	return Result{KeyID: keyID, EventID: id}, nil
+}
+
+// telnyxMessage is "{timestamp}|{body}" with the header string verbatim, as the SDKs build it.
+func telnyxMessage(ts string, body []byte) []byte {
+	msg := make([]byte, 0, len(ts)+1+len(body))
+	msg = append(msg, ts...)
+	msg = append(msg, '|')
+	return append(msg, body...)
+}
+
+// signTelnyx produces the two headers Telnyx sends. An account has one key pair, so only
+// secrets[0] (the base64 seed) signs.
+func signTelnyx(in SignInput, secrets []string) (Headers, error) {
+	if len(secrets) == 0 {
+		return nil, errors.New("telnyx: sign needs a private key")
+	}
+	if in.Timestamp.IsZero() || in.Timestamp.Unix() < 0 {
+		return nil, errors.New("telnyx: sign needs a timestamp at or after 1970")
+	}
+	priv, err := parseTelnyxSigningKey(secrets[0])
+	if err != nil {
+		return nil, fmt.Errorf("telnyx: %w", err)
+	}
+	ts := strconv.FormatInt(in.Timestamp.Unix(), 10)
+	return Headers{
+		{Name: telnyxSignatureHeader, Value: base64.StdEncoding.EncodeToString(ed25519.Sign(priv, telnyxMessage(ts, in.Body)))},
+		{Name: telnyxTimestampHeader, Value: ts},
+	}, nil
+}
