@@ -35,6 +35,8 @@ const (
 	Closed      Category = "Closed"
 	Migrate     Category = "Migrate"
 	Ping        Category = "Ping"
+	Inbox       Category = "Inbox"
+	Retention   Category = "Retention"
 )
 
 // Options adjusts the suite for one backend. The zero value runs everything.
@@ -65,6 +67,8 @@ func RunWith(t *testing.T, newStore Factory, opts Options) {
 		{Closed, testClosed},
 		{Migrate, testMigrate},
 		{Ping, testPing},
+		{Inbox, testInbox},
+		{Retention, testRetention},
 	}
 	for name, reason := range opts.Skip {
 		known := slices.ContainsFunc(categories, func(c category) bool { return c.name == name })

@@ -1,0 +1,77 @@
+package protocol
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Cal.com signs the raw body (JSON, or the rendered custom payload template) with HMAC-SHA256
+// keyed with the webhook's secret and sends the hex digest in X-Cal-Signature-256; a webhook
+// without a secret sends the literal "no-secret-provided", which is refused here as malformed.
+// There is no timestamp. Source: calcom/cal.com
+// packages/features/webhooks/lib/sendPayload.ts (createWebhookSignature, _sendPayload).
+const (
+	calcomName            = "cal-com"
+	calcomSignatureHeader = "X-Cal-Signature-256"
+)
+
+var calcomMAC = bdBodyMAC{header: calcomSignatureHeader, prefix: "", newHash: sha256.New, size: sha256.Size, encoding: bdHex}
+
+// CalCom returns the protocol for Cal.com webhooks.
+//
+// Verify rejects, in this order: no X-Cal-Signature-256 (missing signature); a value that is not
+// 64 lowercase hex digits, such as "no-secret-provided" (malformed signature); no key matching
+// (signature mismatch). The identity is the body's hash, so it is never missing.
+func CalCom() *Protocol {
+	return &Protocol{
+		Name:            calcomName,
+		DisplayName:     "Cal.com",
+		SignatureScheme: "HMAC-SHA256 (hex) of the raw body, X-Cal-Signature-256",
+		IdentitySource:  "sha256 of the raw body (\"body-sha256:<hex>\"): Cal.com sends no event id; the body carries triggerEvent, createdAt and the booking, so it is the same for one trigger",
+		DocsURL:         "https://cal.com/docs/developing/guides/automation/webhooks",
+		Retries: "The sender in calcom/cal.com (packages/features/webhooks/lib/sendPayload.ts) makes one " +
+			"POST per trigger and the sources read show no automatic retry, so duplicates come only " +
+			"from replays or re-sent triggers. No timestamp is signed, so there is no tolerance; " +
+			"identical bodies are duplicates.",
+		ParseSecret:   bdSharedSecret("Cal.com webhook secret"),
+		Verify:        verifyCalCom,
+		Sign:          signCalCom,
+		ExampleSecret: sharedExample(""),
+		ExampleBody:   calcomExampleBody,
+	}
+}
+
+func verifyCalCom(req *Request, keys []Key, _ Params) (Result, error) {
+	keyID, err := calcomMAC.verify(req, keys)
+	if err != nil {
+		return Result{}, err
+	}
+	id, err := bdBodyIdentity(req.Body), nil
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{KeyID: keyID, EventID: id}, nil
+}
+
+// signCalCom produces the headers Cal.com sends. A webhook has one secret, so only secrets[0] signs.
+func signCalCom(in SignInput, secrets []string) (Headers, error) {
+	if len(secrets) == 0 {
+		return nil, errors.New("cal-com: sign needs a secret")
+	}
+	key, err := bdSharedSecret("Cal.com webhook secret")(secrets[0])
+	if err != nil {
+		return nil, fmt.Errorf("cal-com: %w", err)
+	}
+	return Headers{
+		{Name: "Content-Type", Value: "application/json"},
+		{Name: calcomSignatureHeader, Value: calcomMAC.value(key, in.Body)},
+	}, nil
+}
+
+// calcomExampleBody is a BOOKING_CREATED trigger as sendPayload builds it; the event id goes in the booking uid.
+func calcomExampleBody(eventID string) []byte {
+	id, _ := json.Marshal(eventID)
+	return []byte(`{"triggerEvent":"BOOKING_CREATED","createdAt":"2026-01-05T21:08:38.000Z","payload":{"type":"30min","title":"30 min between Pro Example and John Doe","startTime":"2026-01-12T10:00:00Z","endTime":"2026-01-12T10:30:00Z","organizer":{"name":"Pro Example","email":"pro@example.com","timeZone":"Europe/London"},"attendees":[{"name":"John Doe","email":"john@example.com","timeZone":"Europe/London"}],"uid":` + string(id) + `,"bookingId":91,"status":"ACCEPTED"}}`)
+}

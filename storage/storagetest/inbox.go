@@ -1,0 +1,604 @@
+package storagetest
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookverify/hookverify/storage"
+)
+
+// inboxStore is what the inbox and retention tests use.
+type inboxStore interface {
+	storage.Store
+	storage.InboxStore
+	storage.RetentionStore
+}
+
+// inboxFixture returns a fresh store with endpoints ep-1, ep-2 and ep-3.
+func inboxFixture(t *testing.T, h harness) inboxStore {
+	t.Helper()
+	s := asInbox(t, claimStore(t, h))
+	createEndpoint(t, s, newEndpoint("ep-3"))
+	return s
+}
+
+func asInbox(t *testing.T, s storage.Store) inboxStore {
+	t.Helper()
+	is, ok := s.(inboxStore)
+	if !ok {
+		t.Fatalf("storagetest: %T implements neither storage.InboxStore nor storage.RetentionStore", s)
+	}
+	return is
+}
+
+// deliver claims a delivery to the endpoint in the scope, received at receivedAt; its event id
+// is "evt-" + inboxID.
+func deliver(t *testing.T, s storage.Store, endpointID, scope, inboxID string, receivedAt time.Time) storage.Delivery {
+	t.Helper()
+	d := newDelivery(endpointID, scope, "evt-"+inboxID, inboxID)
+	d.ReceivedAt = receivedAt
+	if r := claim(t, s, d); !r.Accepted {
+		t.Fatalf("Claim %s: not accepted: %+v", inboxID, r)
+	}
+	return d
+}
+
+// leaseAll asks for up to max deliveries at now, leased for a minute under token, with at most
+// three attempts.
+func leaseReq(token string, now time.Time, max int) storage.LeaseRequest {
+	return storage.LeaseRequest{Max: max, Visibility: time.Minute, MaxAttempts: 3, LeaseToken: token, Now: now}
+}
+
+func lease(t *testing.T, s inboxStore, req storage.LeaseRequest) []storage.LeasedDelivery {
+	t.Helper()
+	got, err := s.Lease(t.Context(), req)
+	must(t, err, "Lease "+req.LeaseToken)
+	return got
+}
+
+func inboxIDs(list []storage.LeasedDelivery) []string {
+	ids := make([]string, len(list))
+	for i, d := range list {
+		ids[i] = d.InboxID
+	}
+	return ids
+}
+
+func wantIDs(t *testing.T, got []storage.LeasedDelivery, what string, want ...string) {
+	t.Helper()
+	if ids := inboxIDs(got); !slices.Equal(ids, want) && !(len(ids) == 0 && len(want) == 0) {
+		t.Fatalf("%s: got deliveries %q, want %q", what, ids, want)
+	}
+}
+
+// leasedAs is the LeasedDelivery a Lease must return for d.
+func leasedAs(d storage.Delivery, token string, attempts int, until, visibleAt time.Time, lastError string) storage.LeasedDelivery {
+	return storage.LeasedDelivery{
+		Delivery: d, State: storage.StateLeased, Attempts: attempts, LeaseToken: token,
+		LeasedUntil: until, VisibleAt: visibleAt, LastError: lastError,
+	}
+}
+
+func ack(t *testing.T, s inboxStore, inboxID, token string, now time.Time) {
+	t.Helper()
+	must(t, s.Ack(t.Context(), inboxID, token, now), "Ack "+inboxID)
+}
+
+func nack(t *testing.T, s inboxStore, inboxID, token string, retryAt time.Time, maxAttempts int, now time.Time) bool {
+	t.Helper()
+	dead, err := s.Nack(t.Context(), inboxID, token, retryAt, maxAttempts, "failed: "+token, now)
+	must(t, err, "Nack "+inboxID)
+	return dead
+}
+
+func deadLetters(t *testing.T, s inboxStore, f storage.InboxFilter, limit int) []storage.LeasedDelivery {
+	t.Helper()
+	list, err := s.ListDeadLetters(t.Context(), f, limit)
+	must(t, err, "ListDeadLetters")
+	return list
+}
+
+func inboxStats(t *testing.T, s inboxStore) []storage.EndpointInboxStats {
+	t.Helper()
+	st, err := s.InboxStats(t.Context())
+	must(t, err, "InboxStats")
+	return st
+}
+
+func wantStats(t *testing.T, s inboxStore, what string, want ...storage.EndpointInboxStats) {
+	t.Helper()
+	got := inboxStats(t, s)
+	if len(got) == 0 && len(want) == 0 {
+		return
+	}
+	wantSame(t, want, got, what)
+}
+
+func testInbox(t *testing.T, h harness) {
+	t0 := at(time.Hour)
+
+	t.Run("lease hands out the oldest first, up to Max, counting an attempt", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		var ds []storage.Delivery
+		// Claimed out of order, so that insertion order cannot pass for age.
+		for _, i := range []int{3, 1, 5, 2, 4} {
+			ds = append(ds, deliver(t, s, "ep-1", "ep-1", fmt.Sprintf("d%d", i), at(time.Duration(i)*time.Second)))
+		}
+		slices.SortFunc(ds, func(a, b storage.Delivery) int { return a.ReceivedAt.Compare(b.ReceivedAt) })
+
+		req := leaseReq("tok-1", t0, 2)
+		until := t0.Add(req.Visibility)
+		got := lease(t, s, req)
+		wantSame(t, []storage.LeasedDelivery{
+			leasedAs(ds[0], "tok-1", 1, until, ds[0].ReceivedAt, ""),
+			leasedAs(ds[1], "tok-1", 1, until, ds[1].ReceivedAt, ""),
+		}, got, "first lease")
+
+		wantIDs(t, lease(t, s, leaseReq("tok-2", t0, 10)), "second lease", "d3", "d4", "d5")
+		wantIDs(t, lease(t, s, leaseReq("tok-3", t0, 10)), "lease with everything leased")
+	})
+
+	t.Run("a delivery is not leasable before it is visible", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		d := deliver(t, s, "ep-1", "ep-1", "d1", t0)
+		wantIDs(t, lease(t, s, leaseReq("tok-1", t0.Add(-time.Microsecond), 1)), "lease just before receipt")
+		wantIDs(t, lease(t, s, leaseReq("tok-2", d.ReceivedAt, 1)), "lease at receipt", "d1")
+	})
+
+	t.Run("lease respects the filter", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		received := map[string]time.Time{}
+		for i, d := range []struct{ endpoint, scope, id string }{
+			{"ep-1", "scope-a", "a1"},
+			{"ep-2", "scope-b", "b2"},
+			{"ep-2", "scope-c", "c2"},
+			{"ep-3", "scope-c", "c3"},
+			{"ep-1", "scope-c", "c1"},
+		} {
+			received[d.id] = deliver(t, s, d.endpoint, d.scope, d.id, at(time.Duration(i+1)*time.Second)).ReceivedAt
+		}
+		cases := []struct {
+			name   string
+			filter storage.InboxFilter
+			want   []string
+		}{
+			{"one endpoint", storage.InboxFilter{EndpointIDs: []string{"ep-2"}}, []string{"b2", "c2"}},
+			{"two endpoints", storage.InboxFilter{EndpointIDs: []string{"ep-3", "ep-1"}}, []string{"a1", "c3", "c1"}},
+			{"one scope", storage.InboxFilter{Scopes: []string{"scope-c"}}, []string{"c2", "c3", "c1"}},
+			{"two scopes", storage.InboxFilter{Scopes: []string{"scope-b", "scope-a"}}, []string{"a1", "b2"}},
+			{"endpoints and scopes must both match", storage.InboxFilter{
+				EndpointIDs: []string{"ep-1", "ep-2"}, Scopes: []string{"scope-c"}}, []string{"c2", "c1"}},
+			{"unknown endpoint", storage.InboxFilter{EndpointIDs: []string{"ep-9"}}, nil},
+			{"unknown scope", storage.InboxFilter{Scopes: []string{"ep-1"}}, nil},
+		}
+		for i, c := range cases {
+			req := leaseReq(fmt.Sprintf("tok-%d", i), t0, 10)
+			req.InboxFilter = c.filter
+			req.MaxAttempts = 100
+			got := lease(t, s, req)
+			wantIDs(t, got, c.name, c.want...)
+			// Give them back as they were, so that the next case sees every delivery again.
+			for _, d := range got {
+				nack(t, s, d.InboxID, req.LeaseToken, received[d.InboxID], 100, t0)
+			}
+		}
+	})
+
+	t.Run("a live lease is not leased again; an expired one is, and its old token is lost", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		d := deliver(t, s, "ep-1", "ep-1", "d1", at(time.Second))
+		first := leaseReq("tok-1", t0, 1)
+		wantIDs(t, lease(t, s, first), "first lease", "d1")
+		wantIDs(t, lease(t, s, leaseReq("tok-2", t0.Add(first.Visibility-time.Microsecond), 1)),
+			"lease while the first is live")
+
+		expired := t0.Add(first.Visibility)
+		second := leaseReq("tok-3", expired, 1)
+		wantSame(t, []storage.LeasedDelivery{
+			leasedAs(d, "tok-3", 2, expired.Add(second.Visibility), d.ReceivedAt, ""),
+		}, lease(t, s, second), "lease after expiry")
+
+		wantErr(t, s.Ack(t.Context(), "d1", "tok-1", expired), storage.ErrLeaseLost, "Ack with the expired token")
+		_, err := s.Nack(t.Context(), "d1", "tok-1", expired, 3, "late", expired)
+		wantErr(t, err, storage.ErrLeaseLost, "Nack with the expired token")
+		wantErr(t, s.ExtendLease(t.Context(), "d1", "tok-1", expired.Add(time.Hour), expired), storage.ErrLeaseLost,
+			"ExtendLease with the expired token")
+		ack(t, s, "d1", "tok-3", expired)
+	})
+
+	t.Run("ack ends the delivery", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		d1 := deliver(t, s, "ep-1", "ep-1", "d1", at(1*time.Second))
+		deliver(t, s, "ep-1", "ep-1", "d2", at(2*time.Second))
+		wantIDs(t, lease(t, s, leaseReq("tok-1", t0, 2)), "lease", "d1", "d2")
+		wantStats(t, s, "stats with two leased", storage.EndpointInboxStats{EndpointID: "ep-1", Leased: 2})
+
+		ack(t, s, "d1", "tok-1", t0)
+		wantStats(t, s, "stats after one ack", storage.EndpointInboxStats{EndpointID: "ep-1", Leased: 1})
+		wantErr(t, s.Ack(t.Context(), "d1", "tok-1", t0), storage.ErrLeaseLost, "second Ack")
+		wantErr(t, s.Ack(t.Context(), "d2", "tok-other", t0), storage.ErrLeaseLost, "Ack with another token")
+		wantErr(t, s.Ack(t.Context(), "nope", "tok-1", t0), storage.ErrNotFound, "Ack of an unknown delivery")
+		ack(t, s, "d2", "tok-1", t0.Add(time.Second))
+		wantStats(t, s, "stats after both acks")
+
+		// Acked deliveries are never leased again, not even when their lease would have ended.
+		wantIDs(t, lease(t, s, leaseReq("tok-2", t0.Add(24*time.Hour), 10)), "lease after the acks")
+		// The record stays until retention removes it.
+		wantSame(t, d1, getDelivery(t, s, "d1"), "acked delivery")
+	})
+
+	t.Run("an ack after the lease expired is lost even if nobody leased it again", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		deliver(t, s, "ep-1", "ep-1", "d1", at(time.Second))
+		req := leaseReq("tok-1", t0, 1)
+		lease(t, s, req)
+		wantErr(t, s.Ack(t.Context(), "d1", "tok-1", t0.Add(req.Visibility)), storage.ErrLeaseLost, "late Ack")
+		wantIDs(t, lease(t, s, leaseReq("tok-2", t0.Add(req.Visibility), 1)), "lease after the late ack", "d1")
+	})
+
+	t.Run("nack makes the delivery leasable again at retryAt, not before", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		d := deliver(t, s, "ep-1", "ep-1", "d1", at(time.Second))
+		lease(t, s, leaseReq("tok-1", t0, 1))
+		retryAt := t0.Add(10 * time.Minute)
+		if dead := nack(t, s, "d1", "tok-1", retryAt, 3, t0.Add(time.Second)); dead {
+			t.Fatal("Nack after one attempt of three reported dead")
+		}
+		wantStats(t, s, "stats after the nack",
+			storage.EndpointInboxStats{EndpointID: "ep-1", Pending: 1, OldestPendingAt: retryAt})
+		wantIDs(t, lease(t, s, leaseReq("tok-2", retryAt.Add(-time.Microsecond), 1)), "lease before retryAt")
+		req := leaseReq("tok-3", retryAt, 1)
+		wantSame(t, []storage.LeasedDelivery{
+			leasedAs(d, "tok-3", 2, retryAt.Add(req.Visibility), retryAt, "failed: tok-1"),
+		}, lease(t, s, req), "lease at retryAt")
+
+		_, err := s.Nack(t.Context(), "d1", "tok-1", retryAt, 3, "stale", retryAt)
+		wantErr(t, err, storage.ErrLeaseLost, "Nack with the old token")
+		_, err = s.Nack(t.Context(), "nope", "tok-3", retryAt, 3, "missing", retryAt)
+		wantErr(t, err, storage.ErrNotFound, "Nack of an unknown delivery")
+	})
+
+	t.Run("nack at max attempts moves the delivery to dead", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		d := deliver(t, s, "ep-1", "ep-1", "d1", at(time.Second))
+		req := leaseReq("tok-1", t0, 1)
+		req.MaxAttempts = 2
+		lease(t, s, req)
+		if nack(t, s, "d1", "tok-1", t0, 2, t0) {
+			t.Fatal("Nack after one attempt of two reported dead")
+		}
+		req.LeaseToken = "tok-2"
+		wantIDs(t, lease(t, s, req), "second lease", "d1")
+		if !nack(t, s, "d1", "tok-2", t0, 2, t0) {
+			t.Fatal("Nack after two attempts of two did not report dead")
+		}
+		wantIDs(t, lease(t, s, leaseReq("tok-3", t0.Add(24*time.Hour), 10)), "lease of a dead delivery")
+		wantSame(t, []storage.LeasedDelivery{{
+			Delivery: d, State: storage.StateDead, Attempts: 2, VisibleAt: t0, LastError: "failed: tok-2",
+		}}, deadLetters(t, s, storage.InboxFilter{}, 10), "dead letters")
+		wantStats(t, s, "stats", storage.EndpointInboxStats{EndpointID: "ep-1", Dead: 1})
+	})
+
+	t.Run("an expired lease at max attempts moves to dead on the next lease", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		deliver(t, s, "ep-1", "ep-1", "d1", at(1*time.Second))
+		deliver(t, s, "ep-2", "ep-2", "d2", at(2*time.Second))
+		req := leaseReq("tok-1", t0, 10)
+		req.MaxAttempts = 1
+		wantIDs(t, lease(t, s, req), "first lease", "d1", "d2")
+
+		expired := t0.Add(req.Visibility)
+		// A lease for ep-2 only moves ep-2's delivery.
+		req = leaseReq("tok-2", expired, 10)
+		req.MaxAttempts = 1
+		req.EndpointIDs = []string{"ep-2"}
+		wantIDs(t, lease(t, s, req), "lease for ep-2 after expiry")
+		wantIDs(t, deadLetters(t, s, storage.InboxFilter{}, 10), "dead letters after the ep-2 lease", "d2")
+		wantStats(t, s, "stats after the ep-2 lease",
+			storage.EndpointInboxStats{EndpointID: "ep-1", Leased: 1},
+			storage.EndpointInboxStats{EndpointID: "ep-2", Dead: 1})
+
+		req.EndpointIDs = nil
+		req.LeaseToken = "tok-3"
+		wantIDs(t, lease(t, s, req), "lease for all after expiry")
+		dead := deadLetters(t, s, storage.InboxFilter{}, 10)
+		wantIDs(t, dead, "dead letters after the second lease", "d1", "d2")
+		for _, d := range dead {
+			if d.State != storage.StateDead || d.Attempts != 1 || d.LeaseToken != "" || !d.LeasedUntil.IsZero() {
+				t.Errorf("dead letter %s: state %q, attempts %d, lease %q until %s; want dead, 1, none",
+					d.InboxID, d.State, d.Attempts, d.LeaseToken, fmtTime(d.LeasedUntil))
+			}
+		}
+		wantErr(t, s.Ack(t.Context(), "d1", "tok-1", expired), storage.ErrLeaseLost, "Ack of a dead delivery")
+	})
+
+	t.Run("dead letters are filtered, limited and listed oldest first", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		deliver(t, s, "ep-1", "scope-a", "a3", at(3*time.Second))
+		deliver(t, s, "ep-1", "scope-a", "a1", at(1*time.Second))
+		deliver(t, s, "ep-2", "scope-b", "b2", at(2*time.Second))
+		deliver(t, s, "ep-1", "scope-c", "c4", at(4*time.Second))
+		deliver(t, s, "ep-1", "scope-a", "live", at(5*time.Second))
+		req := leaseReq("tok-1", t0, 4)
+		for _, d := range lease(t, s, req) {
+			if !nack(t, s, d.InboxID, "tok-1", t0, 1, t0) {
+				t.Fatalf("Nack of %s at max attempts did not report dead", d.InboxID)
+			}
+		}
+		all := storage.InboxFilter{}
+		wantIDs(t, deadLetters(t, s, all, 10), "all", "a1", "b2", "a3", "c4")
+		wantIDs(t, deadLetters(t, s, all, 2), "limit 2", "a1", "b2")
+		wantIDs(t, deadLetters(t, s, storage.InboxFilter{EndpointIDs: []string{"ep-1"}}, 10), "ep-1", "a1", "a3", "c4")
+		wantIDs(t, deadLetters(t, s, storage.InboxFilter{Scopes: []string{"scope-a", "scope-b"}}, 10), "scopes",
+			"a1", "b2", "a3")
+		wantIDs(t, deadLetters(t, s, storage.InboxFilter{EndpointIDs: []string{"ep-3"}}, 10), "ep-3")
+	})
+
+	t.Run("requeue makes a dead delivery pending with no attempts", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		d := deliver(t, s, "ep-1", "ep-1", "d1", at(1*time.Second))
+		deliver(t, s, "ep-1", "ep-1", "pending", t0.Add(time.Hour))
+		deliver(t, s, "ep-1", "ep-1", "leased", at(2*time.Second))
+		first := leaseReq("tok-1", t0, 2)
+		first.Visibility = 24 * time.Hour
+		wantIDs(t, lease(t, s, first), "first lease", "d1", "leased")
+		nack(t, s, "d1", "tok-1", t0, 1, t0)
+
+		wantErr(t, s.Requeue(t.Context(), "pending", t0), storage.ErrNotFound, "Requeue of a pending delivery")
+		wantErr(t, s.Requeue(t.Context(), "leased", t0), storage.ErrNotFound, "Requeue of a leased delivery")
+		wantErr(t, s.Requeue(t.Context(), "nope", t0), storage.ErrNotFound, "Requeue of an unknown delivery")
+
+		requeued := t0.Add(time.Minute)
+		must(t, s.Requeue(t.Context(), "d1", requeued), "Requeue")
+		wantIDs(t, deadLetters(t, s, storage.InboxFilter{}, 10), "dead letters after requeue")
+		wantErr(t, s.Requeue(t.Context(), "d1", requeued), storage.ErrNotFound, "second Requeue")
+		wantStats(t, s, "stats after requeue", storage.EndpointInboxStats{
+			EndpointID: "ep-1", Pending: 2, Leased: 1, OldestPendingAt: requeued})
+
+		wantIDs(t, lease(t, s, leaseReq("tok-2", requeued.Add(-time.Microsecond), 10)), "lease before requeue time")
+		req := leaseReq("tok-3", requeued, 1)
+		wantSame(t, []storage.LeasedDelivery{
+			leasedAs(d, "tok-3", 1, requeued.Add(req.Visibility), requeued, "failed: tok-1"),
+		}, lease(t, s, req), "lease after requeue")
+	})
+
+	t.Run("extend lease keeps the delivery from others until it ends", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		deliver(t, s, "ep-1", "ep-1", "d1", at(1*time.Second))
+		req := leaseReq("tok-1", t0, 1)
+		lease(t, s, req)
+		until := t0.Add(5 * time.Minute)
+		must(t, s.ExtendLease(t.Context(), "d1", "tok-1", until, t0.Add(30*time.Second)), "ExtendLease")
+		wantIDs(t, lease(t, s, leaseReq("tok-2", t0.Add(req.Visibility), 1)), "lease after the original end")
+		wantIDs(t, lease(t, s, leaseReq("tok-3", until.Add(-time.Microsecond), 1)), "lease just before the new end")
+		wantStats(t, s, "stats while extended", storage.EndpointInboxStats{EndpointID: "ep-1", Leased: 1})
+		// The extended lease still acks.
+		ack(t, s, "d1", "tok-1", until.Add(-time.Microsecond))
+
+		deliver(t, s, "ep-1", "ep-1", "d2", at(2*time.Second))
+		lease(t, s, leaseReq("tok-4", t0, 1))
+		wantErr(t, s.ExtendLease(t.Context(), "d2", "tok-4", t0.Add(time.Hour), t0.Add(req.Visibility)),
+			storage.ErrLeaseLost, "ExtendLease after expiry")
+		wantErr(t, s.ExtendLease(t.Context(), "d2", "tok-other", t0.Add(time.Hour), t0), storage.ErrLeaseLost,
+			"ExtendLease with another token")
+		wantErr(t, s.ExtendLease(t.Context(), "nope", "tok-4", t0.Add(time.Hour), t0), storage.ErrNotFound,
+			"ExtendLease of an unknown delivery")
+		wantIDs(t, lease(t, s, leaseReq("tok-5", t0.Add(req.Visibility), 1)), "lease after the failed extension", "d2")
+	})
+
+	t.Run("stats count by state per endpoint with the oldest pending", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		wantStats(t, s, "stats of an empty inbox")
+		for i, id := range []string{"a", "b", "c", "d"} {
+			deliver(t, s, "ep-1", "ep-1", id, at(time.Duration(i+1)*time.Second))
+		}
+		deliver(t, s, "ep-2", "ep-2", "acked", at(time.Second))
+		deliver(t, s, "ep-3", "ep-3", "e", at(9*time.Second))
+
+		one := func(token, endpoint string) string {
+			req := leaseReq(token, t0, 1)
+			req.EndpointIDs = []string{endpoint}
+			got := lease(t, s, req)
+			if len(got) != 1 {
+				t.Fatalf("lease %s of %s: got %d deliveries, want 1", token, endpoint, len(got))
+			}
+			return got[0].InboxID
+		}
+		one("tok-a", "ep-1")                                 // a: leased
+		nack(t, s, one("tok-b", "ep-1"), "tok-b", t0, 1, t0) // b: dead
+		ack(t, s, one("tok-acked", "ep-2"), "tok-acked", t0) // ep-2: nothing left
+		wantStats(t, s, "stats",
+			storage.EndpointInboxStats{EndpointID: "ep-1", Pending: 2, Leased: 1, Dead: 1, OldestPendingAt: at(3 * time.Second)},
+			storage.EndpointInboxStats{EndpointID: "ep-3", Pending: 1, OldestPendingAt: at(9 * time.Second)})
+	})
+
+	t.Run("concurrent workers lease every delivery once and never share one", func(t *testing.T) {
+		const (
+			deliveries = 60
+			workers    = 8
+		)
+		open := h.reopenable(t)
+		stores := []inboxStore{asInbox(t, open(t)), asInbox(t, open(t)), asInbox(t, open(t))}
+		for _, e := range []string{"ep-1", "ep-2"} {
+			createEndpoint(t, stores[0], newEndpoint(e))
+		}
+		for i := range deliveries {
+			e := fmt.Sprintf("ep-%d", i%2+1)
+			deliver(t, stores[i%len(stores)], e, e, fmt.Sprintf("d%02d", i), at(time.Duration(i)*time.Millisecond))
+		}
+
+		var (
+			mu     sync.Mutex
+			holder = map[string]int{} // inbox id → worker holding it now
+			acked  = map[string]int{} // inbox id → how often acked
+			errs   []error
+		)
+		fail := func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			errs = append(errs, err)
+		}
+		// Every lease lasts the whole test, so a delivery leased twice was handed out while live.
+		race(workers, func(w int) {
+			s := stores[w%len(stores)]
+			for round := 0; ; round++ {
+				req := leaseReq(fmt.Sprintf("w%d-r%d", w, round), t0, 1+(w+round)%3)
+				req.Visibility = 24 * time.Hour
+				got, err := s.Lease(t.Context(), req)
+				if err != nil {
+					fail(fmt.Errorf("worker %d: Lease: %w", w, err))
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				if len(got) > req.Max {
+					fail(fmt.Errorf("worker %d: leased %d deliveries, Max %d", w, len(got), req.Max))
+				}
+				for _, d := range got {
+					mu.Lock()
+					if other, held := holder[d.InboxID]; held {
+						errs = append(errs, fmt.Errorf("%s leased by worker %d while worker %d held it", d.InboxID, w, other))
+					}
+					holder[d.InboxID] = w
+					mu.Unlock()
+				}
+				for _, d := range got {
+					mu.Lock()
+					delete(holder, d.InboxID)
+					mu.Unlock()
+					if err := s.Ack(t.Context(), d.InboxID, req.LeaseToken, t0); err != nil {
+						fail(fmt.Errorf("worker %d: Ack %s: %w", w, d.InboxID, err))
+						continue
+					}
+					mu.Lock()
+					acked[d.InboxID]++
+					mu.Unlock()
+				}
+			}
+		})
+		for _, err := range errs {
+			t.Error(err)
+		}
+		if len(acked) != deliveries {
+			t.Errorf("%d deliveries acked, want %d", len(acked), deliveries)
+		}
+		for id, n := range acked {
+			if n != 1 {
+				t.Errorf("%s acked %d times, want once", id, n)
+			}
+		}
+		wantIDs(t, lease(t, stores[0], leaseReq("after", t0.Add(48*time.Hour), 10)), "lease after the workers")
+		wantStats(t, stores[1], "stats after the workers")
+	})
+}
+
+func testRetention(t *testing.T, h harness) {
+	t0 := at(time.Hour)
+
+	// settled makes a store with, on ep-1: five deliveries acked at t0 ("old-0" … "old-4"),
+	// one acked an hour later ("recent"), and one each pending, leased and dead.
+	settled := func(t *testing.T) inboxStore {
+		t.Helper()
+		s := inboxFixture(t, h)
+		for i := range 5 {
+			deliver(t, s, "ep-1", "ep-1", fmt.Sprintf("old-%d", i), at(time.Duration(i+1)*time.Second))
+		}
+		deliver(t, s, "ep-1", "ep-1", "recent", at(10*time.Second))
+		deliver(t, s, "ep-1", "ep-1", "dead", at(11*time.Second))
+		deliver(t, s, "ep-1", "ep-1", "leased", at(12*time.Second))
+		deliver(t, s, "ep-1", "ep-1", "pending", at(13*time.Second))
+		req := leaseReq("tok", t0, 8)
+		req.Visibility = 24 * time.Hour
+		wantIDs(t, lease(t, s, req), "lease", "old-0", "old-1", "old-2", "old-3", "old-4", "recent", "dead", "leased")
+		for i := range 5 {
+			ack(t, s, fmt.Sprintf("old-%d", i), "tok", t0)
+		}
+		ack(t, s, "recent", "tok", t0.Add(time.Hour))
+		nack(t, s, "dead", "tok", t0, 1, t0)
+		return s
+	}
+	sweep := func(t *testing.T, s inboxStore, req storage.SweepRequest) storage.SweepResult {
+		t.Helper()
+		res, err := s.Sweep(t.Context(), req)
+		must(t, err, fmt.Sprintf("Sweep %+v", req))
+		return res
+	}
+
+	t.Run("old acked records go in batches, nothing else does", func(t *testing.T) {
+		s := settled(t)
+		// A zero ClaimsBefore keeps every claim.
+		req := storage.SweepRequest{AckedBefore: t0.Add(time.Minute), Batch: 2}
+		var calls []int64
+		for range 10 {
+			res := sweep(t, s, req)
+			if res.ClaimsDeleted != 0 {
+				t.Fatalf("Sweep deleted %d claims before ClaimsBefore", res.ClaimsDeleted)
+			}
+			calls = append(calls, res.InboxDeleted)
+			if res.InboxDeleted < int64(req.Batch) {
+				break
+			}
+		}
+		if want := []int64{2, 2, 1}; !slices.Equal(calls, want) {
+			t.Fatalf("inbox records deleted per Sweep call: %v, want %v", calls, want)
+		}
+		for i := range 5 {
+			wantNoDelivery(t, s, fmt.Sprintf("old-%d", i))
+		}
+		for _, id := range []string{"recent", "dead", "leased", "pending"} {
+			getDelivery(t, s, id)
+		}
+		wantCount(t, s, "", 4)
+		if res := sweep(t, s, req); res != (storage.SweepResult{}) {
+			t.Fatalf("Sweep with nothing left: %+v", res)
+		}
+		// The claims remain, so the swept deliveries are still duplicates.
+		r := claim(t, s, newDelivery("ep-1", "ep-1", "evt-old-0", "again-0"))
+		if r.Accepted || r.InboxID != "old-0" {
+			t.Fatalf("claim of a swept delivery's identity: %+v, want the first claim", r)
+		}
+	})
+
+	t.Run("claims go once their delivery is acked or gone, never while it is pending, leased or dead", func(t *testing.T) {
+		s := settled(t)
+		req := storage.SweepRequest{
+			AckedBefore:  t0.Add(time.Minute),
+			ClaimsBefore: at(10 * time.Second), // before "recent" was received
+			Batch:        2,
+		}
+		var inbox, claims int64
+		for calls := 0; ; calls++ {
+			if calls == 10 {
+				t.Fatal("Sweep did not finish in 10 calls")
+			}
+			res := sweep(t, s, req)
+			inbox += res.InboxDeleted
+			claims += res.ClaimsDeleted
+			if res.InboxDeleted < int64(req.Batch) && res.ClaimsDeleted < int64(req.Batch) {
+				break
+			}
+		}
+		if inbox != 5 || claims != 5 {
+			t.Fatalf("Sweep deleted %d inbox records and %d claims, want 5 and 5", inbox, claims)
+		}
+		// A swept claim frees its identity; a kept one still rejects duplicates.
+		for i := range 5 {
+			d := newDelivery("ep-1", "ep-1", fmt.Sprintf("evt-old-%d", i), fmt.Sprintf("again-%d", i))
+			wantSame(t, acceptedBy(d), claim(t, s, d), "claim after its old claim was swept")
+		}
+		for _, id := range []string{"recent", "dead", "leased", "pending"} {
+			r := claim(t, s, newDelivery("ep-1", "ep-1", "evt-"+id, "again-"+id))
+			if r.Accepted || r.InboxID != id {
+				t.Errorf("claim of %s's identity: %+v, want the first claim", id, r)
+			}
+		}
+
+		// Once "recent" is old enough, its acked delivery and its claim go too.
+		req = storage.SweepRequest{AckedBefore: t0.Add(2 * time.Hour), ClaimsBefore: t0, Batch: 10}
+		wantSame(t, storage.SweepResult{InboxDeleted: 1, ClaimsDeleted: 1}, sweep(t, s, req), "second sweep")
+	})
+}
