@@ -41,13 +41,14 @@ const CODE_NAMES = Object.fromEntries(Object.entries(grpc.status).map(([name, co
 const ROUTE = /^\/hooks\/([^/?#]+)\/?(?:\?.*)?$/;
 
 /**
- * Loads hookverify.v1 from the .proto files. Bytes fields are Buffers (proto-loader's default),
- * field names are kept as in the .proto (snake_case), enums are their names.
- * google/protobuf/timestamp.proto resolves from the well-known types proto-loader ships.
+ * Loads hookverify.v1 (VerifierService and its messages) from verifier.proto. Bytes fields are
+ * Buffers (proto-loader's default), field names are kept as in the .proto (snake_case), enums
+ * are their names. google/protobuf/timestamp.proto resolves from the well-known types
+ * proto-loader ships.
  */
 function loadHookverify(protoDir = process.env.HOOKVERIFY_PROTO_DIR || DEFAULT_PROTO_DIR) {
   const definition = protoLoader.loadSync(
-    [path.join(protoDir, 'hookverify/v1/verifier.proto'), path.join(protoDir, 'hookverify/v1/admin.proto')],
+    path.join(protoDir, 'hookverify/v1/verifier.proto'),
     { includeDirs: [protoDir], keepCase: true, longs: String, enums: String, defaults: true, oneofs: true },
   );
   return grpc.loadPackageDefinition(definition).hookverify.v1;
