@@ -30,7 +30,7 @@ func (s *Server) RunInboxMonitor(ctx context.Context, interval time.Duration) {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
-		s.refreshInboxDepth(ctx)
+		s.RefreshInboxDepth(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -39,8 +39,8 @@ func (s *Server) RunInboxMonitor(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// refreshInboxDepth reads the inbox statistics once; on failure it keeps the last snapshot.
-func (s *Server) refreshInboxDepth(ctx context.Context) {
+// RefreshInboxDepth reads the inbox statistics once; on failure it keeps the last snapshot.
+func (s *Server) RefreshInboxDepth(ctx context.Context) {
 	ib, err := s.inbox()
 	if err != nil {
 		return

@@ -146,6 +146,8 @@ type env struct {
 	logs *syncBuffer
 	// transcript receives every RPC response (protojson) and every error status message.
 	transcript *syncBuffer
+	// options, when set, adjusts the server options of every instance the env starts.
+	options func(*server.Options)
 }
 
 // instance is one server.Server served over bufconn, with clients connected to it.
@@ -153,6 +155,7 @@ type instance struct {
 	srv      *server.Server
 	verifier hookverifyv1.VerifierServiceClient
 	admin    hookverifyv1.AdminServiceClient
+	inbox    hookverifyv1.InboxServiceClient
 	health   healthpb.HealthClient
 }
 
@@ -192,12 +195,16 @@ func newEnvOn(t *testing.T, b backend, dsn string, st storage.Store) *env {
 func (e *env) start(t *testing.T, st storage.Store) *instance {
 	t.Helper()
 	logger := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv, err := server.New(server.Options{
+	opts := server.Options{
 		Keyring:   e.keyring,
 		Protocols: protocol.Default(),
 		Logger:    logger,
 		Now:       e.clock.Now,
-	})
+	}
+	if e.options != nil {
+		e.options(&opts)
+	}
+	srv, err := server.New(opts)
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}
@@ -222,6 +229,7 @@ func (e *env) start(t *testing.T, st storage.Store) *instance {
 		srv:      srv,
 		verifier: hookverifyv1.NewVerifierServiceClient(conn),
 		admin:    hookverifyv1.NewAdminServiceClient(conn),
+		inbox:    hookverifyv1.NewInboxServiceClient(conn),
 		health:   healthpb.NewHealthClient(conn),
 	}
 }

@@ -1,0 +1,253 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server"
+)
+
+// newEnvWith is newEnv with adjusted server options.
+func newEnvWith(t *testing.T, b backend, adjust func(*server.Options)) *env {
+	t.Helper()
+	dsn := b.newDatabase(t)
+	st := openStore(t, b, dsn)
+	e := newEnvOn(t, b, dsn, nil)
+	e.options = adjust
+	e.store = st
+	e.instance = e.start(t, st)
+	return e
+}
+
+// acceptSome makes an endpoint and gets n deliveries accepted on it, one second apart, and
+// returns their answers in order.
+func acceptSome(t *testing.T, e *env, endpointID string, n int) []*hookverifyv1.VerifyResponse {
+	t.Helper()
+	secret, _ := e.setup(t, githubProvider, endpointID)
+	var out []*hookverifyv1.VerifyResponse
+	for range n {
+		out = append(out, e.accept(t, e.deliver(t, githubProvider, endpointID, eventID(githubProvider), secret)))
+		e.clock.Advance(time.Second)
+	}
+	return out
+}
+
+func lease(t *testing.T, e *env, max int32, visibility time.Duration) []*hookverifyv1.InboxDelivery {
+	t.Helper()
+	resp, err := e.inbox.Lease(t.Context(), &hookverifyv1.LeaseRequest{MaxDeliveries: max, VisibilityTimeout: durationpb.New(visibility)})
+	if err != nil {
+		t.Fatalf("Lease: %v", err)
+	}
+	return resp.GetDeliveries()
+}
+
+func TestInboxLeaseAckAndExpiry(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		accepted := acceptSome(t, e, "work", 3)
+
+		first := lease(t, e, 2, time.Minute)
+		if len(first) != 2 {
+			t.Fatalf("leased %d, want 2", len(first))
+		}
+		for i, d := range first {
+			if d.GetInboxId() != accepted[i].GetInboxId() || d.GetOperationKey() != accepted[i].GetOperationKey() || d.GetAttempts() != 1 || d.GetLeaseToken() == "" {
+				t.Fatalf("lease %d = %v, want the oldest accepted delivery, attempt 1", i, d)
+			}
+			stored, err := e.store.GetDelivery(t.Context(), d.GetInboxId())
+			if err != nil || string(stored.Body) != string(d.GetBody()) {
+				t.Fatalf("leased body differs from the stored one (%v)", err)
+			}
+		}
+		// The third is the only one left while the first two are leased.
+		if rest := lease(t, e, 10, time.Minute); len(rest) != 1 || rest[0].GetInboxId() != accepted[2].GetInboxId() {
+			t.Fatalf("second lease = %v, want only the third delivery", rest)
+		}
+		if _, err := e.inbox.Ack(t.Context(), &hookverifyv1.AckRequest{InboxId: first[0].GetInboxId(), LeaseToken: first[0].GetLeaseToken()}); err != nil {
+			t.Fatalf("Ack: %v", err)
+		}
+		_, err := e.inbox.Ack(t.Context(), &hookverifyv1.AckRequest{InboxId: first[0].GetInboxId(), LeaseToken: first[0].GetLeaseToken()})
+		wantCode(t, err, codes.FailedPrecondition)
+		if more := lease(t, e, 10, time.Minute); len(more) != 0 {
+			t.Fatalf("leased %v while every delivery is acked or leased", more)
+		}
+
+		// A worker that crashed: its lease expires and the delivery goes to another worker.
+		e.clock.Advance(2 * time.Minute)
+		again := lease(t, e, 10, time.Minute)
+		if len(again) != 2 {
+			t.Fatalf("after expiry leased %d, want the 2 unacked", len(again))
+		}
+		for _, d := range again {
+			if d.GetAttempts() != 2 {
+				t.Errorf("attempts %d, want 2", d.GetAttempts())
+			}
+			if d.GetInboxId() == first[1].GetInboxId() && d.GetLeaseToken() == first[1].GetLeaseToken() {
+				t.Error("re-lease reused the old token")
+			}
+		}
+		_, err = e.inbox.Ack(t.Context(), &hookverifyv1.AckRequest{InboxId: first[1].GetInboxId(), LeaseToken: first[1].GetLeaseToken()})
+		wantCode(t, err, codes.FailedPrecondition)
+
+		stats, err := e.inbox.GetInboxStats(t.Context(), &hookverifyv1.GetInboxStatsRequest{})
+		if err != nil {
+			t.Fatalf("GetInboxStats: %v", err)
+		}
+		if len(stats.GetEndpoints()) != 1 || stats.GetEndpoints()[0].GetLeased() != 2 || stats.GetEndpoints()[0].GetPending() != 0 {
+			t.Fatalf("stats %v, want 2 leased, 0 pending", stats)
+		}
+	})
+}
+
+func TestInboxNackDeadLetterRequeueExtend(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnvWith(t, b, func(o *server.Options) { o.MaxAttempts = 2 })
+		acceptSome(t, e, "work", 1)
+
+		d := lease(t, e, 1, time.Minute)[0]
+		ext, err := e.inbox.ExtendLease(t.Context(), &hookverifyv1.ExtendLeaseRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken(), VisibilityTimeout: durationpb.New(10 * time.Minute)})
+		if err != nil {
+			t.Fatalf("ExtendLease: %v", err)
+		}
+		if !ext.GetLeasedUntil().AsTime().Equal(e.clock.Now().Add(10 * time.Minute)) {
+			t.Fatalf("leased_until %v", ext.GetLeasedUntil().AsTime())
+		}
+		e.clock.Advance(5 * time.Minute) // past the first visibility, inside the extension
+		if got := lease(t, e, 1, time.Minute); len(got) != 0 {
+			t.Fatalf("an extended lease was handed out again: %v", got)
+		}
+
+		nack, err := e.inbox.Nack(t.Context(), &hookverifyv1.NackRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken(), RetryAfter: durationpb.New(time.Minute), Error: "payment API timed out"})
+		if err != nil || nack.GetDeadLettered() {
+			t.Fatalf("first Nack = %v, %v; want not dead", nack, err)
+		}
+		if got := lease(t, e, 1, time.Minute); len(got) != 0 {
+			t.Fatal("a nacked delivery was leasable before retry_after")
+		}
+		e.clock.Advance(time.Minute)
+		d2 := lease(t, e, 1, time.Minute)
+		if len(d2) != 1 || d2[0].GetAttempts() != 2 || d2[0].GetLastError() != "payment API timed out" {
+			t.Fatalf("second lease = %v", d2)
+		}
+		nack, err = e.inbox.Nack(t.Context(), &hookverifyv1.NackRequest{InboxId: d.GetInboxId(), LeaseToken: d2[0].GetLeaseToken(), Error: "still failing"})
+		if err != nil || !nack.GetDeadLettered() {
+			t.Fatalf("last Nack = %v, %v; want dead-lettered", nack, err)
+		}
+		dead, err := e.inbox.ListDeadLetters(t.Context(), &hookverifyv1.ListDeadLettersRequest{})
+		if err != nil || len(dead.GetDeliveries()) != 1 || dead.GetDeliveries()[0].GetInboxId() != d.GetInboxId() {
+			t.Fatalf("ListDeadLetters = %v, %v", dead, err)
+		}
+		if got := lease(t, e, 1, time.Minute); len(got) != 0 {
+			t.Fatal("a dead delivery was leased")
+		}
+		if _, err := e.inbox.Requeue(t.Context(), &hookverifyv1.RequeueRequest{InboxId: d.GetInboxId()}); err != nil {
+			t.Fatalf("Requeue: %v", err)
+		}
+		_, err = e.inbox.Requeue(t.Context(), &hookverifyv1.RequeueRequest{InboxId: d.GetInboxId()})
+		wantCode(t, err, codes.NotFound)
+		if got := lease(t, e, 1, time.Minute); len(got) != 1 || got[0].GetAttempts() != 1 {
+			t.Fatalf("after requeue leased %v, want it back with attempts reset", got)
+		}
+
+		_, err = e.inbox.Lease(t.Context(), &hookverifyv1.LeaseRequest{MaxDeliveries: 1000})
+		wantCode(t, err, codes.InvalidArgument)
+		_, err = e.inbox.Ack(t.Context(), &hookverifyv1.AckRequest{InboxId: "nope", LeaseToken: "lease_x"})
+		wantCode(t, err, codes.NotFound)
+	})
+}
+
+func TestBackpressure(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnvWith(t, b, func(o *server.Options) { o.MaxPendingPerEndpoint = 2 })
+		secret, _ := e.setup(t, githubProvider, "busy")
+		first := e.accept(t, e.deliver(t, githubProvider, "busy", "evt-a", secret))
+		e.accept(t, e.deliver(t, githubProvider, "busy", "evt-b", secret))
+		e.srv.RefreshInboxDepth(t.Context())
+
+		_, err := e.call(t, e.deliver(t, githubProvider, "busy", "evt-c", secret))
+		wantCode(t, err, codes.ResourceExhausted)
+		var hint *errdetails.RetryInfo
+		for _, d := range status.Convert(err).Details() {
+			if ri, ok := d.(*errdetails.RetryInfo); ok {
+				hint = ri
+			}
+		}
+		if hint == nil || hint.GetRetryDelay().AsDuration() <= 0 {
+			t.Fatalf("RESOURCE_EXHAUSTED without a retry hint: %v", status.Convert(err).Details())
+		}
+		if n := e.count(t); n != 2 {
+			t.Fatalf("%d deliveries stored, want 2: a refused one must not be stored", n)
+		}
+		// A redelivery of an accepted event is still answered as a duplicate.
+		e.duplicate(t, e.deliver(t, githubProvider, "busy", "evt-a", secret), first)
+
+		// Work drains the inbox; new events are accepted again.
+		for _, d := range lease(t, e, 10, time.Minute) {
+			if _, err := e.inbox.Ack(t.Context(), &hookverifyv1.AckRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.srv.RefreshInboxDepth(t.Context())
+		e.accept(t, e.deliver(t, githubProvider, "busy", "evt-c", secret))
+	})
+}
+
+func TestOperationalHTTP(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		metrics := server.NewMetrics()
+		dsn := b.newDatabase(t)
+		e := newEnvOn(t, b, dsn, nil)
+		e.options = func(o *server.Options) { o.Metrics = metrics }
+		e.instance = e.start(t, nil)
+		web := httptest.NewServer(e.srv.HTTPHandler())
+		t.Cleanup(web.Close)
+		get := func(path string) (int, string) {
+			resp, err := http.Get(web.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(body)
+		}
+		if code, _ := get("/healthz"); code != 200 {
+			t.Fatalf("/healthz = %d", code)
+		}
+		if code, _ := get("/readyz"); code != 503 {
+			t.Fatalf("/readyz before storage = %d, want 503", code)
+		}
+		st := openStore(t, b, dsn)
+		e.store = st
+		e.srv.SetStore(st)
+		if code, _ := get("/readyz"); code != 200 {
+			t.Fatalf("/readyz with storage = %d, want 200", code)
+		}
+		acceptSome(t, e, "seen", 1)
+		e.reject(t, withHeader(e.deliver(t, githubProvider, "seen", "evt-x", "wrong"), "X-GitHub-Event", "push"), hookverifyv1.RejectReason_REJECT_REASON_SIGNATURE_MISMATCH)
+		e.srv.RefreshInboxDepth(context.Background())
+		_, body := get("/metrics")
+		for _, want := range []string{
+			`hookverify_verdicts_total{endpoint="seen",provider="github",reason="",verdict="accepted"} 1`,
+			`hookverify_verdicts_total{endpoint="seen",provider="github",reason="signature_mismatch",verdict="rejected"} 1`,
+			`hookverify_inbox_pending{endpoint="seen"} 1`,
+			`hookverify_inbox_oldest_pending_age_seconds{endpoint="seen"}`,
+			`hookverify_grpc_requests_total{code="OK",method="/hookverify.v1.VerifierService/Verify"}`,
+			`hookverify_storage_claim_duration_seconds_count 1`,
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+	})
+}
