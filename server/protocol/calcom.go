@@ -30,7 +30,7 @@ func CalCom() *Protocol {
 		DisplayName:     "Cal.com",
 		SignatureScheme: "HMAC-SHA256 (hex) of the raw body, X-Cal-Signature-256",
 		IdentitySource:  "sha256 of the raw body (\"body-sha256:<hex>\"): Cal.com sends no event id; the body carries triggerEvent, createdAt and the booking, so it is the same for one trigger",
-		DocsURL:         "https://cal.com/docs/developing/guides/automation/webhooks",
+		DocsURL:         "https://github.com/calcom/cal.com/blob/main/packages/features/webhooks/lib/sendPayload.ts",
 		Retries: "The sender in calcom/cal.com (packages/features/webhooks/lib/sendPayload.ts) makes one " +
 			"POST per trigger and the sources read show no automatic retry, so duplicates come only " +
 			"from replays or re-sent triggers. No timestamp is signed, so there is no tolerance; " +

@@ -27,11 +27,13 @@ func Builtin() []*Protocol {
 		Square(),
 		HubSpot(),
 		Mailgun(),
+		Adyen(),
 		GenericHMAC(),
 		BasicAuth(),
 		BearerToken(),
 		SharedToken(),
 		Postmark(),
+		Mandrill(),
 		GoCardless(),
 		Mux(),
 		Persona(),
@@ -41,11 +43,13 @@ func Builtin() []*Protocol {
 		ClickUp(),
 		Webflow(),
 		CalCom(),
+		Nylas(),
 		Slack(),
 		Zoom(),
 		Twitch(),
 		Discord(),
 		Telnyx(),
+		SendGrid(),
 	}
 }
 
