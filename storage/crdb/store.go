@@ -1,5 +1,8 @@
 // Package crdb is the CockroachDB storage backend. It speaks the PostgreSQL wire protocol,
 // uses only SQL both engines accept, and runs against PostgreSQL 15 as well; its tests do.
+//
+// It needs CockroachDB v23.1 or later, the first release with SELECT ... FOR UPDATE SKIP
+// LOCKED, which the inbox's Lease uses so that concurrent workers pass each other's rows by.
 package crdb
 
 import (

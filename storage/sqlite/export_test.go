@@ -30,3 +30,23 @@ func Pragmas(ctx context.Context, s *Store) map[string]string {
 
 // MigrationSteps is how many schema steps a fully migrated database has recorded.
 var MigrationSteps = len(migrations) - 1
+
+// CreateSchemaAt builds the schema of the given version in an empty database, as Migrate of
+// that release would have left it.
+func CreateSchemaAt(ctx context.Context, db *sql.DB, version int) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (
+		version    INTEGER NOT NULL PRIMARY KEY,
+		applied_at INTEGER NOT NULL
+	) STRICT`); err != nil {
+		return err
+	}
+	for v := 1; v <= version; v++ {
+		if _, err := db.ExecContext(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("step %d: %w", v, err)
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
