@@ -35,6 +35,7 @@ func TestDemoPlaysTheWholeStory(t *testing.T) {
 	for _, want := range []string{
 		"stripe: signed delivery", "stripe: redelivery after restart", "rotation overlap: both",
 		"retired secret", "TIMESTAMP_OUT_OF_TOLERANCE", "Every case got the expected verdict.",
+		"worker B gets the same delivery", "acks late: refused",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)

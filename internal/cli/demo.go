@@ -8,6 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/hookverify/hookverify/client"
@@ -92,6 +94,9 @@ func runDemo(ctx context.Context, e env, args []string) error {
 	}
 	err = d.play(ctx, restart)
 	d.table.Flush()
+	if err == nil {
+		err = d.workers(ctx)
+	}
 	if err == nil {
 		err = d.everyProvider(ctx)
 	}
@@ -332,6 +337,55 @@ func (d *demo) everyProvider(ctx context.Context) error {
 			verdicts = append(verdicts, v)
 		}
 		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\n", p.Name, verdicts[0], verdicts[1], verdicts[2], key)
+	}
+	return nil
+}
+
+// workers shows the inbox side: a worker leases a delivery and crashes, its lease expires, a
+// second worker gets the same delivery (same operation key, attempt 2) and acks it, and the
+// first worker's late ack is refused.
+func (d *demo) workers(ctx context.Context) error {
+	fmt.Fprintln(d.e.stdout, "\nWorkers and the inbox (at-least-once to workers, the operation key makes it safe):")
+	inbox := hookverifyv1.NewInboxServiceClient(d.conn.GRPC())
+	check := func(ok bool, format string, args ...any) {
+		mark := "ok  "
+		if !ok {
+			mark = "FAIL"
+			d.fails++
+		}
+		fmt.Fprintf(d.e.stdout, "  %s %s\n", mark, fmt.Sprintf(format, args...))
+	}
+	filter := []string{"shop-stripe"}
+	a, err := inbox.Lease(ctx, &hookverifyv1.LeaseRequest{EndpointIds: filter, MaxDeliveries: 1, VisibilityTimeout: durationpb.New(time.Second)})
+	if err != nil {
+		return fmt.Errorf("lease: %w", err)
+	}
+	if len(a.GetDeliveries()) != 1 {
+		return fmt.Errorf("worker A leased %d deliveries, want 1", len(a.GetDeliveries()))
+	}
+	da := a.GetDeliveries()[0]
+	check(da.GetAttempts() == 1, "worker A leases event %s (attempt %d, operation key %s) for 1s, then crashes", da.GetEventId(), da.GetAttempts(), da.GetOperationKey())
+	time.Sleep(1200 * time.Millisecond)
+	b, err := inbox.Lease(ctx, &hookverifyv1.LeaseRequest{EndpointIds: filter, MaxDeliveries: 1, VisibilityTimeout: durationpb.New(time.Minute)})
+	if err != nil {
+		return fmt.Errorf("lease: %w", err)
+	}
+	if len(b.GetDeliveries()) != 1 {
+		return fmt.Errorf("worker B leased %d deliveries, want 1", len(b.GetDeliveries()))
+	}
+	db := b.GetDeliveries()[0]
+	check(db.GetInboxId() == da.GetInboxId() && db.GetAttempts() == 2 && db.GetOperationKey() == da.GetOperationKey(),
+		"the lease expires; worker B gets the same delivery (attempt %d, same operation key)", db.GetAttempts())
+	_, err = inbox.Ack(ctx, &hookverifyv1.AckRequest{InboxId: db.GetInboxId(), LeaseToken: db.GetLeaseToken()})
+	check(err == nil, "worker B does the work with the operation key as its idempotency key, and acks")
+	_, err = inbox.Ack(ctx, &hookverifyv1.AckRequest{InboxId: da.GetInboxId(), LeaseToken: da.GetLeaseToken()})
+	check(status.Code(err) == codes.FailedPrecondition, "worker A comes back and acks late: refused (%s), the lease was lost", status.Code(err))
+	stats, err := inbox.GetInboxStats(ctx, &hookverifyv1.GetInboxStatsRequest{})
+	if err != nil {
+		return fmt.Errorf("inbox stats: %w", err)
+	}
+	for _, e := range stats.GetEndpoints() {
+		fmt.Fprintf(d.e.stdout, "  inbox %-14s pending %d, leased %d, dead %d\n", e.GetEndpointId(), e.GetPending(), e.GetLeased(), e.GetDead())
 	}
 	return nil
 }
