@@ -29,6 +29,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"serve":     {"run the gRPC server", runServe},
+		"inbox":     {"stats|lease|ack|nack|dead|requeue: work the inbox of a running server", runInbox},
 		"migrate":   {"apply database migrations and exit", runMigrate},
 		"demo":      {"play the whole story on a throwaway embedded server", runDemo},
 		"endpoint":  {"create|get|list|update endpoints on a running server", runEndpoint},

@@ -144,9 +144,12 @@ func TestUsageErrors(t *testing.T) {
 
 // TestClientCommandsAgainstAServer drives a real embedded server through the client commands,
 // as an operator would, and checks that secrets never come back out.
-func TestClientCommandsAgainstAServer(t *testing.T) {
+// startTestServer runs an embedded server for the test and returns a function that runs a
+// client command against it, failing the test unless it succeeds.
+func startTestServer(t *testing.T) (remote []string, must func(stdin string, args ...string) string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	key, _ := secretbox.NewKey()
 	keyring, err := secretbox.NewKeyring(key)
 	if err != nil {
@@ -157,12 +160,12 @@ func TestClientCommandsAgainstAServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.stop()
+	t.Cleanup(srv.stop)
 	if err := srv.waitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	remote := []string{"--server", srv.addr}
-	must := func(stdin string, args ...string) string {
+	remote = []string{"--server", srv.addr}
+	must = func(stdin string, args ...string) string {
 		t.Helper()
 		code, out, errOut := run(t, stdin, append(args, remote...)...)
 		if code != 0 {
@@ -170,6 +173,11 @@ func TestClientCommandsAgainstAServer(t *testing.T) {
 		}
 		return out
 	}
+	return remote, must
+}
+
+func TestClientCommandsAgainstAServer(t *testing.T) {
+	remote, must := startTestServer(t)
 	const secret = "whsec_cli_operator_secret"
 	const newSecret = "whsec_cli_operator_secret_2"
 	var all strings.Builder // every output, searched for the secrets at the end
@@ -316,4 +324,43 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+func TestInboxCommands(t *testing.T) {
+	_, must := startTestServer(t)
+	must("", "endpoint", "create", "--id", "gh", "--provider", "github")
+	must("gh-secret", "secret", "add", "--endpoint", "gh")
+	bodyFile := filepath.Join(t.TempDir(), "body.json")
+	if err := os.WriteFile(bodyFile, []byte(`{"zen":"x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"d-1", "d-2"} {
+		h := signHeaders(t, "--provider", "github", "--secret", "gh-secret", "--body", bodyFile, "--id", id)
+		must("", "verify", "--endpoint", "gh", "--body", bodyFile, "-H", "X-GitHub-Delivery: "+id, "-H", "X-Hub-Signature-256: "+h.Get("X-Hub-Signature-256"))
+	}
+	if out := must("", "inbox", "stats"); !strings.Contains(out, `"pending": "2"`) {
+		t.Fatalf("inbox stats:\n%s", out)
+	}
+	var leased struct {
+		Deliveries []struct {
+			InboxID    string `json:"inboxId"`
+			LeaseToken string `json:"leaseToken"`
+			EventID    string `json:"eventId"`
+		} `json:"deliveries"`
+	}
+	out := must("", "inbox", "lease", "--max", "2", "--endpoint", "gh")
+	if err := json.Unmarshal([]byte(out), &leased); err != nil || len(leased.Deliveries) != 2 || leased.Deliveries[0].EventID != "d-1" {
+		t.Fatalf("inbox lease printed %s (%v)", out, err)
+	}
+	first, second := leased.Deliveries[0], leased.Deliveries[1]
+	must("", "inbox", "ack", "--id", first.InboxID, "--lease", first.LeaseToken)
+	if out := must("", "inbox", "nack", "--id", second.InboxID, "--lease", second.LeaseToken, "--retry-after", "0s", "--error", "try later"); strings.Contains(out, "deadLettered") {
+		t.Fatalf("first nack dead-lettered: %s", out)
+	}
+	if out := must("", "inbox", "dead"); strings.Contains(out, "inboxId") {
+		t.Fatalf("dead letters after one nack: %s", out)
+	}
+	if code, _, errOut := run(t, "", "inbox", "ack", "--id", first.InboxID); code != 1 || !strings.Contains(errOut, "--lease") {
+		t.Fatalf("ack without --lease: exit %d %q", code, errOut)
+	}
 }
