@@ -17,6 +17,7 @@ func Builtin() []*Protocol {
 		Stripe(),
 		GitHub(),
 		StandardWebhooks(),
+		Typeform(),
 		Calendly(),
 		PagerDuty(),
 		Shopify(),
@@ -34,6 +35,7 @@ func Builtin() []*Protocol {
 		SharedToken(),
 		Postmark(),
 		Mandrill(),
+		DocuSign(),
 		GoCardless(),
 		Mux(),
 		Persona(),
@@ -44,12 +46,14 @@ func Builtin() []*Protocol {
 		Webflow(),
 		CalCom(),
 		Nylas(),
+		HelpScout(),
 		Slack(),
 		Zoom(),
 		Twitch(),
 		Discord(),
 		Telnyx(),
 		SendGrid(),
+		Okta(),
 	}
 }
 
