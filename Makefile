@@ -6,13 +6,13 @@ GOBIN_DIR := $(shell go env GOPATH)/bin
 BUF_VERSION := v1.75.0
 BUF := $(GOBIN_DIR)/buf
 
-.PHONY: test check build demo generate check-generate lint vet fmt-check go-test fuzz-smoke tools
+.PHONY: test check build demo generate check-generate lint breaking vet fmt-check go-test fuzz-smoke node-test tools
 
 ## test: every check and every test, PostgreSQL included (a throwaway cluster is started by the tests).
-test: check go-test fuzz-smoke
+test: check go-test fuzz-smoke node-test
 
 ## check: formatting, vet, proto lint and generated-code freshness.
-check: fmt-check vet lint check-generate
+check: fmt-check vet lint breaking check-generate
 
 build:
 	go build -o bin/hookverify ./cmd/hookverify
@@ -40,6 +40,12 @@ check-generate: $(BUF)
 lint: $(BUF)
 	$(BUF) lint
 
+## breaking: the protos must stay wire-compatible with the previous commit.
+breaking: $(BUF)
+	if git rev-parse -q --verify HEAD~1 >/dev/null && git cat-file -e HEAD~1:buf.yaml 2>/dev/null; then \
+		$(BUF) breaking --against '.git#ref=HEAD~1'; echo "no breaking proto changes since HEAD~1"; \
+	else echo "no previous commit with protos: nothing to compare"; fi
+
 vet:
 	go vet ./...
 
@@ -54,3 +60,7 @@ go-test:
 FUZZTIME ?= 5s
 fuzz-smoke:
 	scripts/fuzz-smoke.sh $(FUZZTIME)
+
+## node-test: the Node.js edge example, tested against a real hookverify server.
+node-test: build
+	cd examples/node-edge && npm ci --no-audit --no-fund && HOOKVERIFY_BIN=$(CURDIR)/bin/hookverify npm test
