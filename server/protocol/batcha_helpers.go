@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -526,4 +527,57 @@ func (b batchATimedProvider) sign(in SignInput, secrets []string) (Headers, erro
 	}
 	sig := hex.EncodeToString(hmacSum(sha256.New, keys[0], batchAConcat(in.Body, ts, b.join)))
 	return Headers{{Name: b.header, Value: b.tsKey + "=" + ts + b.signSep + b.sigKey + "=" + sig}}, nil
+}
+
+// batchAQuote is s as a JSON string.
+func batchAQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// batchAUUIDString writes 16 bytes as a UUID-shaped string (8-4-4-4-12 hex).
+func batchAUUIDString(b []byte) string {
+	h := hex.EncodeToString(b)
+	if len(h) != 32 {
+		return h
+	}
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// batchAQuery returns the query parameters of a request URL (absolute or a path). A query
+// that does not parse is a malformed request.
+func batchAQuery(rawURL string) (url.Values, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, Reject(ReasonMalformedPayload, "the request URL does not parse")
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, Reject(ReasonMalformedPayload, "the request query does not parse")
+	}
+	return q, nil
+}
+
+// batchAEchoReply is a 200 text/plain reply echoing s, with nosniff so that a browser never
+// renders the echoed, attacker-choosable text as anything but text.
+func batchAEchoReply(s string) *Reply {
+	return &Reply{
+		Status: 200,
+		Headers: Headers{
+			{Name: "Content-Type", Value: "text/plain; charset=utf-8"},
+			{Name: "X-Content-Type-Options", Value: "nosniff"},
+		},
+		Body: []byte(s),
+	}
+}
+
+// batchAAlnum writes each random byte as one lowercase letter or digit, the look of Dropbox
+// app secrets (the slight modulo bias is irrelevant for examples).
+func batchAAlnum(b []byte) string {
+	const chars = "abcdefghijklmnopqrstuvwxyz0123456789"
+	out := make([]byte, len(b))
+	for i, c := range b {
+		out[i] = chars[int(c)%len(chars)]
+	}
+	return string(out)
 }

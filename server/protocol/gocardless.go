@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,7 +33,7 @@ func GoCardless() *Protocol {
 		DisplayName:     "GoCardless",
 		SignatureScheme: "HMAC-SHA256 (hex) of the raw body, Webhook-Signature",
 		SignsTimestamp:  false,
-		IdentitySource:  `body JSON "events"[].id (EV...), joined with "," in delivery order: one webhook's batch of events`,
+		IdentitySource:  `body JSON "events"[].id (EV...), joined with "," in delivery order (one webhook's batch of events); when that is over 256 bytes, "events-sha256:" + hex SHA-256 of the joined ids`,
 		DocsURL:         "https://developer.gocardless.com/getting-started/staying-up-to-date-with-webhooks",
 		Retries: "A webhook answered with anything but 2xx (or not within the timeout) is retried with " +
 			"the same body and signature, up to about 10 times at increasing intervals, and can be " +
@@ -87,8 +88,18 @@ func gocardlessEventID(body []byte) (string, error) {
 		}
 		ids = append(ids, id)
 	}
-	return strings.Join(ids, ","), nil
+	joined := strings.Join(ids, ",")
+	if len(joined) > gocardlessMaxJoinedIDs {
+		sum := sha256.Sum256([]byte(joined))
+		return "events-sha256:" + hex.EncodeToString(sum[:]), nil
+	}
+	return joined, nil
 }
+
+// gocardlessMaxJoinedIDs bounds the readable form of the identity: a batch whose joined ids are
+// longer (a webhook carries up to hundreds of events) is identified by their SHA-256 instead,
+// keeping every identity well under the server's 512-byte limit.
+const gocardlessMaxJoinedIDs = 256
 
 // signGoCardless produces the Webhook-Signature GoCardless sends. An endpoint has one secret,
 // so only secrets[0] signs.

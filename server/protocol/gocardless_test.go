@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 )
@@ -48,6 +50,7 @@ func TestGoCardlessIdentity(t *testing.T) {
 		{name: "one event without id", body: `{"events":[{"id":"EV1"},{}]}`, wantReason: ReasonMissingEventID},
 		{name: "numeric id", body: `{"events":[{"id":1}]}`, wantReason: ReasonMissingEventID},
 		{name: "id with a comma", body: `{"events":[{"id":"EV1,EV2"}]}`, wantReason: ReasonMissingEventID},
+		{name: "long batch is hashed", body: `{"events":[` + strings.Repeat(`{"id":"EV00BD05S5VM2T"},`, 30) + `{"id":"EVLAST"}]}`, wantID: "events-sha256:" + gocardlessIDsHash(strings.Repeat("EV00BD05S5VM2T,", 30)+"EVLAST")},
 		{name: "not JSON", body: `events=EV1`, wantReason: ReasonMalformedPayload},
 		{name: "JSON array", body: `[{"id":"EV1"}]`, wantReason: ReasonMalformedPayload},
 	} {
@@ -61,6 +64,11 @@ func TestGoCardlessIdentity(t *testing.T) {
 			}
 		})
 	}
+}
+
+func gocardlessIDsHash(joined string) string {
+	sum := sha256.Sum256([]byte(joined))
+	return hex.EncodeToString(sum[:])
 }
 
 func TestGoCardlessPublishedVector(t *testing.T) {

@@ -1,0 +1,51 @@
+package protocol
+
+import "crypto/sha256"
+
+// Typeform-Signature is "sha256=<base64>", an HMAC-SHA256 of the raw body keyed with the
+// secret set on the webhook through the Webhooks API
+// (https://www.typeform.com/developers/webhooks/secure-your-webhooks/). The body names the
+// delivery's event in "event_id".
+var typeformProvider = batchABodyProvider{
+	name: "typeform",
+	scheme: batchABodyScheme{
+		headers: []string{"Typeform-Signature"},
+		version: "sha256",
+		newHash: sha256.New,
+		size:    sha256.Size,
+		enc:     batchABase64,
+	},
+	secret:   batchAStringSecret("Typeform webhook secret"),
+	identity: batchABodyIdentity("event_id"),
+}
+
+// Typeform returns the protocol for Typeform webhooks.
+//
+// Verify rejects, in this order: no Typeform-Signature (missing signature); an empty value, no
+// '=', or a signature that is not 32 bytes of padded standard base64 (malformed signature); a
+// prefix other than sha256= (missing signature); no key matching (signature mismatch); a body
+// that is not a JSON object (malformed payload); no non-empty string "event_id" (missing
+// event id).
+func Typeform() *Protocol {
+	return &Protocol{
+		Name:            "typeform",
+		DisplayName:     "Typeform",
+		SignatureScheme: "HMAC-SHA256 (base64) of the raw body, Typeform-Signature sha256=",
+		IdentitySource:  `body JSON field "event_id"`,
+		DocsURL:         "https://www.typeform.com/developers/webhooks/secure-your-webhooks/",
+		Retries: "Typeform retries a delivery that gets no 2xx (its docs describe retries with " +
+			"back-off, and disabling a webhook that keeps failing; the exact schedule was not " +
+			"confirmed). The signature covers only the body, no timestamp, so a retry verifies " +
+			"however late it comes; event_id is the same on every attempt.",
+		ParseSecret:   typeformProvider.secret,
+		Verify:        typeformProvider.verify,
+		Sign:          typeformProvider.sign,
+		ExampleSecret: batchAExampleSecret("", 24, batchAHexString),
+		ExampleBody:   typeformExampleBody,
+	}
+}
+
+// typeformExampleBody is a form_response delivery with the event id.
+func typeformExampleBody(eventID string) []byte {
+	return []byte(`{"event_id":` + batchAQuote(eventID) + `,"event_type":"form_response","form_response":{"form_id":"lT4Z3j","token":"a3a12ec67a1365927098a606107fac15","answers":[]}}`)
+}
