@@ -16,6 +16,8 @@ type Store interface {
 	EndpointStore
 	SecretStore
 	ClaimStore
+	InboxStore
+	RetentionStore
 
 	// Migrate applies every pending schema migration. It is idempotent and safe to run from
 	// several processes at once.

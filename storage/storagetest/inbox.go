@@ -10,28 +10,12 @@ import (
 	"github.com/hookverify/hookverify/storage"
 )
 
-// inboxStore is what the inbox and retention tests use.
-type inboxStore interface {
-	storage.Store
-	storage.InboxStore
-	storage.RetentionStore
-}
-
 // inboxFixture returns a fresh store with endpoints ep-1, ep-2 and ep-3.
-func inboxFixture(t *testing.T, h harness) inboxStore {
+func inboxFixture(t *testing.T, h harness) storage.Store {
 	t.Helper()
-	s := asInbox(t, claimStore(t, h))
+	s := claimStore(t, h)
 	createEndpoint(t, s, newEndpoint("ep-3"))
 	return s
-}
-
-func asInbox(t *testing.T, s storage.Store) inboxStore {
-	t.Helper()
-	is, ok := s.(inboxStore)
-	if !ok {
-		t.Fatalf("storagetest: %T implements neither storage.InboxStore nor storage.RetentionStore", s)
-	}
-	return is
 }
 
 // deliver claims a delivery to the endpoint in the scope, received at receivedAt; its event id
@@ -46,13 +30,13 @@ func deliver(t *testing.T, s storage.Store, endpointID, scope, inboxID string, r
 	return d
 }
 
-// leaseAll asks for up to max deliveries at now, leased for a minute under token, with at most
+// leaseReq asks for up to max deliveries at now, leased for a minute under token, with at most
 // three attempts.
 func leaseReq(token string, now time.Time, max int) storage.LeaseRequest {
 	return storage.LeaseRequest{Max: max, Visibility: time.Minute, MaxAttempts: 3, LeaseToken: token, Now: now}
 }
 
-func lease(t *testing.T, s inboxStore, req storage.LeaseRequest) []storage.LeasedDelivery {
+func lease(t *testing.T, s storage.Store, req storage.LeaseRequest) []storage.LeasedDelivery {
 	t.Helper()
 	got, err := s.Lease(t.Context(), req)
 	must(t, err, "Lease "+req.LeaseToken)
@@ -82,33 +66,33 @@ func leasedAs(d storage.Delivery, token string, attempts int, until, visibleAt t
 	}
 }
 
-func ack(t *testing.T, s inboxStore, inboxID, token string, now time.Time) {
+func ack(t *testing.T, s storage.Store, inboxID, token string, now time.Time) {
 	t.Helper()
 	must(t, s.Ack(t.Context(), inboxID, token, now), "Ack "+inboxID)
 }
 
-func nack(t *testing.T, s inboxStore, inboxID, token string, retryAt time.Time, maxAttempts int, now time.Time) bool {
+func nack(t *testing.T, s storage.Store, inboxID, token string, retryAt time.Time, maxAttempts int, now time.Time) bool {
 	t.Helper()
 	dead, err := s.Nack(t.Context(), inboxID, token, retryAt, maxAttempts, "failed: "+token, now)
 	must(t, err, "Nack "+inboxID)
 	return dead
 }
 
-func deadLetters(t *testing.T, s inboxStore, f storage.InboxFilter, limit int) []storage.LeasedDelivery {
+func deadLetters(t *testing.T, s storage.Store, f storage.InboxFilter, limit int) []storage.LeasedDelivery {
 	t.Helper()
 	list, err := s.ListDeadLetters(t.Context(), f, limit)
 	must(t, err, "ListDeadLetters")
 	return list
 }
 
-func inboxStats(t *testing.T, s inboxStore) []storage.EndpointInboxStats {
+func inboxStats(t *testing.T, s storage.Store) []storage.EndpointInboxStats {
 	t.Helper()
 	st, err := s.InboxStats(t.Context())
 	must(t, err, "InboxStats")
 	return st
 }
 
-func wantStats(t *testing.T, s inboxStore, what string, want ...storage.EndpointInboxStats) {
+func wantStats(t *testing.T, s storage.Store, what string, want ...storage.EndpointInboxStats) {
 	t.Helper()
 	got := inboxStats(t, s)
 	if len(got) == 0 && len(want) == 0 {
@@ -421,7 +405,7 @@ func testInbox(t *testing.T, h harness) {
 			workers    = 8
 		)
 		open := h.reopenable(t)
-		stores := []inboxStore{asInbox(t, open(t)), asInbox(t, open(t)), asInbox(t, open(t))}
+		stores := []storage.Store{open(t), open(t), open(t)}
 		for _, e := range []string{"ep-1", "ep-2"} {
 			createEndpoint(t, stores[0], newEndpoint(e))
 		}
@@ -501,7 +485,7 @@ func testRetention(t *testing.T, h harness) {
 
 	// settled makes a store with, on ep-1: five deliveries acked at t0 ("old-0" … "old-4"),
 	// one acked an hour later ("recent"), and one each pending, leased and dead.
-	settled := func(t *testing.T) inboxStore {
+	settled := func(t *testing.T) storage.Store {
 		t.Helper()
 		s := inboxFixture(t, h)
 		for i := range 5 {
@@ -521,7 +505,7 @@ func testRetention(t *testing.T, h harness) {
 		nack(t, s, "dead", "tok", t0, 1, t0)
 		return s
 	}
-	sweep := func(t *testing.T, s inboxStore, req storage.SweepRequest) storage.SweepResult {
+	sweep := func(t *testing.T, s storage.Store, req storage.SweepRequest) storage.SweepResult {
 		t.Helper()
 		res, err := s.Sweep(t.Context(), req)
 		must(t, err, fmt.Sprintf("Sweep %+v", req))

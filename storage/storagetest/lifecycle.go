@@ -70,6 +70,15 @@ func closedCalls(ctx context.Context, s storage.Store) map[string]error {
 	_, calls["Claim"] = s.Claim(ctx, newDelivery("ep-1", "ep-1", "evt-2", "inbox-2"))
 	_, calls["GetDelivery"] = s.GetDelivery(ctx, "inbox-1")
 	_, calls["CountDeliveries"] = s.CountDeliveries(ctx, "")
+	_, calls["Lease"] = s.Lease(ctx, storage.LeaseRequest{Max: 1, Visibility: time.Minute, MaxAttempts: 1,
+		LeaseToken: "tok", Now: at(time.Hour)})
+	calls["Ack"] = s.Ack(ctx, "inbox-1", "tok", at(time.Hour))
+	_, calls["Nack"] = s.Nack(ctx, "inbox-1", "tok", at(time.Hour), 1, "failed", at(time.Hour))
+	calls["ExtendLease"] = s.ExtendLease(ctx, "inbox-1", "tok", at(2*time.Hour), at(time.Hour))
+	_, calls["ListDeadLetters"] = s.ListDeadLetters(ctx, storage.InboxFilter{}, 10)
+	calls["Requeue"] = s.Requeue(ctx, "inbox-1", at(time.Hour))
+	_, calls["InboxStats"] = s.InboxStats(ctx)
+	_, calls["Sweep"] = s.Sweep(ctx, storage.SweepRequest{AckedBefore: at(time.Hour), ClaimsBefore: at(time.Hour), Batch: 10})
 	calls["Migrate"] = s.Migrate(ctx)
 	calls["Ping"] = s.Ping(ctx)
 	return calls
