@@ -117,7 +117,10 @@ func TestPlaidVerify(t *testing.T) {
 		{name: "signed by another key claiming our kid", req: plaidRequest(plaidRaw(t, impostor, plaidHeaderJSON, plaidClaims(now, plaidTestBody)), plaidTestBody), keys: []string{plaidTestPublic}, wantReason: ReasonSignatureMismatch},
 		{name: "no keys", req: plaidRequest(good, plaidTestBody), wantReason: ReasonSignatureMismatch},
 		{name: "rotation: kid picks the second key", req: plaidRequest(good, plaidTestBody), keys: []string{otherPublic, plaidTestPublic}, wantKey: "k1"},
-		{name: "rotation: new key's token", req: plaidRequest(func() string { h, _ := signPlaid(SignInput{Body: []byte(plaidTestBody), Timestamp: fixedNow}, []string{other}); return h[0].Value }(), plaidTestBody), keys: []string{plaidTestPublic, otherPublic}, wantKey: "k1"},
+		{name: "rotation: new key's token", req: plaidRequest(func() string {
+			h, _ := signPlaid(SignInput{Body: []byte(plaidTestBody), Timestamp: fixedNow}, []string{other})
+			return h[0].Value
+		}(), plaidTestBody), keys: []string{plaidTestPublic, otherPublic}, wantKey: "k1"},
 		{name: "key expired before now", req: plaidRequest(good, plaidTestBody), keys: []string{expiredPublic}, wantReason: ReasonSignatureMismatch},
 		{name: "key expiring later still verifies", req: plaidRequest(good, plaidTestBody), keys: []string{laterExpiry}, wantKey: "k0"},
 		{name: "missing header", req: &Request{Body: []byte(plaidTestBody)}, keys: []string{plaidTestPublic}, wantReason: ReasonMissingSignature},
