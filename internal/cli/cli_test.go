@@ -327,7 +327,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 func TestInboxCommands(t *testing.T) {
-	_, must := startTestServer(t)
+	remote, must := startTestServer(t)
 	must("", "endpoint", "create", "--id", "gh", "--provider", "github")
 	must("gh-secret", "secret", "add", "--endpoint", "gh")
 	bodyFile := filepath.Join(t.TempDir(), "body.json")
@@ -362,5 +362,16 @@ func TestInboxCommands(t *testing.T) {
 	}
 	if code, _, errOut := run(t, "", "inbox", "ack", "--id", first.InboxID); code != 1 || !strings.Contains(errOut, "--lease") {
 		t.Fatalf("ack without --lease: exit %d %q", code, errOut)
+	}
+
+	// The worker runs a command per delivery with the operation key in its environment and the
+	// raw body on stdin, and acks it; the nacked d-2 is leasable again at once.
+	code, out, errOut := run(t, "", append(append([]string{"worker", "--once", "--endpoint", "gh"}, remote...),
+		"--", "sh", "-c", `printf '%s %s ' "$HOOKVERIFY_EVENT_ID" "$HOOKVERIFY_OPERATION_KEY"; cat`)...)
+	if code != 0 || !strings.Contains(out, "d-2 op_") || !strings.Contains(out, `{"zen":"x"}`) {
+		t.Fatalf("worker: exit %d, output %q, stderr %q", code, out, errOut)
+	}
+	if out := must("", "inbox", "stats"); strings.Contains(out, `"pending"`) || strings.Contains(out, `"leased"`) {
+		t.Fatalf("after the worker, inbox stats:\n%s", out)
 	}
 }
