@@ -1,15 +1,18 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"unicode/utf8"
 
 	"github.com/hookverify/hookverify/client"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
@@ -123,4 +126,53 @@ func TestBuildRequestRefuses(t *testing.T) {
 	if got := string(f.requests[0].GetBody()); got != "0123456789" {
 		t.Errorf("forwarded body %q", got)
 	}
+}
+
+// FuzzBuildRequest feeds arbitrary header values, request URIs and bodies: BuildRequest never
+// panics, refuses exactly the requests with invalid UTF-8, and forwards the rest byte for byte.
+func FuzzBuildRequest(f *testing.F) {
+	f.Add("t=1,v1=abc", "/hooks/e?x=1", []byte(`{"id":"evt_1"}`))
+	f.Add("\xff", "/hooks/%zz", []byte{})
+	f.Add("a\x00b", "/\xc3\x28", []byte("\x00\xff"))
+	conn, err := client.Dial("127.0.0.1:1", client.WithMaxBodyBytes(1<<10))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer conn.Close()
+	f.Fuzz(func(t *testing.T, value, uri string, body []byte) {
+		r := &http.Request{
+			Method:        "POST",
+			Host:          "hooks.example.com",
+			RequestURI:    uri,
+			URL:           &url.URL{Path: "/"},
+			Header:        http.Header{"X-Value": {value, value}},
+			Body:          io.NopCloser(bytes.NewReader(body)),
+			ContentLength: int64(len(body)),
+		}
+		req, err := conn.BuildRequest("e", r)
+		valid := utf8.ValidString(value) && utf8.ValidString(uri)
+		switch {
+		case len(body) > 1<<10:
+			if !errors.Is(err, client.ErrBodyTooLarge) && !errors.Is(err, client.ErrUnforwardable) {
+				t.Fatalf("oversize body: %v", err)
+			}
+		case !valid:
+			if !errors.Is(err, client.ErrUnforwardable) {
+				t.Fatalf("invalid UTF-8 forwarded: %v", err)
+			}
+		case err != nil:
+			t.Fatalf("valid request refused: %v", err)
+		default:
+			if !bytes.Equal(req.GetBody(), body) || req.GetHeaders()[1].GetValue() != value || req.GetHeaders()[2].GetValue() != value {
+				t.Fatal("request altered")
+			}
+			if !isAbsoluteURI(uri) && req.GetUrl() != "http://hooks.example.com"+uri {
+				t.Fatalf("url %q from request URI %q", req.GetUrl(), uri)
+			}
+		}
+	})
+}
+
+func isAbsoluteURI(uri string) bool {
+	return strings.HasPrefix(uri, "http://") || strings.HasPrefix(uri, "https://") || uri == ""
 }
