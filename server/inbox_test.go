@@ -251,3 +251,39 @@ func TestOperationalHTTP(t *testing.T) {
 		}
 	})
 }
+
+func TestRetention(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		secret, _ := e.setup(t, githubProvider, "kept")
+		done := e.deliver(t, githubProvider, "kept", "evt-done", secret)
+		waiting := e.deliver(t, githubProvider, "kept", "evt-waiting", secret)
+		firstDone := e.accept(t, done)
+		firstWaiting := e.accept(t, waiting)
+		d := lease(t, e, 1, time.Minute)[0] // the oldest: evt-done
+		if _, err := e.inbox.Ack(t.Context(), &hookverifyv1.AckRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken()}); err != nil {
+			t.Fatal(err)
+		}
+		r := server.Retention{DedupeWindow: 30 * 24 * time.Hour, AckedRetention: 7 * 24 * time.Hour, Batch: 1}
+
+		e.clock.Advance(time.Hour)
+		if res, err := e.srv.SweepOnce(t.Context(), r); err != nil || res.InboxDeleted != 0 || res.ClaimsDeleted != 0 {
+			t.Fatalf("early sweep = %+v, %v; want nothing deleted", res, err)
+		}
+		e.clock.Advance(8 * 24 * time.Hour)
+		if res, err := e.srv.SweepOnce(t.Context(), r); err != nil || res.InboxDeleted != 1 || res.ClaimsDeleted != 0 {
+			t.Fatalf("sweep after the inbox retention = %+v, %v; want the acked record only", res, err)
+		}
+		// Inside the dedupe window the acked event is still a duplicate, its record gone or not.
+		e.duplicate(t, e.deliver(t, githubProvider, "kept", "evt-done", secret), firstDone)
+
+		e.clock.Advance(30 * 24 * time.Hour)
+		if res, err := e.srv.SweepOnce(t.Context(), r); err != nil || res.ClaimsDeleted != 1 {
+			t.Fatalf("sweep after the dedupe window = %+v, %v; want the finished claim deleted", res, err)
+		}
+		// The claim of a delivery still waiting for a worker is never deleted.
+		e.duplicate(t, e.deliver(t, githubProvider, "kept", "evt-waiting", secret), firstWaiting)
+		// Past the window, the finished event is new again: providers stopped retrying long ago.
+		e.accept(t, e.deliver(t, githubProvider, "kept", "evt-done", secret))
+	})
+}
