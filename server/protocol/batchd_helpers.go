@@ -313,3 +313,18 @@ func bdMatchTV(header string, h bdTVHeader, keys []Key, newHash func() hash.Hash
 	}
 	return "", rejectNoMatch(header, h.malformed, keys)
 }
+
+// bdHeaderIdentity returns the non-empty value of the named header as the event identity.
+func bdHeaderIdentity(req *Request, name string) (string, error) {
+	id, _ := req.Headers.Get(name)
+	if id == "" {
+		return "", Reject(ReasonMissingEventID, "no %s header", name)
+	}
+	return id, nil
+}
+
+// jsonEscapeBD returns s as the inside of a JSON string literal.
+func jsonEscapeBD(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}

@@ -227,7 +227,7 @@ func (s *Store) Requeue(ctx context.Context, inboxID string, now time.Time) erro
 
 // InboxStats counts the deliveries of every endpoint that has any not yet acked.
 func (s *Store) InboxStats(ctx context.Context) ([]storage.EndpointInboxStats, error) {
-	var list []storage.EndpointInboxStats
+	list := []storage.EndpointInboxStats{}
 	err := s.read("inbox stats", func(q queryer) error {
 		rows, err := q.QueryContext(ctx, `SELECT endpoint_id,
 			count(CASE WHEN state = 'pending' THEN 1 END),
@@ -295,7 +295,7 @@ func (s *Store) Sweep(ctx context.Context, req storage.SweepRequest) (storage.Sw
 // collectLeased reads every row of leasedColumns and closes rows.
 func collectLeased(rows *sql.Rows) ([]storage.LeasedDelivery, error) {
 	defer rows.Close()
-	var list []storage.LeasedDelivery
+	list := []storage.LeasedDelivery{} // empty, not nil, when nothing matched, as on crdb
 	for rows.Next() {
 		var (
 			d                     storage.LeasedDelivery

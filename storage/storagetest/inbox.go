@@ -478,6 +478,52 @@ func testInbox(t *testing.T, h harness) {
 		wantIDs(t, lease(t, stores[0], leaseReq("after", t0.Add(48*time.Hour), 10)), "lease after the workers")
 		wantStats(t, stores[1], "stats after the workers")
 	})
+
+	t.Run("concurrent leases of expired leases hand each delivery to one worker", func(t *testing.T) {
+		const (
+			deliveries = 30
+			workers    = 8
+		)
+		open := h.reopenable(t)
+		stores := []storage.Store{open(t), open(t), open(t)}
+		createEndpoint(t, stores[0], newEndpoint("ep-1"))
+		for i := range deliveries {
+			deliver(t, stores[0], "ep-1", "ep-1", fmt.Sprintf("d%02d", i), at(time.Duration(i)*time.Millisecond))
+		}
+		crashed := leaseReq("crashed", t0, deliveries)
+		if got := lease(t, stores[0], crashed); len(got) != deliveries {
+			t.Fatalf("first lease: %d deliveries, want %d", len(got), deliveries)
+		}
+
+		expired := t0.Add(crashed.Visibility)
+		got := make([][]storage.LeasedDelivery, workers)
+		errs := make([]error, workers)
+		race(workers, func(w int) {
+			got[w], errs[w] = stores[w%len(stores)].Lease(t.Context(), leaseReq(fmt.Sprintf("w%d", w), expired, 5))
+		})
+		leasedBy := map[string]int{}
+		for w := range workers {
+			must(t, errs[w], fmt.Sprintf("worker %d: Lease", w))
+			for _, d := range got[w] {
+				if other, twice := leasedBy[d.InboxID]; twice {
+					t.Errorf("%s leased by workers %d and %d", d.InboxID, other, w)
+				}
+				leasedBy[d.InboxID] = w
+				if d.Attempts != 2 || d.LeaseToken != fmt.Sprintf("w%d", w) {
+					t.Errorf("%s: attempts %d, token %q; want 2, %q", d.InboxID, d.Attempts, d.LeaseToken, fmt.Sprintf("w%d", w))
+				}
+			}
+		}
+		// Eight workers taking up to five each can hold all thirty, and the first of them to
+		// commit cannot have found fewer than five to take.
+		if len(leasedBy) < 5 {
+			t.Fatalf("%d deliveries leased again, want at least 5", len(leasedBy))
+		}
+		for id, w := range leasedBy {
+			wantErr(t, stores[0].Ack(t.Context(), id, "crashed", expired), storage.ErrLeaseLost, "Ack of "+id+" by the crashed worker")
+			ack(t, stores[1], id, fmt.Sprintf("w%d", w), expired)
+		}
+	})
 }
 
 func testRetention(t *testing.T, h harness) {
