@@ -1,0 +1,49 @@
+package protocol
+
+import "crypto/sha256"
+
+// Bitbucket (Cloud and Data Center/Server): when the webhook has a secret, X-Hub-Signature is
+// "sha256=<hex>", the HMAC-SHA256 of the raw body keyed with that secret
+// (confluence.atlassian.com/bitbucketserver/manage-webhooks; Bitbucket Cloud since 2023).
+// Cloud names each request in X-Request-UUID (with X-Attempt-Number counting retries);
+// Data Center in X-Request-Id.
+var bitbucketProvider = batchABodyProvider{
+	name: "bitbucket",
+	scheme: batchABodyScheme{
+		headers: []string{"X-Hub-Signature"},
+		version: "sha256",
+		newHash: sha256.New,
+		size:    sha256.Size,
+		enc:     batchAHex,
+	},
+	secret: batchAStringSecret("Bitbucket webhook secret"),
+	identity: func(req *Request) (string, error) {
+		return batchAHeaderID(req.Headers, "X-Request-UUID", "X-Request-Id")
+	},
+	extra: batchAIDHeader("bitbucket", "X-Request-UUID"),
+}
+
+// Bitbucket returns the protocol for Bitbucket Cloud and Bitbucket Data Center webhooks with a
+// secret (a webhook without one is unsigned and cannot be verified).
+//
+// Verify rejects, in this order: no X-Hub-Signature (missing signature); an empty value, no
+// '=', or hex that is not 64 lowercase digits (malformed signature); a prefix other than
+// sha256= (missing signature); no key matching (signature mismatch); neither X-Request-UUID
+// nor X-Request-Id (missing event id).
+func Bitbucket() *Protocol {
+	return &Protocol{
+		Name:            "bitbucket",
+		DisplayName:     "Bitbucket",
+		SignatureScheme: "HMAC-SHA256 (hex) of the raw body, X-Hub-Signature sha256=",
+		IdentitySource:  "X-Request-UUID header (Bitbucket Cloud), else X-Request-Id (Data Center)",
+		DocsURL:         "https://support.atlassian.com/bitbucket-cloud/docs/manage-webhooks/",
+		Retries: "Bitbucket Cloud retries a delivery that fails with a 5xx or a connection error up " +
+			"to 2 more times, counting them in X-Attempt-Number (NOT CONFIRMED from Atlassian's " +
+			"pages, only from third parties); the request UUID is meant to stay the same across " +
+			"attempts. Only the body is signed, no timestamp, so nothing expires.",
+		ParseSecret:   bitbucketProvider.secret,
+		Verify:        bitbucketProvider.verify,
+		Sign:          bitbucketProvider.sign,
+		ExampleSecret: batchAExampleSecret("", 24, batchAHexString),
+	}
+}
