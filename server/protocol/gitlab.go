@@ -1,0 +1,235 @@
+package protocol
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// GitLab authenticates webhooks in one of two ways:
+//   - classic: X-Gitlab-Token carries the webhook's secret token itself, in plain text (no
+//     signature: the body is not authenticated and a captured request can be replayed);
+//   - signed (GitLab MR !230944, behind the webhook_signing_token feature flag): with a signing
+//     token configured, GitLab follows the Standard Webhooks spec — webhook-signature
+//     "v1,<base64 HMAC-SHA256>" over "{webhook-id}.{webhook-timestamp}.{body}", webhook-id equal
+//     to the Idempotency-Key header, webhook-timestamp in unix seconds.
+const (
+	gitlabName              = "gitlab"
+	gitlabTokenHeader       = "X-Gitlab-Token"
+	gitlabIdempotencyHeader = "Idempotency-Key"
+	gitlabEventUUIDHeader   = "X-Gitlab-Event-UUID"
+	gitlabDefaultTolerance  = 300 * time.Second
+	// gitlabRequireSignature is the endpoint option that refuses classic token deliveries.
+	gitlabRequireSignature = "require_signature"
+
+	// Secret kinds, the first byte of the key material.
+	gitlabKindSigning = 1 // "whsec_<base64>": a Standard Webhooks signing token
+	gitlabKindToken   = 2 // anything else: a secret token, or a signing token without the prefix
+)
+
+// GitLab returns the protocol for GitLab project, group and system webhooks.
+//
+// A secret is either a signing token written "whsec_<base64>" (used only for webhook-signature)
+// or any other string, which is compared with X-Gitlab-Token and, when it is valid base64, is
+// also tried as a signing token without the prefix (the standardwebhooks libraries that GitLab's
+// MR validates against strip an optional "whsec_" and base64-decode). How GitLab displays the
+// signing token is NOT CONFIRMED in its docs.
+//
+// When webhook-signature is present it alone decides (X-Gitlab-Token is then ignored), so a
+// broken signature cannot fall back to the token. The endpoint option require_signature=true
+// additionally refuses deliveries that carry only X-Gitlab-Token, closing the replay/forgery
+// window of the plain-text token once signing is enabled.
+//
+// Verify rejects, in this order: for signed deliveries exactly as the standard-webhooks
+// protocol does (missing/malformed signature, missing timestamp, missing webhook-id, signature
+// mismatch, timestamp out of tolerance); for classic deliveries: an endpoint requiring
+// signatures (missing signature), an empty X-Gitlab-Token (malformed signature), no key equal
+// to it, compared in constant time (signature mismatch), no Idempotency-Key nor
+// X-Gitlab-Event-UUID (missing event id); neither header (missing signature).
+func GitLab() *Protocol {
+	return &Protocol{
+		Name:             gitlabName,
+		DisplayName:      "GitLab",
+		SignatureScheme:  `X-Gitlab-Token secret token (constant-time), or Standard Webhooks webhook-signature v1 HMAC-SHA256 (base64) of "{webhook-id}.{timestamp}.{body}" when a signing token is set`,
+		SignsTimestamp:   true,
+		DefaultTolerance: gitlabDefaultTolerance,
+		IdentitySource: "signed deliveries: the signed webhook-id (equal to Idempotency-Key); token deliveries: the Idempotency-Key " +
+			"header (the same when a delivery is resent), else X-Gitlab-Event-UUID (GitLab versions before Idempotency-Key)",
+		StaticCredential: true,
+		DocsURL:          "https://docs.gitlab.com/user/project/integrations/webhooks/",
+		Retries: "GitLab does not retry failed webhooks automatically (it counts failures and auto-disables the hook); a " +
+			"delivery resent from the UI or API keeps its Idempotency-Key and, when signed, is signed afresh at send " +
+			"time, so the 5-minute tolerance (both directions, signed deliveries only) fits. Classic token deliveries " +
+			"carry no timestamp.",
+		ParseSecret:     parseGitLabSecret,
+		ValidateOptions: validateGitLabOptions,
+		Verify:          verifyGitLab,
+		Sign:            signGitLab,
+		ExampleSecret:   exampleStandardWebhooksSecret,
+	}
+}
+
+// parseGitLabSecret tags the secret with its kind and keeps its text; a whsec_ secret must
+// decode as a Standard Webhooks secret.
+func parseGitLabSecret(secret string) ([]byte, error) {
+	if strings.HasPrefix(secret, standardWebhooksSecretPrefix) {
+		if _, err := parseStandardWebhooksSecret(secret); err != nil {
+			return nil, invalidSecret("the GitLab signing token is not whsec_ followed by base64")
+		}
+		return append([]byte{gitlabKindSigning}, secret...), nil
+	}
+	if _, err := b2TokenSecret("the GitLab secret token", secret); err != nil {
+		return nil, err
+	}
+	return append([]byte{gitlabKindToken}, secret...), nil
+}
+
+// validateGitLabOptions accepts only require_signature=true|false.
+func validateGitLabOptions(options map[string]string) error {
+	for k, v := range options {
+		if k != gitlabRequireSignature {
+			return fmt.Errorf("gitlab: unknown option %q (only %s)", k, gitlabRequireSignature)
+		}
+		if v != "true" && v != "false" {
+			return fmt.Errorf("gitlab: option %s must be true or false", gitlabRequireSignature)
+		}
+	}
+	return nil
+}
+
+// gitlabSigningKeys derives the HMAC keys to try for webhook-signature from the endpoint keys.
+func gitlabSigningKeys(keys []Key) []Key {
+	out := make([]Key, 0, len(keys))
+	for _, k := range keys {
+		if len(k.Material) < 2 {
+			continue
+		}
+		secret := string(k.Material[1:])
+		var hmacKey []byte
+		switch k.Material[0] {
+		case gitlabKindSigning:
+			hmacKey, _ = parseStandardWebhooksSecret(secret)
+		case gitlabKindToken:
+			if b, err := base64.StdEncoding.DecodeString(secret); err == nil {
+				hmacKey = b
+			} else if b, err := base64.RawStdEncoding.DecodeString(secret); err == nil {
+				hmacKey = b
+			}
+		}
+		if len(hmacKey) > 0 {
+			out = append(out, Key{ID: k.ID, Material: hmacKey})
+		}
+	}
+	return out
+}
+
+func verifyGitLab(req *Request, keys []Key, p Params) (Result, error) {
+	if req == nil {
+		return Result{}, Reject(ReasonMissingSignature, "no request")
+	}
+	if raw, ok := req.Headers.Get("webhook-signature"); ok {
+		return verifyGitLabSigned(req, raw, keys, p)
+	}
+	token, ok := req.Headers.Get(gitlabTokenHeader)
+	if !ok {
+		return Result{}, Reject(ReasonMissingSignature, "no webhook-signature or %s header", gitlabTokenHeader)
+	}
+	if p.Options[gitlabRequireSignature] == "true" {
+		return Result{}, Reject(ReasonMissingSignature,
+			"the endpoint requires webhook-signature and this delivery carries only %s", gitlabTokenHeader)
+	}
+	if token == "" {
+		return Result{}, Reject(ReasonMalformedSignature, "%s is empty", gitlabTokenHeader)
+	}
+	// Hash both sides so the comparison takes the same time whatever the lengths.
+	got := sha256.Sum256([]byte(token))
+	keyID := ""
+	for _, k := range keys {
+		if len(k.Material) < 2 {
+			continue
+		}
+		want := sha256.Sum256(k.Material[1:])
+		if hmac.Equal(got[:], want[:]) {
+			keyID = k.ID
+			break
+		}
+	}
+	if keyID == "" {
+		return Result{}, rejectNoMatch(gitlabTokenHeader, 0, keys)
+	}
+	for _, h := range []string{gitlabIdempotencyHeader, gitlabEventUUIDHeader} {
+		if id, _ := req.Headers.Get(h); id != "" {
+			return Result{KeyID: keyID, EventID: id}, nil
+		}
+	}
+	return Result{}, Reject(ReasonMissingEventID, "no %s or %s header", gitlabIdempotencyHeader, gitlabEventUUIDHeader)
+}
+
+func verifyGitLabSigned(req *Request, raw string, keys []Key, p Params) (Result, error) {
+	names := standardWebhooksFamilies[0]
+	sig, err := parseStandardWebhooksSignature(names.signature, raw)
+	if err != nil {
+		return Result{}, err
+	}
+	tsRaw, _ := req.Headers.Get(names.timestamp)
+	if tsRaw == "" {
+		return Result{}, Reject(ReasonMissingTimestamp, "no %s header", names.timestamp)
+	}
+	ts, ok := parseUnixSeconds(tsRaw)
+	if !ok {
+		return Result{}, Reject(ReasonMissingTimestamp, "%s is not decimal unix seconds", names.timestamp)
+	}
+	id, _ := req.Headers.Get(names.id)
+	if id == "" {
+		return Result{}, Reject(ReasonMissingEventID, "no %s header", names.id)
+	}
+	keyID, ok := matchKey(gitlabSigningKeys(keys), sig.signatures, sha256.New, standardWebhooksMessage(id, ts, req.Body))
+	if !ok {
+		return Result{}, rejectNoMatch(names.signature, sig.malformed, keys)
+	}
+	if err := checkTimestamp(ts, p.Now, effectiveTolerance(p, gitlabDefaultTolerance)); err != nil {
+		return Result{}, err
+	}
+	return Result{KeyID: keyID, EventID: id}, nil
+}
+
+// signGitLab produces what GitLab sends for secrets[0] (a hook has one secret token and one
+// signing token): for a whsec_ signing token, webhook-id, webhook-timestamp, webhook-signature
+// and Idempotency-Key (= in.EventID); for any other secret, the classic X-Gitlab-Token and
+// Idempotency-Key. X-Gitlab-Event is omitted: SignInput carries no event type.
+func signGitLab(in SignInput, secrets []string) (Headers, error) {
+	if len(secrets) == 0 {
+		return nil, errors.New("gitlab: sign needs a secret token or signing token")
+	}
+	if in.EventID == "" {
+		return nil, errors.New("gitlab: sign needs an EventID for Idempotency-Key")
+	}
+	material, err := parseGitLabSecret(secrets[0])
+	if err != nil {
+		return nil, fmt.Errorf("gitlab: %w", err)
+	}
+	if material[0] == gitlabKindToken {
+		return Headers{
+			{Name: gitlabIdempotencyHeader, Value: in.EventID},
+			{Name: gitlabTokenHeader, Value: secrets[0]},
+		}, nil
+	}
+	if in.Timestamp.IsZero() || in.Timestamp.Unix() < 0 {
+		return nil, errors.New("gitlab: sign needs a timestamp at or after 1970")
+	}
+	key, _ := parseStandardWebhooksSecret(secrets[0])
+	ts := in.Timestamp.Unix()
+	sum := hmacSum(sha256.New, key, standardWebhooksMessage(in.EventID, ts, in.Body))
+	names := standardWebhooksFamilies[0]
+	return Headers{
+		{Name: gitlabIdempotencyHeader, Value: in.EventID},
+		{Name: names.id, Value: in.EventID},
+		{Name: names.timestamp, Value: strconv.FormatInt(ts, 10)},
+		{Name: names.signature, Value: standardWebhooksScheme + "," + base64.StdEncoding.EncodeToString(sum)},
+	}, nil
+}
