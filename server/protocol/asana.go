@@ -1,0 +1,109 @@
+package protocol
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Asana signs the raw body with HMAC-SHA256 keyed with the webhook's secret and sends the hex
+// digest in X-Hook-Signature. There is no timestamp. The secret is not shown anywhere in Asana:
+// it is created by Asana and sent once, in the X-Hook-Secret header of the confirmation
+// handshake POSTed to the target while the create-webhook API call is in flight; the target
+// must answer 200 (or 204) echoing X-Hook-Secret. Sources:
+// https://developers.asana.com/reference/createwebhook ("Establish a webhook") and
+// https://developers.asana.com/docs/webhooks-guide (security: X-Hook-Signature).
+const (
+	asanaName            = "asana"
+	asanaSignatureHeader = "X-Hook-Signature"
+	asanaSecretHeader    = "X-Hook-Secret"
+	// asanaMaxSecret bounds the echoed handshake secret; Asana's are 64 hex digits.
+	asanaMaxSecret = 256
+)
+
+var asanaMAC = bdBodyMAC{header: asanaSignatureHeader, newHash: sha256.New, size: sha256.Size, encoding: bdHex}
+
+// Asana returns the protocol for Asana webhooks.
+//
+// Registering the secret: the handshake is answered by this protocol (200, X-Hook-Secret echoed)
+// without a key, because the secret does not exist before it. The reply goes back through the
+// edge, which is the only place the secret can be read: the operator copies X-Hook-Secret from
+// that handshake reply (or the edge's log of it) and adds it to the endpoint as its secret.
+// Until then events are rejected as signature mismatches, and Asana retries them.
+//
+// A request carrying X-Hook-Secret and no X-Hook-Signature is the handshake; its secret must be
+// 1 to 256 visible ASCII characters (malformed signature otherwise, so nothing odd is echoed).
+// For events Verify rejects, in this order: no X-Hook-Signature (missing signature); a value that
+// is not 64 lowercase hex digits (malformed signature); no key matching (signature mismatch).
+// The identity is the body's hash, so it is never missing.
+func Asana() *Protocol {
+	return &Protocol{
+		Name:            asanaName,
+		DisplayName:     "Asana",
+		SignatureScheme: "HMAC-SHA256 (hex) of the raw body, X-Hook-Signature; X-Hook-Secret handshake echo",
+		IdentitySource:  `sha256 of the raw body ("body-sha256:<hex>"): Asana events carry no id, and a retry resends the same batch`,
+		DocsURL:         "https://developers.asana.com/docs/webhooks-guide",
+		Retries: "Asana retries a delivery that is not answered 2xx with exponential backoff, for up " +
+			"to about a day, and then deletes the webhook (per the webhooks guide; the schedule " +
+			"was not re-read here). A retry resends the same body, and no timestamp is signed, so " +
+			"there is no tolerance; the body hash makes the retry a duplicate. Heartbeats " +
+			"({\"events\":[]}) all hash alike, which is harmless.",
+		ParseSecret:   bdSharedSecret("Asana X-Hook-Secret"),
+		Verify:        verifyAsana,
+		Sign:          signAsana,
+		ExampleSecret: sharedExample(""),
+		ExampleBody:   asanaExampleBody,
+	}
+}
+
+func verifyAsana(req *Request, keys []Key, _ Params) (Result, error) {
+	if req == nil {
+		return Result{}, Reject(ReasonMissingSignature, "no request")
+	}
+	if secret, ok := req.Headers.Get(asanaSecretHeader); ok {
+		if _, signed := req.Headers.Get(asanaSignatureHeader); !signed {
+			return asanaHandshake(secret)
+		}
+	}
+	keyID, err := asanaMAC.verify(req, keys)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{KeyID: keyID, EventID: bdBodyIdentity(req.Body)}, nil
+}
+
+// asanaHandshake echoes the X-Hook-Secret, refusing values that could not be a secret.
+func asanaHandshake(secret string) (Result, error) {
+	if secret == "" || len(secret) > asanaMaxSecret {
+		return Result{}, Reject(ReasonMalformedSignature, "%s must be 1 to %d characters", asanaSecretHeader, asanaMaxSecret)
+	}
+	for i := 0; i < len(secret); i++ {
+		if secret[i] <= ' ' || secret[i] > '~' {
+			return Result{}, Reject(ReasonMalformedSignature, "%s has a character that is not visible ASCII", asanaSecretHeader)
+		}
+	}
+	return Result{Handshake: &Reply{Status: http.StatusOK, Headers: Headers{{Name: asanaSecretHeader, Value: secret}}}}, nil
+}
+
+// signAsana produces the X-Hook-Signature header. A webhook has one secret, so only secrets[0]
+// signs.
+func signAsana(in SignInput, secrets []string) (Headers, error) {
+	if len(secrets) == 0 {
+		return nil, errors.New("asana: sign needs a secret")
+	}
+	key, err := bdSharedSecret("Asana X-Hook-Secret")(secrets[0])
+	if err != nil {
+		return nil, fmt.Errorf("asana: %w", err)
+	}
+	return Headers{
+		{Name: "Content-Type", Value: "application/json"},
+		{Name: asanaSignatureHeader, Value: asanaMAC.value(key, in.Body)},
+	}, nil
+}
+
+// asanaExampleBody is a task-changed event batch; Asana events carry no id, so eventID goes in
+// the changed task's gid, which keeps example bodies distinct.
+func asanaExampleBody(eventID string) []byte {
+	return []byte(`{"events":[{"user":{"gid":"1201234567890","resource_type":"user"},"created_at":"2026-01-05T21:08:38.000Z","action":"changed","resource":{"gid":"` + jsonEscapeBD(eventID) + `","resource_type":"task","resource_subtype":"default_task"},"parent":null,"change":{"field":"completed","action":"changed"}}]}`)
+}
