@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/hookverify/hookverify/client"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
@@ -32,7 +34,7 @@ type hookverifyServer struct {
 	stop  func()
 }
 
-func startHookverify(t *testing.T) *hookverifyServer {
+func startHookverify(t *testing.T, opts ...grpc.ServerOption) *hookverifyServer {
 	t.Helper()
 	key, err := secretbox.NewKey()
 	if err != nil {
@@ -55,7 +57,7 @@ func startHookverify(t *testing.T) *hookverifyServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := srv.NewGRPCServer()
+	g := srv.NewGRPCServer(opts...)
 	go g.Serve(lis)
 	var once sync.Once
 	stop := func() { once.Do(g.Stop) }
@@ -73,6 +75,12 @@ func (o *outcomes) observe(_ *http.Request, out client.Outcome) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.all = append(o.all, out)
+}
+
+func (o *outcomes) at(i int) client.Outcome {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.all[i]
 }
 
 func (o *outcomes) last() client.Outcome {
@@ -212,7 +220,7 @@ func TestHandlerAgainstARealServer(t *testing.T) {
 			}
 		})
 	}
-	dup := seen.all[1]
+	dup := seen.at(1)
 	if dup.Verdict() != hookverifyv1.Verdict_VERDICT_DUPLICATE || dup.Response.GetOperationKey() != first.Response.GetOperationKey() {
 		t.Errorf("redelivery: %v, operation key %q vs %q", dup.Verdict(), dup.Response.GetOperationKey(), first.Response.GetOperationKey())
 	}
@@ -312,5 +320,64 @@ func TestHandlerErrorMapping(t *testing.T) {
 	}
 	if out := logs.String(); strings.Contains(out, "4242-secret-body") || strings.Contains(out, "deadbeefsignature") {
 		t.Errorf("logs contain a body or a signature:\n%s", out)
+	}
+}
+
+// TestRetryAfterALostAnswer makes the real server commit the first Verify but lose its answer
+// (UNAVAILABLE, as a dropped connection would look): the client's retry is answered DUPLICATE
+// with the operation key of the committed delivery, so the retry cannot cause a second ACCEPTED.
+func TestRetryAfterALostAnswer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var committed []*hookverifyv1.VerifyResponse
+	loseFirstAnswer := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := handler(ctx, req)
+		if v, ok := resp.(*hookverifyv1.VerifyResponse); ok && err == nil {
+			mu.Lock()
+			defer mu.Unlock()
+			committed = append(committed, v)
+			if len(committed) == 1 {
+				return nil, status.Error(codes.Unavailable, "answer lost")
+			}
+		}
+		return resp, err
+	}
+	hv := startHookverify(t, grpc.ChainUnaryInterceptor(loseFirstAnswer))
+	conn := dial(t, hv.addr, client.WithRetry(fastRetry))
+	stripe, _ := protocol.Default().Lookup("stripe")
+	signing, verifying, err := stripe.ExampleSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Admin.CreateEndpoint(ctx, &hookverifyv1.CreateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: "lost", Provider: "stripe"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Admin.AddSecret(ctx, &hookverifyv1.AddSecretRequest{EndpointId: "lost", Secret: verifying}); err != nil {
+		t.Fatal(err)
+	}
+	signed, err := protocol.SignDelivery(stripe, protocol.SignInput{Body: protocol.ExampleBody(stripe, "evt_lost_1"), EventID: "evt_lost_1", Timestamp: time.Now(), Method: "POST"}, []string{signing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("POST", "http://hooks.example.com/hooks/lost", bytes.NewReader(signed.Body))
+	for _, h := range signed.Headers {
+		r.Header.Add(h.Name, h.Value)
+	}
+	resp, err := conn.Verify(ctx, "lost", r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(committed) != 2 || committed[0].GetVerdict() != hookverifyv1.Verdict_VERDICT_ACCEPTED {
+		t.Fatalf("server answers %v", committed)
+	}
+	if resp.GetVerdict() != hookverifyv1.Verdict_VERDICT_DUPLICATE || resp.GetOperationKey() != committed[0].GetOperationKey() || resp.GetInboxId() != committed[0].GetInboxId() {
+		t.Errorf("retry answered %v, key %q inbox %q; the lost answer had key %q inbox %q",
+			resp.GetVerdict(), resp.GetOperationKey(), resp.GetInboxId(), committed[0].GetOperationKey(), committed[0].GetInboxId())
+	}
+	if n, err := hv.store.CountDeliveries(ctx, ""); err != nil || n != 1 {
+		t.Errorf("%d inbox records (%v), want 1", n, err)
 	}
 }

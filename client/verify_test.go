@@ -123,6 +123,8 @@ func TestBuildRequestRefuses(t *testing.T) {
 	if err != nil || resp.GetVerdict() != hookverifyv1.Verdict_VERDICT_ACCEPTED {
 		t.Fatalf("body at the limit: %v %v", resp, err)
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if got := string(f.requests[0].GetBody()); got != "0123456789" {
 		t.Errorf("forwarded body %q", got)
 	}
