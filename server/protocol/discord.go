@@ -77,10 +77,10 @@ func parseDiscordPublicKey(secret string) ([]byte, error) {
 	return key, nil
 }
 
-// parseEd25519SigningKeyHex decodes a private key written as 128 hex digits: the 64-byte
+// discordSigningKey decodes a private key written as 128 hex digits: the 64-byte
 // seed||public-key form that Go's ed25519.PrivateKey and tweetnacl's secretKey use. The public
 // half must match the seed.
-func parseEd25519SigningKeyHex(secret string) (ed25519.PrivateKey, error) {
+func discordSigningKey(secret string) (ed25519.PrivateKey, error) {
 	if len(secret) != 2*ed25519.PrivateKeySize {
 		return nil, invalidSecret("the signing key is not 128 hex digits (an Ed25519 seed and public key)")
 	}
@@ -195,7 +195,7 @@ func signDiscord(in SignInput, secrets []string) (Headers, error) {
 	if in.Timestamp.IsZero() || in.Timestamp.Unix() < 0 {
 		return nil, errors.New("discord: sign needs a timestamp at or after 1970")
 	}
-	priv, err := parseEd25519SigningKeyHex(strings.TrimSpace(secrets[0]))
+	priv, err := discordSigningKey(strings.TrimSpace(secrets[0]))
 	if err != nil {
 		return nil, fmt.Errorf("discord: %w", err)
 	}

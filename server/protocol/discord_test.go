@@ -67,7 +67,7 @@ func TestRFC8032KeysAndHelper(t *testing.T) {
 		}
 	}
 	for _, priv := range []string{rfc8032Test1Private, rfc8032Test2Private} {
-		if _, err := parseEd25519SigningKeyHex(priv); err != nil {
+		if _, err := discordSigningKey(priv); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -27,7 +27,8 @@ const (
 // verifying the signature (signature mismatch); the timestamp more than the tolerance away
 // from Now in either direction — stricter than the SDKs, which accept future timestamps
 // (timestamp out of tolerance); a body that is not a JSON object (malformed payload); no
-// non-empty string data.id (missing event id).
+// "data" object, a data.id that is not a non-empty string, or an "event" record without
+// data.id (missing event id).
 func Telnyx() *Protocol {
 	return &Protocol{
 		Name:             telnyxName,
@@ -35,12 +36,15 @@ func Telnyx() *Protocol {
 		SignatureScheme:  `Ed25519 (base64) of "{timestamp}|{body}", telnyx-signature-ed25519`,
 		SignsTimestamp:   true,
 		DefaultTolerance: telnyxDefaultTolerance,
-		IdentitySource:   `body JSON field "data.id" (the event's UUID)`,
-		DocsURL:          "https://developers.telnyx.com/docs/messaging/messages/receiving-webhooks",
-		Retries: "A webhook not acknowledged with a 2xx is sent again (to the failover URL when one is set). " +
-			"Each attempt carries its number in the body (meta.attempt), so every retry is a new body " +
-			"signed afresh with a new telnyx-timestamp; the official SDKs' 300s tolerance " +
-			"(telnyx-python Webhook.DEFAULT_TOLERANCE) is therefore the default, and data.id stays the same.",
+		IdentitySource: `body JSON field "data.id" (the event's UUID); for data records of another type ` +
+			`than "event" that carry no id (such as link_clicked): "body-sha256:" + hex SHA-256 of the raw body`,
+		DocsURL: "https://developers.telnyx.com/docs/development/api-fundamentals/webhooks",
+		Retries: "A webhook not answered with a 2xx is delivered again, to the failover URL when one is " +
+			"configured; schedules are product-specific and deliveries may be duplicated or reordered. " +
+			"telnyx-timestamp is documented as the time the webhook was sent, and messaging webhooks " +
+			"carry the attempt number in the signed body (meta.attempt), so a retry is signed afresh; " +
+			"the default tolerance is the SDKs' 300s (telnyx-python Webhook.DEFAULT_TOLERANCE), and " +
+			"data.id stays the same across attempts.",
 		ParseSecret:   parseTelnyxPublicKey,
 		Verify:        verifyTelnyx,
 		Sign:          signTelnyx,
@@ -126,15 +130,36 @@ func verifyTelnyx(req *Request, keys []Key, p Params) (Result, error) {
 	if err := checkTimestamp(ts, p.Now, effectiveTolerance(p, telnyxDefaultTolerance)); err != nil {
 		return Result{}, err
 	}
-	top, err := b1JSONObject(req.Body)
+	id, err := telnyxEventID(req.Body)
 	if err != nil {
 		return Result{}, err
 	}
-	id, _, ok := b1String(b1Object(top, "data"), "id")
-	if !ok || id == "" {
-		return Result{}, Reject(ReasonMissingEventID, `body has no non-empty string "data.id"`)
-	}
 	return Result{KeyID: keyID, EventID: id}, nil
+}
+
+// telnyxEventID returns data.id. A data object of another record type than "event" that has
+// no id (link_clicked carries only a message_id) falls back to the body hash; an event without
+// data.id is refused.
+func telnyxEventID(body []byte) (string, error) {
+	top, err := b1JSONObject(body)
+	if err != nil {
+		return "", err
+	}
+	data := b1Object(top, "data")
+	if data == nil {
+		return "", Reject(ReasonMissingEventID, `body has no "data" object`)
+	}
+	id, present, ok := b1String(data, "id")
+	switch {
+	case ok && id != "":
+		return id, nil
+	case present:
+		return "", Reject(ReasonMissingEventID, `body field "data.id" is not a non-empty string`)
+	}
+	if rt, _, ok := b1String(data, "record_type"); ok && rt != "" && rt != "event" {
+		return b1BodySHA256ID(body), nil
+	}
+	return "", Reject(ReasonMissingEventID, `body has no "data.id"`)
 }
 
 // telnyxMessage is "{timestamp}|{body}" with the header string verbatim, as the SDKs build it.

@@ -88,6 +88,9 @@ func TestTelnyxVerify(t *testing.T) {
 		{name: "endpoint tolerance narrower than default", req: telnyxSigned(t, now-20, telnyxBody, rfc8032Test1Private), keys: []string{pub1}, params: Params{Now: fixedNow, Tolerance: 10 * time.Second}, wantReason: ReasonTimestampOutOfTolerance},
 		{name: "bad signature beats stale timestamp", req: telnyxSigned(t, now-3600, telnyxBody, rfc8032Test2Private), keys: []string{pub1}, wantReason: ReasonSignatureMismatch},
 		{name: "retry (meta.attempt 2) keeps the identity", req: telnyxSigned(t, now, strings.Replace(telnyxBody, `"attempt":1`, `"attempt":2`, 1), rfc8032Test1Private), keys: []string{pub1}, wantKey: "k0", wantEvent: id},
+		{name: "link_clicked record without id: body-hash identity", req: telnyxSigned(t, now, `{"data":{"record_type":"link_clicked","url":"https://telnyx.com","to":"18445550001","message_id":"7ee4241c-f127-47e5-9c34-3aac291f8058","time_clicked":"2019-04-01T14:45:45.450Z"}}`, rfc8032Test1Private), keys: []string{pub1}, wantKey: "k0", wantEvent: b1BodySHA256ID([]byte(`{"data":{"record_type":"link_clicked","url":"https://telnyx.com","to":"18445550001","message_id":"7ee4241c-f127-47e5-9c34-3aac291f8058","time_clicked":"2019-04-01T14:45:45.450Z"}}`))},
+		{name: "no data object", req: telnyxSigned(t, now, `{"record_type":"event","id":"x"}`, rfc8032Test1Private), keys: []string{pub1}, wantReason: ReasonMissingEventID},
+		{name: "event record without data.id", req: telnyxSigned(t, now, `{"data":{"record_type":"event","event_type":"call.initiated"}}`, rfc8032Test1Private), keys: []string{pub1}, wantReason: ReasonMissingEventID},
 		{name: "no data.id", req: telnyxSigned(t, now, `{"data":{"event_type":"call.initiated"}}`, rfc8032Test1Private), keys: []string{pub1}, wantReason: ReasonMissingEventID},
 		{name: "top-level id is not data.id", req: telnyxSigned(t, now, `{"id":"x","data":{}}`, rfc8032Test1Private), keys: []string{pub1}, wantReason: ReasonMissingEventID},
 		{name: "data.id not a string", req: telnyxSigned(t, now, `{"data":{"id":5}}`, rfc8032Test1Private), keys: []string{pub1}, wantReason: ReasonMissingEventID},
@@ -162,6 +165,8 @@ func FuzzTelnyxSignatureHeader(f *testing.F) {
 	f.Add(telnyxSignIndependent(f, rfc8032Test1Private, ts, telnyxBody), ts, []byte(telnyxBody), uint16(3), byte('9'))
 	f.Fuzz(func(t *testing.T, sig, timestamp string, body []byte, pos uint16, repl byte) {
 		_, err := p.Verify(telnyxRequest(timestamp, sig, string(body)), keys, params)
+		checkAnswer(t, err)
+		_, err = telnyxEventID(body)
 		checkAnswer(t, err)
 
 		req := signed(t, p, SignInput{Body: body, Timestamp: fixedNow}, seed)

@@ -200,15 +200,15 @@ func b1CheckTime(ts, now time.Time, tol time.Duration) error {
 	switch {
 	case d > tol:
 		return Reject(ReasonTimestampOutOfTolerance,
-			"timestamp is %ds old, more than the %s tolerance", ceilSeconds(d), formatTolerance(tol))
+			"timestamp is %ds old, more than the %s tolerance", b1CeilSeconds(d), formatTolerance(tol))
 	case -d > tol:
 		return Reject(ReasonTimestampOutOfTolerance,
-			"timestamp is %ds in the future, more than the %s tolerance", ceilSeconds(-d), formatTolerance(tol))
+			"timestamp is %ds in the future, more than the %s tolerance", b1CeilSeconds(-d), formatTolerance(tol))
 	}
 	return nil
 }
 
-func ceilSeconds(d time.Duration) int64 {
+func b1CeilSeconds(d time.Duration) int64 {
 	s := int64(d / time.Second)
 	if d%time.Second != 0 {
 		s++
