@@ -31,6 +31,7 @@ func commands() map[string]command {
 		"serve":     {"run the gRPC server", runServe},
 		"inbox":     {"stats|lease|ack|nack|dead|requeue: work the inbox of a running server", runInbox},
 		"worker":    {"run a command for each inbox delivery (operation key in its environment)", runWorker},
+		"bench":     {"load-test a running server: throughput and latency per verdict, vs a no-op gRPC baseline", runBench},
 		"migrate":   {"apply database migrations and exit", runMigrate},
 		"demo":      {"play the whole story on a throwaway embedded server", runDemo},
 		"endpoint":  {"create|get|list|update endpoints on a running server", runEndpoint},
