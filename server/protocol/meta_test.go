@@ -1,0 +1,126 @@
+package protocol
+
+import (
+	"strings"
+	"testing"
+)
+
+const (
+	metaSecret      = "6b0f2c1e8d7a4b3c9e5f1a2d3c4b5a69"
+	metaSecretNew   = "f1e2d3c4b5a697887766554433221100"
+	metaVerifyToken = "my-verify-token-9f8e7d"
+	metaBody        = `{"object":"whatsapp_business_account","entry":[{"id":"102290129340398","changes":[{"value":{"messaging_product":"whatsapp","messages":[{"id":"wamid.HBgLMTY1MDM4Nzk0MzkVAgASGBQzQTRBNjU5OUFFRTAzODEwMTQ0RgA=","text":{"body":"Caf\u00e9"}}]},"field":"messages"}]}]}`
+)
+
+func metaGet(query string) *Request {
+	return &Request{Method: "GET", URL: "https://hooks.example.com/meta?" + query}
+}
+
+func TestMetaVerify(t *testing.T) {
+	t.Parallel()
+	p := Meta()
+	in := SignInput{Body: []byte(metaBody)}
+	good := signed(t, p, in, metaSecret)
+	wantID := batchABodyHashID([]byte(metaBody))
+	indep := "sha256=" + batchAHex256(metaSecret, metaBody)
+	fx := batchAFixture{
+		p: p, secret: metaSecret, secretNew: metaSecretNew, in: in, wantEvent: wantID,
+		sigHeader: "X-Hub-Signature-256",
+		malformed: []string{"garbage", "sha256=", "sha256=" + strings.ToUpper(indep[7:]), indep + "0"},
+		missing:   []string{"sha1=" + batchAHex1(metaSecret, metaBody)},
+	}
+	cs := fx.cases(t)
+	opts := map[string]string{"verify_token": metaVerifyToken}
+	cs = append(cs,
+		batchACase{name: "independent signature over the escaped-unicode raw bytes", req: withHeader(good, "X-Hub-Signature-256", indep), keys: []string{metaSecret}, wantKey: "k0", wantEvent: wantID},
+		batchACase{name: "legacy sha1 header alone is not enough", req: &Request{Method: "POST", Body: []byte(metaBody), Headers: Headers{{Name: "X-Hub-Signature", Value: "sha1=" + batchAHex1(metaSecret, metaBody)}}}, keys: []string{metaSecret}, wantReason: ReasonMissingSignature},
+		batchACase{name: "handshake: wrong verify token", req: metaGet("hub.mode=subscribe&hub.verify_token=guess&hub.challenge=1158201444"), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonSignatureMismatch},
+		batchACase{name: "handshake: token prefix is not the token", req: metaGet("hub.mode=subscribe&hub.verify_token=" + metaVerifyToken[:5] + "&hub.challenge=1"), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonSignatureMismatch},
+		batchACase{name: "handshake: endpoint without verify_token", req: metaGet("hub.mode=subscribe&hub.verify_token=" + metaVerifyToken + "&hub.challenge=1"), keys: []string{metaSecret}, wantReason: ReasonSignatureMismatch},
+		batchACase{name: "handshake: other mode", req: metaGet("hub.mode=unsubscribe&hub.verify_token=" + metaVerifyToken + "&hub.challenge=1"), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonSignatureMismatch},
+		batchACase{name: "handshake: no token", req: metaGet("hub.mode=subscribe&hub.challenge=1"), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonMissingSignature},
+		batchACase{name: "handshake: no challenge", req: metaGet("hub.mode=subscribe&hub.verify_token=" + metaVerifyToken), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonMalformedPayload},
+		batchACase{name: "plain GET", req: metaGet(""), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonMissingSignature},
+	)
+	batchARun(t, p, cs)
+}
+
+func TestMetaHandshake(t *testing.T) {
+	t.Parallel()
+	p := Meta()
+	res, err := p.Verify(metaGet("hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token="+metaVerifyToken), nil,
+		Params{Now: fixedNow, Options: map[string]string{"verify_token": metaVerifyToken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := res.Handshake
+	if h == nil || res.EventID != "" || h.Status != 200 || string(h.Body) != "1158201444" {
+		t.Fatalf("result %+v, reply %+v: want 200 1158201444", res, h)
+	}
+	if ct, _ := h.Headers.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Fatalf("Content-Type %q", ct)
+	}
+}
+
+func TestMetaValidateOptions(t *testing.T) {
+	t.Parallel()
+	v := Meta().ValidateOptions
+	for _, tc := range []struct {
+		name string
+		opts map[string]string
+		ok   bool
+	}{
+		{"none", nil, true},
+		{"verify_token", map[string]string{"verify_token": "t"}, true},
+		{"empty verify_token", map[string]string{"verify_token": ""}, false},
+		{"huge verify_token", map[string]string{"verify_token": strings.Repeat("x", 1025)}, false},
+		{"unknown option", map[string]string{"app_id": "1"}, false},
+	} {
+		if err := v(tc.opts); (err == nil) != tc.ok {
+			t.Errorf("%s: err = %v", tc.name, err)
+		}
+	}
+}
+
+// TestMetaDocumentedAlgorithm: Meta publishes no vector; Sign is pinned to openssl's HMAC of
+// the raw bytes (with the \u00e9 escape kept, as Meta sends it):
+// printf '%s' "$metaBody" | openssl dgst -sha256 -hmac "$metaSecret"
+func TestMetaDocumentedAlgorithm(t *testing.T) {
+	t.Parallel()
+	h, err := Meta().Sign(SignInput{Body: []byte(metaBody)}, []string{metaSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != 1 || h[0].Name != "X-Hub-Signature-256" || h[0].Value != "sha256="+metaOpenSSL {
+		t.Fatalf("Sign = %+v", h)
+	}
+}
+
+func FuzzMetaSignatureHeader(f *testing.F) {
+	batchAFuzz(f, Meta(), metaSecret, "X-Hub-Signature-256",
+		SignInput{Body: []byte(metaBody)}, Params{Now: fixedNow},
+		"sha256=", "sha1=0", "=")
+}
+
+// FuzzMetaVerificationRequest: any GET URL gets a handshake echoing hub.challenge only when
+// the verify token matches, else a rejection; never a panic.
+func FuzzMetaVerificationRequest(f *testing.F) {
+	p := Meta()
+	params := Params{Now: fixedNow, Options: map[string]string{"verify_token": metaVerifyToken}}
+	f.Add("/m?hub.mode=subscribe&hub.verify_token=" + metaVerifyToken + "&hub.challenge=42")
+	f.Add("/m?hub.mode=subscribe&hub.verify_token=x&hub.challenge=42")
+	f.Add("%%")
+	f.Fuzz(func(t *testing.T, u string) {
+		res, err := p.Verify(&Request{Method: "GET", URL: u}, nil, params)
+		checkAnswer(t, err)
+		if err != nil {
+			return
+		}
+		q, qerr := batchAQuery(u)
+		if qerr != nil || res.Handshake == nil || q.Get("hub.verify_token") != metaVerifyToken || string(res.Handshake.Body) != q.Get("hub.challenge") {
+			t.Fatalf("GET %q accepted: %+v", u, res)
+		}
+	})
+}
+
+const metaOpenSSL = "e0f5098740a12509a2efdd5154531023b0558c504a0ad1238621860e1d71d320"
