@@ -54,6 +54,7 @@ func GitHub() *Protocol {
 		SignsTimestamp:  false,
 		IdentitySource:  "X-GitHub-Delivery header",
 		DocsURL:         "https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries",
+		Retries:         "GitHub does not retry failed deliveries by itself; a redelivery requested from the UI or the API keeps the X-GitHub-Delivery id. No timestamp is signed, so any delay is accepted, and the delivery id makes redeliveries duplicates.",
 		ParseSecret:     parseGitHubSecret,
 		Verify:          verifyGitHub,
 		Sign:            signGitHub,

@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +16,13 @@ func TestDefaultRegistry(t *testing.T) {
 	for _, p := range r.All() {
 		names = append(names, p.Name)
 	}
-	if got, want := strings.Join(names, ","), "github,standard-webhooks,stripe"; got != want {
-		t.Fatalf("All() names = %s, want %s", got, want)
+	if len(names) != len(Builtin()) || !slices.IsSorted(names) {
+		t.Fatalf("All() names = %s: want every built-in protocol once, ordered by name", strings.Join(names, ","))
+	}
+	for _, want := range []string{"github", "standard-webhooks", "stripe"} {
+		if _, ok := r.Lookup(want); !ok {
+			t.Fatalf("core protocol %q is not registered", want)
+		}
 	}
 	for _, p := range Builtin() {
 		t.Run(p.Name, func(t *testing.T) {
@@ -31,8 +37,8 @@ func TestDefaultRegistry(t *testing.T) {
 			if p.SignsTimestamp != (p.DefaultTolerance > 0) {
 				t.Fatalf("%s: SignsTimestamp %v but DefaultTolerance %v", p.Name, p.SignsTimestamp, p.DefaultTolerance)
 			}
-			if p.NeedsURL {
-				t.Fatalf("%s: none of these signs the URL", p.Name)
+			if p.Retries == "" {
+				t.Errorf("%s: Retries is empty; say how the provider retries and how the tolerance fits", p.Name)
 			}
 		})
 	}

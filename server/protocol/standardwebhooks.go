@@ -56,6 +56,7 @@ func StandardWebhooks() *Protocol {
 		DefaultTolerance: standardWebhooksDefaultTolerance,
 		IdentitySource:   "webhook-id header (svix-id)",
 		DocsURL:          "https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md",
+		Retries:          "The spec recommends retrying after 5s, 5m, 30m, 2h, 5h, 10h, 14h, 20h and 24h. Senders sign each attempt afresh with a new webhook-timestamp (Svix does), so the 300s tolerance applies to each attempt; webhook-id stays the same, so retries are duplicates.",
 		ParseSecret:      parseStandardWebhooksSecret,
 		Verify:           verifyStandardWebhooks,
 		Sign:             signStandardWebhooks,

@@ -41,6 +41,7 @@ func Stripe() *Protocol {
 		DefaultTolerance: stripeDefaultTolerance,
 		IdentitySource:   `body JSON field "id" (evt_...)`,
 		DocsURL:          "https://docs.stripe.com/webhooks#verify-manually",
+		Retries:          "Stripe resends undelivered events with exponential backoff for up to 3 days. Every attempt is signed afresh with a new t=, so the 300s tolerance is measured from each attempt's own signing time and late retries are not stale; the event id stays the same, so they are duplicates.",
 		ParseSecret:      parseStripeSecret,
 		Verify:           verifyStripe,
 		Sign:             signStripe,

@@ -31,54 +31,51 @@ func (s *Store) Claim(ctx context.Context, d storage.Delivery) (storage.ClaimRes
 	return storage.ClaimResult{}, err
 }
 
+// claimOnce queues the claim for the next group commit and waits for its outcome.
 func (s *Store) claimOnce(ctx context.Context, d storage.Delivery) (storage.ClaimResult, error) {
+	return s.claims.submit(ctx, s, d)
+}
+
+// claimInTx claims d inside tx; tx holds the write lock, so no other claim can slip in between
+// the claim insert and the inbox insert.
+func claimInTx(ctx context.Context, tx *sql.Tx, d storage.Delivery) (storage.ClaimResult, error) {
 	var res storage.ClaimResult
-	err := s.write(ctx, "claim", func(tx *sql.Tx) error {
-		res = storage.ClaimResult{}
-		// The transaction holds the write lock from BEGIN, so no other claim can slip in
-		// between this insert and the one of the inbox record.
-		ins, err := tx.ExecContext(ctx, `INSERT INTO claims (scope, event_id, inbox_id, operation_key, first_received_at)
-			VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, event_id) DO NOTHING`,
-			d.Scope, d.EventID, d.InboxID, d.OperationKey, micros(d.ReceivedAt))
-		if err != nil {
-			return err
-		}
-		n, err := ins.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			var first int64
-			err := tx.QueryRowContext(ctx, `SELECT inbox_id, operation_key, first_received_at FROM claims
-				WHERE scope = ? AND event_id = ?`, d.Scope, d.EventID).Scan(&res.InboxID, &res.OperationKey, &first)
-			if err != nil {
-				return err
-			}
-			res.FirstReceivedAt = fromMicros(first)
-			// Held by our own inbox id: an earlier attempt of this very claim committed.
-			res.Accepted = res.InboxID == d.InboxID
-			return nil
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO inbox (id, scope, event_id, endpoint_id, operation_key, secret_id,
-			method, url, headers, body, received_at, state, attempts, visible_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?)`,
-			d.InboxID, d.Scope, d.EventID, d.EndpointID, d.OperationKey, d.SecretID, d.Method, d.URL,
-			storage.EncodeHeaders(d.Headers), nonNil(d.Body), micros(d.ReceivedAt), micros(d.ReceivedAt))
-		if err != nil {
-			return fmt.Errorf("inbox record %q: %w", d.InboxID, err)
-		}
-		res = storage.ClaimResult{
-			Accepted:        true,
-			InboxID:         d.InboxID,
-			OperationKey:    d.OperationKey,
-			FirstReceivedAt: fromMicros(micros(d.ReceivedAt)),
-		}
-		return nil
-	})
+	ins, err := tx.ExecContext(ctx, `INSERT INTO claims (scope, event_id, inbox_id, operation_key, first_received_at)
+		VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, event_id) DO NOTHING`,
+		d.Scope, d.EventID, d.InboxID, d.OperationKey, micros(d.ReceivedAt))
 	if err != nil {
-		return storage.ClaimResult{}, err
+		return res, err
 	}
-	return res, nil
+	n, err := ins.RowsAffected()
+	if err != nil {
+		return res, err
+	}
+	if n == 0 {
+		var first int64
+		err := tx.QueryRowContext(ctx, `SELECT inbox_id, operation_key, first_received_at FROM claims
+			WHERE scope = ? AND event_id = ?`, d.Scope, d.EventID).Scan(&res.InboxID, &res.OperationKey, &first)
+		if err != nil {
+			return res, err
+		}
+		res.FirstReceivedAt = fromMicros(first)
+		// Held by our own inbox id: an earlier attempt of this very claim committed.
+		res.Accepted = res.InboxID == d.InboxID
+		return res, nil
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO inbox (id, scope, event_id, endpoint_id, operation_key, secret_id,
+		method, url, headers, body, received_at, state, attempts, visible_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?)`,
+		d.InboxID, d.Scope, d.EventID, d.EndpointID, d.OperationKey, d.SecretID, d.Method, d.URL,
+		storage.EncodeHeaders(d.Headers), nonNil(d.Body), micros(d.ReceivedAt), micros(d.ReceivedAt))
+	if err != nil {
+		return storage.ClaimResult{}, fmt.Errorf("inbox record %q: %w", d.InboxID, err)
+	}
+	return storage.ClaimResult{
+		Accepted:        true,
+		InboxID:         d.InboxID,
+		OperationKey:    d.OperationKey,
+		FirstReceivedAt: fromMicros(micros(d.ReceivedAt)),
+	}, nil
 }
 
 func validateDelivery(d storage.Delivery) error {

@@ -57,6 +57,7 @@ type Store struct {
 	writer *sql.DB
 	reader *sql.DB
 	closed atomic.Bool
+	claims claimBatcher
 }
 
 var _ storage.Store = (*Store)(nil)
