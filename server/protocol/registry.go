@@ -59,6 +59,7 @@ func Builtin() []*Protocol {
 		Trello(),
 		Asana(),
 		Onfido(),
+		Gitea(),
 		Slack(),
 		Zoom(),
 		Twitch(),
