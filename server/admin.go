@@ -48,6 +48,7 @@ func (s *Server) CreateEndpoint(ctx context.Context, req *hookverifyv1.CreateEnd
 		}
 		return nil, storageStatus(ctx, s.log, "create endpoint", err)
 	}
+	s.cache.invalidate(e.ID)
 	s.log.InfoContext(ctx, "endpoint created", "endpoint", e.ID, "provider", e.Provider)
 	return &hookverifyv1.CreateEndpointResponse{Endpoint: endpointToProto(e)}, nil
 }
@@ -106,6 +107,7 @@ func (s *Server) UpdateEndpoint(ctx context.Context, req *hookverifyv1.UpdateEnd
 	if err := st.UpdateEndpoint(ctx, e); err != nil {
 		return nil, storageStatus(ctx, s.log, "update endpoint", err)
 	}
+	s.cache.invalidate(e.ID)
 	s.log.InfoContext(ctx, "endpoint updated", "endpoint", e.ID, "disabled", e.Disabled)
 	return &hookverifyv1.UpdateEndpointResponse{Endpoint: endpointToProto(e)}, nil
 }
@@ -135,6 +137,7 @@ func (s *Server) AddSecret(ctx context.Context, req *hookverifyv1.AddSecretReque
 	if err := st.AddSecret(ctx, sec); err != nil {
 		return nil, storageStatus(ctx, s.log, "add secret", err)
 	}
+	s.cache.invalidate(e.ID)
 	s.log.InfoContext(ctx, "secret added", "endpoint", e.ID, "secret_id", sec.ID)
 	return &hookverifyv1.AddSecretResponse{Secret: s.secretInfo(sec)}, nil
 }
@@ -158,6 +161,7 @@ func (s *Server) RotateSecret(ctx context.Context, req *hookverifyv1.RotateSecre
 	if err != nil {
 		return nil, storageStatus(ctx, s.log, "rotate secret", err)
 	}
+	s.cache.invalidate(e.ID)
 	s.log.InfoContext(ctx, "secret rotated", "endpoint", e.ID, "secret_id", sec.ID, "overlap", overlap, "previous", len(changed))
 	resp := &hookverifyv1.RotateSecretResponse{Secret: s.secretInfo(sec)}
 	for _, c := range changed {
@@ -182,6 +186,7 @@ func (s *Server) RetireSecret(ctx context.Context, req *hookverifyv1.RetireSecre
 	if err != nil {
 		return nil, storageStatus(ctx, s.log, "retire secret", err)
 	}
+	s.cache.invalidate(sec.EndpointID)
 	s.log.InfoContext(ctx, "secret retired", "endpoint", sec.EndpointID, "secret_id", sec.ID)
 	return &hookverifyv1.RetireSecretResponse{Secret: s.secretInfo(sec)}, nil
 }

@@ -259,6 +259,7 @@ func TestRetention(t *testing.T) {
 		done := e.deliver(t, githubProvider, "kept", "evt-done", secret)
 		waiting := e.deliver(t, githubProvider, "kept", "evt-waiting", secret)
 		firstDone := e.accept(t, done)
+		e.clock.Advance(time.Second) // so evt-done is the oldest, leased first
 		firstWaiting := e.accept(t, waiting)
 		d := lease(t, e, 1, time.Minute)[0] // the oldest: evt-done
 		if _, err := e.inbox.Ack(t.Context(), &hookverifyv1.AckRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken()}); err != nil {

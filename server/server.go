@@ -62,6 +62,9 @@ type Options struct {
 	MaxPendingTotal       int64
 	// Metrics, when set, are updated by every call (see NewMetrics).
 	Metrics *Metrics
+	// CacheTTL bounds how long endpoint and secret changes made through other instances take
+	// to reach this one (default DefaultCacheTTL; negative disables the cache).
+	CacheTTL time.Duration
 }
 
 // Server holds the gRPC services. It answers UNAVAILABLE, and health reports NOT_SERVING, until
@@ -79,6 +82,7 @@ type Server struct {
 	metrics     *Metrics
 	store       atomic.Pointer[storeHolder]
 	depth       atomic.Pointer[inboxDepth]
+	cache       *endpointCache
 
 	maxPendingPerEndpoint int64
 	maxPendingTotal       int64
@@ -106,6 +110,14 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.metrics = opts.Metrics
+	switch {
+	case opts.CacheTTL == 0:
+		s.cache = newEndpointCache(DefaultCacheTTL)
+	case opts.CacheTTL < 0:
+		s.cache = newEndpointCache(0)
+	default:
+		s.cache = newEndpointCache(opts.CacheTTL)
+	}
 	s.maxPendingPerEndpoint, s.maxPendingTotal = opts.MaxPendingPerEndpoint, opts.MaxPendingTotal
 	s.maxAttempts = opts.MaxAttempts
 	if s.maxAttempts <= 0 {

@@ -50,13 +50,14 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 	if err != nil {
 		return nil, err
 	}
-	endpoint, err := st.GetEndpoint(ctx, req.GetEndpointId())
-	if errors.Is(err, storage.ErrNotFound) {
-		return rejected(hookverifyv1.RejectReason_REJECT_REASON_UNKNOWN_ENDPOINT, "no endpoint with this id"), nil
-	}
+	cached, err := s.lookup(ctx, st, req.GetEndpointId())
 	if err != nil {
 		return nil, storageStatus(ctx, s.log, "verify", err)
 	}
+	if !cached.found {
+		return rejected(hookverifyv1.RejectReason_REJECT_REASON_UNKNOWN_ENDPOINT, "no endpoint with this id"), nil
+	}
+	endpoint := cached.endpoint
 	labels.endpoint, labels.provider = endpoint.ID, endpoint.Provider
 	if endpoint.Disabled {
 		return rejected(hookverifyv1.RejectReason_REJECT_REASON_ENDPOINT_DISABLED, "endpoint is disabled"), nil
@@ -72,10 +73,7 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 		return nil, status.Error(codes.FailedPrecondition, "endpoint's provider is not supported by this server")
 	}
 	now := s.clock()
-	keys, err := s.validKeys(ctx, st, endpoint, prov, now)
-	if err != nil {
-		return nil, err
-	}
+	keys := cached.validKeys(now)
 
 	preq := &protocol.Request{Method: req.GetMethod(), URL: signedURL(endpoint, req.GetUrl()), Body: req.GetBody(), Headers: make(protocol.Headers, len(req.GetHeaders()))}
 	for i, h := range req.GetHeaders() {
@@ -141,34 +139,6 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 	}
 	resp.Reply = successReply(resp.Verdict)
 	return resp, nil
-}
-
-// validKeys opens every secret of the endpoint valid at now and parses it for the protocol.
-// A secret that fails to open is skipped with a log line (it cannot authenticate anything),
-// so one corrupted row does not take the endpoint down.
-func (s *Server) validKeys(ctx context.Context, st storage.Store, endpoint storage.Endpoint, prov *protocol.Protocol, now time.Time) ([]protocol.Key, error) {
-	secrets, err := st.ListSecrets(ctx, endpoint.ID)
-	if err != nil {
-		return nil, storageStatus(ctx, s.log, "verify", err)
-	}
-	keys := make([]protocol.Key, 0, len(secrets))
-	for _, sec := range secrets {
-		if !sec.ValidAt(now) {
-			continue
-		}
-		plain, err := s.keyring.Open(sec.KeyID, sec.EndpointID, sec.ID, sec.Sealed)
-		if err != nil {
-			s.log.ErrorContext(ctx, "secret does not open", "endpoint", endpoint.ID, "secret_id", sec.ID, "err", err)
-			continue
-		}
-		material, err := prov.ParseSecret(string(plain))
-		if err != nil {
-			s.log.ErrorContext(ctx, "stored secret does not parse", "endpoint", endpoint.ID, "secret_id", sec.ID)
-			continue
-		}
-		keys = append(keys, protocol.Key{ID: sec.ID, Material: material})
-	}
-	return keys, nil
 }
 
 // validateVerifyRequest checks the request's shape. These are caller (edge) errors, answered

@@ -1,0 +1,49 @@
+package server_test
+
+import (
+	"testing"
+	"time"
+
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server"
+)
+
+// TestSecretChangesReachOtherInstances runs two servers on one database, each with its own
+// endpoint cache. A rotation and a retirement made through one reach the other within the cache
+// TTL, without a restart; through the instance that made them they apply at once.
+func TestSecretChangesReachOtherInstances(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		const ttl = 300 * time.Millisecond
+		e := newEnvWith(t, b, func(o *server.Options) { o.CacheTTL = ttl })
+		other := e.start(t, e.store)
+		p := githubProvider
+		oldSecret, oldID := e.setup(t, p, "shared")
+		// Warm the other instance's cache with the old secret.
+		other.accept(t, e.deliver(t, p, "shared", eventID(p), oldSecret))
+
+		newSecret := p.newSecret()
+		if _, err := e.admin.RotateSecret(t.Context(), &hookverifyv1.RotateSecretRequest{EndpointId: "shared", Secret: newSecret}); err != nil {
+			t.Fatalf("RotateSecret: %v", err)
+		}
+		if _, err := e.admin.RetireSecret(t.Context(), &hookverifyv1.RetireSecretRequest{EndpointId: "shared", SecretId: oldID}); err != nil {
+			t.Fatalf("RetireSecret: %v", err)
+		}
+		// The instance that made the change applies it at once.
+		e.accept(t, e.deliver(t, p, "shared", eventID(p), newSecret))
+		e.reject(t, e.deliver(t, p, "shared", eventID(p), oldSecret), hookverifyv1.RejectReason_REJECT_REASON_SIGNATURE_MISMATCH)
+
+		// The other one within the TTL (polled, with a generous deadline: no timing assertion).
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			resp := other.verify(t, e.deliver(t, p, "shared", eventID(p), newSecret))
+			if resp.GetVerdict() == hookverifyv1.Verdict_VERDICT_ACCEPTED {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the other instance still refuses the new secret: %v", resp)
+			}
+			time.Sleep(ttl / 4)
+		}
+		other.reject(t, e.deliver(t, p, "shared", eventID(p), oldSecret), hookverifyv1.RejectReason_REJECT_REASON_SIGNATURE_MISMATCH)
+	})
+}
