@@ -171,6 +171,7 @@ func drive(ctx context.Context, workers int, d time.Duration, call func(context.
 	res := &benchResult{latencies: map[string][]time.Duration{}}
 	var wg sync.WaitGroup
 	start := time.Now()
+	end := start.Add(d)
 	for w := range workers {
 		wg.Add(1)
 		go func() {
@@ -181,7 +182,7 @@ func drive(ctx context.Context, workers int, d time.Duration, call func(context.
 			for i := int64(0); ctx.Err() == nil; i++ {
 				t0 := time.Now()
 				label, err := call(ctx, r, i)
-				if ctx.Err() != nil {
+				if ctx.Err() != nil || time.Now().After(end) {
 					break // a call cut short by the end of the phase is not counted
 				}
 				if err != nil {
