@@ -29,7 +29,7 @@ const (
 // The identity is "<event>:<data.envelopeId>:<generatedDateTime>", with ":<data.recipientId>"
 // when present, read from the JSON SIM body; a body without those falls back to
 // "body-sha256:" and the hex SHA-256 of the raw body. The body's retryCount is deliberately
-// left out: it grows on each retry.
+// left out, as it may differ between attempts.
 //
 // Verify rejects, in this order: no X-DocuSign-Signature-<n> header (missing signature); such
 // headers none of which is 32 bytes of padded standard base64 (malformed signature); no
@@ -42,9 +42,9 @@ func DocuSign() *Protocol {
 		SignatureScheme: "HMAC-SHA256 (base64) of the raw body, one X-DocuSign-Signature-N per active key",
 		IdentitySource:  "JSON SIM body: event + data.envelopeId + generatedDateTime (+ data.recipientId); else body-sha256 of the raw body",
 		DocsURL:         "https://developers.docusign.com/platform/webhooks/connect/hmac/",
-		Retries: "Connect retries a failed message (with Require Acknowledgement and retries enabled) for days, and the " +
-			"body's retryCount changes between attempts. No timestamp is signed, so a late retry is accepted; the " +
-			"identity excludes retryCount so that retries deduplicate.",
+		Retries: "Connect can retry failed messages (its schedule was not confirmed here). No timestamp is signed, so a " +
+			"retry is accepted at any delay. The JSON SIM body carries a retryCount field, which the identity leaves out " +
+			"so that attempts of one message deduplicate even if their bodies differ there.",
 		ParseSecret:   parseDocuSignSecret,
 		Verify:        verifyDocuSign,
 		Sign:          signDocuSign,
