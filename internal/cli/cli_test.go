@@ -375,3 +375,22 @@ func TestInboxCommands(t *testing.T) {
 		t.Fatalf("after the worker, inbox stats:\n%s", out)
 	}
 }
+
+func TestBenchCommand(t *testing.T) {
+	remote, _ := startTestServer(t)
+	code, out, errOut := run(t, "", append([]string{"bench", "--duration", "300ms", "--workers", "4", "--baseline", "--mix", "new=60,dup=30,forged=10"}, remote...)...)
+	if code != 0 {
+		t.Fatalf("bench exited %d: %s", code, errOut)
+	}
+	for _, want := range []string{"noop", "accepted", "duplicate", "rejected", "ratio to the no-op gRPC baseline"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bench output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "error:") {
+		t.Errorf("bench saw errors:\n%s", out)
+	}
+	if code, _, _ := run(t, "", "bench", "--mix", "new=0"); code != 1 {
+		t.Errorf("bench with an all-zero mix: exit %d, want 1", code)
+	}
+}
