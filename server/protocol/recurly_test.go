@@ -1,0 +1,76 @@
+package protocol
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// The published vector: recurly/recurly-client-ruby spec/recurly/webhooks_spec.rb ("with
+// notification older than five minutes"), recomputed independently with openssl.
+const (
+	recurlyVectorSecret = "354fab5bd35f5a0d50845ee7e30165244468b13c2c343f104e4e730a59326d9d"
+	recurlyVectorBody   = `{"id":"rjxwmwedwqug","object_type":"account","site_id":"qc326l1hl8k9","event_type":"created","event_time":"2022-09-13T21:18:40Z","account_code":"adfas23zzz14123"}`
+	recurlyVectorHeader = "1663103925004,ad24699f3beaa24c9af2cc7ada3ce4c835da0090194241b9d3add83d27f14bc3"
+	recurlySecret       = "recurly-signing-secret-one"
+	recurlySecret2      = "recurly-signing-secret-two"
+)
+
+var recurlyVectorTime = time.UnixMilli(1663103925004)
+
+func TestRecurlyVerify(t *testing.T) {
+	t.Parallel()
+	sig := strings.Repeat("ab", 32)
+	bdSuite{
+		p: Recurly(), secret: recurlySecret, secret2: recurlySecret2,
+		sigHeader: "recurly-signature", eventID: "rjxwmwedwqug", wantEventID: "rjxwmwedwqug",
+		multiSig:  true,
+		malformed: []string{"", "abc," + sig, "1700000000000," + strings.ToUpper(sig), "1700000000000,", "1700000000000,zz", " 1700000000000," + sig, "t=1700000000000,v1=" + sig},
+		noIdentity: func(t *testing.T) *Request {
+			return signed(t, Recurly(), SignInput{Body: []byte(`{"object_type":"account"}`), Timestamp: fixedNow}, recurlySecret)
+		},
+	}.run(t)
+}
+
+func TestRecurlyPublishedVector(t *testing.T) {
+	t.Parallel()
+	p := Recurly()
+	keys := keysFor(t, p, recurlyVectorSecret)
+	req := &Request{Method: "POST", Headers: Headers{{Name: "recurly-signature", Value: recurlyVectorHeader}}, Body: []byte(recurlyVectorBody)}
+	res, err := p.Verify(req, keys, Params{Now: recurlyVectorTime})
+	checkOutcome(t, res, err, 0, "k0", req)
+	if res.EventID != "rjxwmwedwqug" {
+		t.Fatalf("EventID = %q", res.EventID)
+	}
+	// The SDK raises "out of date" for it by default, and accepts it with an infinite tolerance.
+	res, err = p.Verify(req, keys, Params{Now: time.Now()})
+	checkOutcome(t, res, err, ReasonTimestampOutOfTolerance, "", req)
+	// "with multiple signatures in header": a short junk element beside the right digest.
+	multi := withHeader(req, "recurly-signature", "1663103925004,de1ec7ab1e,"+recurlyVectorHeader[14:])
+	res, err = p.Verify(multi, keys, Params{Now: recurlyVectorTime})
+	checkOutcome(t, res, err, 0, "k0", multi)
+	// "raises error if header timestamp is altered".
+	altered := withHeader(req, "recurly-signature", "1663103926004,"+recurlyVectorHeader[14:])
+	res, err = p.Verify(altered, keys, Params{Now: recurlyVectorTime})
+	checkOutcome(t, res, err, ReasonSignatureMismatch, "", altered)
+	// "raises error if secrets mismatched" / "if payload body is altered".
+	res, err = p.Verify(req, keysFor(t, p, "key"), Params{Now: recurlyVectorTime})
+	checkOutcome(t, res, err, ReasonSignatureMismatch, "", req)
+	res, err = p.Verify(withBody(req, []byte("{}")), keys, Params{Now: recurlyVectorTime})
+	checkOutcome(t, res, err, ReasonSignatureMismatch, "", req)
+	// Only a timestamp: no signature at all.
+	bare := withHeader(req, "recurly-signature", "1663103925004")
+	res, err = p.Verify(bare, keys, Params{Now: recurlyVectorTime})
+	checkOutcome(t, res, err, ReasonMissingSignature, "", bare)
+	if got := bdSign(t, p, SignInput{Body: []byte(recurlyVectorBody), Timestamp: recurlyVectorTime}, recurlyVectorSecret, "recurly-signature"); got != recurlyVectorHeader {
+		t.Fatalf("Sign = %q, want %q", got, recurlyVectorHeader)
+	}
+	bdCheckSecrets(t, p, "", recurlyVectorSecret+" ")
+}
+
+func FuzzRecurlySignatureHeader(f *testing.F) {
+	f.Add(recurlyVectorHeader, []byte(recurlyVectorBody), uint16(13), byte(','))
+	f.Fuzz(func(t *testing.T, sig string, body []byte, pos uint16, repl byte) {
+		bdFuzz(t, Recurly(), recurlyVectorSecret, "recurly-signature", nil, sig, body, pos, repl, recurlyVectorTime, "")
+	})
+}
