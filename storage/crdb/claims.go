@@ -33,52 +33,90 @@ WHERE scope = $1 AND event_id = $2`
 
 // Claim atomically claims (d.Scope, d.EventID) and stores d as its inbox record.
 //
-// A claim whose commit outcome is unknown (the connection broke during COMMIT, or
-// CockroachDB answered 40003) runs again with the same inbox id; if the claim is then found
-// held by that inbox id, the earlier commit went through and the claim is reported accepted.
+// Concurrent claims share transactions (storage.ClaimBatcher): one commit, the expensive part
+// on both engines, for every claim queued meanwhile; each claim runs in its own savepoint. A
+// batch whose commit outcome is unknown (the connection broke during COMMIT, or CockroachDB
+// answered 40003) runs again with the same inbox ids; a claim then found held by its own inbox
+// id went through the first time and is reported accepted.
 func (s *Store) Claim(ctx context.Context, d storage.Delivery) (storage.ClaimResult, error) {
 	if err := validDelivery(d); err != nil {
 		return storage.ClaimResult{}, fmt.Errorf("crdb: claim: %w", err)
 	}
+	if s.closed.Load() {
+		return storage.ClaimResult{}, fmt.Errorf("crdb: claim: %w", storage.ErrClosed)
+	}
+	res, err := s.claims.Submit(ctx, d, s.commitClaims)
+	if err != nil && !isSentinel(err) {
+		err = fmt.Errorf("crdb: claim: %w: %w", storage.ErrUnavailable, err)
+	}
+	return res, err
+}
+
+// commitClaims runs the batch in one transaction, each claim in a savepoint so that a claim
+// failing on its own (an inbox id reused) rolls back alone; any other failure fails the batch.
+func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, []error, error) {
+	results := make([]storage.ClaimResult, len(batch))
+	errs := make([]error, len(batch))
+	// The batch outlives any one caller's context; the retry loop bounds it.
+	err := s.inTx(context.Background(), "claim", s.claimTx(), func(ctx context.Context, tx pgx.Tx) error {
+		for i, d := range batch {
+			sp, err := tx.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			results[i], errs[i] = claimOne(ctx, sp, d)
+			if errs[i] != nil {
+				if sqlState(errs[i]) != codeUniqueViolation {
+					return errs[i]
+				}
+				errs[i] = mapError("claim", errs[i])
+				if err := sp.Rollback(ctx); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := sp.Commit(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return results, errs, err
+}
+
+// claimOne claims one delivery inside the batch's transaction.
+func claimOne(ctx context.Context, tx pgx.Tx, d storage.Delivery) (storage.ClaimResult, error) {
 	body := d.Body
 	if body == nil {
 		// pgx sends a nil slice as NULL; the body is empty, not missing.
 		body = []byte{}
 	}
-	headers := storage.EncodeHeaders(d.Headers)
-
 	var result storage.ClaimResult
-	err := s.inTx(ctx, "claim", s.claimTx(), func(ctx context.Context, tx pgx.Tx) error {
-		var firstReceivedAt time.Time
-		err := tx.QueryRow(ctx, claimSQL, d.Scope, d.EventID, d.InboxID, d.OperationKey, d.ReceivedAt,
-			d.EndpointID, d.SecretID, d.Method, d.URL, headers, body,
-		).Scan(&result.InboxID, &result.OperationKey, &firstReceivedAt)
-		if err == nil {
-			result.Accepted = true
-			result.FirstReceivedAt = firstReceivedAt.UTC()
-			return nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		// Someone holds the identity; report their claim.
-		err = tx.QueryRow(ctx, existingClaimSQL, d.Scope, d.EventID).
-			Scan(&result.InboxID, &result.OperationKey, &firstReceivedAt)
-		if errors.Is(err, pgx.ErrNoRows) {
-			// Claims are never deleted, so the conflicting row must be visible. Treat a
-			// miss as a conflict and run the transaction again.
-			return fmt.Errorf("claim of %q not visible: %w", d.EventID, errRunAgain)
-		}
-		if err != nil {
-			return err
-		}
-		result.Accepted = result.InboxID == d.InboxID
+	var firstReceivedAt time.Time
+	err := tx.QueryRow(ctx, claimSQL, d.Scope, d.EventID, d.InboxID, d.OperationKey, d.ReceivedAt,
+		d.EndpointID, d.SecretID, d.Method, d.URL, storage.EncodeHeaders(d.Headers), body,
+	).Scan(&result.InboxID, &result.OperationKey, &firstReceivedAt)
+	if err == nil {
+		result.Accepted = true
 		result.FirstReceivedAt = firstReceivedAt.UTC()
-		return nil
-	})
-	if err != nil {
-		return storage.ClaimResult{}, err
+		return result, nil
 	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return result, err
+	}
+	// Someone holds the identity; report their claim.
+	err = tx.QueryRow(ctx, existingClaimSQL, d.Scope, d.EventID).
+		Scan(&result.InboxID, &result.OperationKey, &firstReceivedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// The conflicting row must be visible once ON CONFLICT waited for its claimant. Treat
+		// a miss as a conflict and run the transaction again.
+		return result, fmt.Errorf("claim of %q not visible: %w", d.EventID, errRunAgain)
+	}
+	if err != nil {
+		return result, err
+	}
+	result.Accepted = result.InboxID == d.InboxID
+	result.FirstReceivedAt = firstReceivedAt.UTC()
 	return result, nil
 }
 

@@ -32,6 +32,7 @@ type Store struct {
 	pool   *pool
 	engine Engine
 	closed atomic.Bool
+	claims storage.ClaimBatcher
 }
 
 var _ storage.Store = (*Store)(nil)

@@ -31,9 +31,41 @@ func (s *Store) Claim(ctx context.Context, d storage.Delivery) (storage.ClaimRes
 	return storage.ClaimResult{}, err
 }
 
-// claimOnce queues the claim for the next group commit and waits for its outcome.
+// claimOnce queues the claim for the next group commit (storage.ClaimBatcher: one
+// transaction, so one fsync, for every claim queued meanwhile) and waits for its outcome.
 func (s *Store) claimOnce(ctx context.Context, d storage.Delivery) (storage.ClaimResult, error) {
-	return s.claims.submit(ctx, s, d)
+	res, err := s.claims.Submit(ctx, d, s.commitClaims)
+	if err != nil {
+		return storage.ClaimResult{}, s.fail("claim", err)
+	}
+	return res, nil
+}
+
+// commitClaims runs every claim of the batch in one write transaction, each inside a savepoint
+// so that one claim's failure rolls back only that claim.
+func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, []error, error) {
+	// The batch outlives any one caller's context; the busy timeout bounds it.
+	ctx := context.Background()
+	results := make([]storage.ClaimResult, len(batch))
+	errs := make([]error, len(batch))
+	err := s.write(ctx, "claim", func(tx *sql.Tx) error {
+		for i, d := range batch {
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT claim"); err != nil {
+				return err
+			}
+			results[i], errs[i] = claimInTx(ctx, tx, d)
+			end := "RELEASE claim"
+			if errs[i] != nil {
+				errs[i] = s.fail("claim", errs[i])
+				end = "ROLLBACK TO claim; RELEASE claim"
+			}
+			if _, err := tx.ExecContext(ctx, end); err != nil {
+				return fmt.Errorf("ending the savepoint: %w", err)
+			}
+		}
+		return nil
+	})
+	return results, errs, err
 }
 
 // claimInTx claims d inside tx; tx holds the write lock, so no other claim can slip in between

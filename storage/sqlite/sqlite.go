@@ -57,7 +57,7 @@ type Store struct {
 	writer *sql.DB
 	reader *sql.DB
 	closed atomic.Bool
-	claims claimBatcher
+	claims storage.ClaimBatcher
 }
 
 var _ storage.Store = (*Store)(nil)

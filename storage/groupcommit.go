@@ -1,0 +1,136 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// MaxClaimBatch bounds how many claims share one transaction, so one commit never holds locks
+// for long.
+const MaxClaimBatch = 128
+
+// ClaimBatcher is group commit for claims, shared by the backends. A commit is the expensive
+// part of a claim (an fsync on SQLite and PostgreSQL, a consensus round on CockroachDB), so
+// concurrent claims queue here and the first of them, the leader, commits everything queued in
+// one transaction. An idle store adds no latency: a lone claim is its own batch at once. Every
+// caller is answered only after the transaction holding its claim has committed; if the commit
+// fails, every claim of the batch fails with the commit's error, and none is reported accepted.
+// The zero value is ready to use.
+type ClaimBatcher struct {
+	mu      sync.Mutex
+	queue   []*claimCall
+	leading bool
+	batches int64
+}
+
+// CommitBatch commits the deliveries as one transaction, in order, and returns each one's
+// result or its own error (an inbox id reused, say), or an error for the whole batch when the
+// transaction did not commit.
+type CommitBatch func(batch []Delivery) ([]ClaimResult, []error, error)
+
+type claimCall struct {
+	d    Delivery
+	res  ClaimResult
+	err  error
+	done chan struct{}
+	// lead is closed to hand this waiting caller the leader's role.
+	lead chan struct{}
+}
+
+// Batches reports how many batch transactions committed (for tests and curiosity).
+func (b *ClaimBatcher) Batches() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.batches
+}
+
+// Submit queues d and returns its outcome once its batch committed (or failed). A caller whose
+// context ends while still queued is withdrawn with an ErrUnavailable error; one already in a
+// batch waits for that batch, which is quick, so its outcome is never left unknown.
+func (b *ClaimBatcher) Submit(ctx context.Context, d Delivery, commit CommitBatch) (ClaimResult, error) {
+	if err := ctx.Err(); err != nil {
+		return ClaimResult{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	c := &claimCall{d: d, done: make(chan struct{}), lead: make(chan struct{})}
+	b.mu.Lock()
+	b.queue = append(b.queue, c)
+	lead := !b.leading
+	b.leading = true
+	b.mu.Unlock()
+	if !lead {
+		select {
+		case <-c.done:
+			return c.res, c.err
+		case <-c.lead:
+		case <-ctx.Done():
+			if b.withdraw(c) {
+				return ClaimResult{}, fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+			}
+			// Already taken into a batch, or handed the lead: see it through.
+			select {
+			case <-c.done:
+				return c.res, c.err
+			case <-c.lead:
+			}
+		}
+	}
+	// Leading: commit one batch (it holds our own claim: we are first in the queue, or were
+	// handed the lead as its first), then pass the lead on to the next queued caller.
+	b.mu.Lock()
+	n := min(len(b.queue), MaxClaimBatch)
+	batch := b.queue[:n:n]
+	b.queue = b.queue[n:]
+	b.mu.Unlock()
+	b.commit(batch, commit)
+	b.mu.Lock()
+	if len(b.queue) > 0 {
+		close(b.queue[0].lead)
+	} else {
+		b.leading = false
+	}
+	b.mu.Unlock()
+	<-c.done
+	return c.res, c.err
+}
+
+// withdraw removes a caller that gave up while still queued; false if it is no longer queued.
+func (b *ClaimBatcher) withdraw(c *claimCall) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, q := range b.queue {
+		if q == c {
+			if i == 0 {
+				// The head may be handed the lead at any moment; let it lead instead.
+				return false
+			}
+			b.queue = append(b.queue[:i:i], b.queue[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+func (b *ClaimBatcher) commit(batch []*claimCall, commit CommitBatch) {
+	deliveries := make([]Delivery, len(batch))
+	for i, c := range batch {
+		deliveries[i] = c.d
+	}
+	results, errs, err := commit(deliveries)
+	b.mu.Lock()
+	if err == nil {
+		b.batches++
+	}
+	b.mu.Unlock()
+	for i, c := range batch {
+		switch {
+		case err != nil:
+			c.err = err
+		case errs[i] != nil:
+			c.err = errs[i]
+		default:
+			c.res = results[i]
+		}
+		close(c.done)
+	}
+}
