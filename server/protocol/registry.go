@@ -69,6 +69,7 @@ func Builtin() []*Protocol {
 		Sanity(),
 		FrontApp(),
 		Recurly(),
+		HelloSign(),
 		Slack(),
 		Zoom(),
 		Twitch(),
