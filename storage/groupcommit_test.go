@@ -1,0 +1,119 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// TestClaimBatcher checks group commit with a scripted commit function: claims queued while a
+// batch commits go together into the next one, every caller gets its own outcome, a failed
+// commit fails every claim of its batch, and a caller that gives up while queued is withdrawn.
+func TestClaimBatcher(t *testing.T) {
+	t.Parallel()
+	var b ClaimBatcher
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var sizes []int
+	commit := func(batch []Delivery) ([]ClaimResult, []error, error) {
+		mu.Lock()
+		first := len(sizes) == 0
+		sizes = append(sizes, len(batch))
+		mu.Unlock()
+		if first {
+			<-release // hold the first batch so that the others queue behind it
+		}
+		res := make([]ClaimResult, len(batch))
+		errs := make([]error, len(batch))
+		for i, d := range batch {
+			if d.EventID == "bad" {
+				errs[i] = fmt.Errorf("claim: %w", ErrAlreadyExists)
+				continue
+			}
+			if d.EventID == "fail-batch" {
+				return nil, nil, fmt.Errorf("commit: %w", ErrUnavailable)
+			}
+			res[i] = ClaimResult{Accepted: true, InboxID: d.InboxID}
+		}
+		return res, errs, nil
+	}
+	type outcome struct {
+		res ClaimResult
+		err error
+	}
+	results := make(map[string]outcome)
+	var wg sync.WaitGroup
+	submit := func(id string) {
+		defer wg.Done()
+		res, err := b.Submit(context.Background(), Delivery{EventID: id, InboxID: "in-" + id}, commit)
+		mu.Lock()
+		results[id] = outcome{res, err}
+		mu.Unlock()
+	}
+	wg.Add(1)
+	go submit("first")
+	for { // wait until the first batch is committing
+		mu.Lock()
+		n := len(sizes)
+		mu.Unlock()
+		if n == 1 {
+			break
+		}
+	}
+	ids := []string{"a", "b", "bad", "c"}
+	for _, id := range ids {
+		wg.Add(1)
+		go submit(id)
+	}
+	for { // wait until all four are queued
+		b.mu.Lock()
+		n := len(b.queue)
+		b.mu.Unlock()
+		if n == len(ids) {
+			break
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := b.Submit(ctx, Delivery{EventID: "impatient"}, commit)
+		gaveUp <- err
+	}()
+	for {
+		b.mu.Lock()
+		n := len(b.queue)
+		b.mu.Unlock()
+		if n == len(ids)+1 {
+			break
+		}
+	}
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("a caller that gave up while queued got %v", err)
+	}
+	close(release)
+	wg.Wait()
+
+	if len(sizes) != 2 || sizes[0] != 1 || sizes[1] != len(ids) {
+		t.Fatalf("batch sizes %v, want [1 %d]: the queued claims must share one commit", sizes, len(ids))
+	}
+	for _, id := range []string{"first", "a", "b", "c"} {
+		if o := results[id]; o.err != nil || !o.res.Accepted || o.res.InboxID != "in-"+id {
+			t.Errorf("%s: %+v", id, o)
+		}
+	}
+	if o := results["bad"]; !errors.Is(o.err, ErrAlreadyExists) {
+		t.Errorf("bad: %+v, want its own error", o)
+	}
+	if b.Batches() != 2 {
+		t.Errorf("Batches() = %d, want 2", b.Batches())
+	}
+
+	// A commit that fails fails every claim of its batch, and none is accepted.
+	res, err := b.Submit(context.Background(), Delivery{EventID: "fail-batch"}, commit)
+	if !errors.Is(err, ErrUnavailable) || res.Accepted {
+		t.Fatalf("failed batch: %+v, %v", res, err)
+	}
+}
