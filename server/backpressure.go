@@ -9,8 +9,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
-
-	"github.com/hookverify/hookverify/storage"
 )
 
 // BackpressureRetryAfter is the retry hint sent with RESOURCE_EXHAUSTED; edges turn it into
@@ -90,22 +88,15 @@ func (s *Server) overLimit(endpointID string) string {
 	return ""
 }
 
-// backpressure answers a new delivery while an inbox limit is reached: a repeat of an accepted
-// event still gets DUPLICATE (it costs nothing), a new one RESOURCE_EXHAUSTED with a retry hint.
-func (s *Server) backpressure(ctx context.Context, st storage.Store, d storage.Delivery, why string) (storage.ClaimResult, error) {
-	claim, err := st.LookupClaim(ctx, d.Scope, d.EventID)
-	if err == nil {
-		return claim, nil
-	}
-	if !isNotFound(err) {
-		return storage.ClaimResult{}, storageStatus(ctx, s.log, "verify", err)
-	}
+// backpressure answers a new event while an inbox limit is reached: RESOURCE_EXHAUSTED with a
+// retry hint. (Repeats of accepted events never get here: Verify answers them DUPLICATE first.)
+func (s *Server) backpressure(endpointID, why string) error {
 	if s.metrics != nil {
-		s.metrics.backpressure.WithLabelValues(d.EndpointID).Inc()
+		s.metrics.backpressure.WithLabelValues(endpointID).Inc()
 	}
-	st2 := status.New(codes.ResourceExhausted, "inbox full, retry later: "+why)
-	if withHint, err := st2.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(BackpressureRetryAfter)}); err == nil {
-		st2 = withHint
+	st := status.New(codes.ResourceExhausted, "inbox full, retry later: "+why)
+	if withHint, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(BackpressureRetryAfter)}); err == nil {
+		st = withHint
 	}
-	return storage.ClaimResult{}, st2.Err()
+	return st.Err()
 }

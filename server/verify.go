@@ -111,19 +111,24 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 	for i, h := range req.GetHeaders() {
 		delivery.Headers[i] = storage.Header{Name: h.GetName(), Value: h.GetValue()}
 	}
-	var claim storage.ClaimResult
-	if why := s.overLimit(endpoint.ID); why != "" {
-		claim, err = s.backpressure(ctx, st, delivery, why)
-	} else {
+	// Redeliveries are common (providers retry whatever timed out), so a read answers them
+	// without a write transaction; only a miss goes on to claim. The claim still decides: two
+	// racing first deliveries both miss here and exactly one wins the insert.
+	claim, err := st.LookupClaim(ctx, delivery.Scope, delivery.EventID)
+	switch {
+	case err == nil:
+	case !isNotFound(err):
+		return nil, storageStatus(ctx, s.log, "verify", err)
+	default:
+		if why := s.overLimit(endpoint.ID); why != "" {
+			return nil, s.backpressure(delivery.EndpointID, why)
+		}
 		claimStart := time.Now()
 		claim, err = st.Claim(ctx, delivery)
 		s.metrics.observeClaim(time.Since(claimStart))
 		if err != nil {
-			err = storageStatus(ctx, s.log, "verify", err)
+			return nil, storageStatus(ctx, s.log, "verify", err)
 		}
-	}
-	if err != nil {
-		return nil, err
 	}
 	resp := &hookverifyv1.VerifyResponse{
 		Verdict:         hookverifyv1.Verdict_VERDICT_ACCEPTED,

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Reproducible throughput run: `scripts/bench.sh [duration] [workers]`.
+# Starts a throwaway PostgreSQL cluster on loopback (as the postgres user when run as root),
+# runs hookverify on it and on the embedded store, and drives each with `hookverify bench`
+# (new events, redeliveries, and the no-op gRPC baseline in the same run). Everything it starts
+# is stopped at exit.
+set -euo pipefail
+duration=${1:-10s}
+workers=${2:-32}
+cd "$(dirname "$0")/.."
+go build -o bin/hookverify ./cmd/hookverify
+bin=$PWD/bin/hookverify
+work=$(mktemp -d)
+chmod 755 "$work"
+pgbin=$(dirname "$(command -v initdb 2>/dev/null || ls /usr/lib/postgresql/*/bin/initdb | tail -n1)")
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	as_pg "$pgbin/pg_ctl" -D "$work/pg" -m fast stop >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+mkdir -p "$work/pg"
+[ "$(id -u)" = 0 ] && chown postgres "$work/pg"
+as_pg "$pgbin/initdb" -D "$work/pg" -A trust -U postgres >/dev/null
+pgport=$(free_port)
+as_pg "$pgbin/pg_ctl" -D "$work/pg" -w -o "-p $pgport -k $work/pg -c listen_addresses=127.0.0.1" -l "$work/pg/log" start >/dev/null
+export HOOKVERIFY_MASTER_KEY=$(head -c 32 /dev/urandom | base64)
+
+run_on() { # name, extra serve flags...
+	local name=$1; shift
+	local port; port=$(free_port)
+	"$bin" serve --listen "127.0.0.1:$port" --log-level error "$@" 2>"$work/$name.log" &
+	pids+=($!)
+	for _ in $(seq 50); do "$bin" endpoint list --server "127.0.0.1:$port" >/dev/null 2>&1 && break; sleep 0.2; done
+	echo "== $name: new events =="
+	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix new=100 --baseline
+	echo "== $name: redeliveries =="
+	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix dup=100 --baseline
+	echo
+}
+run_on postgres --database-url "postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable"
+run_on embedded --data-dir "$work/embedded"
