@@ -101,7 +101,7 @@ func (s batchABodyScheme) parse(h Headers) (batchABodySignatures, error) {
 	others := 0
 	for _, entry := range entries {
 		if s.list {
-			entry = strings.Trim(entry, " \t")
+			entry = strings.Trim(entry, " ")
 		}
 		sig := entry
 		if s.version != "" {
@@ -269,7 +269,7 @@ func batchAParseKV(header, v string, sep byte, tsKey, sigKey string, size int) (
 	}
 	seenTS := false
 	for _, part := range strings.Split(v, string(sep)) {
-		part = strings.Trim(part, " \t")
+		part = strings.Trim(part, " ")
 		key, value, ok := cutByte(part, '=')
 		if !ok || key == "" || strings.IndexByte(value, '=') >= 0 {
 			return out, Reject(ReasonMalformedSignature, "%s has an element that is not key=value", header)

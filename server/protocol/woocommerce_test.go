@@ -1,0 +1,73 @@
+package protocol
+
+import (
+	"strings"
+	"testing"
+)
+
+const (
+	woocommerceSecret    = "Pf0W>9hG+z}2Ks4^qv!8@1mLr#Xc7Tn$"
+	woocommerceSecretNew = "c2e9d1a7b4f60385e2d9c1b7a4f60385"
+	woocommerceDelivery  = "9f3ae4bc21f0c8de7a5b6c4d3e2f1a0b"
+	woocommerceBody      = `{"id":727,"parent_id":0,"status":"processing","currency":"USD","total":"29.35","date_modified":"2026-01-01T00:00:00"}`
+)
+
+func TestWooCommerceVerify(t *testing.T) {
+	t.Parallel()
+	p := WooCommerce()
+	in := SignInput{Body: []byte(woocommerceBody), EventID: woocommerceDelivery}
+	good := signed(t, p, in, woocommerceSecret)
+	indep := batchAB64256(woocommerceSecret, woocommerceBody)
+	fx := batchAFixture{
+		p: p, secret: woocommerceSecret, secretNew: woocommerceSecretNew, in: in, wantEvent: woocommerceDelivery,
+		sigHeader: "X-WC-Webhook-Signature",
+		noID:      withoutHeader(good, "X-WC-Webhook-Delivery-ID"),
+		malformed: []string{"garbage", strings.TrimRight(indep, "="), batchAHex256(woocommerceSecret, woocommerceBody), "sha256=" + indep},
+	}
+	cs := fx.cases(t)
+	ping := &Request{Method: "POST", Body: []byte("webhook_id=12")}
+	cs = append(cs,
+		batchACase{name: "independent signature accepted", req: withHeader(good, "X-WC-Webhook-Signature", indep), keys: []string{woocommerceSecret}, wantKey: "k0", wantEvent: woocommerceDelivery},
+		batchACase{name: "ping with a signature header is judged as a delivery", req: withHeader(ping, "X-WC-Webhook-Signature", indep), keys: []string{woocommerceSecret}, wantReason: ReasonSignatureMismatch},
+		batchACase{name: "ping-like body with more fields is not a ping", req: &Request{Method: "POST", Body: []byte("webhook_id=12&x=1")}, keys: []string{woocommerceSecret}, wantReason: ReasonMissingSignature},
+		batchACase{name: "ping body by GET is not a ping", req: &Request{Method: "GET", Body: []byte("webhook_id=12")}, keys: []string{woocommerceSecret}, wantReason: ReasonMissingSignature},
+		batchACase{name: "empty delivery id", req: withHeader(good, "X-WC-Webhook-Delivery-ID", ""), keys: []string{woocommerceSecret}, wantReason: ReasonMissingEventID},
+	)
+	batchARun(t, p, cs)
+}
+
+// TestWooCommercePing: the unsigned activation ping gets a bare 200 and is not an event.
+func TestWooCommercePing(t *testing.T) {
+	t.Parallel()
+	res, err := WooCommerce().Verify(&Request{Method: "POST", Body: []byte("webhook_id=42"), Headers: Headers{{Name: "Content-Type", Value: "application/x-www-form-urlencoded"}}}, nil, Params{Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Handshake == nil || res.Handshake.Status != 200 || res.EventID != "" || res.KeyID != "" {
+		t.Fatalf("result %+v", res)
+	}
+}
+
+// TestWooCommerceDocumentedAlgorithm pins Sign to WC_Webhook::generate_signature
+// (base64_encode(hash_hmac('sha256', $payload, $secret, true)); no vector is published),
+// computed with openssl:
+// printf '%s' "$woocommerceBody" | openssl dgst -sha256 -hmac "$woocommerceSecret" -binary | base64
+func TestWooCommerceDocumentedAlgorithm(t *testing.T) {
+	t.Parallel()
+	h, err := WooCommerce().Sign(SignInput{Body: []byte(woocommerceBody), EventID: woocommerceDelivery}, []string{woocommerceSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Request{Headers: h}
+	if header(r, "X-WC-Webhook-Signature") != woocommerceOpenSSL || header(r, "X-WC-Webhook-Delivery-ID") != woocommerceDelivery {
+		t.Fatalf("Sign = %+v", h)
+	}
+}
+
+func FuzzWooCommerceSignatureHeader(f *testing.F) {
+	batchAFuzz(f, WooCommerce(), woocommerceSecret, "X-WC-Webhook-Signature",
+		SignInput{Body: []byte(woocommerceBody), EventID: woocommerceDelivery}, Params{Now: fixedNow},
+		"", "====", "webhook_id=1")
+}
+
+const woocommerceOpenSSL = "F5yh2Fg/ktR10AG7hM0+FUl+dXCotKLlDgZN95SejpU="
