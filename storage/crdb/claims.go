@@ -45,7 +45,8 @@ func (s *Store) Claim(ctx context.Context, d storage.Delivery) (storage.ClaimRes
 	if s.closed.Load() {
 		return storage.ClaimResult{}, fmt.Errorf("crdb: claim: %w", storage.ErrClosed)
 	}
-	res, err := s.claims.Submit(ctx, d, s.commitClaims)
+	lane := &s.claims[laneOf(d.Scope, d.EventID)]
+	res, err := lane.Submit(ctx, d, s.commitClaims)
 	if err != nil && !isSentinel(err) {
 		err = fmt.Errorf("crdb: claim: %w: %w", storage.ErrUnavailable, err)
 	}
@@ -186,4 +187,17 @@ func (s *Store) CountDeliveries(ctx context.Context, scope string) (int64, error
 		return conn.QueryRow(ctx, `SELECT count(*) FROM inbox WHERE scope = $1`, scope).Scan(&n)
 	})
 	return n, err
+}
+
+// laneOf spreads identities over the claim lanes (FNV-1a); one identity always takes the same
+// lane, so racing redeliveries of one event meet in one batch rather than in two transactions.
+func laneOf(scope, eventID string) int {
+	h := uint32(2166136261)
+	for _, s := range []string{scope, "\x00", eventID} {
+		for i := 0; i < len(s); i++ {
+			h ^= uint32(s[i])
+			h *= 16777619
+		}
+	}
+	return int(h % claimLanes)
 }

@@ -32,8 +32,14 @@ type Store struct {
 	pool   *pool
 	engine Engine
 	closed atomic.Bool
-	claims storage.ClaimBatcher
+	// claims are group-commit lanes: each lane commits one batch at a time, and the lanes
+	// commit in parallel on their own connections (PostgreSQL and CockroachDB run many
+	// transactions at once, unlike SQLite).
+	claims [claimLanes]storage.ClaimBatcher
 }
+
+// claimLanes is how many claim batches may commit at once.
+const claimLanes = 4
 
 var _ storage.Store = (*Store)(nil)
 
