@@ -17,6 +17,7 @@ func Builtin() []*Protocol {
 		Stripe(),
 		GitHub(),
 		StandardWebhooks(),
+		WorkOS(),
 		Razorpay(),
 		WooCommerce(),
 		LemonSqueezy(),
