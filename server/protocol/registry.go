@@ -17,6 +17,7 @@ func Builtin() []*Protocol {
 		Stripe(),
 		GitHub(),
 		StandardWebhooks(),
+		CircleCI(),
 		WorkOS(),
 		Razorpay(),
 		WooCommerce(),
