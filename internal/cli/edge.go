@@ -11,12 +11,13 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc/codes"
 
 	"github.com/hookverify/hookverify/client"
@@ -287,33 +288,39 @@ func (s *statusRecorder) WriteHeader(code int) {
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// edgeMetrics holds the edge's Prometheus metrics and serves them in the text exposition
-// format. (client_golang's transitive modules are not in go.sum yet; the exposition format is
-// small enough to write here, and the metric names are what a switch would keep.)
+// edgeMetrics are the edge's Prometheus metrics.
 type edgeMetrics struct {
-	mu       sync.Mutex
-	requests map[[2]string]uint64 // {endpoint, status}
-	errors   map[string]uint64    // gRPC code
-	buckets  []float64            // upper bounds, seconds
-	counts   []uint64             // per bucket, not cumulative; the last is +Inf
-	sum      float64
-	count    uint64
-	known    map[string]bool // endpoints the verifier has answered for
+	registry *prometheus.Registry
+	requests *prometheus.CounterVec
+	errors   *prometheus.CounterVec
+	duration prometheus.Histogram
+
+	mu    sync.Mutex
+	known map[string]bool // endpoints the verifier has answered for
 }
 
 // maxEndpointLabels bounds the endpoint label's values, which come from URLs anyone can send.
 const maxEndpointLabels = 10000
 
 func newEdgeMetrics() *edgeMetrics {
-	b := []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
-	return &edgeMetrics{requests: map[[2]string]uint64{}, errors: map[string]uint64{}, buckets: b, counts: make([]uint64, len(b)+1), known: map[string]bool{}}
+	m := &edgeMetrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_edge_requests_total",
+			Help: "Webhook requests answered by the edge, by endpoint and HTTP status."}, []string{"endpoint", "status"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_edge_verifier_errors_total",
+			Help: "Verify calls that failed, by gRPC code."}, []string{"code"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookverify_edge_verifier_duration_seconds",
+			Help: "Time spent in Verify calls, retries included.", Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),
+		known: map[string]bool{},
+	}
+	m.registry.MustRegister(m.requests, m.errors, m.duration)
+	return m
 }
 
 func (m *edgeMetrics) observe(o client.Outcome) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	// Only endpoints the verifier confirmed get their own label, so random paths cannot grow
 	// the metrics without bound.
+	m.mu.Lock()
 	if o.Response != nil && o.Response.GetRejectReason() != hookverifyv1.RejectReason_REJECT_REASON_UNKNOWN_ENDPOINT && len(m.known) < maxEndpointLabels {
 		m.known[o.EndpointID] = true
 	}
@@ -321,64 +328,17 @@ func (m *edgeMetrics) observe(o client.Outcome) {
 	if !m.known[endpoint] {
 		endpoint = "_unknown"
 	}
-	m.requests[[2]string{endpoint, strconv.Itoa(o.Status)}]++
+	m.mu.Unlock()
+	m.requests.WithLabelValues(endpoint, strconv.Itoa(o.Status)).Inc()
 	if !o.CalledVerifier {
 		return
 	}
 	if o.Code != codes.OK {
-		m.errors[o.Code.String()]++
+		m.errors.WithLabelValues(o.Code.String()).Inc()
 	}
-	seconds := o.VerifierDuration.Seconds()
-	i := sort.SearchFloat64s(m.buckets, seconds) // first bound ≥ seconds
-	m.counts[i]++
-	m.sum += seconds
-	m.count++
+	m.duration.Observe(o.VerifierDuration.Seconds())
 }
 
-func (m *edgeMetrics) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	var b strings.Builder
-	b.WriteString("# HELP hookverify_edge_requests_total Webhook requests answered by the edge, by endpoint and HTTP status.\n")
-	b.WriteString("# TYPE hookverify_edge_requests_total counter\n")
-	keys := make([][2]string, 0, len(m.requests))
-	for k := range m.requests {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i][0] != keys[j][0] {
-			return keys[i][0] < keys[j][0]
-		}
-		return keys[i][1] < keys[j][1]
-	})
-	for _, k := range keys {
-		fmt.Fprintf(&b, "hookverify_edge_requests_total{endpoint=%s,status=%s} %d\n", labelValue(k[0]), labelValue(k[1]), m.requests[k])
-	}
-	b.WriteString("# HELP hookverify_edge_verifier_duration_seconds Time spent in Verify calls, retries included.\n")
-	b.WriteString("# TYPE hookverify_edge_verifier_duration_seconds histogram\n")
-	var cumulative uint64
-	for i, bound := range m.buckets {
-		cumulative += m.counts[i]
-		fmt.Fprintf(&b, "hookverify_edge_verifier_duration_seconds_bucket{le=\"%s\"} %d\n", strconv.FormatFloat(bound, 'g', -1, 64), cumulative)
-	}
-	fmt.Fprintf(&b, "hookverify_edge_verifier_duration_seconds_bucket{le=\"+Inf\"} %d\n", m.count)
-	fmt.Fprintf(&b, "hookverify_edge_verifier_duration_seconds_sum %s\n", strconv.FormatFloat(m.sum, 'g', -1, 64))
-	fmt.Fprintf(&b, "hookverify_edge_verifier_duration_seconds_count %d\n", m.count)
-	b.WriteString("# HELP hookverify_edge_verifier_errors_total Verify calls that failed, by gRPC code.\n")
-	b.WriteString("# TYPE hookverify_edge_verifier_errors_total counter\n")
-	codeNames := make([]string, 0, len(m.errors))
-	for c := range m.errors {
-		codeNames = append(codeNames, c)
-	}
-	sort.Strings(codeNames)
-	for _, c := range codeNames {
-		fmt.Fprintf(&b, "hookverify_edge_verifier_errors_total{code=%s} %d\n", labelValue(c), m.errors[c])
-	}
-	io.WriteString(w, b.String())
-}
-
-// labelValue quotes a label value as the exposition format wants.
-func labelValue(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s) + `"`
+func (m *edgeMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 }
