@@ -247,7 +247,7 @@ func (d *demo) deliver(ctx context.Context, s demoStep) error {
 	if s.mutate != nil {
 		body = s.mutate(append([]byte(nil), body...), headers)
 	}
-	req := &hookverifyv1.VerifyRequest{EndpointId: s.endpoint, Body: body, Method: "POST", Url: url}
+	req := &hookverifyv1.VerifyRequest{EndpointId: s.endpoint, Body: body, Method: "POST", Url: signed.URL}
 	for _, h := range headers {
 		req.Headers = append(req.Headers, &hookverifyv1.HeaderField{Name: h.Name, Value: h.Value})
 	}
@@ -307,7 +307,7 @@ func (d *demo) everyProvider(ctx context.Context) error {
 			return fmt.Errorf("%s: signing: %w", p.Name, err)
 		}
 		send := func(body []byte) (*hookverifyv1.VerifyResponse, error) {
-			req := &hookverifyv1.VerifyRequest{EndpointId: id, Body: body, Method: "POST", Url: url}
+			req := &hookverifyv1.VerifyRequest{EndpointId: id, Body: body, Method: "POST", Url: signed.URL}
 			for _, h := range signed.Headers {
 				req.Headers = append(req.Headers, &hookverifyv1.HeaderField{Name: h.Name, Value: h.Value})
 			}

@@ -45,6 +45,10 @@ func runSign(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if signed.URL != *url {
+		// The protocol carries its credential in the URL (Mailchimp): print the URL to call.
+		fmt.Fprintf(e.stdout, "URL: %s\n", signed.URL)
+	}
 	for _, h := range signed.Headers {
 		fmt.Fprintf(e.stdout, "%s: %s\n", h.Name, h.Value)
 	}

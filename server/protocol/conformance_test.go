@@ -38,7 +38,7 @@ func TestEveryProtocolRoundTrips(t *testing.T) {
 				if mutate != nil {
 					body = mutate(append([]byte(nil), body...))
 				}
-				return p.Verify(&Request{Method: in.Method, URL: in.URL, Headers: signed.Headers, Body: body}, keys, Params{Now: now, Tolerance: 5 * time.Minute})
+				return p.Verify(&Request{Method: in.Method, URL: signed.URL, Headers: signed.Headers, Body: body}, keys, Params{Now: now, Tolerance: 5 * time.Minute})
 			}
 			res, err := deliver(signing, nil)
 			if err != nil {

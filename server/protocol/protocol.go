@@ -137,6 +137,9 @@ type Protocol struct {
 	// in.Body with the signature embedded. Nil means the body is sent as given. Callers use
 	// SignDelivery, which applies SignBody and then Sign.
 	SignBody func(in SignInput, secrets []string) ([]byte, error)
+	// SignURL, for protocols whose credential travels in the URL (Mailchimp), returns in.URL
+	// with it added. Nil means the URL is used as given.
+	SignURL func(in SignInput, secrets []string) (string, error)
 	// ExampleSecret returns a fresh random secret for tests and the demo: signing is what Sign
 	// takes, verifying is what AddSecret takes (the same string for shared-secret schemes; the
 	// private and the public key for signature schemes such as Ed25519 or ECDSA). Required.
@@ -150,6 +153,8 @@ type Protocol struct {
 type Signed struct {
 	Headers Headers
 	Body    []byte
+	// URL is the URL the provider would call: SignInput.URL, unless SignURL changed it.
+	URL string
 }
 
 // SignDelivery produces the delivery the provider would send for in, signed with secrets.
@@ -161,11 +166,18 @@ func SignDelivery(p *Protocol, in SignInput, secrets []string) (Signed, error) {
 		}
 		in.Body = body
 	}
+	if p.SignURL != nil {
+		u, err := p.SignURL(in, secrets)
+		if err != nil {
+			return Signed{}, err
+		}
+		in.URL = u
+	}
 	headers, err := p.Sign(in, secrets)
 	if err != nil {
 		return Signed{}, err
 	}
-	return Signed{Headers: headers, Body: in.Body}, nil
+	return Signed{Headers: headers, Body: in.Body, URL: in.URL}, nil
 }
 
 // ExampleBody returns p's example body for the event id.

@@ -82,6 +82,7 @@ func Builtin() []*Protocol {
 		Telnyx(),
 		SendGrid(),
 		Okta(),
+		Mailchimp(),
 	}
 }
 
