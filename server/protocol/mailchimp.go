@@ -73,6 +73,9 @@ func validateMailchimpOptions(options map[string]string) error {
 }
 
 func verifyMailchimp(req *Request, keys []Key, p Params) (Result, error) {
+	if req == nil {
+		return Result{}, Reject(ReasonMissingSignature, "no request")
+	}
 	if strings.EqualFold(req.Method, http.MethodGet) || strings.EqualFold(req.Method, http.MethodHead) {
 		return Result{Handshake: &Reply{Status: http.StatusOK}}, nil
 	}
