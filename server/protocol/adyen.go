@@ -115,7 +115,7 @@ type adyenItem struct {
 
 // adyenItems parses the notification's items. Its errors are *Rejection.
 func adyenItems(body []byte) ([]map[string]json.RawMessage, error) {
-	top, err := b2JSONObject(body)
+	top, err := jsonObject(body)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func adyenItems(body []byte) ([]map[string]json.RawMessage, error) {
 	}
 	items := make([]map[string]json.RawMessage, len(wrappers))
 	for i, w := range wrappers {
-		items[i] = b2Object(w, adyenItemWrapper)
+		items[i] = jsonObjectField(w, adyenItemWrapper)
 		if items[i] == nil {
 			return nil, Reject(ReasonMalformedPayload, `notificationItems[%d] has no "NotificationRequestItem" object`, i)
 		}
@@ -159,7 +159,7 @@ func adyenSigned(item map[string]json.RawMessage) (string, bool) {
 		fields[i], fine = adyenField(item, k)
 		ok = ok && fine
 	}
-	if amount := b2Object(item, "amount"); amount != nil {
+	if amount := jsonObjectField(item, "amount"); amount != nil {
 		if raw, has := amount["value"]; has {
 			v, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
 			if err != nil {
@@ -201,8 +201,8 @@ func verifyAdyen(req *Request, keys []Key, _ Params) (Result, error) {
 	items := make([]adyenItem, len(raw))
 	for i, it := range raw {
 		data, ok := adyenSigned(it)
-		add := b2Object(it, "additionalData")
-		sigText, present, isString := b2String(add, adyenSignatureKey)
+		add := jsonObjectField(it, "additionalData")
+		sigText, present, isString := jsonString(add, adyenSignatureKey)
 		if !present {
 			return Result{}, Reject(ReasonMissingSignature, "notification item %d has no additionalData.hmacSignature", i)
 		}

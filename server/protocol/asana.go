@@ -70,7 +70,7 @@ func verifyAsana(req *Request, keys []Key, _ Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{KeyID: keyID, EventID: bdBodyIdentity(req.Body)}, nil
+	return Result{KeyID: keyID, EventID: bodySHA256ID(req.Body)}, nil
 }
 
 // asanaHandshake echoes the X-Hook-Secret, refusing values that could not be a secret.

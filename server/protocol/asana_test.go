@@ -21,7 +21,7 @@ func TestAsanaVerify(t *testing.T) {
 	t.Parallel()
 	bdSuite{
 		p: Asana(), secret: asanaSecret, secret2: asanaSecret2,
-		sigHeader: "X-Hook-Signature", eventID: "1209876543210", wantEventIDFor: bdBodyIdentity,
+		sigHeader: "X-Hook-Signature", eventID: "1209876543210", wantEventIDFor: bodySHA256ID,
 		malformed: []string{"", "zz", strings.ToUpper(asanaVectorSig), "sha256=" + asanaVectorSig, asanaVectorSig[2:]},
 	}.run(t)
 }
@@ -67,7 +67,7 @@ func TestAsanaRecomputedVector(t *testing.T) {
 	req := &Request{Method: "POST", Headers: Headers{{Name: "X-Hook-Signature", Value: asanaVectorSig}}, Body: []byte(asanaVectorBody)}
 	res, err := p.Verify(req, keysFor(t, p, asanaVectorKey), Params{})
 	checkOutcome(t, res, err, 0, "k0", req)
-	if res.EventID != bdBodyIdentity([]byte(asanaVectorBody)) {
+	if res.EventID != bodySHA256ID([]byte(asanaVectorBody)) {
 		t.Fatalf("EventID = %q", res.EventID)
 	}
 	if got := bdSign(t, p, SignInput{Body: []byte(asanaVectorBody)}, asanaVectorKey, "X-Hook-Signature"); got != asanaVectorSig {

@@ -69,7 +69,7 @@ func TestBasicAuthVerify(t *testing.T) {
 			checkOutcome(t, res, err, tc.wantReason, tc.wantKey, tc.req)
 			want := tc.wantEvent
 			if want == "" {
-				want = genericBodyHashID(tc.req.Body)
+				want = bodySHA256ID(tc.req.Body)
 			}
 			if tc.wantReason == 0 && res.EventID != want {
 				t.Fatalf("EventID = %q, want %q", res.EventID, want)

@@ -239,16 +239,6 @@ func batchAJSONString(body []byte, path ...string) (string, error) {
 	return "", Reject(ReasonMissingEventID, "no identity path")
 }
 
-// batchABodyHashPrefix marks an identity derived from the body because the provider sends no
-// event id: a retry of the same notification carries the same bytes, so it dedupes.
-const batchABodyHashPrefix = "body-sha256:"
-
-// batchABodyHashID is "body-sha256:" + the hex SHA-256 of the raw body.
-func batchABodyHashID(body []byte) string {
-	sum := sha256.Sum256(body)
-	return batchABodyHashPrefix + hex.EncodeToString(sum[:])
-}
-
 // batchAKV is a parsed "k=v<sep>k=v" signature header with one timestamp key and a signature
 // key that may repeat (Calendly, Paddle, WorkOS).
 type batchAKV struct {
@@ -456,7 +446,7 @@ func batchABodyIdentity(path ...string) func(*Request) (string, error) {
 }
 
 // batchABodyHashIdentity is the fallback identity for providers that send no event id.
-func batchABodyHashIdentity(req *Request) (string, error) { return batchABodyHashID(req.Body), nil }
+func batchABodyHashIdentity(req *Request) (string, error) { return bodySHA256ID(req.Body), nil }
 
 // batchAStdBase64 is base64.StdEncoding.EncodeToString, for batchAExampleSecret.
 func batchAStdBase64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

@@ -3,57 +3,10 @@ package protocol
 import (
 	"bytes"
 	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 )
 
 // Helpers shared by the Slack, Zoom, Twitch, Discord, Telnyx, SendGrid and Okta protocols.
-
-// b1BodyIDPrefix marks an identity derived from the body bytes because the provider sends no
-// event id for that kind of delivery: the same bytes delivered twice are the same event.
-const b1BodyIDPrefix = "body-sha256:"
-
-// b1BodySHA256ID is the fallback identity "body-sha256:<hex SHA-256 of the raw body>".
-func b1BodySHA256ID(body []byte) string {
-	sum := sha256.Sum256(body)
-	return b1BodyIDPrefix + hex.EncodeToString(sum[:])
-}
-
-// b1JSONObject parses body as one JSON object. Its errors are *Rejection (malformed payload).
-func b1JSONObject(body []byte) (map[string]json.RawMessage, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil || top == nil {
-		return nil, Reject(ReasonMalformedPayload, "body is not a JSON object")
-	}
-	return top, nil
-}
-
-// b1String returns obj[key] as a string. present says the key exists; ok says it holds a
-// JSON string (possibly empty).
-func b1String(obj map[string]json.RawMessage, key string) (s string, present, ok bool) {
-	raw, present := obj[key]
-	if !present {
-		return "", false, false
-	}
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", true, false
-	}
-	return s, true, true
-}
-
-// b1Object returns obj[key] as a JSON object, or nil when absent or not an object.
-func b1Object(obj map[string]json.RawMessage, key string) map[string]json.RawMessage {
-	raw, ok := obj[key]
-	if !ok {
-		return nil
-	}
-	var out map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil
-	}
-	return out
-}
 
 // b1LooksLikeJSONObject reports whether body's first non-space byte opens a JSON object.
 func b1LooksLikeJSONObject(body []byte) bool {

@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -90,28 +89,12 @@ func bdSharedSecret(display string) func(string) ([]byte, error) {
 	}
 }
 
-// bdBodyIdentity is the documented fallback identity for providers that send no event id: the
-// hex SHA-256 of the raw body. A retry of the same delivery carries the same body.
-func bdBodyIdentity(body []byte) string {
-	sum := sha256.Sum256(body)
-	return "body-sha256:" + hex.EncodeToString(sum[:])
-}
-
-// bdJSONObject parses body as a JSON object; its error is a *Rejection.
-func bdJSONObject(body []byte) (map[string]json.RawMessage, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil || top == nil {
-		return nil, Reject(ReasonMalformedPayload, "body is not a JSON object")
-	}
-	return top, nil
-}
-
 // bdJSONString returns the non-empty string at path (object keys, matched exactly) in the JSON
 // object body. A body that is not a JSON object is a malformed payload; a missing, non-string or
 // empty value is a missing event id. JSON numbers are accepted too (Help Scout, Lob), in their
 // literal form, when numeric is set.
 func bdJSONString(body []byte, numeric bool, path ...string) (string, error) {
-	obj, err := bdJSONObject(body)
+	obj, err := jsonObject(body)
 	if err != nil {
 		return "", err
 	}

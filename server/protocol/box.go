@@ -137,7 +137,7 @@ func boxEventID(body []byte) string {
 	if json.Unmarshal(body, &ev) == nil && json.Unmarshal(ev.ID, &id) == nil && id != "" && len(id) <= 400 {
 		return id
 	}
-	return genericBodyHashID(body)
+	return bodySHA256ID(body)
 }
 
 // signBox signs as Box does: secrets[0] is the primary key, secrets[1] (if any) the secondary.

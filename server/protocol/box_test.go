@@ -78,7 +78,7 @@ func TestBoxVerify(t *testing.T) {
 		{name: "rotation: new primary", req: boxReq(boxBody, ts, boxSig("NewPrimaryKey", boxBody, ts), s2), keys: []string{"NewPrimaryKey", boxKey2}, wantKey: "k0", wantEvent: id},
 		{name: "unknown signature version", req: boxReq(boxBody, ts, s1, s2, "BOX-SIGNATURE-VERSION", "2"), keys: []string{boxKey1}, wantReason: ReasonMissingSignature},
 		{name: "unknown algorithm", req: boxReq(boxBody, ts, s1, s2, "BOX-SIGNATURE-ALGORITHM", "HmacSHA512"), keys: []string{boxKey1}, wantReason: ReasonMissingSignature},
-		{name: "identity: body without id falls back to the body hash", req: boxReq(`{"trigger":"X"}`, ts, boxSig(boxKey1, `{"trigger":"X"}`, ts), none), keys: []string{boxKey1}, wantKey: "k0", wantEvent: genericBodyHashID([]byte(`{"trigger":"X"}`))},
+		{name: "identity: body without id falls back to the body hash", req: boxReq(`{"trigger":"X"}`, ts, boxSig(boxKey1, `{"trigger":"X"}`, ts), none), keys: []string{boxKey1}, wantKey: "k0", wantEvent: bodySHA256ID([]byte(`{"trigger":"X"}`))},
 		{name: "identity: delivery id is not used", req: boxReq(boxBody, ts, s1, none, "BOX-DELIVERY-ID", "another"), keys: []string{boxKey1}, wantKey: "k0", wantEvent: id},
 	}
 	for _, tc := range tests {
@@ -110,7 +110,7 @@ func TestBoxPublishedVector(t *testing.T) {
 	for i, keys := range [][]string{{boxKey1}, {boxKey2}, {"x", boxKey2}} {
 		res, err := p.Verify(req, keysFor(t, p, keys...), Params{Now: now.Add(time.Minute)})
 		checkOutcome(t, res, err, 0, "k"+string(rune('0'+len(keys)-1)), req)
-		if res.EventID != genericBodyHashID([]byte(body)) {
+		if res.EventID != bodySHA256ID([]byte(body)) {
 			t.Fatalf("case %d: EventID = %q", i, res.EventID)
 		}
 	}

@@ -162,7 +162,7 @@ func verifyBraintree(req *Request, keys []Key, _ Params) (Result, error) {
 	if err != nil || !braintreeIsNotification(xmlBytes) {
 		return Result{}, Reject(ReasonMalformedPayload, "bt_payload is not base64 of an XML notification")
 	}
-	return Result{KeyID: keyID, EventID: bdBodyIdentity(xmlBytes)}, nil
+	return Result{KeyID: keyID, EventID: bodySHA256ID(xmlBytes)}, nil
 }
 
 // braintreeIsNotification reports whether the document's root element is <notification>.

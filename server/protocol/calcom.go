@@ -48,7 +48,7 @@ func verifyCalCom(req *Request, keys []Key, _ Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	id, err := bdBodyIdentity(req.Body), nil
+	id, err := bodySHA256ID(req.Body), nil
 	if err != nil {
 		return Result{}, err
 	}

@@ -18,7 +18,7 @@ func TestCalComVerify(t *testing.T) {
 	t.Parallel()
 	bdSuite{
 		p: CalCom(), secret: calcomSecret, secret2: calcomSecret2,
-		sigHeader: "X-Cal-Signature-256", eventID: "bFJeNb2uX8ANpT3JL5EfXw", wantEventIDFor: bdBodyIdentity,
+		sigHeader: "X-Cal-Signature-256", eventID: "bFJeNb2uX8ANpT3JL5EfXw", wantEventIDFor: bodySHA256ID,
 		malformed:  []string{"", "zz", strings.ToUpper(calcomVectorSig), calcomVectorSig + "00", "sha256=" + calcomVectorSig},
 		noIdentity: nil,
 	}.run(t)
@@ -30,7 +30,7 @@ func TestCalComVector(t *testing.T) {
 	req := &Request{Method: "POST", Headers: Headers{{Name: "X-Cal-Signature-256", Value: calcomVectorSig}}, Body: []byte(calcomVectorBody)}
 	res, err := p.Verify(req, keysFor(t, p, calcomVectorKey), Params{})
 	checkOutcome(t, res, err, 0, "k0", req)
-	if res.EventID != bdBodyIdentity([]byte(calcomVectorBody)) {
+	if res.EventID != bodySHA256ID([]byte(calcomVectorBody)) {
 		t.Fatalf("EventID = %q", res.EventID)
 	}
 	res, err = p.Verify(req, keysFor(t, p, calcomSecret), Params{})

@@ -37,7 +37,7 @@ func Calendly() *Protocol {
 		SignatureScheme:  `HMAC-SHA256 (hex) of "{t}.{body}", Calendly-Webhook-Signature v1`,
 		SignsTimestamp:   true,
 		DefaultTolerance: calendlyProvider.tolerance,
-		IdentitySource: "none sent by Calendly; fallback: " + batchABodyHashPrefix +
+		IdentitySource: "none sent by Calendly; fallback: " + bodyHashPrefix +
 			"<hex SHA-256 of the raw body> (a retry carries the same body, so it dedupes)",
 		DocsURL: "https://developer.calendly.com/api-docs/overview/webhooks/webhook-signatures",
 		Retries: "On a non-2xx answer or a timeout (10 s connect, 15 s read) Calendly retries with " +

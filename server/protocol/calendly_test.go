@@ -29,7 +29,7 @@ func TestCalendlyVerify(t *testing.T) {
 	p := Calendly()
 	now := fixedNow.Unix()
 	in := SignInput{Body: []byte(calendlyBody), Timestamp: fixedNow}
-	wantID := batchABodyHashID([]byte(calendlyBody))
+	wantID := bodySHA256ID([]byte(calendlyBody))
 	good := calendlyHeader(now, calendlyBody, calendlySecret)
 	wrong := strings.Repeat("ab", 32)
 	fx := batchAFixture{
@@ -53,7 +53,7 @@ func TestCalendlyVerify(t *testing.T) {
 		batchACase{name: "exactly 300 s ahead accepted", req: at(300 * time.Second), keys: []string{calendlySecret}, wantKey: "k0", wantEvent: wantID},
 		batchACase{name: "endpoint tolerance of 24 h accepts an old retry", req: at(-23 * time.Hour), keys: []string{calendlySecret}, params: Params{Tolerance: 24 * time.Hour}, wantKey: "k0", wantEvent: wantID},
 		batchACase{name: "bad signature beats stale timestamp", req: calendlyRequest(calendlyHeader(now-3600, calendlyBody, calendlySecretNew), calendlyBody), keys: []string{calendlySecret}, wantReason: ReasonSignatureMismatch},
-		batchACase{name: "different bodies, different identities", req: calendlyRequest(calendlyHeader(now, calendlyBody+"\n", calendlySecret), calendlyBody+"\n"), keys: []string{calendlySecret}, wantKey: "k0", wantEvent: batchABodyHashID([]byte(calendlyBody + "\n"))},
+		batchACase{name: "different bodies, different identities", req: calendlyRequest(calendlyHeader(now, calendlyBody+"\n", calendlySecret), calendlyBody+"\n"), keys: []string{calendlySecret}, wantKey: "k0", wantEvent: bodySHA256ID([]byte(calendlyBody + "\n"))},
 	)
 	batchARun(t, p, cs)
 }
@@ -70,7 +70,7 @@ func TestCalendlyDocumentedAlgorithm(t *testing.T) {
 	if want := "t=1700000000,v1=" + calendlyOpenSSL; len(h) != 1 || h[0].Value != want {
 		t.Fatalf("Sign = %+v, want %s", h, want)
 	}
-	if id := batchABodyHashID([]byte(calendlyBody)); id != "body-sha256:"+calendlyBodySHA256 {
+	if id := bodySHA256ID([]byte(calendlyBody)); id != "body-sha256:"+calendlyBodySHA256 {
 		t.Fatalf("identity %s", id)
 	}
 }

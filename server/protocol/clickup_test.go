@@ -18,7 +18,7 @@ func TestClickUpVerify(t *testing.T) {
 	t.Parallel()
 	bdSuite{
 		p: ClickUp(), secret: clickupSecret, secret2: clickupSecret2,
-		sigHeader: "X-Signature", eventID: "2800763136717140857", wantEventIDFor: bdBodyIdentity,
+		sigHeader: "X-Signature", eventID: "2800763136717140857", wantEventIDFor: bodySHA256ID,
 		malformed:  []string{"", "zz", strings.ToUpper(clickupVectorSig), clickupVectorSig + "00", "sha256=" + clickupVectorSig},
 		noIdentity: nil,
 	}.run(t)
@@ -30,7 +30,7 @@ func TestClickUpVector(t *testing.T) {
 	req := &Request{Method: "POST", Headers: Headers{{Name: "X-Signature", Value: clickupVectorSig}}, Body: []byte(clickupVectorBody)}
 	res, err := p.Verify(req, keysFor(t, p, clickupVectorKey), Params{})
 	checkOutcome(t, res, err, 0, "k0", req)
-	if res.EventID != bdBodyIdentity([]byte(clickupVectorBody)) {
+	if res.EventID != bodySHA256ID([]byte(clickupVectorBody)) {
 		t.Fatalf("EventID = %q", res.EventID)
 	}
 	res, err = p.Verify(req, keysFor(t, p, clickupSecret), Params{})

@@ -213,7 +213,7 @@ func verifyContentful(req *Request, keys []Key, p Params) (Result, error) {
 	if id, _ := req.Headers.Get(contentfulIdempotency); id != "" {
 		return Result{KeyID: keyID, EventID: id}, nil
 	}
-	return Result{KeyID: keyID, EventID: genericBodyHashID(req.Body)}, nil
+	return Result{KeyID: keyID, EventID: bodySHA256ID(req.Body)}, nil
 }
 
 // signContentful signs as Contentful does with the first secret (a space has one active

@@ -84,7 +84,7 @@ func TestContentfulVerify(t *testing.T) {
 		{name: "stale", req: cfReq(cfURL, cfSig(cfSecret, "POST", cfPath, at(-301*time.Second), cfBody), at(-301*time.Second), cfBody), keys: []string{cfSecret}, wantReason: ReasonTimestampOutOfTolerance},
 		{name: "future", req: cfReq(cfURL, cfSig(cfSecret, "POST", cfPath, at(301*time.Second), cfBody), at(301*time.Second), cfBody), keys: []string{cfSecret}, wantReason: ReasonTimestampOutOfTolerance},
 		{name: "rotation: either secret", req: cfReq(cfURL, cfSig(cfSecretNew, "POST", cfPath, now, cfBody), now, cfBody), keys: []string{cfSecret, cfSecretNew}, wantKey: "k1", wantEvent: idem},
-		{name: "identity: no idempotency key, body hash", req: withoutHeader(cfReq(cfURL, good, now, cfBody), "X-Contentful-Idempotency-Key"), keys: []string{cfSecret}, wantKey: "k0", wantEvent: genericBodyHashID([]byte(cfBody))},
+		{name: "identity: no idempotency key, body hash", req: withoutHeader(cfReq(cfURL, good, now, cfBody), "X-Contentful-Idempotency-Key"), keys: []string{cfSecret}, wantKey: "k0", wantEvent: bodySHA256ID([]byte(cfBody))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

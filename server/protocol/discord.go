@@ -161,7 +161,7 @@ func verifyDiscord(req *Request, keys []Key, p Params) (Result, error) {
 
 // discordIdentity answers PINGs and finds the identity of interactions and webhook events.
 func discordIdentity(body []byte) (Result, error) {
-	top, err := b1JSONObject(body)
+	top, err := jsonObject(body)
 	if err != nil {
 		return Result{}, err
 	}
@@ -175,11 +175,11 @@ func discordIdentity(body []byte) (Result, error) {
 	case typ == discordWebhookPing:
 		return Result{Handshake: &Reply{Status: 204, Headers: Headers{{Name: "Content-Type", Value: "application/json"}}}}, nil
 	case typ == discordTypeOne && isWebhookEvent:
-		return Result{EventID: b1BodySHA256ID(body)}, nil
+		return Result{EventID: bodySHA256ID(body)}, nil
 	case typ == discordTypeOne:
 		return Result{Handshake: b1JSONReply([]byte(discordPongResponse))}, nil
 	}
-	id, _, ok := b1String(top, "id")
+	id, _, ok := jsonString(top, "id")
 	if !ok || id == "" {
 		return Result{}, Reject(ReasonMissingEventID, `interaction has no non-empty string "id"`)
 	}

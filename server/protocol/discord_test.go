@@ -109,7 +109,7 @@ func TestDiscordVerify(t *testing.T) {
 		{name: "future", req: discordSigned(t, now+tol+1, discordBody, rfc8032Test1Private), keys: []string{rfc8032Test1Public}, wantReason: ReasonTimestampOutOfTolerance},
 		{name: "10-minute-late retry accepted", req: discordSigned(t, now-600, discordBody, rfc8032Test1Private), keys: []string{rfc8032Test1Public}, params: Params{Now: fixedNow}, wantKey: "k0", wantEvent: "1234567890123456789"},
 		{name: "bad signature beats stale timestamp", req: discordSigned(t, now-100000, discordBody, rfc8032Test2Private), keys: []string{rfc8032Test1Public}, wantReason: ReasonSignatureMismatch},
-		{name: "webhook event: body-hash identity", req: discordSigned(t, now, webhookEvent, rfc8032Test1Private), keys: []string{rfc8032Test1Public}, wantKey: "k0", wantEvent: b1BodySHA256ID([]byte(webhookEvent))},
+		{name: "webhook event: body-hash identity", req: discordSigned(t, now, webhookEvent, rfc8032Test1Private), keys: []string{rfc8032Test1Public}, wantKey: "k0", wantEvent: bodySHA256ID([]byte(webhookEvent))},
 		{name: "interaction without id", req: discordSigned(t, now, `{"type":3,"token":"x"}`, rfc8032Test1Private), keys: []string{rfc8032Test1Public}, wantReason: ReasonMissingEventID},
 		{name: "interaction with numeric id", req: discordSigned(t, now, `{"type":2,"id":123}`, rfc8032Test1Private), keys: []string{rfc8032Test1Public}, wantReason: ReasonMissingEventID},
 		{name: "no type", req: discordSigned(t, now, `{"id":"1"}`, rfc8032Test1Private), keys: []string{rfc8032Test1Public}, wantReason: ReasonMalformedPayload},

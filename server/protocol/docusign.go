@@ -112,7 +112,7 @@ func docusignEventID(body []byte) string {
 		} `json:"data"`
 	}
 	if json.Unmarshal(body, &msg) != nil || msg.Event == "" || msg.Data.EnvelopeID == "" || msg.GeneratedDateTime == "" {
-		return genericBodyHashID(body)
+		return bodySHA256ID(body)
 	}
 	id := msg.Event + ":" + msg.Data.EnvelopeID + ":" + msg.GeneratedDateTime
 	var rs string
@@ -124,7 +124,7 @@ func docusignEventID(body []byte) string {
 		id += ":" + rn.String()
 	}
 	if len(id) > 400 {
-		return genericBodyHashID(body)
+		return bodySHA256ID(body)
 	}
 	return id
 }

@@ -59,8 +59,8 @@ func TestDocuSignVerify(t *testing.T) {
 		{name: "several signatures, the 100th matches", req: dsReq(dsBody, "X-DocuSign-Signature-1", wrong, "X-DocuSign-Signature-100", good), keys: []string{dsKey}, wantKey: "k0", wantEvent: wantID},
 		{name: "identity: without recipient", req: dsReq(`{"event":"envelope-sent","generatedDateTime":"t1","data":{"envelopeId":"e1"}}`, "X-DocuSign-Signature-1", dsSig(dsKey, `{"event":"envelope-sent","generatedDateTime":"t1","data":{"envelopeId":"e1"}}`)), keys: []string{dsKey}, wantKey: "k0", wantEvent: "envelope-sent:e1:t1"},
 		{name: "identity: retryCount ignored", req: dsReq(strings.Replace(dsBody, `"retryCount":0`, `"retryCount":3`, 1), "X-DocuSign-Signature-1", dsSig(dsKey, strings.Replace(dsBody, `"retryCount":0`, `"retryCount":3`, 1))), keys: []string{dsKey}, wantKey: "k0", wantEvent: wantID},
-		{name: "identity missing: body hash", req: dsReq(`{"event":"x"}`, "X-DocuSign-Signature-1", dsSig(dsKey, `{"event":"x"}`)), keys: []string{dsKey}, wantKey: "k0", wantEvent: genericBodyHashID([]byte(`{"event":"x"}`))},
-		{name: "identity: XML legacy body hashes", req: dsReq(`<DocuSignEnvelopeInformation/>`, "X-DocuSign-Signature-1", dsSig(dsKey, `<DocuSignEnvelopeInformation/>`)), keys: []string{dsKey}, wantKey: "k0", wantEvent: genericBodyHashID([]byte(`<DocuSignEnvelopeInformation/>`))},
+		{name: "identity missing: body hash", req: dsReq(`{"event":"x"}`, "X-DocuSign-Signature-1", dsSig(dsKey, `{"event":"x"}`)), keys: []string{dsKey}, wantKey: "k0", wantEvent: bodySHA256ID([]byte(`{"event":"x"}`))},
+		{name: "identity: XML legacy body hashes", req: dsReq(`<DocuSignEnvelopeInformation/>`, "X-DocuSign-Signature-1", dsSig(dsKey, `<DocuSignEnvelopeInformation/>`)), keys: []string{dsKey}, wantKey: "k0", wantEvent: bodySHA256ID([]byte(`<DocuSignEnvelopeInformation/>`))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

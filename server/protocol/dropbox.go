@@ -36,7 +36,7 @@ func Dropbox() *Protocol {
 		Name:            "dropbox",
 		DisplayName:     "Dropbox",
 		SignatureScheme: "HMAC-SHA256 (hex) of the raw body, X-Dropbox-Signature; GET ?challenge= echo",
-		IdentitySource: "none sent by Dropbox; fallback: " + batchABodyHashPrefix + "<hex SHA-256 of the raw body>. " +
+		IdentitySource: "none sent by Dropbox; fallback: " + bodyHashPrefix + "<hex SHA-256 of the raw body>. " +
 			"Dropbox notifications only say which accounts changed, so two identical notifications at " +
 			"different times collapse into one: the app must re-sync with its cursor on every " +
 			"notification it does get, as Dropbox recommends",

@@ -15,7 +15,7 @@ func TestDropboxVerify(t *testing.T) {
 	p := Dropbox()
 	in := SignInput{Body: []byte(dropboxBody)}
 	good := signed(t, p, in, dropboxSecret)
-	wantID := batchABodyHashID([]byte(dropboxBody))
+	wantID := bodySHA256ID([]byte(dropboxBody))
 	indep := batchAHex256(dropboxSecret, dropboxBody)
 	fx := batchAFixture{
 		p: p, secret: dropboxSecret, secretNew: dropboxSecretNew, in: in, wantEvent: wantID,

@@ -111,7 +111,7 @@ func frontappEventID(body []byte) string {
 	if id, err := bdJSONString(body, false, "payload", "id"); err == nil {
 		return id
 	}
-	return bdBodyIdentity(body)
+	return bodySHA256ID(body)
 }
 
 // signFrontApp produces the headers Front sends. An application has one signing key, so only

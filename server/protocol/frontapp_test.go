@@ -73,7 +73,7 @@ func TestFrontAppIdentityAndVector(t *testing.T) {
 	req := frontappRequest(frontappVectorMs, frontappVectorSig, frontappVectorBody)
 	res, err := p.Verify(req, keysFor(t, p, frontappVectorKey), Params{Now: fixedNow})
 	checkOutcome(t, res, err, 0, "k0", req)
-	if res.EventID != bdBodyIdentity([]byte(frontappVectorBody)) {
+	if res.EventID != bodySHA256ID([]byte(frontappVectorBody)) {
 		t.Fatalf("fallback EventID = %q", res.EventID)
 	}
 	h, err := p.Sign(SignInput{Body: []byte(frontappVectorBody), Timestamp: fixedNow}, []string{frontappVectorKey})

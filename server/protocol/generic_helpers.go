@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -15,18 +14,6 @@ import (
 // Helpers shared by the option-configured protocols (generic-hmac, basic-auth, bearer-token,
 // shared-token) and by providers whose deliveries carry no event id. Names are prefixed
 // "generic" to keep clear of other files in the package.
-
-// genericBodyHashPrefix marks an identity derived from the body rather than sent by the
-// provider: "body-sha256:" followed by the lowercase hex SHA-256 of the raw body. A retry of
-// the same delivery carries the same body and so the same identity; two distinct events with
-// byte-identical bodies would be taken for one, which is why a provider id is preferred.
-const genericBodyHashPrefix = "body-sha256:"
-
-// genericBodyHashID is the fallback identity of a body.
-func genericBodyHashID(body []byte) string {
-	sum := sha256.Sum256(body)
-	return genericBodyHashPrefix + hex.EncodeToString(sum[:])
-}
 
 // Identity options of the option-configured protocols.
 const (
@@ -81,7 +68,7 @@ func (id genericIdentity) eventID(req *Request) (string, error) {
 	case id.hasPtr:
 		return genericPointerID(req.Body, id.pointer)
 	}
-	return genericBodyHashID(req.Body), nil
+	return bodySHA256ID(req.Body), nil
 }
 
 // genericValidHeaderName reports whether s is an RFC 9110 token, the syntax of a header name.

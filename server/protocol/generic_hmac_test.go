@@ -171,7 +171,7 @@ func TestGenericHMACVerify(t *testing.T) {
 			checkOutcome(t, res, err, tc.wantReason, tc.wantKey, tc.req)
 			want := tc.wantEvent
 			if want == "" {
-				want = genericBodyHashID(tc.req.Body)
+				want = bodySHA256ID(tc.req.Body)
 			}
 			if tc.wantReason == 0 && res.EventID != want {
 				t.Fatalf("EventID = %q, want %q", res.EventID, want)
@@ -183,12 +183,12 @@ func TestGenericHMACVerify(t *testing.T) {
 func TestGenericHMACBodyHashIdentity(t *testing.T) {
 	t.Parallel()
 	// sha256("") is the FIPS 180-2 empty-message digest.
-	if got := genericBodyHashID(nil); got != "body-sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
-		t.Fatalf("genericBodyHashID(empty) = %s", got)
+	if got := bodySHA256ID(nil); got != "body-sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
+		t.Fatalf("bodySHA256ID(empty) = %s", got)
 	}
 	// sha256("abc") is the FIPS 180-2 example.
-	if got := genericBodyHashID([]byte("abc")); got != "body-sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" {
-		t.Fatalf("genericBodyHashID(abc) = %s", got)
+	if got := bodySHA256ID([]byte("abc")); got != "body-sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" {
+		t.Fatalf("bodySHA256ID(abc) = %s", got)
 	}
 }
 

@@ -62,7 +62,7 @@ func verifyGoCardless(req *Request, keys []Key, _ Params) (Result, error) {
 // gocardlessEventID joins the ids of the webhook's events in order. Every event must have an
 // id: a batch with an anonymous event has no stable identity.
 func gocardlessEventID(body []byte) (string, error) {
-	top, err := bdJSONObject(body)
+	top, err := jsonObject(body)
 	if err != nil {
 		return "", err
 	}

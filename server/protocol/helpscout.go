@@ -47,7 +47,7 @@ func verifyHelpScout(req *Request, keys []Key, _ Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	id, err := bdBodyIdentity(req.Body), nil
+	id, err := bodySHA256ID(req.Body), nil
 	if err != nil {
 		return Result{}, err
 	}

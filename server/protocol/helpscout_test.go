@@ -17,7 +17,7 @@ func TestHelpScoutVerify(t *testing.T) {
 	t.Parallel()
 	bdSuite{
 		p: HelpScout(), secret: helpscoutSecret, secret2: helpscoutSecret2,
-		sigHeader: "X-HelpScout-Signature", eventID: "thread-1", wantEventIDFor: bdBodyIdentity,
+		sigHeader: "X-HelpScout-Signature", eventID: "thread-1", wantEventIDFor: bodySHA256ID,
 		malformed:  []string{"", "zz", helpscoutVectorSig[1:], helpscoutVectorSig + "00", "sha256=" + helpscoutVectorSig},
 		noIdentity: nil,
 	}.run(t)
@@ -29,7 +29,7 @@ func TestHelpScoutVector(t *testing.T) {
 	req := &Request{Method: "POST", Headers: Headers{{Name: "X-HelpScout-Signature", Value: helpscoutVectorSig}}, Body: []byte(helpscoutVectorBody)}
 	res, err := p.Verify(req, keysFor(t, p, helpscoutVectorKey), Params{})
 	checkOutcome(t, res, err, 0, "k0", req)
-	if res.EventID != bdBodyIdentity([]byte(helpscoutVectorBody)) {
+	if res.EventID != bodySHA256ID([]byte(helpscoutVectorBody)) {
 		t.Fatalf("EventID = %q", res.EventID)
 	}
 	res, err = p.Verify(req, keysFor(t, p, helpscoutSecret), Params{})

@@ -244,7 +244,7 @@ func hubspotEventID(body []byte) (string, error) {
 		if !json.Valid(body) {
 			return "", Reject(ReasonMalformedPayload, "body is not JSON")
 		}
-		return b2BodySHA256ID(body), nil
+		return bodySHA256ID(body), nil
 	}
 	var events []map[string]json.RawMessage
 	if err := json.Unmarshal(body, &events); err != nil {

@@ -29,7 +29,7 @@ func LemonSqueezy() *Protocol {
 		DisplayName:     "Lemon Squeezy",
 		SignatureScheme: "HMAC-SHA256 (hex) of the raw body, X-Signature",
 		IdentitySource: "none sent by Lemon Squeezy (data.id names the resource, which many events share); " +
-			"fallback: " + batchABodyHashPrefix + "<hex SHA-256 of the raw body>",
+			"fallback: " + bodyHashPrefix + "<hex SHA-256 of the raw body>",
 		DocsURL: "https://docs.lemonsqueezy.com/help/webhooks/signing-requests",
 		Retries: "Lemon Squeezy resends a webhook that is not answered 200 up to three more times " +
 			"with exponential back-off (about 5 s, 25 s and 125 s; help/webhooks, NOT CONFIRMED " +

@@ -16,7 +16,7 @@ func TestLemonSqueezyVerify(t *testing.T) {
 	p := LemonSqueezy()
 	in := SignInput{Body: []byte(lemonsqueezyBody)}
 	good := signed(t, p, in, lemonsqueezySecret)
-	wantID := batchABodyHashID([]byte(lemonsqueezyBody))
+	wantID := bodySHA256ID([]byte(lemonsqueezyBody))
 	indep := batchAHex256(lemonsqueezySecret, lemonsqueezyBody)
 	fx := batchAFixture{
 		p: p, secret: lemonsqueezySecret, secretNew: lemonsqueezySecretNew, in: in, wantEvent: wantID,

@@ -37,7 +37,7 @@ func TestMailchimp(t *testing.T) {
 			if ReasonOf(err) != tc.reason {
 				t.Fatalf("Verify = %+v, %v; want reason %v", res, err, tc.reason)
 			}
-			if tc.reason == 0 && (res.KeyID != tc.keyID || res.EventID != genericBodyHashID(body)) {
+			if tc.reason == 0 && (res.KeyID != tc.keyID || res.EventID != bodySHA256ID(body)) {
 				t.Fatalf("result %+v", res)
 			}
 		})

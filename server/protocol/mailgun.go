@@ -99,27 +99,27 @@ func mailgunFind(body []byte) (mailgunSignature, error) {
 	var s mailgunSignature
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '{' {
-		top, err := b2JSONObject(body)
+		top, err := jsonObject(body)
 		if err != nil {
 			return s, err
 		}
 		if _, ok := top["signature"]; !ok {
 			return s, Reject(ReasonMissingSignature, `body has no "signature" object`)
 		}
-		obj := b2Object(top, "signature")
+		obj := jsonObjectField(top, "signature")
 		if obj == nil {
 			return s, Reject(ReasonMalformedSignature, `body field "signature" is not an object`)
 		}
 		var present, ok bool
-		if s.signature, present, ok = b2String(obj, "signature"); !present {
+		if s.signature, present, ok = jsonString(obj, "signature"); !present {
 			return s, Reject(ReasonMissingSignature, `the "signature" object has no "signature" field`)
 		} else if !ok {
 			return s, Reject(ReasonMalformedSignature, `signature.signature is not a string`)
 		}
-		if s.token, _, ok = b2String(obj, "token"); !ok {
+		if s.token, _, ok = jsonString(obj, "token"); !ok {
 			return s, Reject(ReasonMalformedSignature, `signature.token is absent or not a string`)
 		}
-		if s.timestamp, present, ok = b2String(obj, "timestamp"); present && !ok {
+		if s.timestamp, present, ok = jsonString(obj, "timestamp"); present && !ok {
 			return s, Reject(ReasonMissingTimestamp, `signature.timestamp is not a string of decimal seconds`)
 		}
 		return s, nil

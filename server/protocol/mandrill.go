@@ -134,7 +134,7 @@ func verifyMandrill(req *Request, keys []Key, _ Params) (Result, error) {
 	if empty {
 		return Result{KeyID: keyID, Handshake: &Reply{Status: http.StatusOK}}, nil
 	}
-	return Result{KeyID: keyID, EventID: genericBodyHashID(req.Body)}, nil
+	return Result{KeyID: keyID, EventID: bodySHA256ID(req.Body)}, nil
 }
 
 // signMandrill signs in.Body (a form) for in.URL with the first secret: a Mandrill webhook has

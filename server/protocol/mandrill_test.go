@@ -97,7 +97,7 @@ func TestMandrillVerify(t *testing.T) {
 				}
 				return
 			}
-			if res.Handshake != nil || res.EventID != genericBodyHashID(tc.req.Body) {
+			if res.Handshake != nil || res.EventID != bodySHA256ID(tc.req.Body) {
 				t.Fatalf("result %+v, want the body hash identity", res)
 			}
 		})

@@ -51,7 +51,7 @@ func Meta() *Protocol {
 		Name:            metaName,
 		DisplayName:     "Meta (Facebook, Instagram, WhatsApp)",
 		SignatureScheme: "HMAC-SHA256 (hex) of the raw body, X-Hub-Signature-256 sha256=; GET hub.challenge echo checked against verify_token",
-		IdentitySource: "none sent by Meta; fallback: " + batchABodyHashPrefix + "<hex SHA-256 of the raw body> " +
+		IdentitySource: "none sent by Meta; fallback: " + bodyHashPrefix + "<hex SHA-256 of the raw body> " +
 			"(a batch of entry[] changes; a retry resends the same bytes)",
 		DocsURL: "https://developers.facebook.com/docs/graph-api/webhooks/getting-started",
 		Retries: "Meta retries a notification that gets no 200 immediately a few times, then with " +

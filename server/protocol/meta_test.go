@@ -21,7 +21,7 @@ func TestMetaVerify(t *testing.T) {
 	p := Meta()
 	in := SignInput{Body: []byte(metaBody)}
 	good := signed(t, p, in, metaSecret)
-	wantID := batchABodyHashID([]byte(metaBody))
+	wantID := bodySHA256ID([]byte(metaBody))
 	indep := "sha256=" + batchAHex256(metaSecret, metaBody)
 	fx := batchAFixture{
 		p: p, secret: metaSecret, secretNew: metaSecretNew, in: in, wantEvent: wantID,

@@ -186,12 +186,12 @@ func verifyOkta(req *Request, keys []Key, p Params) (Result, error) {
 
 // oktaEventID derives the delivery identity from data.events[].uuid.
 func oktaEventID(body []byte) (string, error) {
-	top, err := b1JSONObject(body)
+	top, err := jsonObject(body)
 	if err != nil {
 		return "", err
 	}
 	var events []map[string]json.RawMessage
-	data := b1Object(top, "data")
+	data := jsonObjectField(top, "data")
 	if raw, ok := data["events"]; !ok || json.Unmarshal(raw, &events) != nil {
 		return "", Reject(ReasonMalformedPayload, `body has no "data.events" array of objects`)
 	}
@@ -201,7 +201,7 @@ func oktaEventID(body []byte) (string, error) {
 	seen := make(map[string]bool, len(events))
 	var ids []string
 	for _, ev := range events {
-		id, _, ok := b1String(ev, "uuid")
+		id, _, ok := jsonString(ev, "uuid")
 		if !ok || id == "" {
 			return "", Reject(ReasonMissingEventID, `an event in "data.events" has no non-empty string "uuid"`)
 		}

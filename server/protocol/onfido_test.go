@@ -18,7 +18,7 @@ func TestOnfidoVerify(t *testing.T) {
 	t.Parallel()
 	bdSuite{
 		p: Onfido(), secret: onfidoSecret, secret2: onfidoSecret2,
-		sigHeader: "X-SHA2-Signature", eventID: "0b0f8b6c-4f3e-4d1a-9b51-3c0e2f0d1a2b", wantEventIDFor: bdBodyIdentity,
+		sigHeader: "X-SHA2-Signature", eventID: "0b0f8b6c-4f3e-4d1a-9b51-3c0e2f0d1a2b", wantEventIDFor: bodySHA256ID,
 		malformed:  []string{"", "zz", strings.ToUpper(onfidoVectorSig), onfidoVectorSig + "00", "sha256=" + onfidoVectorSig},
 		noIdentity: nil,
 	}.run(t)
@@ -30,7 +30,7 @@ func TestOnfidoVector(t *testing.T) {
 	req := &Request{Method: "POST", Headers: Headers{{Name: "X-SHA2-Signature", Value: onfidoVectorSig}}, Body: []byte(onfidoVectorBody)}
 	res, err := p.Verify(req, keysFor(t, p, onfidoVectorKey), Params{})
 	checkOutcome(t, res, err, 0, "k0", req)
-	if res.EventID != bdBodyIdentity([]byte(onfidoVectorBody)) {
+	if res.EventID != bodySHA256ID([]byte(onfidoVectorBody)) {
 		t.Fatalf("EventID = %q", res.EventID)
 	}
 	res, err = p.Verify(req, keysFor(t, p, onfidoSecret), Params{})

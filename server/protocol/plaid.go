@@ -309,10 +309,10 @@ func verifyPlaid(req *Request, keys []Key, p Params) (Result, error) {
 	if err := checkTimestamp(iat, p.Now, effectiveTolerance(p, plaidDefaultTolerance)); err != nil {
 		return Result{}, err
 	}
-	if _, err := b2JSONObject(req.Body); err != nil {
+	if _, err := jsonObject(req.Body); err != nil {
 		return Result{}, err
 	}
-	return Result{KeyID: keyID, EventID: b2BodySHA256ID(req.Body)}, nil
+	return Result{KeyID: keyID, EventID: bodySHA256ID(req.Body)}, nil
 }
 
 // signPlaid produces the Plaid-Verification JWT Plaid would send, signed with the private JWK

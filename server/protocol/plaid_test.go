@@ -157,7 +157,7 @@ func TestPlaidVerify(t *testing.T) {
 			}
 			res, err := p.Verify(tc.req, keysFor(t, p, tc.keys...), params)
 			checkOutcome(t, res, err, tc.wantReason, tc.wantKey, tc.req)
-			if tc.wantReason == 0 && res.EventID != b2BodySHA256ID(tc.req.Body) {
+			if tc.wantReason == 0 && res.EventID != bodySHA256ID(tc.req.Body) {
 				t.Fatalf("EventID = %q", res.EventID)
 			}
 		})

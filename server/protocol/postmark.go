@@ -75,7 +75,7 @@ func verifyPostmark(req *Request, keys []Key, _ Params) (Result, error) {
 func postmarkEventID(body []byte) string {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(body, &top) != nil || top == nil {
-		return genericBodyHashID(body)
+		return bodySHA256ID(body)
 	}
 	field := func(name string) string {
 		raw, ok := top[name]
@@ -135,7 +135,7 @@ func postmarkEventID(body []byte) string {
 		}
 	}
 	if id == "" || len(id) > 400 {
-		return genericBodyHashID(body)
+		return bodySHA256ID(body)
 	}
 	return id
 }

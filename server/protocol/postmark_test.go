@@ -51,9 +51,9 @@ func TestPostmarkVerify(t *testing.T) {
 		{name: "identity: click", req: basicReq(good, postmarkClick), keys: []string{postmarkSecret}, wantKey: "k0", wantEvent: "Click:00000000-0000-0000-0000-000000000000:" + postmarkHash("john@example.com", "2017-10-25T15:21:11.000Z", "https://example.com")},
 		{name: "identity: subscription change", req: basicReq(good, postmarkSub), keys: []string{postmarkSecret}, wantKey: "k0", wantEvent: "SubscriptionChange:00000000-0000-0000-0000-000000000000:" + postmarkHash("bounced-address@example.com", "2020-02-01T10:53:34.416071Z")},
 		{name: "identity: inbound", req: basicReq(good, postmarkInbound), keys: []string{postmarkSecret}, wantKey: "k0", wantEvent: "Inbound:22c74902-a0c1-4511-804f-341342852c90"},
-		{name: "identity missing: body hash", req: basicReq(good, `{"RecordType":"Open","MessageID":"m1"}`), keys: []string{postmarkSecret}, wantKey: "k0", wantEvent: genericBodyHashID([]byte(`{"RecordType":"Open","MessageID":"m1"}`))},
-		{name: "identity: unknown record type, body hash", req: basicReq(good, `{"RecordType":"Future","MessageID":"m1"}`), keys: []string{postmarkSecret}, wantKey: "k0", wantEvent: genericBodyHashID([]byte(`{"RecordType":"Future","MessageID":"m1"}`))},
-		{name: "identity: not JSON, body hash", req: basicReq(good, "x"), keys: []string{postmarkSecret}, wantKey: "k0", wantEvent: genericBodyHashID([]byte("x"))},
+		{name: "identity missing: body hash", req: basicReq(good, `{"RecordType":"Open","MessageID":"m1"}`), keys: []string{postmarkSecret}, wantKey: "k0", wantEvent: bodySHA256ID([]byte(`{"RecordType":"Open","MessageID":"m1"}`))},
+		{name: "identity: unknown record type, body hash", req: basicReq(good, `{"RecordType":"Future","MessageID":"m1"}`), keys: []string{postmarkSecret}, wantKey: "k0", wantEvent: bodySHA256ID([]byte(`{"RecordType":"Future","MessageID":"m1"}`))},
+		{name: "identity: not JSON, body hash", req: basicReq(good, "x"), keys: []string{postmarkSecret}, wantKey: "k0", wantEvent: bodySHA256ID([]byte("x"))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -103,7 +103,7 @@ func verifySanity(req *Request, keys []Key, p Params) (Result, error) {
 	if id, _ := req.Headers.Get(sanityIdempotencyHeader); id != "" {
 		return Result{KeyID: keyID, EventID: id}, nil
 	}
-	return Result{KeyID: keyID, EventID: bdBodyIdentity(req.Body)}, nil
+	return Result{KeyID: keyID, EventID: bodySHA256ID(req.Body)}, nil
 }
 
 // signSanity produces sanity-webhook-signature (and idempotency-key from in.EventID when set).

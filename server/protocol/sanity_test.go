@@ -71,7 +71,7 @@ func TestSanityIdentity(t *testing.T) {
 	req = sanityRequest(sanityVectorHdr, sanityVectorBody)
 	res, err = p.Verify(req, keys, Params{Now: fixedNow})
 	checkOutcome(t, res, err, 0, "k0", req)
-	if res.EventID != bdBodyIdentity([]byte(sanityVectorBody)) {
+	if res.EventID != bodySHA256ID([]byte(sanityVectorBody)) {
 		t.Fatalf("fallback EventID = %q", res.EventID)
 	}
 }

@@ -241,10 +241,10 @@ func sendgridEventID(body []byte) (string, error) {
 		if ev == nil {
 			return "", Reject(ReasonMalformedPayload, "body is not a JSON array of event objects")
 		}
-		id, present, ok := b1String(ev, "sg_event_id")
+		id, present, ok := jsonString(ev, "sg_event_id")
 		switch {
 		case !present:
-			return b1BodySHA256ID(body), nil
+			return bodySHA256ID(body), nil
 		case !ok || id == "":
 			return "", Reject(ReasonMissingEventID, `an event's "sg_event_id" is not a non-empty string`)
 		}

@@ -187,21 +187,21 @@ func slackIdentity(body []byte) (Result, error) {
 		if _, err := url.ParseQuery(string(body)); err != nil {
 			return Result{}, Reject(ReasonMalformedPayload, "body is neither a JSON object nor form-encoded")
 		}
-		return Result{EventID: b1BodySHA256ID(body)}, nil
+		return Result{EventID: bodySHA256ID(body)}, nil
 	}
-	top, err := b1JSONObject(body)
+	top, err := jsonObject(body)
 	if err != nil {
 		return Result{}, err
 	}
-	typ, _, _ := b1String(top, "type")
+	typ, _, _ := jsonString(top, "type")
 	if typ == "url_verification" {
-		challenge, _, ok := b1String(top, "challenge")
+		challenge, _, ok := jsonString(top, "challenge")
 		if !ok || challenge == "" {
 			return Result{}, Reject(ReasonMalformedPayload, "url_verification has no challenge string")
 		}
 		return Result{Handshake: b1TextReply(challenge)}, nil
 	}
-	id, present, ok := b1String(top, "event_id")
+	id, present, ok := jsonString(top, "event_id")
 	switch {
 	case present && (!ok || id == ""):
 		return Result{}, Reject(ReasonMissingEventID, `body field "event_id" is not a non-empty string`)
@@ -210,7 +210,7 @@ func slackIdentity(body []byte) (Result, error) {
 	case typ == "event_callback":
 		return Result{}, Reject(ReasonMissingEventID, `event_callback body has no "event_id" field`)
 	}
-	return Result{EventID: b1BodySHA256ID(body)}, nil
+	return Result{EventID: bodySHA256ID(body)}, nil
 }
 
 // signSlack produces the two headers Slack sends. Slack has one signing secret per app, so

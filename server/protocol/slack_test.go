@@ -48,7 +48,7 @@ func TestSlackVerify(t *testing.T) {
 	now := fixedNow.Unix()
 	nowS := strconv.FormatInt(now, 10)
 	good := slackSigned(now, slackBody, slackSecret)
-	formID := b1BodySHA256ID([]byte(slackForm))
+	formID := bodySHA256ID([]byte(slackForm))
 	tests := []struct {
 		name       string
 		req        *Request
@@ -87,8 +87,8 @@ func TestSlackVerify(t *testing.T) {
 		{name: "bad signature beats stale timestamp", req: slackSigned(now-3600, slackBody, slackSecretNew), keys: []string{slackSecret}, wantReason: ReasonSignatureMismatch},
 		{name: "retry headers do not matter", req: withHeader(withHeader(good, "X-Slack-Retry-Num", "1"), "X-Slack-Retry-Reason", "http_timeout"), keys: []string{slackSecret}, wantKey: "k0", wantEvent: "Ev0PV52K21"},
 		{name: "form body: body-hash identity", req: slackSigned(now, slackForm, slackSecret), keys: []string{slackSecret}, wantKey: "k0", wantEvent: formID},
-		{name: "interactivity payload form body", req: slackSigned(now, "payload=%7B%22type%22%3A%22block_actions%22%7D", slackSecret), keys: []string{slackSecret}, wantKey: "k0", wantEvent: b1BodySHA256ID([]byte("payload=%7B%22type%22%3A%22block_actions%22%7D"))},
-		{name: "app_rate_limited: body-hash identity", req: slackSigned(now, `{"type":"app_rate_limited","team_id":"T1","minute_rate_limited":1518467820,"api_app_id":"A1"}`, slackSecret), keys: []string{slackSecret}, wantKey: "k0", wantEvent: b1BodySHA256ID([]byte(`{"type":"app_rate_limited","team_id":"T1","minute_rate_limited":1518467820,"api_app_id":"A1"}`))},
+		{name: "interactivity payload form body", req: slackSigned(now, "payload=%7B%22type%22%3A%22block_actions%22%7D", slackSecret), keys: []string{slackSecret}, wantKey: "k0", wantEvent: bodySHA256ID([]byte("payload=%7B%22type%22%3A%22block_actions%22%7D"))},
+		{name: "app_rate_limited: body-hash identity", req: slackSigned(now, `{"type":"app_rate_limited","team_id":"T1","minute_rate_limited":1518467820,"api_app_id":"A1"}`, slackSecret), keys: []string{slackSecret}, wantKey: "k0", wantEvent: bodySHA256ID([]byte(`{"type":"app_rate_limited","team_id":"T1","minute_rate_limited":1518467820,"api_app_id":"A1"}`))},
 		{name: "event_callback without event_id", req: slackSigned(now, `{"type":"event_callback","event":{}}`, slackSecret), keys: []string{slackSecret}, wantReason: ReasonMissingEventID},
 		{name: "empty event_id", req: slackSigned(now, `{"type":"event_callback","event_id":""}`, slackSecret), keys: []string{slackSecret}, wantReason: ReasonMissingEventID},
 		{name: "event_id not a string", req: slackSigned(now, `{"type":"event_callback","event_id":7}`, slackSecret), keys: []string{slackSecret}, wantReason: ReasonMissingEventID},
@@ -196,7 +196,7 @@ func TestSlackPublishedVectors(t *testing.T) {
 			checkOutcome(t, res, err, 0, "k0", req)
 			want := tc.event
 			if want == "" {
-				want = b1BodySHA256ID([]byte(tc.body))
+				want = bodySHA256ID([]byte(tc.body))
 			}
 			if res.EventID != want {
 				t.Fatalf("EventID = %q, want %q", res.EventID, want)

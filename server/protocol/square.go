@@ -110,11 +110,11 @@ func verifySquare(req *Request, keys []Key, _ Params) (Result, error) {
 	if len(req.Body) == 0 {
 		return Result{}, Reject(ReasonMalformedPayload, "body is empty")
 	}
-	top, err := b2JSONObject(req.Body)
+	top, err := jsonObject(req.Body)
 	if err != nil {
 		return Result{}, err
 	}
-	id, present, isString := b2String(top, "event_id")
+	id, present, isString := jsonString(top, "event_id")
 	switch {
 	case !present:
 		return Result{}, Reject(ReasonMissingEventID, `body has no "event_id" field`)

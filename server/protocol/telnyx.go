@@ -141,23 +141,23 @@ func verifyTelnyx(req *Request, keys []Key, p Params) (Result, error) {
 // no id (link_clicked carries only a message_id) falls back to the body hash; an event without
 // data.id is refused.
 func telnyxEventID(body []byte) (string, error) {
-	top, err := b1JSONObject(body)
+	top, err := jsonObject(body)
 	if err != nil {
 		return "", err
 	}
-	data := b1Object(top, "data")
+	data := jsonObjectField(top, "data")
 	if data == nil {
 		return "", Reject(ReasonMissingEventID, `body has no "data" object`)
 	}
-	id, present, ok := b1String(data, "id")
+	id, present, ok := jsonString(data, "id")
 	switch {
 	case ok && id != "":
 		return id, nil
 	case present:
 		return "", Reject(ReasonMissingEventID, `body field "data.id" is not a non-empty string`)
 	}
-	if rt, _, ok := b1String(data, "record_type"); ok && rt != "" && rt != "event" {
-		return b1BodySHA256ID(body), nil
+	if rt, _, ok := jsonString(data, "record_type"); ok && rt != "" && rt != "event" {
+		return bodySHA256ID(body), nil
 	}
 	return "", Reject(ReasonMissingEventID, `body has no "data.id"`)
 }

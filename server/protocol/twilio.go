@@ -296,7 +296,7 @@ func verifyTwilio(req *Request, keys []Key, _ Params) (Result, error) {
 func twilioEventID(rawURL string, body []byte, c twilioSigned) string {
 	switch {
 	case c.hasBodyHash:
-		return b2BodySHA256ID(body)
+		return bodySHA256ID(body)
 	case c.params != "":
 		sum := sha256.Sum256([]byte(c.params))
 		return "params-sha256:" + hex.EncodeToString(sum[:])

@@ -171,11 +171,11 @@ func verifyTwitch(req *Request, keys []Key, p Params) (Result, error) {
 		return Result{}, err
 	}
 	if typ, _ := req.Headers.Get(twitchTypeHeader); typ == twitchVerification {
-		top, err := b1JSONObject(req.Body)
+		top, err := jsonObject(req.Body)
 		if err != nil {
 			return Result{}, err
 		}
-		challenge, _, ok := b1String(top, "challenge")
+		challenge, _, ok := jsonString(top, "challenge")
 		if !ok || challenge == "" {
 			return Result{}, Reject(ReasonMalformedPayload, `challenge request body has no "challenge" string`)
 		}
@@ -243,12 +243,12 @@ func signTwitch(in SignInput, secrets []string) (Headers, error) {
 		{Name: twitchSignatureHeader, Value: twitchScheme + "=" + hex.EncodeToString(sum)},
 		{Name: twitchTimestampHeader, Value: ts},
 	}
-	if top, err := b1JSONObject(in.Body); err == nil {
-		sub := b1Object(top, "subscription")
-		if typ, _, ok := b1String(sub, "type"); ok && typ != "" && !strings.ContainsAny(typ, "\r\n") {
+	if top, err := jsonObject(in.Body); err == nil {
+		sub := jsonObjectField(top, "subscription")
+		if typ, _, ok := jsonString(sub, "type"); ok && typ != "" && !strings.ContainsAny(typ, "\r\n") {
 			h = append(h, Header{Name: "Twitch-Eventsub-Subscription-Type", Value: typ})
 		}
-		if v, _, ok := b1String(sub, "version"); ok && v != "" && !strings.ContainsAny(v, "\r\n") {
+		if v, _, ok := jsonString(sub, "version"); ok && v != "" && !strings.ContainsAny(v, "\r\n") {
 			h = append(h, Header{Name: "Twitch-Eventsub-Subscription-Version", Value: v})
 		}
 	}

@@ -78,7 +78,7 @@ func verifyWebflow(req *Request, keys []Key, p Params) (Result, error) {
 	if err := checkTimestamp(ms/1000, p.Now, effectiveTolerance(p, webflowDefaultTolerance)); err != nil {
 		return Result{}, err
 	}
-	return Result{KeyID: keyID, EventID: bdBodyIdentity(req.Body)}, nil
+	return Result{KeyID: keyID, EventID: bodySHA256ID(req.Body)}, nil
 }
 
 // signWebflow produces the headers Webflow sends. An application has one client secret, so

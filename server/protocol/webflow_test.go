@@ -26,7 +26,7 @@ func TestWebflowVerify(t *testing.T) {
 	t.Parallel()
 	bdSuite{
 		p: Webflow(), secret: webflowSecret, secret2: webflowSecret2,
-		sigHeader: "x-webflow-signature", eventID: "6543c1a4e7b1c5d4f3a2b1c0", wantEventIDFor: bdBodyIdentity,
+		sigHeader: "x-webflow-signature", eventID: "6543c1a4e7b1c5d4f3a2b1c0", wantEventIDFor: bodySHA256ID,
 		malformed: []string{"", "zz", strings.ToUpper(webflowVectorSig), "sha256=" + webflowVectorSig, webflowVectorSig[:62]},
 	}.run(t)
 }
@@ -63,7 +63,7 @@ func TestWebflowRecomputedVector(t *testing.T) {
 	req := webflowRequest(webflowVectorMilli, webflowVectorSig, webflowVectorBody)
 	res, err := p.Verify(req, keysFor(t, p, webflowVectorKey), Params{Now: fixedNow})
 	checkOutcome(t, res, err, 0, "k0", req)
-	if res.EventID != bdBodyIdentity([]byte(webflowVectorBody)) || !strings.HasPrefix(res.EventID, "body-sha256:") {
+	if res.EventID != bodySHA256ID([]byte(webflowVectorBody)) || !strings.HasPrefix(res.EventID, "body-sha256:") {
 		t.Fatalf("EventID = %q", res.EventID)
 	}
 	h, err := p.Sign(SignInput{Body: []byte(webflowVectorBody), Timestamp: fixedNow}, []string{webflowVectorKey})

@@ -33,7 +33,7 @@ func Xero() *Protocol {
 		Name:            "xero",
 		DisplayName:     "Xero",
 		SignatureScheme: "HMAC-SHA256 (base64) of the raw body, x-xero-signature (key used as UTF-8, not decoded)",
-		IdentitySource: "none sent by Xero; fallback: " + batchABodyHashPrefix + "<hex SHA-256 of the raw body> " +
+		IdentitySource: "none sent by Xero; fallback: " + bodyHashPrefix + "<hex SHA-256 of the raw body> " +
 			"(the payload batches events[] with firstEventSequence/lastEventSequence and a random " +
 			"entropy field, so distinct payloads never collide and a resent payload dedupes)",
 		DocsURL: "https://developer.xero.com/documentation/guides/webhooks/configuring-your-server/",

@@ -18,7 +18,7 @@ func TestXeroVerify(t *testing.T) {
 	p := Xero()
 	in := SignInput{Body: []byte(xeroBody)}
 	good := signed(t, p, in, xeroKey)
-	wantID := batchABodyHashID([]byte(xeroBody))
+	wantID := bodySHA256ID([]byte(xeroBody))
 	indep := batchAB64256(xeroKey, xeroBody)
 	decodedKey, _ := base64.StdEncoding.DecodeString(xeroKey)
 	fx := batchAFixture{

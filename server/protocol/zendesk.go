@@ -129,7 +129,7 @@ func zendeskEventID(req *Request) string {
 			return n.String()
 		}
 	}
-	return genericBodyHashID(req.Body)
+	return bodySHA256ID(req.Body)
 }
 
 // signZendesk signs with the first secret (a webhook has one signing secret) and sends

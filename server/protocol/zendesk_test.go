@@ -69,7 +69,7 @@ func TestZendeskVerify(t *testing.T) {
 		{name: "rotation: new secret", req: zdReq(zdSig(zdSecretNew, ts, zdBody), ts, zdBody), keys: []string{zdSecret, zdSecretNew}, wantKey: "k1", wantEvent: zdInvoke},
 		{name: "empty body (GET)", req: zdReq(zdSig(zdSecret, ts, ""), ts, ""), keys: []string{zdSecret}, wantKey: "k0", wantEvent: zdInvoke},
 		{name: "identity: body id without invocation header", req: withoutHeader(zdReq(good, ts, zdBody), zendeskInvocationHeader), keys: []string{zdSecret}, wantKey: "k0", wantEvent: "cbe4028c-7239-495d-b020-f22348516046"},
-		{name: "identity: body hash as last resort", req: withoutHeader(zdReq(zdSig(zdSecret, ts, "ticket=1"), ts, "ticket=1"), zendeskInvocationHeader), keys: []string{zdSecret}, wantKey: "k0", wantEvent: genericBodyHashID([]byte("ticket=1"))},
+		{name: "identity: body hash as last resort", req: withoutHeader(zdReq(zdSig(zdSecret, ts, "ticket=1"), ts, "ticket=1"), zendeskInvocationHeader), keys: []string{zdSecret}, wantKey: "k0", wantEvent: bodySHA256ID([]byte("ticket=1"))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -167,13 +167,13 @@ func verifyZoom(req *Request, keys []Key, p Params) (Result, error) {
 	if err := checkTimestamp(ts, p.Now, effectiveTolerance(p, zoomDefaultTolerance)); err != nil {
 		return Result{}, err
 	}
-	top, err := b1JSONObject(req.Body)
+	top, err := jsonObject(req.Body)
 	if err != nil {
 		return Result{}, err
 	}
-	event, _, _ := b1String(top, "event")
+	event, _, _ := jsonString(top, "event")
 	if event == zoomValidationEvent {
-		plain, _, ok := b1String(b1Object(top, "payload"), "plainToken")
+		plain, _, ok := jsonString(jsonObjectField(top, "payload"), "plainToken")
 		if !ok || plain == "" {
 			return Result{}, Reject(ReasonMalformedPayload, "endpoint.url_validation has no payload.plainToken string")
 		}
@@ -205,7 +205,7 @@ func zoomValidationReply(key []byte, plainToken string) []byte {
 
 // zoomEventID derives the identity from event, event_ts and the compacted payload.
 func zoomEventID(top map[string]json.RawMessage) (string, error) {
-	event, _, ok := b1String(top, "event")
+	event, _, ok := jsonString(top, "event")
 	if !ok || event == "" {
 		return "", Reject(ReasonMissingEventID, `body has no non-empty string "event"`)
 	}
@@ -218,7 +218,7 @@ func zoomEventID(top map[string]json.RawMessage) (string, error) {
 		return "", Reject(ReasonMissingEventID, `body field "event_ts" is not a non-negative integer`)
 	}
 	payload, ok := top["payload"]
-	if !ok || b1Object(top, "payload") == nil {
+	if !ok || jsonObjectField(top, "payload") == nil {
 		return "", Reject(ReasonMissingEventID, `body has no "payload" object`)
 	}
 	var compact bytes.Buffer
