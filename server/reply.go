@@ -69,7 +69,14 @@ func jsonReply(code int32, body replyBody) *hookverifyv1.HttpReply {
 
 // successReply answers accepted and duplicate alike with 200: either way the provider must stop
 // retrying.
-func successReply(v hookverifyv1.Verdict) *hookverifyv1.HttpReply {
+func successReply(p *protocol.Protocol, v hookverifyv1.Verdict) *hookverifyv1.HttpReply {
+	if p != nil && p.SuccessReply != nil {
+		reply := &hookverifyv1.HttpReply{Status: int32(p.SuccessReply.Status), Body: p.SuccessReply.Body}
+		for _, h := range p.SuccessReply.Headers {
+			reply.Headers = append(reply.Headers, &hookverifyv1.HeaderField{Name: h.Name, Value: h.Value})
+		}
+		return reply
+	}
 	name := "accepted"
 	if v == hookverifyv1.Verdict_VERDICT_DUPLICATE {
 		name = "duplicate"

@@ -51,6 +51,7 @@ const (
 func Adyen() *Protocol {
 	return &Protocol{
 		Name:            adyenName,
+		SuccessReply:    &Reply{Status: 200, Headers: Headers{{Name: "Content-Type", Value: "text/plain"}}, Body: []byte("[accepted]")},
 		DisplayName:     "Adyen",
 		SignatureScheme: "HMAC-SHA256 (base64, hex-decoded key) of the 8 colon-joined fields of each NotificationRequestItem, in additionalData.hmacSignature",
 		SignsTimestamp:  false,

@@ -48,6 +48,7 @@ const (
 func HelloSign() *Protocol {
 	return &Protocol{
 		Name:             hellosignName,
+		SuccessReply:     &Reply{Status: 200, Headers: Headers{{Name: "Content-Type", Value: "text/plain"}}, Body: []byte("Hello API Event Received")},
 		DisplayName:      "Dropbox Sign (HelloSign)",
 		SignatureScheme:  `event.event_hash in the "json" form field: HMAC-SHA256 (hex) of event_time + event_type, keyed with the API key`,
 		StaticCredential: true,

@@ -121,6 +121,10 @@ type Protocol struct {
 	// how the default tolerance fits: a legitimate late retry must not look stale.
 	Retries string
 
+	// SuccessReply, when set, is the exact reply the provider requires for a delivery it may
+	// stop retrying (Adyen wants the body "[accepted]", Dropbox Sign "Hello API Event
+	// Received"); nil means a plain 200 with a small JSON body.
+	SuccessReply *Reply
 	// ParseSecret turns a secret as the provider displays it into key bytes. It is called when
 	// a secret is added, so a malformed one is refused then, and again before verification.
 	ParseSecret func(secret string) ([]byte, error)
