@@ -133,7 +133,14 @@ func (s *Store) attemptOnce(ctx context.Context, attempt func(conn *pgx.Conn) (p
 	}
 	defer s.pool.release(conn)
 	ph, err := attempt(conn.Conn())
-	return failure{err: err, phase: ph, connLost: err != nil && conn.Conn().IsClosed()}
+	lost := err != nil && conn.Conn().IsClosed()
+	if lost {
+		// Most often the server restarted (SQLSTATE 57P01 on every connection) or the network
+		// dropped: the idle connections are likely dead too. Drop them all now, so the retry
+		// dials afresh instead of trying them one by one; a needless reset only costs a dial.
+		s.pool.Reset()
+	}
+	return failure{err: err, phase: ph, connLost: lost}
 }
 
 // judge decides whether a failed attempt may run again, and returns the error to report if
