@@ -95,33 +95,33 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 		return rejected(hookverifyv1.RejectReason_REJECT_REASON_MALFORMED_PAYLOAD, detail), nil
 	}
 
-	delivery := storage.Delivery{
-		InboxID:      uuid.NewString(),
-		Scope:        endpoint.DedupeScope,
-		EventID:      result.EventID,
-		EndpointID:   endpoint.ID,
-		OperationKey: OperationKey(endpoint.DedupeScope, result.EventID),
-		SecretID:     result.KeyID,
-		Method:       req.GetMethod(),
-		URL:          req.GetUrl(),
-		Headers:      make([]storage.Header, len(req.GetHeaders())),
-		Body:         req.GetBody(),
-		ReceivedAt:   now,
-	}
-	for i, h := range req.GetHeaders() {
-		delivery.Headers[i] = storage.Header{Name: h.GetName(), Value: h.GetValue()}
-	}
 	// Redeliveries are common (providers retry whatever timed out), so a read answers them
 	// without a write transaction; only a miss goes on to claim. The claim still decides: two
 	// racing first deliveries both miss here and exactly one wins the insert.
-	claim, err := st.LookupClaim(ctx, delivery.Scope, delivery.EventID)
+	claim, err := st.LookupClaim(ctx, endpoint.DedupeScope, result.EventID)
 	switch {
 	case err == nil:
 	case !isNotFound(err):
 		return nil, storageStatus(ctx, s.log, "verify", err)
 	default:
 		if why := s.overLimit(endpoint.ID); why != "" {
-			return nil, s.backpressure(delivery.EndpointID, why)
+			return nil, s.backpressure(endpoint.ID, why)
+		}
+		delivery := storage.Delivery{
+			InboxID:      uuid.NewString(),
+			Scope:        endpoint.DedupeScope,
+			EventID:      result.EventID,
+			EndpointID:   endpoint.ID,
+			OperationKey: OperationKey(endpoint.DedupeScope, result.EventID),
+			SecretID:     result.KeyID,
+			Method:       req.GetMethod(),
+			URL:          req.GetUrl(),
+			Headers:      make([]storage.Header, len(req.GetHeaders())),
+			Body:         req.GetBody(),
+			ReceivedAt:   now,
+		}
+		for i, h := range req.GetHeaders() {
+			delivery.Headers[i] = storage.Header{Name: h.GetName(), Value: h.GetValue()}
 		}
 		claimStart := time.Now()
 		claim, err = st.Claim(ctx, delivery)
