@@ -61,7 +61,7 @@ func (s *Server) Lease(ctx context.Context, req *hookverifyv1.LeaseRequest) (*ho
 	if err != nil {
 		return nil, status.Error(codes.Internal, "cannot generate a lease token")
 	}
-	leased, err := ib.Lease(ctx, storage.LeaseRequest{
+	result, err := ib.Lease(ctx, storage.LeaseRequest{
 		InboxFilter: storage.InboxFilter{EndpointIDs: req.GetEndpointIds(), Scopes: req.GetDedupeScopes()},
 		Max:         max,
 		Visibility:  visibility,
@@ -72,9 +72,9 @@ func (s *Server) Lease(ctx context.Context, req *hookverifyv1.LeaseRequest) (*ho
 	if err != nil {
 		return nil, storageStatus(ctx, s.log, "lease", err)
 	}
-	s.metrics.observeLease(leased)
-	resp := &hookverifyv1.LeaseResponse{Deliveries: make([]*hookverifyv1.InboxDelivery, len(leased))}
-	for i, d := range leased {
+	s.metrics.observeLease(result)
+	resp := &hookverifyv1.LeaseResponse{Deliveries: make([]*hookverifyv1.InboxDelivery, len(result.Deliveries))}
+	for i, d := range result.Deliveries {
 		resp.Deliveries[i] = inboxDeliveryToProto(d)
 	}
 	return resp, nil

@@ -288,3 +288,47 @@ func TestRetention(t *testing.T) {
 		e.accept(t, e.deliver(t, githubProvider, "kept", "evt-done", secret))
 	})
 }
+
+// TestInboxLeaseExpiryMetrics: expired leases are counted when the next lease takes them over
+// or dead-letters them, and dead letters are counted by cause.
+func TestInboxLeaseExpiryMetrics(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		metrics := server.NewMetrics()
+		e := newEnvWith(t, b, func(o *server.Options) { o.MaxAttempts = 2; o.Metrics = metrics })
+		acceptSome(t, e, "work", 2)
+
+		lease(t, e, 2, time.Minute) // a worker takes both and crashes
+		e.clock.Advance(2 * time.Minute)
+		again := lease(t, e, 2, time.Minute) // attempt 2 of 2, taken over from the expired leases
+		if len(again) != 2 {
+			t.Fatalf("after expiry leased %d, want 2", len(again))
+		}
+		if _, err := e.inbox.Nack(t.Context(), &hookverifyv1.NackRequest{InboxId: again[0].GetInboxId(),
+			LeaseToken: again[0].GetLeaseToken(), Error: "boom"}); err != nil {
+			t.Fatalf("Nack: %v", err)
+		}
+		e.clock.Advance(2 * time.Minute) // the other's last lease expires too
+		if got := lease(t, e, 2, time.Minute); len(got) != 0 {
+			t.Fatalf("leased %v with every attempt used", got)
+		}
+
+		web := httptest.NewServer(e.srv.HTTPHandler())
+		t.Cleanup(web.Close)
+		resp, err := http.Get(web.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		for _, want := range []string{
+			"hookverify_inbox_lease_expiries_total 3",
+			"hookverify_inbox_redeliveries_total 2",
+			`hookverify_inbox_dead_lettered_total{cause="nack"} 1`,
+			`hookverify_inbox_dead_lettered_total{cause="lease_expired"} 1`,
+		} {
+			if !strings.Contains(string(body), want+"\n") {
+				t.Errorf("/metrics lacks %q", want)
+			}
+		}
+	})
+}

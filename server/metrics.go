@@ -30,7 +30,8 @@ type Metrics struct {
 	inboxDead     *prometheus.GaugeVec
 	inboxOldest   *prometheus.GaugeVec
 	redeliveries  prometheus.Counter
-	deadLettered  prometheus.Counter
+	leaseExpiries prometheus.Counter
+	deadLettered  *prometheus.CounterVec
 	acks          prometheus.Counter
 	backpressure  *prometheus.CounterVec
 	sweptInbox    prometheus.Counter
@@ -63,8 +64,10 @@ func NewMetrics() *Metrics {
 			Help: "Age of the oldest pending delivery, by endpoint: the business-completion alarm."}, []string{"endpoint"}),
 		redeliveries: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_redeliveries_total",
 			Help: "Deliveries leased again after a lease expired or a nack."}),
-		deadLettered: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_dead_lettered_total",
-			Help: "Deliveries moved to the dead letters by a nack on their last attempt."}),
+		leaseExpiries: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_lease_expiries_total",
+			Help: "Leases that expired without ack, nack or extension (a worker crashed, hung or overran), counted when the next lease takes the delivery over or dead-letters it."}),
+		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_inbox_dead_lettered_total",
+			Help: "Deliveries moved to the dead letters, by cause: a nack on the last attempt (nack) or the last attempt's lease expiring (lease_expired)."}, []string{"cause"}),
 		acks: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_acks_total",
 			Help: "Deliveries acked by workers."}),
 		backpressure: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_backpressure_total",
@@ -75,7 +78,7 @@ func NewMetrics() *Metrics {
 			Help: "Claims deleted after the dedupe window."}),
 	}
 	r.MustRegister(m.verdicts, m.verifyLatency, m.claimLatency, m.rpcs, m.rpcLatency, m.inboxPending, m.inboxLeased,
-		m.inboxDead, m.inboxOldest, m.redeliveries, m.deadLettered, m.acks, m.backpressure, m.sweptInbox, m.sweptClaims,
+		m.inboxDead, m.inboxOldest, m.redeliveries, m.leaseExpiries, m.deadLettered, m.acks, m.backpressure, m.sweptInbox, m.sweptClaims,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -109,14 +112,21 @@ func (m *Metrics) interceptor(ctx context.Context, req any, info *grpc.UnaryServ
 	return resp, err
 }
 
-func (m *Metrics) observeLease(leased []storage.LeasedDelivery) {
+func (m *Metrics) observeLease(result storage.LeaseResult) {
 	if m == nil {
 		return
 	}
-	for _, d := range leased {
+	for _, d := range result.Deliveries {
 		if d.Attempts > 1 {
 			m.redeliveries.Inc()
 		}
+		if d.PreviousLeaseExpired {
+			m.leaseExpiries.Inc()
+		}
+	}
+	if result.ExpiredToDead > 0 {
+		m.leaseExpiries.Add(float64(result.ExpiredToDead))
+		m.deadLettered.WithLabelValues("lease_expired").Add(float64(result.ExpiredToDead))
 	}
 }
 
@@ -128,7 +138,7 @@ func (m *Metrics) observeAck() {
 
 func (m *Metrics) observeNack(dead bool) {
 	if m != nil && dead {
-		m.deadLettered.Inc()
+		m.deadLettered.WithLabelValues("nack").Inc()
 	}
 }
 

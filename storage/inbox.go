@@ -19,8 +19,10 @@ type InboxStore interface {
 	// first, and leases them until req.Now + req.Visibility under one new lease token, counting
 	// an attempt on each. First, in the same transaction, every matching delivery whose lease
 	// has expired and which has used req.MaxAttempts attempts moves to dead. Returns no error
-	// and an empty slice when nothing is leasable.
-	Lease(ctx context.Context, req LeaseRequest) ([]LeasedDelivery, error)
+	// and no deliveries when nothing is leasable. The result also says which leases had
+	// expired: an expiry is only noticed by the Lease call that takes the delivery over or
+	// dead-letters it.
+	Lease(ctx context.Context, req LeaseRequest) (LeaseResult, error)
 	// Ack marks a leased delivery done. ErrNotFound if the inbox id does not exist;
 	// ErrLeaseLost if it is not leased under this token any more (expired and re-leased, or
 	// already acked).
@@ -61,6 +63,15 @@ type LeaseRequest struct {
 	Now        time.Time
 }
 
+// LeaseResult is what one Lease call did.
+type LeaseResult struct {
+	// Deliveries are the newly leased deliveries, oldest VisibleAt first.
+	Deliveries []LeasedDelivery
+	// ExpiredToDead counts deliveries this call moved to dead because their last lease expired
+	// with no attempts left.
+	ExpiredToDead int64
+}
+
 // Inbox states.
 const (
 	StatePending = "pending"
@@ -78,6 +89,10 @@ type LeasedDelivery struct {
 	LeasedUntil time.Time
 	VisibleAt   time.Time
 	LastError   string
+	// PreviousLeaseExpired is set by Lease on a delivery that was still leased by another
+	// worker whose lease had expired (the worker crashed, hung or overran its visibility
+	// timeout without extending it).
+	PreviousLeaseExpired bool
 }
 
 // EndpointInboxStats summarises one endpoint's inbox.

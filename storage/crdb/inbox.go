@@ -86,28 +86,31 @@ func validLease(req storage.LeaseRequest) error {
 // leases skip each other's rows instead of queueing; a CTE because PostgreSQL may run a
 // LIMIT subquery inside WHERE more than once and so lease more than req.Max. The UPDATE
 // checks leasability again, so that a row another transaction leased between the pick and
-// the lock (or an engine that ignored SKIP LOCKED) is never leased twice.
-func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) ([]storage.LeasedDelivery, error) {
+// the lock (or an engine that ignored SKIP LOCKED) is never leased twice. The CTE also
+// carries each row's state as locked, which tells an expired lease from a pending delivery.
+func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.LeaseResult, error) {
 	if err := validLease(req); err != nil {
-		return nil, fmt.Errorf("crdb: lease: %w", err)
+		return storage.LeaseResult{}, fmt.Errorf("crdb: lease: %w", err)
 	}
-	var leased []storage.LeasedDelivery
+	var result storage.LeaseResult
 	err := s.inTx(ctx, "lease", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error {
+		result = storage.LeaseResult{}
 		var dp params
 		now, maxAttempts := dp.add(req.Now), dp.add(int64(req.MaxAttempts))
-		_, err := tx.Exec(ctx, `UPDATE inbox SET state = 'dead', dead_at = `+now+`, lease_token = NULL,
+		dead, err := tx.Exec(ctx, `UPDATE inbox SET state = 'dead', dead_at = `+now+`, lease_token = NULL,
 			leased_until = NULL, last_error = 'lease expired'
 			WHERE state = 'leased' AND leased_until <= `+now+` AND attempts >= `+maxAttempts+
 			filterSQL(req.InboxFilter, &dp), dp...)
 		if err != nil {
 			return fmt.Errorf("dead-letter expired leases: %w", err)
 		}
+		result.ExpiredToDead = dead.RowsAffected()
 
 		var lp params
 		now, maxAttempts = lp.add(req.Now), lp.add(int64(req.MaxAttempts))
 		filter := filterSQL(req.InboxFilter, &lp)
 		rows, err := tx.Query(ctx, `WITH picked AS (
-			SELECT id FROM inbox
+			SELECT id AS picked_id, state AS picked_state FROM inbox
 			WHERE `+leasable(now, maxAttempts)+filter+`
 			ORDER BY visible_at, id
 			LIMIT `+lp.add(int64(req.Max))+`
@@ -115,19 +118,24 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) ([]storage.
 		)
 		UPDATE inbox SET state = 'leased', lease_token = `+lp.add(req.LeaseToken)+`,
 			leased_until = `+lp.add(req.Now.Add(req.Visibility))+`, attempts = attempts + 1
-		WHERE id IN (SELECT id FROM picked) AND `+leasable(now, maxAttempts)+`
-		RETURNING `+leasedColumns, lp...)
+		FROM picked
+		WHERE id = picked_id AND `+leasable(now, maxAttempts)+`
+		RETURNING `+leasedColumns+`, picked_state = 'leased'`, lp...)
 		if err != nil {
 			return err
 		}
-		leased, err = pgx.CollectRows(rows, scanLeased)
+		result.Deliveries, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (storage.LeasedDelivery, error) {
+			var d storage.LeasedDelivery
+			err := scanLeasedInto(row, &d, &d.PreviousLeaseExpired)
+			return d, err
+		})
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return storage.LeaseResult{}, err
 	}
-	sortLeased(leased)
-	return leased, nil
+	sortLeased(result.Deliveries)
+	return result, nil
 }
 
 // sortLeased orders deliveries by VisibleAt, then by id bytes (not the database's collation).
@@ -318,21 +326,27 @@ func (s *Store) Sweep(ctx context.Context, req storage.SweepRequest) (storage.Sw
 
 // scanLeased reads one row of leasedColumns.
 func scanLeased(row pgx.CollectableRow) (storage.LeasedDelivery, error) {
+	var d storage.LeasedDelivery
+	err := scanLeasedInto(row, &d)
+	return d, err
+}
+
+// scanLeasedInto reads leasedColumns into d, and any columns after them into extra.
+func scanLeasedInto(row pgx.CollectableRow, d *storage.LeasedDelivery, extra ...any) error {
 	var (
-		d                     storage.LeasedDelivery
 		headers               []byte
 		attempts              int64
 		leaseToken, lastError *string
 		leasedUntil           *time.Time
 	)
-	err := row.Scan(&d.InboxID, &d.Scope, &d.EventID, &d.EndpointID, &d.OperationKey, &d.SecretID, &d.Method,
-		&d.URL, &headers, &d.Body, &d.ReceivedAt, &d.State, &attempts, &leaseToken, &leasedUntil, &d.VisibleAt,
-		&lastError)
+	err := row.Scan(append([]any{&d.InboxID, &d.Scope, &d.EventID, &d.EndpointID, &d.OperationKey, &d.SecretID,
+		&d.Method, &d.URL, &headers, &d.Body, &d.ReceivedAt, &d.State, &attempts, &leaseToken, &leasedUntil,
+		&d.VisibleAt, &lastError}, extra...)...)
 	if err != nil {
-		return storage.LeasedDelivery{}, err
+		return err
 	}
 	if d.Headers, err = storage.DecodeHeaders(headers); err != nil {
-		return storage.LeasedDelivery{}, fmt.Errorf("inbox record %q: %w", d.InboxID, err)
+		return fmt.Errorf("inbox record %q: %w", d.InboxID, err)
 	}
 	d.ReceivedAt = d.ReceivedAt.UTC()
 	d.VisibleAt = d.VisibleAt.UTC()
@@ -346,5 +360,5 @@ func scanLeased(row pgx.CollectableRow) (storage.LeasedDelivery, error) {
 	if lastError != nil {
 		d.LastError = *lastError
 	}
-	return d, nil
+	return nil
 }

@@ -41,11 +41,12 @@ func TestInboxUpgradeKeepsDeliveriesLeasable(t *testing.T) {
 	if want := (storage.EndpointInboxStats{EndpointID: "ep-1", Pending: 1, OldestPendingAt: base}); len(stats) != 1 || stats[0] != want {
 		t.Fatalf("InboxStats after the upgrade = %+v, want [%+v]", stats, want)
 	}
-	got, err := s.Lease(t.Context(), storage.LeaseRequest{Max: 5, Visibility: time.Minute, MaxAttempts: 3,
+	result, err := s.Lease(t.Context(), storage.LeaseRequest{Max: 5, Visibility: time.Minute, MaxAttempts: 3,
 		LeaseToken: "tok", Now: base})
 	if err != nil {
 		t.Fatalf("Lease: %v", err)
 	}
+	got := result.Deliveries
 	if len(got) != 1 || got[0].InboxID != old.InboxID || got[0].Attempts != 1 || !got[0].VisibleAt.Equal(base) {
 		t.Fatalf("Lease after the upgrade = %+v, want inbox-1 visible at %s, attempt 1", got, base)
 	}
@@ -71,7 +72,7 @@ func TestInboxOnCockroachDBPaths(t *testing.T) {
 	now := base.Add(time.Minute)
 	req := storage.LeaseRequest{Max: 1, Visibility: time.Minute, MaxAttempts: 1, LeaseToken: "tok-1", Now: now,
 		InboxFilter: storage.InboxFilter{EndpointIDs: []string{"ep-1"}, Scopes: []string{"ep-1"}}}
-	leased, err := s.Lease(t.Context(), req)
+	leased, err := leaseDeliveries(t, s, req)
 	if err != nil || len(leased) != 1 || leased[0].InboxID != "inbox-1" {
 		t.Fatalf("Lease = %+v, %v; want inbox-1", leased, err)
 	}
@@ -89,7 +90,7 @@ func TestInboxOnCockroachDBPaths(t *testing.T) {
 	}
 
 	req.LeaseToken = "tok-2"
-	if leased, err = s.Lease(t.Context(), req); err != nil || len(leased) != 1 || leased[0].InboxID != "inbox-2" {
+	if leased, err = leaseDeliveries(t, s, req); err != nil || len(leased) != 1 || leased[0].InboxID != "inbox-2" {
 		t.Fatalf("second Lease = %+v, %v; want inbox-2", leased, err)
 	}
 	if dead, err := s.Nack(t.Context(), "inbox-2", "tok-2", now, 1, "boom", now); err != nil || !dead {
@@ -105,6 +106,24 @@ func TestInboxOnCockroachDBPaths(t *testing.T) {
 	if err := s.Requeue(t.Context(), "inbox-2", now); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("second Requeue: %v, want ErrNotFound", err)
 	}
+	// The requeued delivery's lease expires: the next lease takes it over and says so
+	// (UPDATE ... FROM the locked CTE), and with no attempts left the one after dead-letters it.
+	req.LeaseToken, req.MaxAttempts = "tok-3", 2
+	if leased, err = leaseDeliveries(t, s, req); err != nil || len(leased) != 1 || leased[0].PreviousLeaseExpired {
+		t.Fatalf("Lease after Requeue = %+v, %v; want inbox-2, no expired lease", leased, err)
+	}
+	expired := req
+	expired.LeaseToken, expired.Now = "tok-4", now.Add(req.Visibility)
+	if leased, err = leaseDeliveries(t, s, expired); err != nil || len(leased) != 1 || !leased[0].PreviousLeaseExpired {
+		t.Fatalf("Lease after expiry = %+v, %v; want inbox-2 taken over from an expired lease", leased, err)
+	}
+	expired.LeaseToken, expired.Now = "tok-5", expired.Now.Add(req.Visibility)
+	if result, err := s.Lease(t.Context(), expired); err != nil || result.ExpiredToDead != 1 || len(result.Deliveries) != 0 {
+		t.Fatalf("Lease after the last attempt expired = %+v, %v; want one dead-lettered", result, err)
+	}
+	if err := s.Requeue(t.Context(), "inbox-2", now); err != nil {
+		t.Fatalf("Requeue: %v", err)
+	}
 	stats, err := s.InboxStats(t.Context())
 	if want := (storage.EndpointInboxStats{EndpointID: "ep-1", Pending: 1, OldestPendingAt: now}); err != nil ||
 		len(stats) != 1 || stats[0] != want {
@@ -115,4 +134,10 @@ func TestInboxOnCockroachDBPaths(t *testing.T) {
 	if want := (storage.SweepResult{InboxDeleted: 1, ClaimsDeleted: 1}); err != nil || res != want {
 		t.Fatalf("Sweep = %+v, %v; want %+v", res, err, want)
 	}
+}
+
+func leaseDeliveries(t *testing.T, s storage.InboxStore, req storage.LeaseRequest) ([]storage.LeasedDelivery, error) {
+	t.Helper()
+	result, err := s.Lease(t.Context(), req)
+	return result.Deliveries, err
 }

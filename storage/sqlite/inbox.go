@@ -57,44 +57,84 @@ func validLease(req storage.LeaseRequest) error {
 
 // Lease moves expired leases that used their attempts to dead, then leases up to req.Max
 // leasable deliveries, in one write transaction. The write lock taken at BEGIN keeps every
-// other lease out until the commit, so no row can be leased twice.
-func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) ([]storage.LeasedDelivery, error) {
+// other lease out until the commit, so no row can be leased twice, and lets the candidates be
+// picked (with their state, to tell an expired lease from a pending delivery) before the
+// UPDATE that leases them.
+func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.LeaseResult, error) {
 	if err := validLease(req); err != nil {
-		return nil, s.fail("lease", err)
+		return storage.LeaseResult{}, s.fail("lease", err)
 	}
 	now := micros(req.Now)
-	var leased []storage.LeasedDelivery
+	var result storage.LeaseResult
 	err := s.write(ctx, "lease", func(tx *sql.Tx) error {
+		result = storage.LeaseResult{}
 		args := []any{now, now, req.MaxAttempts}
 		filter := filterSQL(req.InboxFilter, &args)
-		_, err := tx.ExecContext(ctx, `UPDATE inbox SET state = 'dead', dead_at = ?, lease_token = NULL,
+		dead, err := tx.ExecContext(ctx, `UPDATE inbox SET state = 'dead', dead_at = ?, lease_token = NULL,
 			leased_until = NULL, last_error = 'lease expired'
 			WHERE state = 'leased' AND leased_until <= ? AND attempts >= ?`+filter, args...)
 		if err != nil {
 			return fmt.Errorf("dead-letter expired leases: %w", err)
 		}
+		if result.ExpiredToDead, err = dead.RowsAffected(); err != nil {
+			return err
+		}
 
-		args = []any{req.LeaseToken, micros(req.Now.Add(req.Visibility)), now, now, req.MaxAttempts}
+		args = []any{now, now, req.MaxAttempts}
 		filter = filterSQL(req.InboxFilter, &args)
 		args = append(args, req.Max)
+		expired, err := pickLeasable(ctx, tx, filter, args)
+		if err != nil || len(expired) == 0 {
+			return err
+		}
+		args = []any{req.LeaseToken, micros(req.Now.Add(req.Visibility))}
+		for id := range expired {
+			args = append(args, id)
+		}
 		rows, err := tx.QueryContext(ctx, `UPDATE inbox SET state = 'leased', lease_token = ?, leased_until = ?,
 			attempts = attempts + 1
-			WHERE id IN (SELECT id FROM inbox
-				WHERE ((state = 'pending' AND visible_at <= ?) OR (state = 'leased' AND leased_until <= ?))
-					AND attempts < ?`+filter+`
-				ORDER BY visible_at, id LIMIT ?)
+			WHERE id IN (?`+strings.Repeat(", ?", len(expired)-1)+`)
 			RETURNING `+leasedColumns, args...)
 		if err != nil {
 			return err
 		}
-		leased, err = collectLeased(rows)
-		return err
+		if result.Deliveries, err = collectLeased(rows); err != nil {
+			return err
+		}
+		for i := range result.Deliveries {
+			result.Deliveries[i].PreviousLeaseExpired = expired[result.Deliveries[i].InboxID]
+		}
+		return nil
 	})
+	if err != nil {
+		return storage.LeaseResult{}, err
+	}
+	sortLeased(result.Deliveries)
+	return result, nil
+}
+
+// pickLeasable returns the ids of the deliveries Lease takes, each with whether it was still
+// leased (its lease having expired) rather than pending. args bind now, now, the attempts
+// limit, the filter's values and the limit.
+func pickLeasable(ctx context.Context, tx *sql.Tx, filter string, args []any) (map[string]bool, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, state = 'leased' FROM inbox
+		WHERE ((state = 'pending' AND visible_at <= ?) OR (state = 'leased' AND leased_until <= ?))
+			AND attempts < ?`+filter+`
+		ORDER BY visible_at, id LIMIT ?`, args...)
 	if err != nil {
 		return nil, err
 	}
-	sortLeased(leased)
-	return leased, nil
+	defer rows.Close()
+	expired := make(map[string]bool)
+	for rows.Next() {
+		var id string
+		var wasLeased bool
+		if err := rows.Scan(&id, &wasLeased); err != nil {
+			return nil, err
+		}
+		expired[id] = wasLeased
+	}
+	return expired, rows.Err()
 }
 
 // sortLeased orders deliveries by VisibleAt, then id.

@@ -46,11 +46,12 @@ func TestInboxUpgradeKeepsDeliveriesLeasable(t *testing.T) {
 	if want := (storage.EndpointInboxStats{EndpointID: "ep-1", Pending: 1, OldestPendingAt: received}); len(stats) != 1 || stats[0] != want {
 		t.Fatalf("InboxStats after the upgrade = %+v, want [%+v]", stats, want)
 	}
-	got, err := s.Lease(t.Context(), storage.LeaseRequest{Max: 5, Visibility: time.Minute, MaxAttempts: 3,
+	result, err := s.Lease(t.Context(), storage.LeaseRequest{Max: 5, Visibility: time.Minute, MaxAttempts: 3,
 		LeaseToken: "tok", Now: received})
 	if err != nil {
 		t.Fatalf("Lease: %v", err)
 	}
+	got := result.Deliveries
 	if len(got) != 1 || got[0].InboxID != "inbox-1" || got[0].Attempts != 1 || !got[0].VisibleAt.Equal(received) {
 		t.Fatalf("Lease after the upgrade = %+v, want inbox-1 visible at %s, attempt 1", got, received)
 	}

@@ -38,6 +38,11 @@ func leaseReq(token string, now time.Time, max int) storage.LeaseRequest {
 
 func lease(t *testing.T, s storage.Store, req storage.LeaseRequest) []storage.LeasedDelivery {
 	t.Helper()
+	return leaseResult(t, s, req).Deliveries
+}
+
+func leaseResult(t *testing.T, s storage.Store, req storage.LeaseRequest) storage.LeaseResult {
+	t.Helper()
 	got, err := s.Lease(t.Context(), req)
 	must(t, err, "Lease "+req.LeaseToken)
 	return got
@@ -181,9 +186,10 @@ func testInbox(t *testing.T, h harness) {
 
 		expired := t0.Add(first.Visibility)
 		second := leaseReq("tok-3", expired, 1)
-		wantSame(t, []storage.LeasedDelivery{
-			leasedAs(d, "tok-3", 2, expired.Add(second.Visibility), d.ReceivedAt, ""),
-		}, lease(t, s, second), "lease after expiry")
+		takenOver := leasedAs(d, "tok-3", 2, expired.Add(second.Visibility), d.ReceivedAt, "")
+		takenOver.PreviousLeaseExpired = true
+		wantSame(t, storage.LeaseResult{Deliveries: []storage.LeasedDelivery{takenOver}},
+			leaseResult(t, s, second), "lease after expiry")
 
 		wantErr(t, s.Ack(t.Context(), "d1", "tok-1", expired), storage.ErrLeaseLost, "Ack with the expired token")
 		_, err := s.Nack(t.Context(), "d1", "tok-1", expired, 3, "late", expired)
@@ -279,7 +285,7 @@ func testInbox(t *testing.T, h harness) {
 		req = leaseReq("tok-2", expired, 10)
 		req.MaxAttempts = 1
 		req.EndpointIDs = []string{"ep-2"}
-		wantIDs(t, lease(t, s, req), "lease for ep-2 after expiry")
+		wantSame(t, storage.LeaseResult{ExpiredToDead: 1}, leaseResult(t, s, req), "lease for ep-2 after expiry")
 		wantIDs(t, deadLetters(t, s, storage.InboxFilter{}, 10), "dead letters after the ep-2 lease", "d2")
 		wantStats(t, s, "stats after the ep-2 lease",
 			storage.EndpointInboxStats{EndpointID: "ep-1", Leased: 1},
@@ -287,7 +293,8 @@ func testInbox(t *testing.T, h harness) {
 
 		req.EndpointIDs = nil
 		req.LeaseToken = "tok-3"
-		wantIDs(t, lease(t, s, req), "lease for all after expiry")
+		wantSame(t, storage.LeaseResult{ExpiredToDead: 1}, leaseResult(t, s, req), "lease for all after expiry")
+		wantSame(t, storage.LeaseResult{}, leaseResult(t, s, req), "lease once both are dead")
 		dead := deadLetters(t, s, storage.InboxFilter{}, 10)
 		wantIDs(t, dead, "dead letters after the second lease", "d1", "d2")
 		for _, d := range dead {
@@ -431,11 +438,12 @@ func testInbox(t *testing.T, h harness) {
 			for round := 0; ; round++ {
 				req := leaseReq(fmt.Sprintf("w%d-r%d", w, round), t0, 1+(w+round)%3)
 				req.Visibility = 24 * time.Hour
-				got, err := s.Lease(t.Context(), req)
+				result, err := s.Lease(t.Context(), req)
 				if err != nil {
 					fail(fmt.Errorf("worker %d: Lease: %w", w, err))
 					return
 				}
+				got := result.Deliveries
 				if len(got) == 0 {
 					return
 				}
@@ -499,7 +507,9 @@ func testInbox(t *testing.T, h harness) {
 		got := make([][]storage.LeasedDelivery, workers)
 		errs := make([]error, workers)
 		race(workers, func(w int) {
-			got[w], errs[w] = stores[w%len(stores)].Lease(t.Context(), leaseReq(fmt.Sprintf("w%d", w), expired, 5))
+			var result storage.LeaseResult
+			result, errs[w] = stores[w%len(stores)].Lease(t.Context(), leaseReq(fmt.Sprintf("w%d", w), expired, 5))
+			got[w] = result.Deliveries
 		})
 		leasedBy := map[string]int{}
 		for w := range workers {
@@ -509,8 +519,9 @@ func testInbox(t *testing.T, h harness) {
 					t.Errorf("%s leased by workers %d and %d", d.InboxID, other, w)
 				}
 				leasedBy[d.InboxID] = w
-				if d.Attempts != 2 || d.LeaseToken != fmt.Sprintf("w%d", w) {
-					t.Errorf("%s: attempts %d, token %q; want 2, %q", d.InboxID, d.Attempts, d.LeaseToken, fmt.Sprintf("w%d", w))
+				if d.Attempts != 2 || d.LeaseToken != fmt.Sprintf("w%d", w) || !d.PreviousLeaseExpired {
+					t.Errorf("%s: attempts %d, token %q, previous lease expired %v; want 2, %q, true",
+						d.InboxID, d.Attempts, d.LeaseToken, d.PreviousLeaseExpired, fmt.Sprintf("w%d", w))
 				}
 			}
 		}
