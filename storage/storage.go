@@ -18,6 +18,7 @@ type Store interface {
 	ClaimStore
 	InboxStore
 	RetentionStore
+	AuditStore
 
 	// Migrate applies every pending schema migration. It is idempotent and safe to run from
 	// several processes at once.
@@ -59,6 +60,21 @@ type SecretStore interface {
 	// ListSecrets returns every secret of the endpoint, retired ones included, ordered by
 	// CreatedAt then ID. An unknown endpoint yields an empty list.
 	ListSecrets(ctx context.Context, endpointID string) ([]Secret, error)
+	// MarkSecretsUsed moves each secret's LastUsedAt forward to the use's time (never back).
+	// Unknown secrets are ignored. Callers batch uses: this is written about once a minute per
+	// secret, not per delivery.
+	MarkSecretsUsed(ctx context.Context, uses []SecretUse) error
+	// ResealSecret replaces the sealed material and key id of a secret, if it is still sealed
+	// under fromKeyID, and reports whether it did (false: resealed meanwhile by someone else).
+	// ErrNotFound if no such secret belongs to the endpoint. Used by master-key rotation.
+	ResealSecret(ctx context.Context, endpointID, secretID, fromKeyID, toKeyID string, sealed []byte) (bool, error)
+}
+
+// SecretUse says a secret authenticated a delivery at At.
+type SecretUse struct {
+	EndpointID string
+	SecretID   string
+	At         time.Time
 }
 
 // ClaimStore records accepted deliveries.
@@ -109,6 +125,9 @@ type Secret struct {
 	// Zero RetiredAt means not retired.
 	RetiredAt  time.Time
 	LastUsedAt time.Time
+	// Fingerprint identifies the material without revealing it (see secretbox.Fingerprint);
+	// empty for secrets stored before fingerprints existed.
+	Fingerprint string
 }
 
 // ValidAt reports whether the secret authenticates deliveries at t.

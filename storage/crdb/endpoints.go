@@ -36,7 +36,10 @@ func (s *Store) CreateEndpoint(ctx context.Context, e storage.Endpoint) error {
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 			e.ID, e.Provider, e.TimestampTolerance.Milliseconds(), e.MaxBodyBytes, e.DedupeScope,
 			e.Disabled, options, nullTime(e.CreatedAt), nullTime(e.UpdatedAt))
-		return err
+		if err != nil {
+			return err
+		}
+		return recordAudit(ctx, tx)
 	})
 }
 
@@ -91,7 +94,10 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e storage.Endpoint) error {
 		if err == nil && tag.RowsAffected() == 0 {
 			return storage.ErrNotFound
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return recordAudit(ctx, tx)
 	})
 }
 

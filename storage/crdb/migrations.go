@@ -97,6 +97,20 @@ var migrations = []migration{
 		`CREATE INDEX IF NOT EXISTS inbox_endpoint_id_state_idx ON inbox (endpoint_id, state)`},
 	{18, "index claims by age",
 		`CREATE INDEX IF NOT EXISTS claims_first_received_at_idx ON claims (first_received_at)`},
+	// Secret fingerprints (empty for secrets stored before them) and the audit trail.
+	{19, "secrets fingerprint", `ALTER TABLE secrets ADD COLUMN IF NOT EXISTS fingerprint TEXT NOT NULL DEFAULT ''`},
+	{20, "create audit_events", `CREATE TABLE IF NOT EXISTS audit_events (
+	id TEXT PRIMARY KEY,
+	at TIMESTAMPTZ NOT NULL,
+	actor TEXT NOT NULL,
+	action TEXT NOT NULL,
+	endpoint_id TEXT NOT NULL,
+	secret_id TEXT NOT NULL,
+	detail TEXT NOT NULL
+)`},
+	{21, "index audit_events by time", `CREATE INDEX IF NOT EXISTS audit_events_at_idx ON audit_events (at, id)`},
+	{22, "index audit_events by endpoint",
+		`CREATE INDEX IF NOT EXISTS audit_events_endpoint_id_idx ON audit_events (endpoint_id, at, id)`},
 }
 
 // cockroachOnlyMigrations apply only on CockroachDB, after every step of migrations, for

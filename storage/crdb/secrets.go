@@ -16,10 +16,10 @@ import (
 )
 
 const secretColumns = `id, endpoint_id, key_id, sealed, created_at, not_before, not_after, retired_at,
-	last_used_at`
+	last_used_at, fingerprint`
 
 const insertSecret = `INSERT INTO secrets (` + secretColumns + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
 
 func insertSecretArgs(sec storage.Secret) []any {
 	sealed := sec.Sealed
@@ -28,7 +28,7 @@ func insertSecretArgs(sec storage.Secret) []any {
 		sealed = []byte{}
 	}
 	return []any{sec.ID, sec.EndpointID, sec.KeyID, sealed, sec.CreatedAt, nullTime(sec.NotBefore),
-		nullTime(sec.NotAfter), nullTime(sec.RetiredAt), nullTime(sec.LastUsedAt)}
+		nullTime(sec.NotAfter), nullTime(sec.RetiredAt), nullTime(sec.LastUsedAt), sec.Fingerprint}
 }
 
 // AddSecret stores a new secret: ErrNotFound if the endpoint does not exist, ErrAlreadyExists
@@ -38,8 +38,10 @@ func (s *Store) AddSecret(ctx context.Context, sec storage.Secret) error {
 		return fmt.Errorf("crdb: add secret: %w: empty secret id", storage.ErrInvalid)
 	}
 	return s.inTx(ctx, "add secret", writeTx, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, insertSecret, insertSecretArgs(sec)...)
-		return err
+		if _, err := tx.Exec(ctx, insertSecret, insertSecretArgs(sec)...); err != nil {
+			return err
+		}
+		return recordAudit(ctx, tx)
 	})
 }
 
@@ -64,8 +66,10 @@ func (s *Store) RotateSecret(ctx context.Context, sec storage.Secret, expireAt t
 		if err != nil {
 			return err
 		}
-		changed, err = pgx.CollectRows(rows, scanSecret)
-		return err
+		if changed, err = pgx.CollectRows(rows, scanSecret); err != nil {
+			return err
+		}
+		return recordAudit(ctx, tx)
 	})
 	if err != nil {
 		return nil, err
@@ -89,9 +93,62 @@ func (s *Store) RetireSecret(ctx context.Context, endpointID, secretID string, a
 		if errors.Is(err, pgx.ErrNoRows) {
 			return storage.ErrNotFound
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return recordAudit(ctx, tx)
 	})
 	return sec, err
+}
+
+// MarkSecretsUsed moves last_used_at forward in one statement for every use.
+func (s *Store) MarkSecretsUsed(ctx context.Context, uses []storage.SecretUse) error {
+	if len(uses) == 0 {
+		return nil
+	}
+	ids, endpoints, times := make([]string, len(uses)), make([]string, len(uses)), make([]time.Time, len(uses))
+	for i, u := range uses {
+		ids[i], endpoints[i], times[i] = u.SecretID, u.EndpointID, u.At
+	}
+	// One row per secret: UPDATE ... FROM with two source rows for one target row would be
+	// ambiguous, so the latest use of each secret is picked first.
+	return s.inTx(ctx, "mark secrets used", writeTx, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE secrets SET last_used_at = used.at
+			FROM (SELECT id, endpoint_id, max(at) AS at
+				FROM unnest($1::TEXT[], $2::TEXT[], $3::TIMESTAMPTZ[]) AS u (id, endpoint_id, at)
+				GROUP BY id, endpoint_id) AS used
+			WHERE secrets.id = used.id AND secrets.endpoint_id = used.endpoint_id
+				AND (secrets.last_used_at IS NULL OR secrets.last_used_at < used.at)`, ids, endpoints, times)
+		return err
+	})
+}
+
+// ResealSecret swaps the sealed material if the secret is still under fromKeyID.
+func (s *Store) ResealSecret(ctx context.Context, endpointID, secretID, fromKeyID, toKeyID string, sealed []byte) (bool, error) {
+	if sealed == nil {
+		sealed = []byte{}
+	}
+	var done bool
+	err := s.inTx(ctx, "reseal secret", writeTx, func(ctx context.Context, tx pgx.Tx) error {
+		var keyID string
+		err := tx.QueryRow(ctx, `SELECT key_id FROM secrets WHERE id = $1 AND endpoint_id = $2`,
+			secretID, endpointID).Scan(&keyID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("secret %q of endpoint %q: %w", secretID, endpointID, storage.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if done = keyID == fromKeyID; !done {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `UPDATE secrets SET key_id = $3, sealed = $4 WHERE id = $1 AND endpoint_id = $2`,
+			secretID, endpointID, toKeyID, sealed); err != nil {
+			return err
+		}
+		return recordAudit(ctx, tx)
+	})
+	return done, err
 }
 
 // ListSecrets returns every secret of the endpoint, retired ones included, ordered by
@@ -128,7 +185,7 @@ func scanSecret(row pgx.CollectableRow) (storage.Secret, error) {
 		notBefore, notAfter, retiredAt, lastUse pgtype.Timestamptz
 	)
 	err := row.Scan(&sec.ID, &sec.EndpointID, &sec.KeyID, &sec.Sealed, &createdAt, &notBefore, &notAfter,
-		&retiredAt, &lastUse)
+		&retiredAt, &lastUse, &sec.Fingerprint)
 	if err != nil {
 		return sec, err
 	}

@@ -25,7 +25,10 @@ func (s *Store) CreateEndpoint(ctx context.Context, e storage.Endpoint) error {
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			e.ID, e.Provider, e.TimestampTolerance.Milliseconds(), e.MaxBodyBytes, e.DedupeScope, e.Disabled,
 			options, micros(e.CreatedAt), micros(e.UpdatedAt))
-		return err
+		if err != nil {
+			return err
+		}
+		return recordAudit(ctx, tx)
 	})
 }
 
@@ -84,7 +87,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e storage.Endpoint) error {
 		} else if n == 0 {
 			return fmt.Errorf("endpoint %q: %w", e.ID, storage.ErrNotFound)
 		}
-		return nil
+		return recordAudit(ctx, tx)
 	})
 }
 

@@ -76,6 +76,19 @@ var migrations = []string{
 	16: `CREATE INDEX IF NOT EXISTS inbox_state_visible_at ON inbox (state, visible_at, id)`,
 	17: `CREATE INDEX IF NOT EXISTS inbox_endpoint_id_state ON inbox (endpoint_id, state)`,
 	18: `CREATE INDEX IF NOT EXISTS claims_first_received_at ON claims (first_received_at)`,
+	// Secret fingerprints (empty for secrets stored before them) and the audit trail.
+	19: `ALTER TABLE secrets ADD COLUMN fingerprint TEXT NOT NULL DEFAULT ''`,
+	20: `CREATE TABLE IF NOT EXISTS audit_events (
+		id          TEXT    NOT NULL PRIMARY KEY,
+		at          INTEGER NOT NULL,
+		actor       TEXT    NOT NULL,
+		action      TEXT    NOT NULL,
+		endpoint_id TEXT    NOT NULL,
+		secret_id   TEXT    NOT NULL,
+		detail      TEXT    NOT NULL
+	) STRICT`,
+	21: `CREATE INDEX IF NOT EXISTS audit_events_at ON audit_events (at, id)`,
+	22: `CREATE INDEX IF NOT EXISTS audit_events_endpoint_id ON audit_events (endpoint_id, at, id)`,
 }
 
 // Migrate applies the pending migrations. Each step runs in an IMMEDIATE transaction that

@@ -10,7 +10,8 @@ import (
 	"github.com/hookverify/hookverify/storage"
 )
 
-const secretColumns = `id, endpoint_id, key_id, sealed, created_at, not_before, not_after, retired_at, last_used_at`
+const secretColumns = `id, endpoint_id, key_id, sealed, created_at, not_before, not_after, retired_at, last_used_at,
+	fingerprint`
 
 // secretsToExpire selects the secrets a rotation shortens: the endpoint's other secrets that
 // are not retired and would otherwise outlive the grace period. Parameters: endpoint id, new
@@ -22,7 +23,10 @@ const secretsToExpire = `endpoint_id = ? AND id <> ? AND retired_at IS NULL AND 
 // if the secret id is taken.
 func (s *Store) AddSecret(ctx context.Context, sec storage.Secret) error {
 	return s.write(ctx, "add secret", func(tx *sql.Tx) error {
-		return insertSecret(ctx, tx, sec)
+		if err := insertSecret(ctx, tx, sec); err != nil {
+			return err
+		}
+		return recordAudit(ctx, tx)
 	})
 }
 
@@ -60,7 +64,7 @@ func (s *Store) RotateSecret(ctx context.Context, sec storage.Secret, expireAt t
 		for i := range changed {
 			changed[i].NotAfter = fromMicros(expire)
 		}
-		return nil
+		return recordAudit(ctx, tx)
 	})
 	if err != nil {
 		return nil, err
@@ -87,12 +91,56 @@ func (s *Store) RetireSecret(ctx context.Context, endpointID, secretID string, a
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("secret %q of endpoint %q: %w", secretID, endpointID, storage.ErrNotFound)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return recordAudit(ctx, tx)
 	})
 	if err != nil {
 		return storage.Secret{}, err
 	}
 	return sec, nil
+}
+
+// MarkSecretsUsed moves last_used_at forward, one statement per use, in one transaction.
+func (s *Store) MarkSecretsUsed(ctx context.Context, uses []storage.SecretUse) error {
+	if len(uses) == 0 {
+		return nil
+	}
+	return s.write(ctx, "mark secrets used", func(tx *sql.Tx) error {
+		for _, u := range uses {
+			_, err := tx.ExecContext(ctx, `UPDATE secrets SET last_used_at = ?
+				WHERE id = ? AND endpoint_id = ? AND (last_used_at IS NULL OR last_used_at < ?)`,
+				micros(u.At), u.SecretID, u.EndpointID, micros(u.At))
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ResealSecret swaps the sealed material if the secret is still under fromKeyID.
+func (s *Store) ResealSecret(ctx context.Context, endpointID, secretID, fromKeyID, toKeyID string, sealed []byte) (bool, error) {
+	var done bool
+	err := s.write(ctx, "reseal secret", func(tx *sql.Tx) error {
+		var err error
+		done, err = affected(tx.ExecContext(ctx, `UPDATE secrets SET key_id = ?, sealed = ?
+			WHERE id = ? AND endpoint_id = ? AND key_id = ?`, toKeyID, nonNil(sealed), secretID, endpointID, fromKeyID))
+		if err != nil {
+			return err
+		}
+		if !done {
+			var one int
+			err := tx.QueryRowContext(ctx, `SELECT 1 FROM secrets WHERE id = ? AND endpoint_id = ?`, secretID, endpointID).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("secret %q of endpoint %q: %w", secretID, endpointID, storage.ErrNotFound)
+			}
+			return err
+		}
+		return recordAudit(ctx, tx)
+	})
+	return done, err
 }
 
 // ListSecrets returns the endpoint's secrets, retired ones included, by CreatedAt then ID.
@@ -118,9 +166,9 @@ func insertSecret(ctx context.Context, tx *sql.Tx, sec storage.Secret) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO secrets (`+secretColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = tx.ExecContext(ctx, `INSERT INTO secrets (`+secretColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		sec.ID, sec.EndpointID, sec.KeyID, nonNil(sec.Sealed), micros(sec.CreatedAt), nullMicros(sec.NotBefore),
-		nullMicros(sec.NotAfter), nullMicros(sec.RetiredAt), nullMicros(sec.LastUsedAt))
+		nullMicros(sec.NotAfter), nullMicros(sec.RetiredAt), nullMicros(sec.LastUsedAt), sec.Fingerprint)
 	if err != nil {
 		return fmt.Errorf("secret %q: %w", sec.ID, err)
 	}
@@ -151,7 +199,7 @@ func scanSecret(row scanner) (storage.Secret, error) {
 		notBefore, notAfter, retiredAt, lastUsedAt sql.NullInt64
 	)
 	err := row.Scan(&sec.ID, &sec.EndpointID, &sec.KeyID, &sec.Sealed, &createdAt, &notBefore, &notAfter,
-		&retiredAt, &lastUsedAt)
+		&retiredAt, &lastUsedAt, &sec.Fingerprint)
 	if err != nil {
 		return storage.Secret{}, err
 	}

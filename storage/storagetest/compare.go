@@ -136,6 +136,8 @@ func newSecret(endpointID, id string, created time.Time) storage.Secret {
 		KeyID:      "master-1",
 		Sealed:     []byte("sealed:" + id),
 		CreatedAt:  created,
+		// Fingerprints are opaque text to the store.
+		Fingerprint: "fp_" + id,
 	}
 }
 

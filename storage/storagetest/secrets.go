@@ -33,6 +33,7 @@ func testSecrets(t *testing.T, h harness) {
 				sec.Sealed = allBytes()
 				sec.KeyID = "kms:projects/p/keys/k#7 ü"
 			},
+			"no fingerprint": func(sec *storage.Secret) { sec.Fingerprint = "" },
 			"every time set": func(sec *storage.Secret) {
 				sec.NotBefore = at(time.Minute)
 				sec.NotAfter = at(24*time.Hour + time.Microsecond)
@@ -113,6 +114,8 @@ func testSecrets(t *testing.T, h harness) {
 
 	t.Run("rotate", func(t *testing.T) { testRotate(t, h) })
 	t.Run("retire", func(t *testing.T) { testRetire(t, h) })
+	t.Run("usage", func(t *testing.T) { testSecretUsage(t, h) })
+	t.Run("reseal", func(t *testing.T) { testReseal(t, h) })
 
 	t.Run("lifecycle through rotation and retirement", func(t *testing.T) {
 		s := h.fresh(t)
@@ -334,5 +337,67 @@ func testRetire(t *testing.T, h harness) {
 		_, err := s.RetireSecret(t.Context(), "ep-1", "sec-1", at(time.Hour))
 		wantErr(t, err, storage.ErrNotFound, "RetireSecret through the wrong endpoint")
 		wantSame(t, []storage.Secret{sec}, listSecrets(t, s, "ep-2"), "secrets of ep-2")
+	})
+}
+
+func testSecretUsage(t *testing.T, h harness) {
+	t.Run("last use only moves forward; unknown secrets are ignored", func(t *testing.T) {
+		s := h.fresh(t)
+		createEndpoint(t, s, newEndpoint("ep-1"))
+		createEndpoint(t, s, newEndpoint("ep-2"))
+		one, two := newSecret("ep-1", "sec-1", at(0)), newSecret("ep-1", "sec-2", at(time.Second))
+		other := newSecret("ep-2", "sec-3", at(0))
+		addSecret(t, s, one)
+		addSecret(t, s, two)
+		addSecret(t, s, other)
+
+		must(t, s.MarkSecretsUsed(t.Context(), nil), "MarkSecretsUsed with nothing")
+		must(t, s.MarkSecretsUsed(t.Context(), []storage.SecretUse{
+			{EndpointID: "ep-1", SecretID: "sec-1", At: at(time.Minute)},
+			{EndpointID: "ep-1", SecretID: "sec-1", At: at(3 * time.Minute)}, // the later use of a batch wins
+			{EndpointID: "ep-1", SecretID: "sec-1", At: at(2 * time.Minute)},
+			{EndpointID: "ep-2", SecretID: "sec-1", At: at(time.Hour)}, // wrong endpoint
+			{EndpointID: "ep-1", SecretID: "sec-9", At: at(time.Hour)}, // unknown
+		}), "MarkSecretsUsed")
+		one.LastUsedAt = at(3 * time.Minute)
+		wantSame(t, []storage.Secret{one, two}, listSecrets(t, s, "ep-1"), "secrets of ep-1")
+		wantSame(t, []storage.Secret{other}, listSecrets(t, s, "ep-2"), "secrets of ep-2")
+
+		must(t, s.MarkSecretsUsed(t.Context(), []storage.SecretUse{
+			{EndpointID: "ep-1", SecretID: "sec-1", At: at(time.Minute)}, // older: kept as is
+			{EndpointID: "ep-1", SecretID: "sec-2", At: at(5*time.Minute + time.Microsecond)},
+		}), "second MarkSecretsUsed")
+		two.LastUsedAt = at(5*time.Minute + time.Microsecond)
+		wantSame(t, []storage.Secret{one, two}, listSecrets(t, s, "ep-1"), "secrets of ep-1 after the second batch")
+	})
+}
+
+func testReseal(t *testing.T, h harness) {
+	t.Run("replaces material and key id only under the expected key", func(t *testing.T) {
+		s := h.fresh(t)
+		createEndpoint(t, s, newEndpoint("ep-1"))
+		sec := newSecret("ep-1", "sec-1", at(0))
+		addSecret(t, s, sec)
+
+		done, err := s.ResealSecret(t.Context(), "ep-1", "sec-1", "master-1", "master-2", allBytes())
+		must(t, err, "ResealSecret")
+		if !done {
+			t.Fatal("ResealSecret under the current key reported not done")
+		}
+		sec.KeyID, sec.Sealed = "master-2", allBytes()
+		wantSame(t, []storage.Secret{sec}, listSecrets(t, s, "ep-1"), "resealed secret")
+
+		// A second rekey that read the old key id loses: the material stays as resealed.
+		done, err = s.ResealSecret(t.Context(), "ep-1", "sec-1", "master-1", "master-3", []byte("stale"))
+		must(t, err, "stale ResealSecret")
+		if done {
+			t.Fatal("ResealSecret from a key the secret is no longer under reported done")
+		}
+		wantSame(t, []storage.Secret{sec}, listSecrets(t, s, "ep-1"), "secret after the stale reseal")
+
+		_, err = s.ResealSecret(t.Context(), "ep-2", "sec-1", "master-2", "master-3", []byte("x"))
+		wantErr(t, err, storage.ErrNotFound, "ResealSecret of another endpoint's secret")
+		_, err = s.ResealSecret(t.Context(), "ep-1", "sec-9", "master-2", "master-3", []byte("x"))
+		wantErr(t, err, storage.ErrNotFound, "ResealSecret of an unknown secret")
 	})
 }

@@ -1,0 +1,105 @@
+package storagetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hookverify/hookverify/storage"
+)
+
+func auditEvent(id, action, endpointID, secretID string, when time.Time) storage.AuditEvent {
+	return storage.AuditEvent{ID: id, At: when, Actor: "token:tok_admin", Action: action,
+		EndpointID: endpointID, SecretID: secretID, Detail: "detail of " + id + " ü"}
+}
+
+func listAudit(t *testing.T, s storage.Store, f storage.AuditFilter) []storage.AuditEvent {
+	t.Helper()
+	got, err := s.ListAuditEvents(t.Context(), f)
+	must(t, err, "ListAuditEvents")
+	return got
+}
+
+func testAudit(t *testing.T, h harness) {
+	t.Run("every administrative write records the event its context carries", func(t *testing.T) {
+		s := h.fresh(t)
+		with := func(ev storage.AuditEvent) context.Context { return storage.WithAuditEvent(t.Context(), ev) }
+		events := []storage.AuditEvent{
+			auditEvent("a1", "endpoint.create", "ep-1", "", at(1*time.Second)),
+			auditEvent("a2", "endpoint.update", "ep-1", "", at(2*time.Second)),
+			auditEvent("a3", "secret.add", "ep-1", "sec-1", at(3*time.Second)),
+			auditEvent("a4", "secret.rotate", "ep-1", "sec-2", at(4*time.Second)),
+			auditEvent("a5", "secret.retire", "ep-1", "sec-1", at(5*time.Second)),
+			auditEvent("a6", "secret.reseal", "ep-1", "sec-2", at(6*time.Second)),
+		}
+		must(t, s.CreateEndpoint(with(events[0]), newEndpoint("ep-1")), "CreateEndpoint")
+		must(t, s.UpdateEndpoint(with(events[1]), newEndpoint("ep-1")), "UpdateEndpoint")
+		must(t, s.AddSecret(with(events[2]), newSecret("ep-1", "sec-1", at(0))), "AddSecret")
+		_, err := s.RotateSecret(with(events[3]), newSecret("ep-1", "sec-2", at(time.Second)), at(time.Hour))
+		must(t, err, "RotateSecret")
+		_, err = s.RetireSecret(with(events[4]), "ep-1", "sec-1", at(time.Minute))
+		must(t, err, "RetireSecret")
+		_, err = s.ResealSecret(with(events[5]), "ep-1", "sec-2", "master-1", "master-2", []byte("x"))
+		must(t, err, "ResealSecret")
+		// Writes without an event record nothing.
+		createEndpoint(t, s, newEndpoint("ep-2"))
+		wantSame(t, events, listAudit(t, s, storage.AuditFilter{Limit: 100}), "audit events")
+	})
+
+	t.Run("a failed change records nothing", func(t *testing.T) {
+		s := h.fresh(t)
+		createEndpoint(t, s, newEndpoint("ep-1"))
+		ctx := storage.WithAuditEvent(t.Context(), auditEvent("a1", "endpoint.create", "ep-1", "", at(0)))
+		wantErr(t, s.CreateEndpoint(ctx, newEndpoint("ep-1")), storage.ErrAlreadyExists, "CreateEndpoint of a taken id")
+		ctx = storage.WithAuditEvent(t.Context(), auditEvent("a2", "secret.add", "ep-9", "sec-1", at(0)))
+		wantErr(t, s.AddSecret(ctx, newSecret("ep-9", "sec-1", at(0))), storage.ErrNotFound, "AddSecret to an unknown endpoint")
+		ctx = storage.WithAuditEvent(t.Context(), auditEvent("a3", "secret.retire", "ep-1", "sec-9", at(0)))
+		_, err := s.RetireSecret(ctx, "ep-1", "sec-9", at(time.Hour))
+		wantErr(t, err, storage.ErrNotFound, "RetireSecret of an unknown secret")
+		if got := listAudit(t, s, storage.AuditFilter{Limit: 10}); len(got) != 0 {
+			t.Fatalf("audit events after failed changes: %+v", got)
+		}
+	})
+
+	t.Run("a change whose event cannot be recorded does not happen", func(t *testing.T) {
+		s := h.fresh(t)
+		createEndpoint(t, s, newEndpoint("ep-1"))
+		addSecret(t, s, newSecret("ep-1", "sec-1", at(0)))
+		ctx := storage.WithAuditEvent(t.Context(), auditEvent("a1", "secret.add", "ep-1", "sec-2", at(time.Second)))
+		must(t, s.AddSecret(ctx, newSecret("ep-1", "sec-2", at(time.Second))), "AddSecret")
+		// The same event id again: the record fails, so the retirement must roll back.
+		ctx = storage.WithAuditEvent(t.Context(), auditEvent("a1", "secret.retire", "ep-1", "sec-1", at(2*time.Second)))
+		if _, err := s.RetireSecret(ctx, "ep-1", "sec-1", at(time.Hour)); err == nil {
+			t.Fatal("RetireSecret succeeded although its audit event could not be recorded")
+		}
+		for _, sec := range listSecrets(t, s, "ep-1") {
+			if !sec.RetiredAt.IsZero() {
+				t.Fatalf("secret %s retired without an audit record", sec.ID)
+			}
+		}
+	})
+
+	t.Run("filters by endpoint and time, oldest first, up to the limit", func(t *testing.T) {
+		s := h.fresh(t)
+		createEndpoint(t, s, newEndpoint("ep-1"))
+		createEndpoint(t, s, newEndpoint("ep-2"))
+		var all []storage.AuditEvent
+		for i, ep := range []string{"ep-1", "ep-2", "ep-1", "ep-2", "ep-1"} {
+			ev := auditEvent("a"+string(rune('1'+i)), "endpoint.update", ep, "", at(time.Duration(i)*time.Minute))
+			must(t, s.UpdateEndpoint(storage.WithAuditEvent(t.Context(), ev), newEndpoint(ep)), "UpdateEndpoint")
+			all = append(all, ev)
+		}
+		wantSame(t, all, listAudit(t, s, storage.AuditFilter{Limit: 10}), "all events")
+		wantSame(t, []storage.AuditEvent{all[0], all[2], all[4]},
+			listAudit(t, s, storage.AuditFilter{EndpointID: "ep-1", Limit: 10}), "events of ep-1")
+		wantSame(t, []storage.AuditEvent{all[1], all[2]},
+			listAudit(t, s, storage.AuditFilter{Since: at(time.Minute), Until: at(3 * time.Minute), Limit: 10}),
+			"events from minute 1 up to minute 3")
+		wantSame(t, []storage.AuditEvent{all[2], all[4]},
+			listAudit(t, s, storage.AuditFilter{EndpointID: "ep-1", Since: at(2 * time.Minute), Limit: 10}),
+			"events of ep-1 since minute 2")
+		wantSame(t, all[:2], listAudit(t, s, storage.AuditFilter{Limit: 2}), "first two events")
+		_, err := s.ListAuditEvents(t.Context(), storage.AuditFilter{})
+		wantErr(t, err, storage.ErrInvalid, "ListAuditEvents without a limit")
+	})
+}
