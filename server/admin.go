@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/url"
 	"regexp"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server/protocol"
+	"github.com/hookverify/hookverify/server/secretbox"
 	"github.com/hookverify/hookverify/storage"
 )
 
@@ -42,7 +44,11 @@ func (s *Server) CreateEndpoint(ctx context.Context, req *hookverifyv1.CreateEnd
 	}
 	now := s.clock()
 	e.CreatedAt, e.UpdatedAt = now, now
-	if err := st.CreateEndpoint(ctx, e); err != nil {
+	auditCtx, err := s.audited(ctx, "endpoint.create", e.ID, "", describeEndpoint(e))
+	if err != nil {
+		return nil, err
+	}
+	if err := st.CreateEndpoint(auditCtx, e); err != nil {
 		if errors.Is(err, storage.ErrAlreadyExists) {
 			return nil, status.Errorf(codes.AlreadyExists, "endpoint %q already exists", e.ID)
 		}
@@ -103,8 +109,12 @@ func (s *Server) UpdateEndpoint(ctx context.Context, req *hookverifyv1.UpdateEnd
 		return nil, err
 	}
 	e.CreatedAt, e.UpdatedAt = current.CreatedAt, s.clock()
+	auditCtx, err := s.audited(ctx, "endpoint.update", e.ID, "", endpointChanges(current, e))
+	if err != nil {
+		return nil, err
+	}
 	st, _ := s.storage()
-	if err := st.UpdateEndpoint(ctx, e); err != nil {
+	if err := st.UpdateEndpoint(auditCtx, e); err != nil {
 		return nil, storageStatus(ctx, s.log, "update endpoint", err)
 	}
 	s.cache.invalidate(e.ID)
@@ -133,8 +143,12 @@ func (s *Server) AddSecret(ctx context.Context, req *hookverifyv1.AddSecretReque
 		return nil, err
 	}
 	sec.NotBefore, sec.NotAfter = notBefore, notAfter
+	auditCtx, err := s.audited(ctx, "secret.add", e.ID, sec.ID, describeSecret(sec))
+	if err != nil {
+		return nil, err
+	}
 	st, _ := s.storage()
-	if err := st.AddSecret(ctx, sec); err != nil {
+	if err := st.AddSecret(auditCtx, sec); err != nil {
 		return nil, storageStatus(ctx, s.log, "add secret", err)
 	}
 	s.cache.invalidate(e.ID)
@@ -156,8 +170,14 @@ func (s *Server) RotateSecret(ctx context.Context, req *hookverifyv1.RotateSecre
 	if err != nil {
 		return nil, err
 	}
+	expireAt := sec.CreatedAt.Add(overlap)
+	auditCtx, err := s.audited(ctx, "secret.rotate", e.ID, sec.ID, describeSecret(sec)+
+		fmt.Sprintf("; overlap %s: the secrets valid before end at %s", overlap, expireAt.Format(time.RFC3339Nano)))
+	if err != nil {
+		return nil, err
+	}
 	st, _ := s.storage()
-	changed, err := st.RotateSecret(ctx, sec, sec.CreatedAt.Add(overlap))
+	changed, err := st.RotateSecret(auditCtx, sec, expireAt)
 	if err != nil {
 		return nil, storageStatus(ctx, s.log, "rotate secret", err)
 	}
@@ -179,7 +199,11 @@ func (s *Server) RetireSecret(ctx context.Context, req *hookverifyv1.RetireSecre
 	if req.GetEndpointId() == "" || req.GetSecretId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "endpoint_id and secret_id are required")
 	}
-	sec, err := st.RetireSecret(ctx, req.GetEndpointId(), req.GetSecretId(), s.clock())
+	auditCtx, err := s.audited(ctx, "secret.retire", req.GetEndpointId(), req.GetSecretId(), "")
+	if err != nil {
+		return nil, err
+	}
+	sec, err := st.RetireSecret(auditCtx, req.GetEndpointId(), req.GetSecretId(), s.clock())
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, status.Errorf(codes.NotFound, "endpoint %q has no secret %q", req.GetEndpointId(), req.GetSecretId())
 	}
@@ -273,7 +297,8 @@ func (s *Server) sealSecret(e storage.Endpoint, secret string) (storage.Secret, 
 	if err != nil {
 		return storage.Secret{}, status.Error(codes.Internal, "cannot seal the secret")
 	}
-	return storage.Secret{ID: id, EndpointID: e.ID, KeyID: keyID, Sealed: sealed, CreatedAt: s.clock()}, nil
+	return storage.Secret{ID: id, EndpointID: e.ID, KeyID: keyID, Sealed: sealed, CreatedAt: s.clock(),
+		Fingerprint: secretbox.Fingerprint(e.ID, []byte(secret))}, nil
 }
 
 func newSecretID() (string, error) {
@@ -387,10 +412,12 @@ func endpointToProto(e storage.Endpoint) *hookverifyv1.Endpoint {
 // secretInfo describes a secret without its material, with its state as of now.
 func (s *Server) secretInfo(sec storage.Secret) *hookverifyv1.SecretInfo {
 	info := &hookverifyv1.SecretInfo{
-		Id:         sec.ID,
-		EndpointId: sec.EndpointID,
-		CreateTime: timestamppb.New(sec.CreatedAt),
-		State:      secretState(sec, s.clock()),
+		Id:          sec.ID,
+		EndpointId:  sec.EndpointID,
+		CreateTime:  timestamppb.New(sec.CreatedAt),
+		State:       secretState(sec, s.clock()),
+		Fingerprint: s.fingerprint(sec),
+		MasterKeyId: sec.KeyID,
 	}
 	if !sec.NotBefore.IsZero() {
 		info.NotBefore = timestamppb.New(sec.NotBefore)

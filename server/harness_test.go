@@ -142,6 +142,8 @@ type env struct {
 	store   storage.Store
 	clock   *clock
 	keyring *secretbox.Keyring
+	// masterKey is the keyring's current key.
+	masterKey []byte
 	// logs receives every server log line, as JSON, at debug level.
 	logs *syncBuffer
 	// transcript receives every RPC response (protojson) and every error status message.
@@ -183,6 +185,7 @@ func newEnvOn(t *testing.T, b backend, dsn string, st storage.Store) *env {
 		store:      st,
 		clock:      &clock{now: epoch},
 		keyring:    kr,
+		masterKey:  key,
 		logs:       &syncBuffer{},
 		transcript: &syncBuffer{},
 	}

@@ -17,10 +17,12 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server/secretbox"
 )
 
 // TestSecretsNeverLeak runs a whole secret lifecycle per protocol — create, add, verify
-// accepted and rejected, rotate, retire, list, and a refused secret — with a debug-level JSON
+// accepted and rejected, rotate, retire, list, a refused secret, then a master-key rekey while
+// serving and the audit trail — with a debug-level JSON
 // log, then proves that no secret, in any encoding, is in the log, in any response or error the
 // client received, or anywhere in the database (the SQLite files, every PostgreSQL row); and
 // that no signature is in the log or the responses.
@@ -79,6 +81,32 @@ func TestSecretsNeverLeak(t *testing.T) {
 			wantCode(t, err, codes.InvalidArgument)
 		}
 		if _, err := e.admin.ListEndpoints(t.Context(), &hookverifyv1.ListEndpointsRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		// Master-key rotation while serving, then the audit trail: neither shows material, and
+		// the master keys themselves appear nowhere either.
+		oldKey, newKey := e.masterKey, mustKey(t)
+		secrets = append(secrets, string(oldKey), string(newKey))
+		var err error
+		if e.keyring, err = secretbox.NewKeyring(newKey, oldKey); err != nil {
+			t.Fatal(err)
+		}
+		rekeyed := e.start(t, e.store)
+		if resp, err := rekeyed.admin.RekeySecrets(t.Context(), &hookverifyv1.RekeySecretsRequest{MaxSecrets: 1000}); err != nil || resp.GetResealed() == 0 || resp.GetRemaining() != 0 {
+			t.Fatalf("RekeySecrets = %v, %v", resp, err)
+		}
+		for _, p := range providers {
+			if _, err := rekeyed.admin.ListSecrets(t.Context(), &hookverifyv1.ListSecretsRequest{EndpointId: "leak-" + p.name}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if resp, err := rekeyed.admin.ListAuditEvents(t.Context(), &hookverifyv1.ListAuditEventsRequest{PageSize: 1000}); err != nil || len(resp.GetEvents()) == 0 {
+			t.Fatalf("ListAuditEvents = %v, %v", resp, err)
+		}
+		if err := rekeyed.srv.FlushSecretUses(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.srv.FlushSecretUses(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 

@@ -21,6 +21,7 @@ type Metrics struct {
 	Registry *prometheus.Registry
 
 	verdicts      *prometheus.CounterVec
+	secretUses    *prometheus.CounterVec
 	verifyLatency prometheus.Histogram
 	claimLatency  prometheus.Histogram
 	rpcs          *prometheus.CounterVec
@@ -46,6 +47,8 @@ func NewMetrics() *Metrics {
 		Registry: r,
 		verdicts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_verdicts_total",
 			Help: "Verify answers by endpoint, provider, verdict and reject reason."}, []string{"endpoint", "provider", "verdict", "reason"}),
+		secretUses: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_secret_verifications_total",
+			Help: "Deliveries authenticated, by endpoint and the secret that matched: shows when an old secret has gone quiet before retiring it."}, []string{"endpoint", "secret_id"}),
 		verifyLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookverify_verify_duration_seconds",
 			Help: "Verify latency, answered calls only.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
 		claimLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookverify_storage_claim_duration_seconds",
@@ -77,7 +80,7 @@ func NewMetrics() *Metrics {
 		sweptClaims: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_retention_claims_deleted_total",
 			Help: "Claims deleted after the dedupe window."}),
 	}
-	r.MustRegister(m.verdicts, m.verifyLatency, m.claimLatency, m.rpcs, m.rpcLatency, m.inboxPending, m.inboxLeased,
+	r.MustRegister(m.verdicts, m.secretUses, m.verifyLatency, m.claimLatency, m.rpcs, m.rpcLatency, m.inboxPending, m.inboxLeased,
 		m.inboxDead, m.inboxOldest, m.redeliveries, m.leaseExpiries, m.deadLettered, m.acks, m.backpressure, m.sweptInbox, m.sweptClaims,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
@@ -96,6 +99,12 @@ func (m *Metrics) observeVerdict(endpoint, provider string, resp *hookverifyv1.V
 	verdict := strings.ToLower(strings.TrimPrefix(resp.GetVerdict().String(), "VERDICT_"))
 	m.verdicts.WithLabelValues(endpoint, provider, verdict, reason).Inc()
 	m.verifyLatency.Observe(took.Seconds())
+}
+
+func (m *Metrics) observeSecretUse(endpoint, secretID string) {
+	if m != nil {
+		m.secretUses.WithLabelValues(endpoint, secretID).Inc()
+	}
 }
 
 func (m *Metrics) observeClaim(took time.Duration) {

@@ -83,6 +83,7 @@ type Server struct {
 	store       atomic.Pointer[storeHolder]
 	depth       atomic.Pointer[inboxDepth]
 	cache       *endpointCache
+	uses        *secretUses
 
 	maxPendingPerEndpoint int64
 	maxPendingTotal       int64
@@ -102,6 +103,7 @@ func New(opts Options) (*Server, error) {
 		log:       opts.Logger,
 		now:       opts.Now,
 		health:    health.NewServer(),
+		uses:      newSecretUses(),
 	}
 	if s.log == nil {
 		s.log = slog.Default()

@@ -31,6 +31,10 @@ func (s *Server) Verify(ctx context.Context, req *hookverifyv1.VerifyRequest) (*
 	resp, err := s.verify(ctx, req, &labels)
 	if err == nil {
 		s.metrics.observeVerdict(labels.endpoint, labels.provider, resp, time.Since(start))
+		if id := resp.GetSecretId(); id != "" {
+			s.uses.note(labels.endpoint, id, s.clock())
+			s.metrics.observeSecretUse(labels.endpoint, id)
+		}
 	}
 	return resp, err
 }

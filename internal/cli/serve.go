@@ -243,9 +243,10 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 				srv.SetStore(st)
 				r.store <- st
 				log.Info("storage ready")
-				r.background.Add(2)
+				r.background.Add(3)
 				go func() { defer r.background.Done(); srv.RunInboxMonitor(ctx, time.Second) }()
 				go func() { defer r.background.Done(); srv.RunRetention(ctx, sc.retention) }()
+				go func() { defer r.background.Done(); srv.RunSecretUseWriter(ctx, server.DefaultSecretUseFlush) }()
 				return
 			}
 			log.Warn("storage not ready; retrying", "err", err, "in", backoff)

@@ -3,6 +3,7 @@ package secretbox
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -109,5 +110,29 @@ func TestLoadOrCreateKeyFile(t *testing.T) {
 	again, created, err := LoadOrCreateKeyFile(path)
 	if err != nil || created || !bytes.Equal(again, key) {
 		t.Fatalf("reload: %v created=%v same=%v", err, created, bytes.Equal(again, key))
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	a := Fingerprint("ep-1", []byte("whsec_abc"))
+	if len(a) != len("fp_")+20 || a[:3] != "fp_" {
+		t.Fatalf("fingerprint %q: want fp_ and 20 hex digits", a)
+	}
+	if again := Fingerprint("ep-1", []byte("whsec_abc")); again != a {
+		t.Fatalf("fingerprint not stable: %q then %q", a, again)
+	}
+	if other := Fingerprint("ep-1", []byte("whsec_abd")); other == a {
+		t.Fatal("different material, same fingerprint")
+	}
+	if other := Fingerprint("ep-2", []byte("whsec_abc")); other == a {
+		t.Fatal("different endpoint, same fingerprint")
+	}
+	if strings.Contains(a, hex.EncodeToString([]byte("whsec_abc"))) {
+		t.Fatal("fingerprint contains the material")
+	}
+	// Pinned to a value computed independently (Python's hashlib.pbkdf2_hmac), so that a
+	// change of derivation, which would orphan every stored fingerprint, is a conscious one.
+	if got, want := Fingerprint("ep-1", []byte("secret")), "fp_fd53b92aa945630c4b92"; got != want {
+		t.Fatalf("Fingerprint(ep-1, secret) = %q, want %q", got, want)
 	}
 }

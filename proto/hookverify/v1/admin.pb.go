@@ -566,7 +566,14 @@ type SecretInfo struct {
 	// Last time this secret authenticated a delivery, if ever.
 	LastUsedTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=last_used_time,json=lastUsedTime,proto3" json:"last_used_time,omitempty"`
 	// When it was retired, if it was.
-	RetireTime    *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=retire_time,json=retireTime,proto3" json:"retire_time,omitempty"`
+	RetireTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=retire_time,json=retireTime,proto3" json:"retire_time,omitempty"`
+	// Identifies the material without revealing it: "fp_" and 20 hex digits of
+	// PBKDF2-HMAC-SHA256 (100,000 iterations) of the secret, salted with
+	// "hookverify secret fingerprint v1\0" and the endpoint id. `hookverify secret fingerprint`
+	// computes it locally from a secret to compare.
+	Fingerprint string `protobuf:"bytes,9,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	// The master key the material is sealed under (see RekeySecrets).
+	MasterKeyId   string `protobuf:"bytes,10,opt,name=master_key_id,json=masterKeyId,proto3" json:"master_key_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -655,6 +662,20 @@ func (x *SecretInfo) GetRetireTime() *timestamppb.Timestamp {
 		return x.RetireTime
 	}
 	return nil
+}
+
+func (x *SecretInfo) GetFingerprint() string {
+	if x != nil {
+		return x.Fingerprint
+	}
+	return ""
+}
+
+func (x *SecretInfo) GetMasterKeyId() string {
+	if x != nil {
+		return x.MasterKeyId
+	}
+	return ""
 }
 
 type AddSecretRequest struct {
@@ -1267,6 +1288,340 @@ func (x *ProviderInfo) GetRetries() string {
 	return ""
 }
 
+type ListAuditEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only events about this endpoint; empty for all.
+	EndpointId string `protobuf:"bytes,1,opt,name=endpoint_id,json=endpointId,proto3" json:"endpoint_id,omitempty"`
+	// Only events at or after this time.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	// Only events before this time.
+	EndTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	// At most this many events; zero means 100, at most 1000.
+	PageSize      int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditEventsRequest) Reset() {
+	*x = ListAuditEventsRequest{}
+	mi := &file_hookverify_v1_admin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditEventsRequest) ProtoMessage() {}
+
+func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hookverify_v1_admin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
+func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
+	return file_hookverify_v1_admin_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ListAuditEventsRequest) GetEndpointId() string {
+	if x != nil {
+		return x.EndpointId
+	}
+	return ""
+}
+
+func (x *ListAuditEventsRequest) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *ListAuditEventsRequest) GetEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndTime
+	}
+	return nil
+}
+
+func (x *ListAuditEventsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+type ListAuditEventsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*AuditEvent          `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditEventsResponse) Reset() {
+	*x = ListAuditEventsResponse{}
+	mi := &file_hookverify_v1_admin_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditEventsResponse) ProtoMessage() {}
+
+func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hookverify_v1_admin_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
+func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
+	return file_hookverify_v1_admin_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ListAuditEventsResponse) GetEvents() []*AuditEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+// AuditEvent is one administrative action as recorded, in the same transaction as the change.
+// It never contains secret material or credentials.
+type AuditEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Time  *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	// Who: the authenticated caller, e.g. "token:tok_..." or "cert:CN=..." ("local" in the
+	// loopback-only development mode).
+	Actor string `protobuf:"bytes,3,opt,name=actor,proto3" json:"actor,omitempty"`
+	// What, e.g. "endpoint.create", "endpoint.update", "secret.add", "secret.rotate",
+	// "secret.retire", "secret.rekey".
+	Action     string `protobuf:"bytes,4,opt,name=action,proto3" json:"action,omitempty"`
+	EndpointId string `protobuf:"bytes,5,opt,name=endpoint_id,json=endpointId,proto3" json:"endpoint_id,omitempty"`
+	SecretId   string `protobuf:"bytes,6,opt,name=secret_id,json=secretId,proto3" json:"secret_id,omitempty"`
+	// Non-secret particulars: settings changed, secrets affected, overlap, key ids.
+	Detail        string `protobuf:"bytes,7,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditEvent) Reset() {
+	*x = AuditEvent{}
+	mi := &file_hookverify_v1_admin_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditEvent) ProtoMessage() {}
+
+func (x *AuditEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_hookverify_v1_admin_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
+func (*AuditEvent) Descriptor() ([]byte, []int) {
+	return file_hookverify_v1_admin_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *AuditEvent) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *AuditEvent) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetEndpointId() string {
+	if x != nil {
+		return x.EndpointId
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetSecretId() string {
+	if x != nil {
+		return x.SecretId
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+type RekeySecretsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most this many secrets in this call; zero means 100, at most 1000.
+	MaxSecrets    int32 `protobuf:"varint,1,opt,name=max_secrets,json=maxSecrets,proto3" json:"max_secrets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RekeySecretsRequest) Reset() {
+	*x = RekeySecretsRequest{}
+	mi := &file_hookverify_v1_admin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RekeySecretsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RekeySecretsRequest) ProtoMessage() {}
+
+func (x *RekeySecretsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hookverify_v1_admin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RekeySecretsRequest.ProtoReflect.Descriptor instead.
+func (*RekeySecretsRequest) Descriptor() ([]byte, []int) {
+	return file_hookverify_v1_admin_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *RekeySecretsRequest) GetMaxSecrets() int32 {
+	if x != nil {
+		return x.MaxSecrets
+	}
+	return 0
+}
+
+type RekeySecretsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The master key every resealed secret is now under.
+	CurrentKeyId string `protobuf:"bytes,1,opt,name=current_key_id,json=currentKeyId,proto3" json:"current_key_id,omitempty"`
+	// Secrets re-encrypted by this call.
+	Resealed int32 `protobuf:"varint,2,opt,name=resealed,proto3" json:"resealed,omitempty"`
+	// Secrets still under another key that this call did not reach because of max_secrets
+	// (call again while above zero).
+	Remaining int32 `protobuf:"varint,3,opt,name=remaining,proto3" json:"remaining,omitempty"`
+	// Secrets under a master key this server does not hold: they cannot be resealed (or
+	// verified) until that key is configured again.
+	UnreadableSecretIds []string `protobuf:"bytes,4,rep,name=unreadable_secret_ids,json=unreadableSecretIds,proto3" json:"unreadable_secret_ids,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *RekeySecretsResponse) Reset() {
+	*x = RekeySecretsResponse{}
+	mi := &file_hookverify_v1_admin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RekeySecretsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RekeySecretsResponse) ProtoMessage() {}
+
+func (x *RekeySecretsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hookverify_v1_admin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RekeySecretsResponse.ProtoReflect.Descriptor instead.
+func (*RekeySecretsResponse) Descriptor() ([]byte, []int) {
+	return file_hookverify_v1_admin_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *RekeySecretsResponse) GetCurrentKeyId() string {
+	if x != nil {
+		return x.CurrentKeyId
+	}
+	return ""
+}
+
+func (x *RekeySecretsResponse) GetResealed() int32 {
+	if x != nil {
+		return x.Resealed
+	}
+	return 0
+}
+
+func (x *RekeySecretsResponse) GetRemaining() int32 {
+	if x != nil {
+		return x.Remaining
+	}
+	return 0
+}
+
+func (x *RekeySecretsResponse) GetUnreadableSecretIds() []string {
+	if x != nil {
+		return x.UnreadableSecretIds
+	}
+	return nil
+}
+
 var File_hookverify_v1_admin_proto protoreflect.FileDescriptor
 
 const file_hookverify_v1_admin_proto_rawDesc = "" +
@@ -1301,7 +1656,7 @@ const file_hookverify_v1_admin_proto_rawDesc = "" +
 	"\x15UpdateEndpointRequest\x123\n" +
 	"\bendpoint\x18\x01 \x01(\v2\x17.hookverify.v1.EndpointR\bendpoint\"M\n" +
 	"\x16UpdateEndpointResponse\x123\n" +
-	"\bendpoint\x18\x01 \x01(\v2\x17.hookverify.v1.EndpointR\bendpoint\"\x9f\x03\n" +
+	"\bendpoint\x18\x01 \x01(\v2\x17.hookverify.v1.EndpointR\bendpoint\"\xe5\x03\n" +
 	"\n" +
 	"SecretInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
@@ -1315,7 +1670,10 @@ const file_hookverify_v1_admin_proto_rawDesc = "" +
 	"\x05state\x18\x06 \x01(\x0e2\x1a.hookverify.v1.SecretStateR\x05state\x12@\n" +
 	"\x0elast_used_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\flastUsedTime\x12;\n" +
 	"\vretire_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"retireTime\"\xbf\x01\n" +
+	"retireTime\x12 \n" +
+	"\vfingerprint\x18\t \x01(\tR\vfingerprint\x12\"\n" +
+	"\rmaster_key_id\x18\n" +
+	" \x01(\tR\vmasterKeyId\"\xbf\x01\n" +
 	"\x10AddSecretRequest\x12\x1f\n" +
 	"\vendpoint_id\x18\x01 \x01(\tR\n" +
 	"endpointId\x12\x16\n" +
@@ -1356,13 +1714,40 @@ const file_hookverify_v1_admin_proto_rawDesc = "" +
 	"\x0fidentity_source\x18\x06 \x01(\tR\x0eidentitySource\x12\x1b\n" +
 	"\tneeds_url\x18\a \x01(\bR\bneedsUrl\x12\x19\n" +
 	"\bdocs_url\x18\b \x01(\tR\adocsUrl\x12\x18\n" +
-	"\aretries\x18\t \x01(\tR\aretries*\x95\x01\n" +
+	"\aretries\x18\t \x01(\tR\aretries\"\xc8\x01\n" +
+	"\x16ListAuditEventsRequest\x12\x1f\n" +
+	"\vendpoint_id\x18\x01 \x01(\tR\n" +
+	"endpointId\x129\n" +
+	"\n" +
+	"start_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
+	"\bend_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12\x1b\n" +
+	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\"L\n" +
+	"\x17ListAuditEventsResponse\x121\n" +
+	"\x06events\x18\x01 \x03(\v2\x19.hookverify.v1.AuditEventR\x06events\"\xd0\x01\n" +
+	"\n" +
+	"AuditEvent\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
+	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x14\n" +
+	"\x05actor\x18\x03 \x01(\tR\x05actor\x12\x16\n" +
+	"\x06action\x18\x04 \x01(\tR\x06action\x12\x1f\n" +
+	"\vendpoint_id\x18\x05 \x01(\tR\n" +
+	"endpointId\x12\x1b\n" +
+	"\tsecret_id\x18\x06 \x01(\tR\bsecretId\x12\x16\n" +
+	"\x06detail\x18\a \x01(\tR\x06detail\"6\n" +
+	"\x13RekeySecretsRequest\x12\x1f\n" +
+	"\vmax_secrets\x18\x01 \x01(\x05R\n" +
+	"maxSecrets\"\xaa\x01\n" +
+	"\x14RekeySecretsResponse\x12$\n" +
+	"\x0ecurrent_key_id\x18\x01 \x01(\tR\fcurrentKeyId\x12\x1a\n" +
+	"\bresealed\x18\x02 \x01(\x05R\bresealed\x12\x1c\n" +
+	"\tremaining\x18\x03 \x01(\x05R\tremaining\x122\n" +
+	"\x15unreadable_secret_ids\x18\x04 \x03(\tR\x13unreadableSecretIds*\x95\x01\n" +
 	"\vSecretState\x12\x1c\n" +
 	"\x18SECRET_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16SECRET_STATE_SCHEDULED\x10\x01\x12\x17\n" +
 	"\x13SECRET_STATE_ACTIVE\x10\x02\x12\x19\n" +
 	"\x15SECRET_STATE_EXPIRING\x10\x03\x12\x18\n" +
-	"\x14SECRET_STATE_RETIRED\x10\x042\xb2\x06\n" +
+	"\x14SECRET_STATE_RETIRED\x10\x042\xed\a\n" +
 	"\fAdminService\x12]\n" +
 	"\x0eCreateEndpoint\x12$.hookverify.v1.CreateEndpointRequest\x1a%.hookverify.v1.CreateEndpointResponse\x12T\n" +
 	"\vGetEndpoint\x12!.hookverify.v1.GetEndpointRequest\x1a\".hookverify.v1.GetEndpointResponse\x12Z\n" +
@@ -1372,7 +1757,9 @@ const file_hookverify_v1_admin_proto_rawDesc = "" +
 	"\fRotateSecret\x12\".hookverify.v1.RotateSecretRequest\x1a#.hookverify.v1.RotateSecretResponse\x12W\n" +
 	"\fRetireSecret\x12\".hookverify.v1.RetireSecretRequest\x1a#.hookverify.v1.RetireSecretResponse\x12T\n" +
 	"\vListSecrets\x12!.hookverify.v1.ListSecretsRequest\x1a\".hookverify.v1.ListSecretsResponse\x12Z\n" +
-	"\rListProviders\x12#.hookverify.v1.ListProvidersRequest\x1a$.hookverify.v1.ListProvidersResponseBCZAgithub.com/hookverify/hookverify/proto/hookverify/v1;hookverifyv1b\x06proto3"
+	"\rListProviders\x12#.hookverify.v1.ListProvidersRequest\x1a$.hookverify.v1.ListProvidersResponse\x12`\n" +
+	"\x0fListAuditEvents\x12%.hookverify.v1.ListAuditEventsRequest\x1a&.hookverify.v1.ListAuditEventsResponse\x12W\n" +
+	"\fRekeySecrets\x12\".hookverify.v1.RekeySecretsRequest\x1a#.hookverify.v1.RekeySecretsResponseBCZAgithub.com/hookverify/hookverify/proto/hookverify/v1;hookverifyv1b\x06proto3"
 
 var (
 	file_hookverify_v1_admin_proto_rawDescOnce sync.Once
@@ -1387,84 +1774,97 @@ func file_hookverify_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_hookverify_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hookverify_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_hookverify_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_hookverify_v1_admin_proto_goTypes = []any{
-	(SecretState)(0),               // 0: hookverify.v1.SecretState
-	(*Endpoint)(nil),               // 1: hookverify.v1.Endpoint
-	(*CreateEndpointRequest)(nil),  // 2: hookverify.v1.CreateEndpointRequest
-	(*CreateEndpointResponse)(nil), // 3: hookverify.v1.CreateEndpointResponse
-	(*GetEndpointRequest)(nil),     // 4: hookverify.v1.GetEndpointRequest
-	(*GetEndpointResponse)(nil),    // 5: hookverify.v1.GetEndpointResponse
-	(*ListEndpointsRequest)(nil),   // 6: hookverify.v1.ListEndpointsRequest
-	(*ListEndpointsResponse)(nil),  // 7: hookverify.v1.ListEndpointsResponse
-	(*UpdateEndpointRequest)(nil),  // 8: hookverify.v1.UpdateEndpointRequest
-	(*UpdateEndpointResponse)(nil), // 9: hookverify.v1.UpdateEndpointResponse
-	(*SecretInfo)(nil),             // 10: hookverify.v1.SecretInfo
-	(*AddSecretRequest)(nil),       // 11: hookverify.v1.AddSecretRequest
-	(*AddSecretResponse)(nil),      // 12: hookverify.v1.AddSecretResponse
-	(*RotateSecretRequest)(nil),    // 13: hookverify.v1.RotateSecretRequest
-	(*RotateSecretResponse)(nil),   // 14: hookverify.v1.RotateSecretResponse
-	(*RetireSecretRequest)(nil),    // 15: hookverify.v1.RetireSecretRequest
-	(*RetireSecretResponse)(nil),   // 16: hookverify.v1.RetireSecretResponse
-	(*ListSecretsRequest)(nil),     // 17: hookverify.v1.ListSecretsRequest
-	(*ListSecretsResponse)(nil),    // 18: hookverify.v1.ListSecretsResponse
-	(*ListProvidersRequest)(nil),   // 19: hookverify.v1.ListProvidersRequest
-	(*ListProvidersResponse)(nil),  // 20: hookverify.v1.ListProvidersResponse
-	(*ProviderInfo)(nil),           // 21: hookverify.v1.ProviderInfo
-	nil,                            // 22: hookverify.v1.Endpoint.OptionsEntry
-	(*durationpb.Duration)(nil),    // 23: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 24: google.protobuf.Timestamp
+	(SecretState)(0),                // 0: hookverify.v1.SecretState
+	(*Endpoint)(nil),                // 1: hookverify.v1.Endpoint
+	(*CreateEndpointRequest)(nil),   // 2: hookverify.v1.CreateEndpointRequest
+	(*CreateEndpointResponse)(nil),  // 3: hookverify.v1.CreateEndpointResponse
+	(*GetEndpointRequest)(nil),      // 4: hookverify.v1.GetEndpointRequest
+	(*GetEndpointResponse)(nil),     // 5: hookverify.v1.GetEndpointResponse
+	(*ListEndpointsRequest)(nil),    // 6: hookverify.v1.ListEndpointsRequest
+	(*ListEndpointsResponse)(nil),   // 7: hookverify.v1.ListEndpointsResponse
+	(*UpdateEndpointRequest)(nil),   // 8: hookverify.v1.UpdateEndpointRequest
+	(*UpdateEndpointResponse)(nil),  // 9: hookverify.v1.UpdateEndpointResponse
+	(*SecretInfo)(nil),              // 10: hookverify.v1.SecretInfo
+	(*AddSecretRequest)(nil),        // 11: hookverify.v1.AddSecretRequest
+	(*AddSecretResponse)(nil),       // 12: hookverify.v1.AddSecretResponse
+	(*RotateSecretRequest)(nil),     // 13: hookverify.v1.RotateSecretRequest
+	(*RotateSecretResponse)(nil),    // 14: hookverify.v1.RotateSecretResponse
+	(*RetireSecretRequest)(nil),     // 15: hookverify.v1.RetireSecretRequest
+	(*RetireSecretResponse)(nil),    // 16: hookverify.v1.RetireSecretResponse
+	(*ListSecretsRequest)(nil),      // 17: hookverify.v1.ListSecretsRequest
+	(*ListSecretsResponse)(nil),     // 18: hookverify.v1.ListSecretsResponse
+	(*ListProvidersRequest)(nil),    // 19: hookverify.v1.ListProvidersRequest
+	(*ListProvidersResponse)(nil),   // 20: hookverify.v1.ListProvidersResponse
+	(*ProviderInfo)(nil),            // 21: hookverify.v1.ProviderInfo
+	(*ListAuditEventsRequest)(nil),  // 22: hookverify.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil), // 23: hookverify.v1.ListAuditEventsResponse
+	(*AuditEvent)(nil),              // 24: hookverify.v1.AuditEvent
+	(*RekeySecretsRequest)(nil),     // 25: hookverify.v1.RekeySecretsRequest
+	(*RekeySecretsResponse)(nil),    // 26: hookverify.v1.RekeySecretsResponse
+	nil,                             // 27: hookverify.v1.Endpoint.OptionsEntry
+	(*durationpb.Duration)(nil),     // 28: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 29: google.protobuf.Timestamp
 }
 var file_hookverify_v1_admin_proto_depIdxs = []int32{
-	23, // 0: hookverify.v1.Endpoint.timestamp_tolerance:type_name -> google.protobuf.Duration
-	22, // 1: hookverify.v1.Endpoint.options:type_name -> hookverify.v1.Endpoint.OptionsEntry
-	24, // 2: hookverify.v1.Endpoint.create_time:type_name -> google.protobuf.Timestamp
-	24, // 3: hookverify.v1.Endpoint.update_time:type_name -> google.protobuf.Timestamp
+	28, // 0: hookverify.v1.Endpoint.timestamp_tolerance:type_name -> google.protobuf.Duration
+	27, // 1: hookverify.v1.Endpoint.options:type_name -> hookverify.v1.Endpoint.OptionsEntry
+	29, // 2: hookverify.v1.Endpoint.create_time:type_name -> google.protobuf.Timestamp
+	29, // 3: hookverify.v1.Endpoint.update_time:type_name -> google.protobuf.Timestamp
 	1,  // 4: hookverify.v1.CreateEndpointRequest.endpoint:type_name -> hookverify.v1.Endpoint
 	1,  // 5: hookverify.v1.CreateEndpointResponse.endpoint:type_name -> hookverify.v1.Endpoint
 	1,  // 6: hookverify.v1.GetEndpointResponse.endpoint:type_name -> hookverify.v1.Endpoint
 	1,  // 7: hookverify.v1.ListEndpointsResponse.endpoints:type_name -> hookverify.v1.Endpoint
 	1,  // 8: hookverify.v1.UpdateEndpointRequest.endpoint:type_name -> hookverify.v1.Endpoint
 	1,  // 9: hookverify.v1.UpdateEndpointResponse.endpoint:type_name -> hookverify.v1.Endpoint
-	24, // 10: hookverify.v1.SecretInfo.create_time:type_name -> google.protobuf.Timestamp
-	24, // 11: hookverify.v1.SecretInfo.not_before:type_name -> google.protobuf.Timestamp
-	24, // 12: hookverify.v1.SecretInfo.not_after:type_name -> google.protobuf.Timestamp
+	29, // 10: hookverify.v1.SecretInfo.create_time:type_name -> google.protobuf.Timestamp
+	29, // 11: hookverify.v1.SecretInfo.not_before:type_name -> google.protobuf.Timestamp
+	29, // 12: hookverify.v1.SecretInfo.not_after:type_name -> google.protobuf.Timestamp
 	0,  // 13: hookverify.v1.SecretInfo.state:type_name -> hookverify.v1.SecretState
-	24, // 14: hookverify.v1.SecretInfo.last_used_time:type_name -> google.protobuf.Timestamp
-	24, // 15: hookverify.v1.SecretInfo.retire_time:type_name -> google.protobuf.Timestamp
-	24, // 16: hookverify.v1.AddSecretRequest.not_before:type_name -> google.protobuf.Timestamp
-	24, // 17: hookverify.v1.AddSecretRequest.not_after:type_name -> google.protobuf.Timestamp
+	29, // 14: hookverify.v1.SecretInfo.last_used_time:type_name -> google.protobuf.Timestamp
+	29, // 15: hookverify.v1.SecretInfo.retire_time:type_name -> google.protobuf.Timestamp
+	29, // 16: hookverify.v1.AddSecretRequest.not_before:type_name -> google.protobuf.Timestamp
+	29, // 17: hookverify.v1.AddSecretRequest.not_after:type_name -> google.protobuf.Timestamp
 	10, // 18: hookverify.v1.AddSecretResponse.secret:type_name -> hookverify.v1.SecretInfo
-	23, // 19: hookverify.v1.RotateSecretRequest.overlap:type_name -> google.protobuf.Duration
+	28, // 19: hookverify.v1.RotateSecretRequest.overlap:type_name -> google.protobuf.Duration
 	10, // 20: hookverify.v1.RotateSecretResponse.secret:type_name -> hookverify.v1.SecretInfo
 	10, // 21: hookverify.v1.RotateSecretResponse.previous:type_name -> hookverify.v1.SecretInfo
 	10, // 22: hookverify.v1.RetireSecretResponse.secret:type_name -> hookverify.v1.SecretInfo
 	10, // 23: hookverify.v1.ListSecretsResponse.secrets:type_name -> hookverify.v1.SecretInfo
 	21, // 24: hookverify.v1.ListProvidersResponse.providers:type_name -> hookverify.v1.ProviderInfo
-	23, // 25: hookverify.v1.ProviderInfo.default_tolerance:type_name -> google.protobuf.Duration
-	2,  // 26: hookverify.v1.AdminService.CreateEndpoint:input_type -> hookverify.v1.CreateEndpointRequest
-	4,  // 27: hookverify.v1.AdminService.GetEndpoint:input_type -> hookverify.v1.GetEndpointRequest
-	6,  // 28: hookverify.v1.AdminService.ListEndpoints:input_type -> hookverify.v1.ListEndpointsRequest
-	8,  // 29: hookverify.v1.AdminService.UpdateEndpoint:input_type -> hookverify.v1.UpdateEndpointRequest
-	11, // 30: hookverify.v1.AdminService.AddSecret:input_type -> hookverify.v1.AddSecretRequest
-	13, // 31: hookverify.v1.AdminService.RotateSecret:input_type -> hookverify.v1.RotateSecretRequest
-	15, // 32: hookverify.v1.AdminService.RetireSecret:input_type -> hookverify.v1.RetireSecretRequest
-	17, // 33: hookverify.v1.AdminService.ListSecrets:input_type -> hookverify.v1.ListSecretsRequest
-	19, // 34: hookverify.v1.AdminService.ListProviders:input_type -> hookverify.v1.ListProvidersRequest
-	3,  // 35: hookverify.v1.AdminService.CreateEndpoint:output_type -> hookverify.v1.CreateEndpointResponse
-	5,  // 36: hookverify.v1.AdminService.GetEndpoint:output_type -> hookverify.v1.GetEndpointResponse
-	7,  // 37: hookverify.v1.AdminService.ListEndpoints:output_type -> hookverify.v1.ListEndpointsResponse
-	9,  // 38: hookverify.v1.AdminService.UpdateEndpoint:output_type -> hookverify.v1.UpdateEndpointResponse
-	12, // 39: hookverify.v1.AdminService.AddSecret:output_type -> hookverify.v1.AddSecretResponse
-	14, // 40: hookverify.v1.AdminService.RotateSecret:output_type -> hookverify.v1.RotateSecretResponse
-	16, // 41: hookverify.v1.AdminService.RetireSecret:output_type -> hookverify.v1.RetireSecretResponse
-	18, // 42: hookverify.v1.AdminService.ListSecrets:output_type -> hookverify.v1.ListSecretsResponse
-	20, // 43: hookverify.v1.AdminService.ListProviders:output_type -> hookverify.v1.ListProvidersResponse
-	35, // [35:44] is the sub-list for method output_type
-	26, // [26:35] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	28, // 25: hookverify.v1.ProviderInfo.default_tolerance:type_name -> google.protobuf.Duration
+	29, // 26: hookverify.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	29, // 27: hookverify.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	24, // 28: hookverify.v1.ListAuditEventsResponse.events:type_name -> hookverify.v1.AuditEvent
+	29, // 29: hookverify.v1.AuditEvent.time:type_name -> google.protobuf.Timestamp
+	2,  // 30: hookverify.v1.AdminService.CreateEndpoint:input_type -> hookverify.v1.CreateEndpointRequest
+	4,  // 31: hookverify.v1.AdminService.GetEndpoint:input_type -> hookverify.v1.GetEndpointRequest
+	6,  // 32: hookverify.v1.AdminService.ListEndpoints:input_type -> hookverify.v1.ListEndpointsRequest
+	8,  // 33: hookverify.v1.AdminService.UpdateEndpoint:input_type -> hookverify.v1.UpdateEndpointRequest
+	11, // 34: hookverify.v1.AdminService.AddSecret:input_type -> hookverify.v1.AddSecretRequest
+	13, // 35: hookverify.v1.AdminService.RotateSecret:input_type -> hookverify.v1.RotateSecretRequest
+	15, // 36: hookverify.v1.AdminService.RetireSecret:input_type -> hookverify.v1.RetireSecretRequest
+	17, // 37: hookverify.v1.AdminService.ListSecrets:input_type -> hookverify.v1.ListSecretsRequest
+	19, // 38: hookverify.v1.AdminService.ListProviders:input_type -> hookverify.v1.ListProvidersRequest
+	22, // 39: hookverify.v1.AdminService.ListAuditEvents:input_type -> hookverify.v1.ListAuditEventsRequest
+	25, // 40: hookverify.v1.AdminService.RekeySecrets:input_type -> hookverify.v1.RekeySecretsRequest
+	3,  // 41: hookverify.v1.AdminService.CreateEndpoint:output_type -> hookverify.v1.CreateEndpointResponse
+	5,  // 42: hookverify.v1.AdminService.GetEndpoint:output_type -> hookverify.v1.GetEndpointResponse
+	7,  // 43: hookverify.v1.AdminService.ListEndpoints:output_type -> hookverify.v1.ListEndpointsResponse
+	9,  // 44: hookverify.v1.AdminService.UpdateEndpoint:output_type -> hookverify.v1.UpdateEndpointResponse
+	12, // 45: hookverify.v1.AdminService.AddSecret:output_type -> hookverify.v1.AddSecretResponse
+	14, // 46: hookverify.v1.AdminService.RotateSecret:output_type -> hookverify.v1.RotateSecretResponse
+	16, // 47: hookverify.v1.AdminService.RetireSecret:output_type -> hookverify.v1.RetireSecretResponse
+	18, // 48: hookverify.v1.AdminService.ListSecrets:output_type -> hookverify.v1.ListSecretsResponse
+	20, // 49: hookverify.v1.AdminService.ListProviders:output_type -> hookverify.v1.ListProvidersResponse
+	23, // 50: hookverify.v1.AdminService.ListAuditEvents:output_type -> hookverify.v1.ListAuditEventsResponse
+	26, // 51: hookverify.v1.AdminService.RekeySecrets:output_type -> hookverify.v1.RekeySecretsResponse
+	41, // [41:52] is the sub-list for method output_type
+	30, // [30:41] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_hookverify_v1_admin_proto_init() }
@@ -1478,7 +1878,7 @@ func file_hookverify_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hookverify_v1_admin_proto_rawDesc), len(file_hookverify_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   22,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

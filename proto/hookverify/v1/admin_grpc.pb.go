@@ -19,15 +19,17 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdminService_CreateEndpoint_FullMethodName = "/hookverify.v1.AdminService/CreateEndpoint"
-	AdminService_GetEndpoint_FullMethodName    = "/hookverify.v1.AdminService/GetEndpoint"
-	AdminService_ListEndpoints_FullMethodName  = "/hookverify.v1.AdminService/ListEndpoints"
-	AdminService_UpdateEndpoint_FullMethodName = "/hookverify.v1.AdminService/UpdateEndpoint"
-	AdminService_AddSecret_FullMethodName      = "/hookverify.v1.AdminService/AddSecret"
-	AdminService_RotateSecret_FullMethodName   = "/hookverify.v1.AdminService/RotateSecret"
-	AdminService_RetireSecret_FullMethodName   = "/hookverify.v1.AdminService/RetireSecret"
-	AdminService_ListSecrets_FullMethodName    = "/hookverify.v1.AdminService/ListSecrets"
-	AdminService_ListProviders_FullMethodName  = "/hookverify.v1.AdminService/ListProviders"
+	AdminService_CreateEndpoint_FullMethodName  = "/hookverify.v1.AdminService/CreateEndpoint"
+	AdminService_GetEndpoint_FullMethodName     = "/hookverify.v1.AdminService/GetEndpoint"
+	AdminService_ListEndpoints_FullMethodName   = "/hookverify.v1.AdminService/ListEndpoints"
+	AdminService_UpdateEndpoint_FullMethodName  = "/hookverify.v1.AdminService/UpdateEndpoint"
+	AdminService_AddSecret_FullMethodName       = "/hookverify.v1.AdminService/AddSecret"
+	AdminService_RotateSecret_FullMethodName    = "/hookverify.v1.AdminService/RotateSecret"
+	AdminService_RetireSecret_FullMethodName    = "/hookverify.v1.AdminService/RetireSecret"
+	AdminService_ListSecrets_FullMethodName     = "/hookverify.v1.AdminService/ListSecrets"
+	AdminService_ListProviders_FullMethodName   = "/hookverify.v1.AdminService/ListProviders"
+	AdminService_ListAuditEvents_FullMethodName = "/hookverify.v1.AdminService/ListAuditEvents"
+	AdminService_RekeySecrets_FullMethodName    = "/hookverify.v1.AdminService/RekeySecrets"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -59,6 +61,13 @@ type AdminServiceClient interface {
 	ListSecrets(ctx context.Context, in *ListSecretsRequest, opts ...grpc.CallOption) (*ListSecretsResponse, error)
 	// ListProviders lists the provider protocols this server verifies.
 	ListProviders(ctx context.Context, in *ListProvidersRequest, opts ...grpc.CallOption) (*ListProvidersResponse, error)
+	// ListAuditEvents returns recorded administrative actions, oldest first, filtered by
+	// endpoint and time.
+	ListAuditEvents(ctx context.Context, in *ListAuditEventsRequest, opts ...grpc.CallOption) (*ListAuditEventsResponse, error)
+	// RekeySecrets re-encrypts up to max_secrets secrets sealed under an older master key with
+	// the server's current one. Call it until remaining is zero; the server must hold the older
+	// keys until then.
+	RekeySecrets(ctx context.Context, in *RekeySecretsRequest, opts ...grpc.CallOption) (*RekeySecretsResponse, error)
 }
 
 type adminServiceClient struct {
@@ -159,6 +168,26 @@ func (c *adminServiceClient) ListProviders(ctx context.Context, in *ListProvider
 	return out, nil
 }
 
+func (c *adminServiceClient) ListAuditEvents(ctx context.Context, in *ListAuditEventsRequest, opts ...grpc.CallOption) (*ListAuditEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListAuditEventsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListAuditEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) RekeySecrets(ctx context.Context, in *RekeySecretsRequest, opts ...grpc.CallOption) (*RekeySecretsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RekeySecretsResponse)
+	err := c.cc.Invoke(ctx, AdminService_RekeySecrets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -188,6 +217,13 @@ type AdminServiceServer interface {
 	ListSecrets(context.Context, *ListSecretsRequest) (*ListSecretsResponse, error)
 	// ListProviders lists the provider protocols this server verifies.
 	ListProviders(context.Context, *ListProvidersRequest) (*ListProvidersResponse, error)
+	// ListAuditEvents returns recorded administrative actions, oldest first, filtered by
+	// endpoint and time.
+	ListAuditEvents(context.Context, *ListAuditEventsRequest) (*ListAuditEventsResponse, error)
+	// RekeySecrets re-encrypts up to max_secrets secrets sealed under an older master key with
+	// the server's current one. Call it until remaining is zero; the server must hold the older
+	// keys until then.
+	RekeySecrets(context.Context, *RekeySecretsRequest) (*RekeySecretsResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -224,6 +260,12 @@ func (UnimplementedAdminServiceServer) ListSecrets(context.Context, *ListSecrets
 }
 func (UnimplementedAdminServiceServer) ListProviders(context.Context, *ListProvidersRequest) (*ListProvidersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListProviders not implemented")
+}
+func (UnimplementedAdminServiceServer) ListAuditEvents(context.Context, *ListAuditEventsRequest) (*ListAuditEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListAuditEvents not implemented")
+}
+func (UnimplementedAdminServiceServer) RekeySecrets(context.Context, *RekeySecretsRequest) (*RekeySecretsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RekeySecrets not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -408,6 +450,42 @@ func _AdminService_ListProviders_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListAuditEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListAuditEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListAuditEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListAuditEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListAuditEvents(ctx, req.(*ListAuditEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_RekeySecrets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RekeySecretsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).RekeySecrets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_RekeySecrets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).RekeySecrets(ctx, req.(*RekeySecretsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -450,6 +528,14 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListProviders",
 			Handler:    _AdminService_ListProviders_Handler,
+		},
+		{
+			MethodName: "ListAuditEvents",
+			Handler:    _AdminService_ListAuditEvents_Handler,
+		},
+		{
+			MethodName: "RekeySecrets",
+			Handler:    _AdminService_RekeySecrets_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

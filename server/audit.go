@@ -1,0 +1,217 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server/secretbox"
+	"github.com/hookverify/hookverify/storage"
+)
+
+// Page sizes of ListAuditEvents and RekeySecrets.
+const (
+	defaultAuditPage = 100
+	maxAuditPage     = 1000
+	defaultRekeyMax  = 100
+	maxRekeyMax      = 1000
+)
+
+// audited returns ctx carrying the audit event of an administrative action, which the store
+// records in the transaction of the change. Actor is the authenticated caller. detail must
+// never contain secret material.
+func (s *Server) audited(ctx context.Context, action, endpointID, secretID, detail string) (context.Context, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, status.Error(codes.Internal, "cannot generate an audit event id")
+	}
+	return storage.WithAuditEvent(ctx, storage.AuditEvent{
+		ID:         "aud_" + hex.EncodeToString(b[:]),
+		At:         s.clock(),
+		Actor:      PrincipalFrom(ctx).Name,
+		Action:     action,
+		EndpointID: endpointID,
+		SecretID:   secretID,
+		Detail:     detail,
+	}), nil
+}
+
+// describeEndpoint lists an endpoint's settings for the audit trail. Options are listed with
+// their values: they are URLs and flags, not credentials.
+func describeEndpoint(e storage.Endpoint) string {
+	return fmt.Sprintf("provider=%s dedupe_scope=%s timestamp_tolerance=%s max_body_bytes=%d disabled=%t options=%s",
+		e.Provider, e.DedupeScope, e.TimestampTolerance, e.MaxBodyBytes, e.Disabled, describeOptions(e.Options))
+}
+
+func describeOptions(options map[string]string) string {
+	parts := make([]string, 0, len(options))
+	for _, k := range slices.Sorted(maps.Keys(options)) {
+		parts = append(parts, k+"="+options[k])
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// endpointChanges lists what an update changes, "no change" when nothing.
+func endpointChanges(before, after storage.Endpoint) string {
+	var changes []string
+	add := func(name string, from, to any) {
+		if fmt.Sprint(from) != fmt.Sprint(to) {
+			changes = append(changes, fmt.Sprintf("%s: %v -> %v", name, from, to))
+		}
+	}
+	add("timestamp_tolerance", before.TimestampTolerance, after.TimestampTolerance)
+	add("max_body_bytes", before.MaxBodyBytes, after.MaxBodyBytes)
+	add("disabled", before.Disabled, after.Disabled)
+	add("options", describeOptions(before.Options), describeOptions(after.Options))
+	if len(changes) == 0 {
+		return "no change"
+	}
+	return strings.Join(changes, "; ")
+}
+
+// describeSecret names a new secret's fingerprint and validity window.
+func describeSecret(sec storage.Secret) string {
+	d := "fingerprint=" + sec.Fingerprint
+	if !sec.NotBefore.IsZero() {
+		d += " not_before=" + sec.NotBefore.Format(time.RFC3339Nano)
+	}
+	if !sec.NotAfter.IsZero() {
+		d += " not_after=" + sec.NotAfter.Format(time.RFC3339Nano)
+	}
+	return d
+}
+
+// fingerprint returns the stored fingerprint, or computes it for a secret stored before
+// fingerprints existed (empty if the secret does not open with the keys this server holds).
+func (s *Server) fingerprint(sec storage.Secret) string {
+	if sec.Fingerprint != "" {
+		return sec.Fingerprint
+	}
+	material, err := s.keyring.Open(sec.KeyID, sec.EndpointID, sec.ID, sec.Sealed)
+	if err != nil {
+		return ""
+	}
+	defer clear(material)
+	return secretbox.Fingerprint(sec.EndpointID, material)
+}
+
+// ListAuditEvents returns recorded administrative actions.
+func (s *Server) ListAuditEvents(ctx context.Context, req *hookverifyv1.ListAuditEventsRequest) (*hookverifyv1.ListAuditEventsResponse, error) {
+	st, err := s.storage()
+	if err != nil {
+		return nil, err
+	}
+	limit := int(req.GetPageSize())
+	switch {
+	case limit == 0:
+		limit = defaultAuditPage
+	case limit < 0 || limit > maxAuditPage:
+		return nil, status.Errorf(codes.InvalidArgument, "page_size must be between 0 and %d", maxAuditPage)
+	}
+	filter := storage.AuditFilter{EndpointID: req.GetEndpointId(), Limit: limit}
+	for _, t := range []struct {
+		ts   *timestamppb.Timestamp
+		name string
+		into *time.Time
+	}{{req.GetStartTime(), "start_time", &filter.Since}, {req.GetEndTime(), "end_time", &filter.Until}} {
+		if t.ts == nil {
+			continue
+		}
+		if !t.ts.IsValid() {
+			return nil, status.Errorf(codes.InvalidArgument, "%s is not a valid timestamp", t.name)
+		}
+		*t.into = t.ts.AsTime().UTC()
+	}
+	events, err := st.ListAuditEvents(ctx, filter)
+	if err != nil {
+		return nil, storageStatus(ctx, s.log, "list audit events", err)
+	}
+	resp := &hookverifyv1.ListAuditEventsResponse{Events: make([]*hookverifyv1.AuditEvent, len(events))}
+	for i, ev := range events {
+		resp.Events[i] = &hookverifyv1.AuditEvent{
+			Id: ev.ID, Time: timestamppb.New(ev.At), Actor: ev.Actor, Action: ev.Action,
+			EndpointId: ev.EndpointID, SecretId: ev.SecretID, Detail: ev.Detail,
+		}
+	}
+	return resp, nil
+}
+
+// RekeySecrets re-encrypts secrets sealed under older master keys with the current one, while
+// the server keeps serving: the keyring opens both until every secret is moved. Each reseal is
+// conditional on the key the secret was read under, so concurrent rekeys (several instances,
+// several calls) never overwrite each other with stale material.
+func (s *Server) RekeySecrets(ctx context.Context, req *hookverifyv1.RekeySecretsRequest) (*hookverifyv1.RekeySecretsResponse, error) {
+	st, err := s.storage()
+	if err != nil {
+		return nil, err
+	}
+	limit := int(req.GetMaxSecrets())
+	switch {
+	case limit == 0:
+		limit = defaultRekeyMax
+	case limit < 0 || limit > maxRekeyMax:
+		return nil, status.Errorf(codes.InvalidArgument, "max_secrets must be between 0 and %d", maxRekeyMax)
+	}
+	endpoints, err := st.ListEndpoints(ctx)
+	if err != nil {
+		return nil, storageStatus(ctx, s.log, "rekey", err)
+	}
+	current := s.keyring.CurrentKeyID()
+	resp := &hookverifyv1.RekeySecretsResponse{CurrentKeyId: current}
+	for _, e := range endpoints {
+		secrets, err := st.ListSecrets(ctx, e.ID)
+		if err != nil {
+			return nil, storageStatus(ctx, s.log, "rekey", err)
+		}
+		for _, sec := range secrets {
+			if sec.KeyID == current {
+				continue
+			}
+			if int(resp.Resealed) >= limit {
+				resp.Remaining++
+				continue
+			}
+			done, err := s.reseal(ctx, st, sec)
+			switch {
+			case errors.Is(err, secretbox.ErrUnknownKey), errors.Is(err, secretbox.ErrOpen):
+				resp.UnreadableSecretIds = append(resp.UnreadableSecretIds, sec.ID)
+			case err != nil:
+				return nil, storageStatus(ctx, s.log, "rekey", err)
+			case done:
+				resp.Resealed++
+			}
+		}
+	}
+	s.log.InfoContext(ctx, "secrets rekeyed", "key_id", current, "resealed", resp.Resealed,
+		"remaining", resp.Remaining, "unreadable", len(resp.UnreadableSecretIds))
+	return resp, nil
+}
+
+// reseal moves one secret to the current master key, recording it in the audit trail.
+func (s *Server) reseal(ctx context.Context, st storage.SecretStore, sec storage.Secret) (bool, error) {
+	material, err := s.keyring.Open(sec.KeyID, sec.EndpointID, sec.ID, sec.Sealed)
+	if err != nil {
+		return false, err
+	}
+	defer clear(material)
+	keyID, sealed, err := s.keyring.Seal(sec.EndpointID, sec.ID, material)
+	if err != nil {
+		return false, err
+	}
+	auditCtx, err := s.audited(ctx, "secret.rekey", sec.EndpointID, sec.ID, sec.KeyID+" -> "+keyID)
+	if err != nil {
+		return false, err
+	}
+	return st.ResealSecret(auditCtx, sec.EndpointID, sec.ID, sec.KeyID, keyID, sealed)
+}
