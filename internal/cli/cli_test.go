@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -302,6 +303,35 @@ func TestMasterKeySources(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 	})
+	t.Run("old keys from files and the environment open what they sealed", func(t *testing.T) {
+		dir := t.TempDir()
+		oldFile := filepath.Join(dir, "old.key")
+		oldKey, _, err := secretbox.LoadOrCreateKeyFile(oldFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		envKey, _ := secretbox.NewKey()
+		t.Setenv(oldMasterKeysEnv, " "+base64.StdEncoding.EncodeToString(envKey)+" ,")
+		cfg := storeConfig{dataDir: dir, oldMasterKeyFiles: multiFlag{oldFile}}
+		keyring, err := cfg.keyring(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range [][]byte{oldKey, envKey} {
+			sealer, _ := secretbox.NewKeyring(key)
+			keyID, sealed, _ := sealer.Seal("ep", "sec", []byte("material"))
+			if keyID == keyring.CurrentKeyID() {
+				t.Fatal("an old key became the current one")
+			}
+			if got, err := keyring.Open(keyID, "ep", "sec", sealed); err != nil || string(got) != "material" {
+				t.Fatalf("old key %s does not open: %v", keyID, err)
+			}
+		}
+		t.Setenv(oldMasterKeysEnv, "not-a-valid-key-value")
+		if _, err := cfg.keyring(log); err == nil || strings.Contains(err.Error(), "not-a-valid-key-value") {
+			t.Fatalf("bad old key: %v", err)
+		}
+	})
 	t.Run("key file", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "key")
 		if _, _, err := secretbox.LoadOrCreateKeyFile(path); err != nil {
@@ -392,5 +422,94 @@ func TestBenchCommand(t *testing.T) {
 	}
 	if code, _, _ := run(t, "", "bench", "--mix", "new=0"); code != 1 {
 		t.Errorf("bench with an all-zero mix: exit %d, want 1", code)
+	}
+}
+
+// startServerWithConfig serves cfg's store with cfg's master keys, as `serve` would, until the
+// returned stop is called (or the test ends).
+func startServerWithConfig(t *testing.T, cfg *storeConfig) (must func(stdin string, args ...string) string, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	keyring, err := cfg.keyring(newTestLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := startServer(ctx, newTestLogger(t), "127.0.0.1:0", keyring, cfg.openStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			srv.stop()
+			cancel()
+		}
+	}
+	t.Cleanup(stop)
+	if err := srv.waitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	must = func(stdin string, args ...string) string {
+		t.Helper()
+		code, out, errOut := run(t, stdin, append(args, "--server", srv.addr)...)
+		if code != 0 {
+			t.Fatalf("%q exited %d: %s", args, code, errOut)
+		}
+		return out
+	}
+	return must, stop
+}
+
+// TestMasterKeyRotationRunbook follows the README's runbook with the CLI: restart with the new
+// key and the old one, rekey while serving, then run on the new key alone.
+func TestMasterKeyRotationRunbook(t *testing.T) {
+	dir := t.TempDir()
+	oldKeyFile, newKeyFile := filepath.Join(dir, "old.key"), filepath.Join(dir, "new.key")
+	for _, f := range []string{oldKeyFile, newKeyFile} {
+		if _, _, err := secretbox.LoadOrCreateKeyFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := &storeConfig{dataDir: filepath.Join(dir, "data"), masterKeyFile: oldKeyFile}
+	must, stop := startServerWithConfig(t, cfg)
+	const secret = "whsec_runbook_secret"
+	must("", "endpoint", "create", "--id", "rb", "--provider", "stripe")
+	must(secret, "secret", "add", "--endpoint", "rb")
+	var listed struct {
+		Secrets []struct{ Fingerprint, MasterKeyID string } `json:"secrets"`
+	}
+	if err := json.Unmarshal([]byte(must("", "secret", "list", "--endpoint", "rb")), &listed); err != nil || len(listed.Secrets) != 1 {
+		t.Fatalf("secret list: %+v %v", listed, err)
+	}
+	code, fingerprint, errOut := run(t, secret+"\n", "secret", "fingerprint", "--endpoint", "rb")
+	if code != 0 || strings.TrimSpace(fingerprint) != listed.Secrets[0].Fingerprint {
+		t.Fatalf("secret fingerprint = %q (exit %d, %s), secret list shows %q", fingerprint, code, errOut, listed.Secrets[0].Fingerprint)
+	}
+	stop()
+
+	// Step 1: the new key is current, the old one still opens.
+	cfg.masterKeyFile, cfg.oldMasterKeyFiles = newKeyFile, multiFlag{oldKeyFile}
+	must, stop = startServerWithConfig(t, cfg)
+	// Step 2: rekey while serving.
+	if out := must("", "rekey", "--page", "1"); !strings.Contains(out, `"resealed": 1`) {
+		t.Fatalf("rekey printed:\n%s", out)
+	}
+	if out := must("", "audit", "--endpoint", "rb", "--since", "1h"); !strings.Contains(out, `"secret.rekey"`) ||
+		!strings.Contains(out, `"secret.add"`) || !strings.Contains(out, `"actor": "local"`) {
+		t.Fatalf("audit printed:\n%s", out)
+	}
+	stop()
+
+	// Step 3: the old key goes; every secret still verifies.
+	cfg.oldMasterKeyFiles = nil
+	must, _ = startServerWithConfig(t, cfg)
+	bodyFile := filepath.Join(dir, "body.json")
+	if err := os.WriteFile(bodyFile, []byte(`{"id":"evt_runbook"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := signHeaders(t, "--provider", "stripe", "--secret", secret, "--body", bodyFile)
+	if out := must("", "verify", "--endpoint", "rb", "--body", bodyFile, "-H", "Stripe-Signature: "+h.Get("Stripe-Signature")); !strings.Contains(out, "VERDICT_ACCEPTED") {
+		t.Fatalf("verify after the rotation:\n%s", out)
 	}
 }

@@ -212,10 +212,11 @@ func endpointUpdate(ctx context.Context, e env, args []string) error {
 
 func runSecret(ctx context.Context, e env, args []string) error {
 	return subcommand(ctx, e, "secret", args, map[string]func(context.Context, env, []string) error{
-		"add":    secretAdd,
-		"rotate": secretRotate,
-		"retire": secretRetire,
-		"list":   secretList,
+		"add":         secretAdd,
+		"rotate":      secretRotate,
+		"retire":      secretRetire,
+		"list":        secretList,
+		"fingerprint": secretFingerprint,
 	})
 }
 

@@ -28,17 +28,25 @@ import (
 // masterKeyEnv names the environment variable holding the base64 master key.
 const masterKeyEnv = "HOOKVERIFY_MASTER_KEY"
 
+// oldMasterKeysEnv names the environment variable holding earlier master keys (base64,
+// comma-separated) that still open secrets sealed before a master-key rotation.
+const oldMasterKeysEnv = "HOOKVERIFY_OLD_MASTER_KEYS"
+
 // storeConfig selects and locates the database and the master key.
 type storeConfig struct {
 	dataDir       string
 	databaseURL   string
 	masterKeyFile string
+	// oldMasterKeyFiles hold earlier master keys, kept until `hookverify rekey` has moved every
+	// secret to the current one.
+	oldMasterKeyFiles multiFlag
 }
 
 func (c *storeConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.dataDir, "data-dir", "./hookverify-data", "directory of the embedded SQLite store (and its generated master key)")
 	fs.StringVar(&c.databaseURL, "database-url", "", "CockroachDB or PostgreSQL URL (postgres://...); replaces the embedded store")
 	fs.StringVar(&c.masterKeyFile, "master-key-file", "", "file holding the base64 master key (default: $"+masterKeyEnv+", or a generated key in the data dir for the embedded store)")
+	fs.Var(&c.oldMasterKeyFiles, "old-master-key-file", "file holding an earlier master key that still decrypts, during a master-key rotation (repeatable; also $"+oldMasterKeysEnv+", comma-separated base64)")
 }
 
 // openStore opens and migrates the configured store.
@@ -78,7 +86,34 @@ func (c *storeConfig) keyring(log *slog.Logger) (*secretbox.Keyring, error) {
 	if err != nil {
 		return nil, err
 	}
-	return secretbox.NewKeyring(key)
+	older, err := c.oldKeys()
+	if err != nil {
+		return nil, err
+	}
+	return secretbox.NewKeyring(key, older...)
+}
+
+// oldKeys loads the earlier master keys of a rotation in progress.
+func (c *storeConfig) oldKeys() ([][]byte, error) {
+	var keys [][]byte
+	for _, path := range c.oldMasterKeyFiles {
+		key, err := secretbox.ReadKeyFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("--old-master-key-file: %w", err)
+		}
+		keys = append(keys, key)
+	}
+	for i, encoded := range strings.Split(os.Getenv(oldMasterKeysEnv), ",") {
+		if strings.TrimSpace(encoded) == "" {
+			continue
+		}
+		key, err := secretbox.ParseKey(strings.TrimSpace(encoded))
+		if err != nil {
+			return nil, fmt.Errorf("$%s, key %d: %w", oldMasterKeysEnv, i+1, err)
+		}
+		keys = append(keys, key)
+	}
+	return keys, nil
 }
 
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {

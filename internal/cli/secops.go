@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/hookverify/hookverify/client"
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server/secretbox"
+)
+
+// runAudit prints recorded administrative actions.
+func runAudit(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "audit")
+	var r remoteFlags
+	r.register(fs)
+	endpoint := fs.String("endpoint", "", "only actions on this endpoint")
+	since := fs.String("since", "", "only actions at or after this RFC 3339 time, or this long ago (e.g. 24h)")
+	until := fs.String("until", "", "only actions before this RFC 3339 time, or this long ago")
+	limit := fs.Int("limit", 100, "at most this many actions (up to 1000), oldest first")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	req := &hookverifyv1.ListAuditEventsRequest{EndpointId: *endpoint, PageSize: int32(min(max(*limit, -1), 1001))}
+	var err error
+	if req.StartTime, err = parseTimeOrAgo("--since", *since); err != nil {
+		return err
+	}
+	if req.EndTime, err = parseTimeOrAgo("--until", *until); err != nil {
+		return err
+	}
+	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+		return c.Admin.ListAuditEvents(ctx, req)
+	})
+}
+
+// parseTimeOrAgo reads an RFC 3339 time or a duration before now.
+func parseTimeOrAgo(flagName, value string) (*timestamppb.Timestamp, error) {
+	if ago, err := time.ParseDuration(value); err == nil && value != "" {
+		if ago < 0 {
+			return nil, fmt.Errorf("%s: a duration means that long ago and must not be negative", flagName)
+		}
+		return timestamppb.New(time.Now().Add(-ago)), nil
+	}
+	return parseOptionalTime(flagName, value)
+}
+
+// runRekey moves every secret to the server's current master key, page by page, and reports
+// what it did. The server must be started with the new key as --master-key-file and the old
+// one as --old-master-key-file; the old key can go once this reports nothing remaining.
+func runRekey(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "rekey")
+	var r remoteFlags
+	r.register(fs)
+	page := fs.Int("page", 100, "secrets per call (1-1000)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *page < 1 || *page > 1000 {
+		return errors.New("--page must be between 1 and 1000")
+	}
+	conn, err := client.Dial(r.server)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	total := &hookverifyv1.RekeySecretsResponse{}
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, r.timeout)
+		resp, err := conn.Admin.RekeySecrets(callCtx, &hookverifyv1.RekeySecretsRequest{MaxSecrets: int32(*page)})
+		cancel()
+		if err != nil {
+			return err
+		}
+		total.CurrentKeyId = resp.GetCurrentKeyId()
+		total.Resealed += resp.GetResealed()
+		total.Remaining = resp.GetRemaining()
+		total.UnreadableSecretIds = resp.GetUnreadableSecretIds()
+		if resp.GetRemaining() == 0 || resp.GetResealed() == 0 {
+			break
+		}
+	}
+	if err := printJSON(e.stdout, total); err != nil {
+		return err
+	}
+	if n := len(total.GetUnreadableSecretIds()); n > 0 {
+		return fmt.Errorf("%d secrets are sealed under a master key the server does not hold; keep the old keys until they are resealed or retired", n)
+	}
+	if total.GetRemaining() > 0 {
+		return fmt.Errorf("%d secrets remain under older keys (another rekey running at the same time?); run it again", total.GetRemaining())
+	}
+	fmt.Fprintf(e.stderr, "every secret is under %s; the old master keys can be removed from the configuration\n", total.GetCurrentKeyId())
+	return nil
+}
+
+// secretFingerprint computes a secret's fingerprint locally, to compare with the one
+// `hookverify secret list` shows, without sending the secret anywhere.
+func secretFingerprint(_ context.Context, e env, args []string) error {
+	fs := newFlags(e, "secret fingerprint")
+	endpoint := fs.String("endpoint", "", "endpoint id the secret belongs to (required: it salts the fingerprint)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *endpoint == "" {
+		return errors.New("--endpoint is required")
+	}
+	secret, err := readSecret(e)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(e.stdout, secretbox.Fingerprint(*endpoint, []byte(secret)))
+	return err
+}
