@@ -132,6 +132,16 @@ type serveConfig struct {
 	maxPendingPerEndpoint int64
 	maxPendingTotal       int64
 	retention             server.Retention
+	cacheTTL              time.Duration
+}
+
+// cacheTTLOption maps the --cache-ttl flag to server.Options.CacheTTL, where zero means the
+// default: a flag of zero turns the cache off (every call reads the database).
+func cacheTTLOption(flagValue time.Duration) time.Duration {
+	if flagValue <= 0 {
+		return -1
+	}
+	return flagValue
 }
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
@@ -142,6 +152,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.maxPendingTotal, "max-pending-total", 0, "unfinished deliveries in all above which new events get RESOURCE_EXHAUSTED (0: no limit)")
 	fs.DurationVar(&c.retention.DedupeWindow, "dedupe-window", 30*24*time.Hour, "how long claims are kept; must outlast every provider's retries")
 	fs.DurationVar(&c.retention.AckedRetention, "inbox-retention", 7*24*time.Hour, "how long acked inbox records are kept")
+	fs.DurationVar(&c.cacheTTL, "cache-ttl", server.DefaultCacheTTL, "bound on how long an endpoint or secret change made through another instance takes to reach this one (rotation, retirement); changes made here apply at once")
 }
 
 func runServe(ctx context.Context, e env, args []string) error {
@@ -233,7 +244,7 @@ type runningServer struct {
 // startServer listens, then opens the store in the background (retrying while the database is
 // unreachable) and reports SERVING once it is open and migrated.
 func startServer(ctx context.Context, log *slog.Logger, listen string, keyring *secretbox.Keyring, open func(context.Context) (storage.Store, error)) (*runningServer, error) {
-	return startServerWith(ctx, log, serveConfig{listen: listen}, keyring, open)
+	return startServerWith(ctx, log, serveConfig{listen: listen, cacheTTL: server.DefaultCacheTTL}, keyring, open)
 }
 
 // startServerWith is startServer with every serve setting; once storage is ready it also runs
@@ -242,6 +253,7 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 	srv, err := server.New(server.Options{
 		Keyring: keyring, Protocols: protocol.Default(), Logger: log, Metrics: server.NewMetrics(),
 		MaxAttempts: sc.maxAttempts, MaxPendingPerEndpoint: sc.maxPendingPerEndpoint, MaxPendingTotal: sc.maxPendingTotal,
+		CacheTTL: cacheTTLOption(sc.cacheTTL),
 	})
 	if err != nil {
 		return nil, err
