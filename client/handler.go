@@ -10,18 +10,33 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
 
+// retryHint is how long the provider should wait: the server's RetryInfo hint when it sent one
+// (backpressure does), within [1 s, MaxRetryAfter], else the handler's Retry-After.
+func (h *handler) retryHint(err error) time.Duration {
+	for _, d := range status.Convert(err).Details() {
+		if info, ok := d.(*errdetails.RetryInfo); ok && info.GetRetryDelay().IsValid() {
+			return min(max(info.GetRetryDelay().AsDuration(), time.Second), MaxRetryAfter)
+		}
+	}
+	return h.retryAfter
+}
+
 // Defaults of Handler.
 const (
 	// DefaultVerifyTimeout leaves an edge time to answer within GitHub's 10 s.
 	DefaultVerifyTimeout = 8 * time.Second
-	// DefaultRetryAfter is the Retry-After sent with 503 answers.
+	// DefaultRetryAfter is the Retry-After sent with 503 answers when the server gives no hint.
 	DefaultRetryAfter = 10 * time.Second
+	// MaxRetryAfter caps a server's retry hint, so a misconfigured server cannot push a
+	// provider's next attempt past its retry window.
+	MaxRetryAfter = 5 * time.Minute
 )
 
 // HandlerOption configures Handler.
@@ -181,7 +196,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 			if o.Code != codes.Canceled { // Canceled: the provider hung up; nobody reads the answer.
 				h.log.WarnContext(ctx, "verifier unavailable; asking the provider to retry", "endpoint", o.EndpointID, "code", o.Code.String(), "err", status.Convert(err).Message())
 			}
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(h.retryAfter.Seconds()))))
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(h.retryHint(err).Seconds()))))
 			o.Status = writeJSON(w, http.StatusServiceUnavailable, `{"status":"unavailable"}`)
 		default:
 			h.log.ErrorContext(ctx, "verifier refused the call; the edge is misconfigured", "endpoint", o.EndpointID, "code", o.Code.String(), "err", status.Convert(err).Message())

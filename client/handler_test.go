@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/hookverify/hookverify/client"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
@@ -259,6 +261,13 @@ func TestHandlerErrorMapping(t *testing.T) {
 			}}, nil
 		case "noreply":
 			return &hookverifyv1.VerifyResponse{Verdict: hookverifyv1.Verdict_VERDICT_ACCEPTED}, nil
+		case "busy", "busy-long":
+			delay := 30 * time.Second
+			if req.GetEndpointId() == "busy-long" {
+				delay = 24 * time.Hour
+			}
+			st, _ := status.New(codes.ResourceExhausted, "inbox full").WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(delay)})
+			return nil, st.Err()
 		}
 		return &hookverifyv1.VerifyResponse{Verdict: hookverifyv1.Verdict_VERDICT_ACCEPTED, Reply: &hookverifyv1.HttpReply{Status: 200}}, nil
 	}
@@ -287,6 +296,14 @@ func TestHandlerErrorMapping(t *testing.T) {
 		{"handshake reply written as given", "/hooks/handshake", codes.OK, 200, ""},
 		{"no endpoint in the path", "/hooks/", codes.OK, 404, ""},
 		{"path beyond the endpoint", "/hooks/a/b", codes.OK, 404, ""},
+	}
+	// A server's RetryInfo hint (backpressure sends one) becomes the Retry-After, capped.
+	for path, want := range map[string]string{"/hooks/busy": "30", "/hooks/busy-long": "300"} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("POST", path, strings.NewReader("{}")))
+		if w.Code != 503 || w.Header().Get("Retry-After") != want {
+			t.Errorf("%s: status %d, Retry-After %q; want 503, %s", path, w.Code, w.Header().Get("Retry-After"), want)
+		}
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
