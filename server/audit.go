@@ -28,6 +28,17 @@ const (
 	maxRekeyMax      = 1000
 )
 
+// pageSize reads a request's size field: zero means def, anything outside [0, max] is refused.
+func pageSize(field string, value int32, def, max int) (int, error) {
+	switch {
+	case value == 0:
+		return def, nil
+	case value < 0 || int(value) > max:
+		return 0, status.Errorf(codes.InvalidArgument, "%s must be between 0 and %d", field, max)
+	}
+	return int(value), nil
+}
+
 // audited returns ctx carrying the audit event of an administrative action, which the store
 // records in the transaction of the change. Actor is the authenticated caller. detail must
 // never contain secret material.
@@ -112,12 +123,9 @@ func (s *Server) ListAuditEvents(ctx context.Context, req *hookverifyv1.ListAudi
 	if err != nil {
 		return nil, err
 	}
-	limit := int(req.GetPageSize())
-	switch {
-	case limit == 0:
-		limit = defaultAuditPage
-	case limit < 0 || limit > maxAuditPage:
-		return nil, status.Errorf(codes.InvalidArgument, "page_size must be between 0 and %d", maxAuditPage)
+	limit, err := pageSize("page_size", req.GetPageSize(), defaultAuditPage, maxAuditPage)
+	if err != nil {
+		return nil, err
 	}
 	filter := storage.AuditFilter{EndpointID: req.GetEndpointId(), Limit: limit}
 	for _, t := range []struct {
@@ -156,12 +164,9 @@ func (s *Server) RekeySecrets(ctx context.Context, req *hookverifyv1.RekeySecret
 	if err != nil {
 		return nil, err
 	}
-	limit := int(req.GetMaxSecrets())
-	switch {
-	case limit == 0:
-		limit = defaultRekeyMax
-	case limit < 0 || limit > maxRekeyMax:
-		return nil, status.Errorf(codes.InvalidArgument, "max_secrets must be between 0 and %d", maxRekeyMax)
+	limit, err := pageSize("max_secrets", req.GetMaxSecrets(), defaultRekeyMax, maxRekeyMax)
+	if err != nil {
+		return nil, err
 	}
 	endpoints, err := st.ListEndpoints(ctx)
 	if err != nil {

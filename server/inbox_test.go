@@ -312,23 +312,29 @@ func TestInboxLeaseExpiryMetrics(t *testing.T) {
 			t.Fatalf("leased %v with every attempt used", got)
 		}
 
-		web := httptest.NewServer(e.srv.HTTPHandler())
-		t.Cleanup(web.Close)
-		resp, err := http.Get(web.URL + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		for _, want := range []string{
+		wantMetrics(t, e.srv,
 			"hookverify_inbox_lease_expiries_total 3",
 			"hookverify_inbox_redeliveries_total 2",
 			`hookverify_inbox_dead_lettered_total{cause="nack"} 1`,
 			`hookverify_inbox_dead_lettered_total{cause="lease_expired"} 1`,
-		} {
-			if !strings.Contains(string(body), want+"\n") {
-				t.Errorf("/metrics lacks %q", want)
-			}
-		}
+		)
 	})
+}
+
+// wantMetrics fails the test unless /metrics of srv has each of the lines.
+func wantMetrics(t *testing.T, srv *server.Server, lines ...string) {
+	t.Helper()
+	web := httptest.NewServer(srv.HTTPHandler())
+	defer web.Close()
+	resp, err := http.Get(web.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range lines {
+		if !strings.Contains(string(body), want+"\n") {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
 }

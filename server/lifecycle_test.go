@@ -1,9 +1,6 @@
 package server_test
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -160,17 +157,7 @@ func TestSecretUsageAndFingerprints(t *testing.T) {
 			t.Fatalf("last use %v a minute later, want %v", got.AsTime(), e.clock.Now())
 		}
 
-		web := httptest.NewServer(e.srv.HTTPHandler())
-		t.Cleanup(web.Close)
-		resp, err := http.Get(web.URL + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		if want := `hookverify_secret_verifications_total{endpoint="used",secret_id="` + id + `"} 3` + "\n"; !strings.Contains(string(body), want) {
-			t.Errorf("/metrics lacks %q", want)
-		}
+		wantMetrics(t, e.srv, `hookverify_secret_verifications_total{endpoint="used",secret_id="`+id+`"} 3`)
 	})
 }
 
