@@ -2,7 +2,6 @@ package faults
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"slices"
@@ -28,6 +27,9 @@ type answer struct {
 	inboxID string
 	code    codes.Code // OK when a verdict came back
 	final   bool       // given by the redelivery pass after the faults
+	err     error
+	sent    time.Time
+	got     time.Time
 }
 
 // ledger records every answer per event id, as a provider's view of what it was told.
@@ -77,8 +79,10 @@ func (l *ledger) randomSent(r *mrand.Rand) string {
 func (l *ledger) verify(ctx context.Context, conn *client.Conn, e endpoint, id string, final bool) answer {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	resp, err := conn.Verifier.Verify(ctx, e.delivery(nil, id))
-	a := answer{code: status.Code(err), final: final}
+	req := e.delivery(nil, id)
+	sent := time.Now()
+	resp, err := conn.Verifier.Verify(ctx, req)
+	a := answer{code: status.Code(err), final: final, err: err, sent: sent, got: time.Now()}
 	if err == nil {
 		a.verdict, a.opKey, a.inboxID = resp.GetVerdict(), resp.GetOperationKey(), resp.GetInboxId()
 	} else {
@@ -89,6 +93,21 @@ func (l *ledger) verify(ctx context.Context, conn *client.Conn, e endpoint, id s
 	l.events[id] = append(l.events[id], a)
 	l.mu.Unlock()
 	return a
+}
+
+// answersBetween returns the answers to calls sent at or after from and answered before to.
+func (l *ledger) answersBetween(from, to time.Time) []answer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []answer
+	for _, answers := range l.events {
+		for _, a := range answers {
+			if !a.sent.Before(from) && a.got.Before(to) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
 }
 
 // count returns how many answers had the verdict (errors: VERDICT_UNSPECIFIED).
@@ -304,10 +323,4 @@ func leaseAll(t *testing.T, conn *client.Conn, endpointID string, inbox map[stri
 			t.Errorf("event %s leased %d times, want once", id, seen[id])
 		}
 	}
-}
-
-// isUnavailable reports whether err is the gRPC UNAVAILABLE status.
-func isUnavailable(err error) bool {
-	var s interface{ GRPCStatus() *status.Status }
-	return errors.As(err, &s) && s.GRPCStatus().Code() == codes.Unavailable
 }
