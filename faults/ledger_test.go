@@ -324,3 +324,9 @@ func leaseAll(t *testing.T, conn *client.Conn, endpointID string, inbox map[stri
 		}
 	}
 }
+
+// The widest range of answersBetween.
+var (
+	timeZero = time.Time{}
+	timeMax  = time.Unix(1<<62, 0)
+)
