@@ -2,7 +2,6 @@ package faults
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,17 +39,16 @@ func crashUnderLoad(t *testing.T, storeArgs []string, open func(context.Context)
 	defer admin.Close()
 	e := createEndpoint(t, admin, "crash", "github")
 
-	var current atomic.Pointer[client.Conn]
+	// One connection throughout: gRPC reconnects it to each restarted process.
 	conn := p.dial()
-	current.Store(conn)
-	defer func() { current.Load().Close() }()
+	defer conn.Close()
 
 	l := newLedger(e.id)
 	ctx, stop := context.WithCancel(context.Background())
 	loadDone := make(chan struct{})
 	go func() {
 		defer close(loadDone)
-		l.load(ctx, func() *client.Conn { return current.Load() }, e, 8, 70)
+		l.load(ctx, func() *client.Conn { return conn }, e, 8, 70)
 	}()
 	for i := range crashes {
 		before := l.count(hookverifyv1.Verdict_VERDICT_ACCEPTED)
