@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookverify/hookverify/client"
 	"github.com/hookverify/hookverify/internal/pgtest"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/storage"
@@ -48,7 +47,7 @@ func crashUnderLoad(t *testing.T, storeArgs []string, open func(context.Context)
 	loadDone := make(chan struct{})
 	go func() {
 		defer close(loadDone)
-		l.load(ctx, func() *client.Conn { return conn }, e, 8, 70)
+		l.load(ctx, conn, e, 8, 70)
 	}()
 	for i := range crashes {
 		before := l.count(hookverifyv1.Verdict_VERDICT_ACCEPTED)

@@ -125,10 +125,10 @@ func (l *ledger) count(v hookverifyv1.Verdict) int {
 	return n
 }
 
-// load drives conn() with workers goroutines until ctx ends: a share newPercent of the calls
+// load drives conn with workers goroutines until ctx ends: a share newPercent of the calls
 // deliver a new event, the rest redeliver one sent before. An error is followed by a short
 // pause, as a provider's retry would be.
-func (l *ledger) load(ctx context.Context, conn func() *client.Conn, e endpoint, workers, newPercent int) {
+func (l *ledger) load(ctx context.Context, conn *client.Conn, e endpoint, workers, newPercent int) {
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Add(1)
@@ -143,7 +143,7 @@ func (l *ledger) load(ctx context.Context, conn func() *client.Conn, e endpoint,
 				if id == "" {
 					id = l.newID("evt")
 				}
-				if a := l.verify(ctx, conn(), e, id, false); a.code != codes.OK {
+				if a := l.verify(ctx, conn, e, id, false); a.code != codes.OK {
 					select {
 					case <-ctx.Done():
 					case <-time.After(10 * time.Millisecond):

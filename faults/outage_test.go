@@ -7,7 +7,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/hookverify/hookverify/client"
 	"github.com/hookverify/hookverify/internal/pgtest"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/storage/crdb"
@@ -31,7 +30,7 @@ func TestPostgresOutage(t *testing.T) {
 	loadDone := make(chan struct{})
 	go func() {
 		defer close(loadDone)
-		l.load(ctx, func() *client.Conn { return conn }, e, 6, 70)
+		l.load(ctx, conn, e, 6, 70)
 	}()
 	defer func() { stop(); <-loadDone }()
 	waitFor(t, "load accepts events", func() bool { return l.count(hookverifyv1.Verdict_VERDICT_ACCEPTED) >= 200 })
