@@ -15,6 +15,11 @@ import (
 // made through this instance take effect at once.
 const DefaultCacheTTL = 2 * time.Second
 
+// maxCachedEndpoints bounds the cache. Unknown endpoint ids are cached too, so that a provider
+// hammering a wrong URL costs one read per TTL; without a bound, callers choosing a new random
+// id per request would grow the cache, and the server's memory, without limit.
+const maxCachedEndpoints = 10000
+
 // endpointCache keeps each endpoint with its secrets, opened and parsed, so that the verify hot
 // path reads neither the database nor decrypts per request. Validity windows are still checked
 // per request against the clock; only admin changes wait for the TTL. Expiry uses the real
@@ -23,6 +28,10 @@ type endpointCache struct {
 	ttl     time.Duration
 	mu      sync.Mutex
 	entries map[string]*cachedEndpoint
+	max     int
+	// nextSweep is when a full cache may next be swept of expired entries: at most once per
+	// TTL, so that a full cache of live entries does not cost a full scan per miss.
+	nextSweep time.Time
 	// generation is bumped by every invalidation, so a load that raced with an admin change
 	// is not stored over the newer state.
 	generation uint64
@@ -42,7 +51,34 @@ type cachedKey struct {
 }
 
 func newEndpointCache(ttl time.Duration) *endpointCache {
-	return &endpointCache{ttl: ttl, entries: map[string]*cachedEndpoint{}}
+	return &endpointCache{ttl: ttl, entries: map[string]*cachedEndpoint{}, max: maxCachedEndpoints}
+}
+
+// put stores a freshly loaded entry unless an invalidation happened since generation gen was
+// read. When the cache is full it first drops expired entries; if it is still full, the entry
+// is not cached (lookups still work, uncached).
+func (c *endpointCache) put(id string, e *cachedEndpoint, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.generation != gen {
+		return
+	}
+	if _, ok := c.entries[id]; !ok && len(c.entries) >= c.max {
+		now := time.Now()
+		if now.Before(c.nextSweep) {
+			return
+		}
+		c.nextSweep = now.Add(c.ttl)
+		for k, v := range c.entries {
+			if !now.Before(v.expires) {
+				delete(c.entries, k)
+			}
+		}
+		if len(c.entries) >= c.max {
+			return
+		}
+	}
+	c.entries[id] = e
 }
 
 // invalidate drops an endpoint (all endpoints for "") after a change made through this instance.
@@ -73,11 +109,7 @@ func (s *Server) lookup(ctx context.Context, st storage.Store, id string) (*cach
 		if err != nil {
 			return nil, err
 		}
-		c.mu.Lock()
-		if c.generation == gen {
-			c.entries[id] = e
-		}
-		c.mu.Unlock()
+		c.put(id, e, gen)
 		return e, nil
 	}
 	return s.load(ctx, st, id)

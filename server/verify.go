@@ -54,6 +54,12 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 	if err != nil {
 		return nil, err
 	}
+	if !idPattern.MatchString(req.GetEndpointId()) {
+		// No endpoint can have this id (CreateEndpoint refuses it), so there is nothing to
+		// look up: an id with NUL or a byte PostgreSQL refuses must not reach the database,
+		// nor the endpoint cache.
+		return rejected(hookverifyv1.RejectReason_REJECT_REASON_UNKNOWN_ENDPOINT, "no endpoint with this id"), nil
+	}
 	cached, err := s.lookup(ctx, st, req.GetEndpointId())
 	if err != nil {
 		return nil, storageStatus(ctx, s.log, "verify", err)

@@ -74,6 +74,7 @@ func TestVerifyCheckOrder(t *testing.T) {
 			{"body above the server ceiling is refused before the endpoint is looked up",
 				withBody(sign(t, p, "nope", "", p.body(eventID(p)), now, secret), bytes.Repeat([]byte{' '}, server.MaxBodyCeiling+1)), bodyTooLarge},
 			{"unknown endpoint", sign(t, p, "nope", "", p.body(eventID(p)), now, secret), unknownEndpoint},
+			{"endpoint id no endpoint can have (NUL) is unknown on every backend", withEndpoint(sign(t, p, "shop", "", p.body(eventID(p)), now, secret), "shop\x00"), unknownEndpoint},
 			{"disabled endpoint before the endpoint's body limit", sign(t, p, "off", "", big, now, offSecret), endpointDisabled},
 			{"disabled endpoint before the signature", sign(t, p, "off", "", p.body(eventID(p)), now, offSecret), endpointDisabled},
 			{"disabled endpoint with a forged signature", sign(t, p, "off", "", p.body(eventID(p)), now, forger), endpointDisabled},

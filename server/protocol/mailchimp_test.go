@@ -71,3 +71,29 @@ func TestMailchimp(t *testing.T) {
 		}
 	})
 }
+
+// FuzzMailchimpURL drives the query parser with any URL: an answer or a rejection, never a
+// panic; and the signed URL with one byte of its secret changed never authenticates.
+func FuzzMailchimpURL(f *testing.F) {
+	p := Mailchimp()
+	const secret = "s3cr3t-value-for-the-url"
+	keys := []Key{{ID: "k1", Material: []byte(secret)}}
+	body := ExampleBody(p, "a1")
+	params := Params{Now: time.Unix(1_767_000_000, 0)}
+	f.Add("https://hooks.example.com/mc?secret="+secret, uint16(3), byte('x'))
+	f.Add("https://hooks.example.com/mc?secret=%zz&secret=", uint16(0), byte('%'))
+	f.Add("::not a url?secret", uint16(1), byte(0))
+	f.Fuzz(func(t *testing.T, url string, pos uint16, repl byte) {
+		_, err := p.Verify(&Request{Method: "POST", URL: url, Body: body}, keys, params)
+		checkAnswer(t, err)
+		good := []byte("https://hooks.example.com/mc?secret=" + secret)
+		i := len(good) - len(secret) + int(pos)%len(secret)
+		if good[i] == repl {
+			return
+		}
+		good[i] = repl
+		if _, err := p.Verify(&Request{Method: "POST", URL: string(good), Body: body}, keys, params); err == nil || !signatureStage(ReasonOf(err)) {
+			t.Fatalf("URL secret with byte %d changed to %q: %v", i, repl, err)
+		}
+	})
+}

@@ -71,3 +71,29 @@ func TestSharedTokenVerify(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSharedTokenHeader drives the token comparison with any header value: an answer or a
+// rejection, never a panic; and the token with one byte changed never authenticates.
+func FuzzSharedTokenHeader(f *testing.F) {
+	p := SharedToken()
+	keys := keysFor(f, p, sharedSecret)
+	f.Add(sharedSecret, uint16(3), byte('x'))
+	f.Add(" "+sharedSecret+" ", uint16(0), byte(0))
+	f.Add("", uint16(1), byte(0xff))
+	f.Fuzz(func(t *testing.T, token string, pos uint16, repl byte) {
+		req := func(v string) *Request {
+			return &Request{Method: "POST", Headers: Headers{{Name: "X-Webhook-Token", Value: v}}, Body: []byte(basicBody)}
+		}
+		_, err := p.Verify(req(token), keys, Params{Now: fixedNow})
+		checkAnswer(t, err)
+		good := []byte(sharedSecret)
+		i := int(pos) % len(good)
+		if good[i] == repl {
+			return
+		}
+		good[i] = repl
+		if _, err := p.Verify(req(string(good)), keys, Params{Now: fixedNow}); err == nil || !signatureStage(ReasonOf(err)) {
+			t.Fatalf("token with byte %d changed to %q: %v", i, repl, err)
+		}
+	})
+}

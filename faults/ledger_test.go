@@ -1,0 +1,332 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	mrand "math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/hookverify/hookverify/client"
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server"
+	"github.com/hookverify/hookverify/storage"
+)
+
+// answer is what one Verify call got back.
+type answer struct {
+	verdict hookverifyv1.Verdict
+	opKey   string
+	inboxID string
+	code    codes.Code // OK when a verdict came back
+	final   bool       // given by the redelivery pass after the faults
+	err     error
+	sent    time.Time
+	got     time.Time
+}
+
+// ledger records every answer per event id, as a provider's view of what it was told.
+type ledger struct {
+	scope string // the endpoint's dedupe scope, for the expected operation keys
+
+	mu      sync.Mutex
+	events  map[string][]answer
+	ids     []string // in order of first sending
+	next    atomic.Int64
+	calls   atomic.Int64
+	errored atomic.Int64
+}
+
+func newLedger(scope string) *ledger {
+	return &ledger{scope: scope, events: map[string][]answer{}}
+}
+
+// newID returns a fresh event id and notes it as sent.
+func (l *ledger) newID(prefix string) string {
+	id := fmt.Sprintf("%s-%06d", prefix, l.next.Add(1))
+	l.mu.Lock()
+	l.ids = append(l.ids, id)
+	l.events[id] = nil
+	l.mu.Unlock()
+	return id
+}
+
+// sentIDs returns a copy of every event id sent so far.
+func (l *ledger) sentIDs() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.ids)
+}
+
+// randomSent picks an event sent before, or "" if none was.
+func (l *ledger) randomSent(r *mrand.Rand) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.ids) == 0 {
+		return ""
+	}
+	return l.ids[r.IntN(len(l.ids))]
+}
+
+// verify sends one delivery of the event and records the answer.
+func (l *ledger) verify(ctx context.Context, conn *client.Conn, e endpoint, id string, final bool) answer {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req := e.delivery(nil, id)
+	sent := time.Now()
+	resp, err := conn.Verifier.Verify(ctx, req)
+	a := answer{code: status.Code(err), final: final, err: err, sent: sent, got: time.Now()}
+	if err == nil {
+		a.verdict, a.opKey, a.inboxID = resp.GetVerdict(), resp.GetOperationKey(), resp.GetInboxId()
+	} else {
+		l.errored.Add(1)
+	}
+	l.calls.Add(1)
+	l.mu.Lock()
+	l.events[id] = append(l.events[id], a)
+	l.mu.Unlock()
+	return a
+}
+
+// answersBetween returns the answers to calls sent at or after from and answered before to.
+func (l *ledger) answersBetween(from, to time.Time) []answer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []answer
+	for _, answers := range l.events {
+		for _, a := range answers {
+			if !a.sent.Before(from) && a.got.Before(to) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// count returns how many answers had the verdict (errors: VERDICT_UNSPECIFIED).
+func (l *ledger) count(v hookverifyv1.Verdict) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, answers := range l.events {
+		for _, a := range answers {
+			if a.verdict == v {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// load drives conn with workers goroutines until ctx ends: a share newPercent of the calls
+// deliver a new event, the rest redeliver one sent before. An error is followed by a short
+// pause, as a provider's retry would be.
+func (l *ledger) load(ctx context.Context, conn *client.Conn, e endpoint, workers, newPercent int) {
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := mrand.New(mrand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
+			for ctx.Err() == nil {
+				id := ""
+				if r.IntN(100) >= newPercent {
+					id = l.randomSent(r)
+				}
+				if id == "" {
+					id = l.newID("evt")
+				}
+				if a := l.verify(ctx, conn, e, id, false); a.code != codes.OK {
+					select {
+					case <-ctx.Done():
+					case <-time.After(10 * time.Millisecond):
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// redeliverAll sends every event once more, retrying errors (the server is expected up), so
+// that every event id ever sent ends up with a verdict.
+func (l *ledger) redeliverAll(t *testing.T, conn *client.Conn, e endpoint) {
+	t.Helper()
+	ids := l.sentIDs()
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range work {
+				for attempt := 1; ; attempt++ {
+					a := l.verify(context.Background(), conn, e, id, true)
+					if a.code == codes.OK {
+						break
+					}
+					if attempt == 5 {
+						t.Errorf("redelivery of %s: still failing after %d attempts: %v", id, attempt, a.code)
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	for _, id := range ids {
+		work <- id
+	}
+	close(work)
+	wg.Wait()
+}
+
+// check verifies the ledger after redeliverAll: per event id at most one ACCEPTED across every
+// fault; every ACCEPTED and DUPLICATE with the event's operation key and the same inbox record;
+// the redelivery after the faults DUPLICATE whenever an earlier call was ACCEPTED; never a
+// rejection. It returns the inbox id of each event.
+func (l *ledger) check(t *testing.T) map[string]string {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	inbox := make(map[string]string, len(l.events))
+	unanswered := 0 // events stored by a call whose answer was lost (no ACCEPTED ever)
+	failures := 0
+	fail := func(format string, args ...any) {
+		failures++
+		if failures <= 20 {
+			t.Errorf(format, args...)
+		}
+	}
+	for id, answers := range l.events {
+		want := server.OperationKey(l.scope, id)
+		accepted, acceptedBeforeFinal, finals := 0, 0, 0
+		for _, a := range answers {
+			if a.code != codes.OK {
+				continue
+			}
+			switch a.verdict {
+			case hookverifyv1.Verdict_VERDICT_ACCEPTED:
+				accepted++
+				if !a.final {
+					acceptedBeforeFinal++
+				}
+			case hookverifyv1.Verdict_VERDICT_DUPLICATE:
+			default:
+				fail("%s: answered %v", id, a.verdict)
+				continue
+			}
+			if a.opKey != want {
+				fail("%s: %v with operation key %q, want %q", id, a.verdict, a.opKey, want)
+			}
+			if prev, ok := inbox[id]; ok && prev != a.inboxID {
+				fail("%s: answers name two inbox records, %s and %s", id, prev, a.inboxID)
+			}
+			inbox[id] = a.inboxID
+		}
+		if accepted > 1 {
+			fail("%s: ACCEPTED %d times", id, accepted)
+		}
+		if accepted == 0 {
+			unanswered++
+		}
+		for _, a := range answers {
+			if !a.final || a.code != codes.OK {
+				continue
+			}
+			finals++
+			if acceptedBeforeFinal > 0 && a.verdict != hookverifyv1.Verdict_VERDICT_DUPLICATE {
+				fail("%s: redelivery after the faults answered %v, want DUPLICATE", id, a.verdict)
+			}
+		}
+		if finals == 0 {
+			fail("%s: the redelivery after the faults got no verdict", id)
+		}
+	}
+	if failures > 20 {
+		t.Errorf("... and %d more failures", failures-20)
+	}
+	t.Logf("%d events; %d of them committed by a call whose answer was an error (never ACCEPTED, DUPLICATE on redelivery)", len(l.events), unanswered)
+	return inbox
+}
+
+// checkStore reads the store directly: the scope holds exactly one inbox record per event id
+// sent, the one the answers named, with the event's operation key.
+func checkStore(t *testing.T, st storage.Store, scope string, inbox map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := st.CountDeliveries(ctx, scope)
+	if err != nil {
+		t.Fatalf("count deliveries: %v", err)
+	}
+	if n != int64(len(inbox)) {
+		t.Errorf("inbox holds %d records for %d events", n, len(inbox))
+	}
+	failures := 0
+	for id, inboxID := range inbox {
+		claim, err := st.LookupClaim(ctx, scope, id)
+		if err == nil && claim.InboxID != inboxID {
+			err = fmt.Errorf("claim names inbox record %s, the answers named %s", claim.InboxID, inboxID)
+		}
+		if err == nil {
+			var d storage.Delivery
+			d, err = st.GetDelivery(ctx, inboxID)
+			if err == nil && (d.EventID != id || d.Scope != scope || d.OperationKey != server.OperationKey(scope, id)) {
+				err = fmt.Errorf("inbox record %s is event %q of scope %q with key %q", inboxID, d.EventID, d.Scope, d.OperationKey)
+			}
+		}
+		if err != nil {
+			if failures++; failures <= 20 {
+				t.Errorf("%s: %v", id, err)
+			}
+		}
+	}
+}
+
+// leaseAll leases every pending delivery of the endpoint as a worker would and checks that each
+// event arrives exactly once, with the operation key it was answered with.
+func leaseAll(t *testing.T, conn *client.Conn, endpointID string, inbox map[string]string) {
+	t.Helper()
+	inboxClient := hookverifyv1.NewInboxServiceClient(conn.GRPC())
+	seen := map[string]int{}
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		resp, err := inboxClient.Lease(ctx, &hookverifyv1.LeaseRequest{
+			EndpointIds: []string{endpointID}, MaxDeliveries: 100, VisibilityTimeout: durationpb.New(10 * time.Minute),
+		})
+		cancel()
+		if err != nil {
+			t.Fatalf("lease: %v", err)
+		}
+		if len(resp.GetDeliveries()) == 0 {
+			break
+		}
+		for _, d := range resp.GetDeliveries() {
+			seen[d.GetEventId()]++
+			if want, ok := inbox[d.GetEventId()]; !ok || want != d.GetInboxId() {
+				t.Errorf("leased inbox record %s of event %s, which the answers did not name", d.GetInboxId(), d.GetEventId())
+			}
+			if d.GetOperationKey() != server.OperationKey(d.GetDedupeScope(), d.GetEventId()) {
+				t.Errorf("leased %s with operation key %s", d.GetEventId(), d.GetOperationKey())
+			}
+		}
+	}
+	for id := range inbox {
+		if seen[id] != 1 {
+			t.Errorf("event %s leased %d times, want once", id, seen[id])
+		}
+	}
+}
+
+// The widest range of answersBetween.
+var (
+	timeZero = time.Time{}
+	timeMax  = time.Unix(1<<62, 0)
+)
