@@ -97,6 +97,17 @@ var migrations = []migration{
 		`CREATE INDEX IF NOT EXISTS inbox_endpoint_id_state_idx ON inbox (endpoint_id, state)`},
 	{18, "index claims by age",
 		`CREATE INDEX IF NOT EXISTS claims_first_received_at_idx ON claims (first_received_at)`},
+	// Callers' API tokens (storage.TokenStore), hashed; the UNIQUE hash is the lookup index,
+	// declared inline so that the step stays one statement.
+	{19, "create tokens", `CREATE TABLE IF NOT EXISTS tokens (
+	id TEXT PRIMARY KEY,
+	name TEXT NOT NULL,
+	token_hash BYTEA NOT NULL UNIQUE,
+	scopes TEXT NOT NULL,
+	created_at TIMESTAMPTZ NOT NULL,
+	last_used_at TIMESTAMPTZ,
+	revoked_at TIMESTAMPTZ
+)`},
 }
 
 // cockroachOnlyMigrations apply only on CockroachDB, after every step of migrations, for

@@ -76,6 +76,16 @@ var migrations = []string{
 	16: `CREATE INDEX IF NOT EXISTS inbox_state_visible_at ON inbox (state, visible_at, id)`,
 	17: `CREATE INDEX IF NOT EXISTS inbox_endpoint_id_state ON inbox (endpoint_id, state)`,
 	18: `CREATE INDEX IF NOT EXISTS claims_first_received_at ON claims (first_received_at)`,
+	// Callers' API tokens (storage.TokenStore), hashed; the UNIQUE hash is the lookup index.
+	19: `CREATE TABLE IF NOT EXISTS tokens (
+		id           TEXT    NOT NULL PRIMARY KEY,
+		name         TEXT    NOT NULL,
+		token_hash   BLOB    NOT NULL UNIQUE,
+		scopes       TEXT    NOT NULL,
+		created_at   INTEGER NOT NULL,
+		last_used_at INTEGER,
+		revoked_at   INTEGER
+	) STRICT`,
 }
 
 // Migrate applies the pending migrations. Each step runs in an IMMEDIATE transaction that

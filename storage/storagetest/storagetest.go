@@ -37,6 +37,7 @@ const (
 	Ping        Category = "Ping"
 	Inbox       Category = "Inbox"
 	Retention   Category = "Retention"
+	Tokens      Category = "Tokens"
 )
 
 // Options adjusts the suite for one backend. The zero value runs everything.
@@ -69,6 +70,7 @@ func RunWith(t *testing.T, newStore Factory, opts Options) {
 		{Ping, testPing},
 		{Inbox, testInbox},
 		{Retention, testRetention},
+		{Tokens, testTokens},
 	}
 	for name, reason := range opts.Skip {
 		known := slices.ContainsFunc(categories, func(c category) bool { return c.name == name })
