@@ -126,11 +126,8 @@ func (s *Server) invalidateTokens() {
 // Several instances starting at once store it once: the hash is unique. The token must be at
 // least 32 printable ASCII characters; errors never quote it.
 func EnsureBootstrapToken(ctx context.Context, st storage.TokenStore, token string, now func() time.Time) (bool, error) {
-	if len(token) < minBootstrapLen {
-		return false, fmt.Errorf("bootstrap token: want at least %d characters (generate one with: openssl rand -base64 32)", minBootstrapLen)
-	}
-	if _, err := bearerToken([]string{"Bearer " + token}); err != nil {
-		return false, errors.New("bootstrap token: want printable ASCII without spaces")
+	if err := CheckBootstrapToken(token); err != nil {
+		return false, err
 	}
 	list, err := st.ListTokens(ctx)
 	if err != nil {
@@ -156,6 +153,18 @@ func EnsureBootstrapToken(ctx context.Context, st storage.TokenStore, token stri
 		return false, fmt.Errorf("bootstrap token: %w", err)
 	}
 	return true, nil
+}
+
+// CheckBootstrapToken reports whether token may serve as the bootstrap admin token: at least 32
+// printable ASCII characters without spaces. The error does not quote it.
+func CheckBootstrapToken(token string) error {
+	if len(token) < minBootstrapLen {
+		return fmt.Errorf("bootstrap token: want at least %d characters (generate one with: openssl rand -base64 32)", minBootstrapLen)
+	}
+	if _, err := bearerToken([]string{"Bearer " + token}); err != nil {
+		return errors.New("bootstrap token: want printable ASCII without spaces")
+	}
+	return nil
 }
 
 func scopeStrings(scopes []Scope) []string {
