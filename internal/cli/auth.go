@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,14 +146,32 @@ func readCertScopes(path string) (map[string][]server.Scope, error) {
 	return out, nil
 }
 
-// bootstrap stores the bootstrap admin token if no admin token was ever stored.
-func bootstrap(ctx context.Context, log *slog.Logger, st storage.TokenStore, token string) error {
-	created, err := server.EnsureBootstrapToken(ctx, st, token, time.Now)
+// prepareTokens stores the bootstrap admin token if one is given and no admin token was ever
+// stored, and warns when authentication is on but no live admin token exists: then only a
+// client certificate mapped to admin, or a restart with the bootstrap variable, can manage the
+// server.
+func prepareTokens(ctx context.Context, log *slog.Logger, st storage.TokenStore, sc serveConfig) error {
+	if sc.bootstrapToken != "" {
+		created, err := server.EnsureBootstrapToken(ctx, st, sc.bootstrapToken, time.Now)
+		if err != nil {
+			return fmt.Errorf("$%s: %w", bootstrapTokenEnv, err)
+		}
+		if created {
+			log.Warn("stored the bootstrap admin token from $"+bootstrapTokenEnv+"; create named tokens with 'hookverify token create', then revoke it and unset the variable", "name", server.BootstrapTokenName)
+		}
+	}
+	if !sc.auth.enabled() {
+		return nil
+	}
+	list, err := st.ListTokens(ctx)
 	if err != nil {
-		return fmt.Errorf("$%s: %w", bootstrapTokenEnv, err)
+		return err
 	}
-	if created {
-		log.Warn("stored the bootstrap admin token from $"+bootstrapTokenEnv+"; create named tokens with 'hookverify token create', then revoke it and unset the variable", "name", server.BootstrapTokenName)
+	for _, t := range list {
+		if t.RevokedAt.IsZero() && slices.Contains(t.Scopes, server.ScopeAdmin) {
+			return nil
+		}
 	}
+	log.Warn("authentication is on and no live admin token exists; set $" + bootstrapTokenEnv + " (at least 32 characters) to create one, unless a client certificate maps to admin")
 	return nil
 }

@@ -273,8 +273,8 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 		backoff := 200 * time.Millisecond
 		for {
 			st, err := open(ctx)
-			if err == nil && sc.bootstrapToken != "" {
-				if err = bootstrap(ctx, log, st, sc.bootstrapToken); err != nil {
+			if err == nil {
+				if err = prepareTokens(ctx, log, st, sc); err != nil {
 					st.Close()
 				}
 			}
