@@ -28,6 +28,8 @@ type Conn struct {
 	conn     *grpc.ClientConn
 	Verifier hookverifyv1.VerifierServiceClient
 	Admin    hookverifyv1.AdminServiceClient
+	// Tokens manages API tokens (admin scope).
+	Tokens hookverifyv1.TokenServiceClient
 
 	// How BuildRequest reads an http.Request; see the options of the same names.
 	maxBodyBytes        int64
@@ -202,6 +204,7 @@ func Dial(addr string, opts ...Option) (*Conn, error) {
 		conn:                cc,
 		Verifier:            hookverifyv1.NewVerifierServiceClient(cc),
 		Admin:               hookverifyv1.NewAdminServiceClient(cc),
+		Tokens:              hookverifyv1.NewTokenServiceClient(cc),
 		maxBodyBytes:        cfg.maxBodyBytes,
 		publicURLBase:       cfg.publicURLBase,
 		trustForwardedProto: cfg.trustForwardedProto,

@@ -43,12 +43,12 @@ func pageSize(field string, value int32, def, max int) (int, error) {
 // records in the transaction of the change. Actor is the authenticated caller. detail must
 // never contain secret material.
 func (s *Server) audited(ctx context.Context, action, endpointID, secretID, detail string) (context.Context, error) {
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	id, err := newAuditID()
+	if err != nil {
 		return nil, status.Error(codes.Internal, "cannot generate an audit event id")
 	}
 	return storage.WithAuditEvent(ctx, storage.AuditEvent{
-		ID:         "aud_" + hex.EncodeToString(b[:]),
+		ID:         id,
 		At:         s.clock(),
 		Actor:      PrincipalFrom(ctx).Name,
 		Action:     action,
@@ -56,6 +56,14 @@ func (s *Server) audited(ctx context.Context, action, endpointID, secretID, deta
 		SecretID:   secretID,
 		Detail:     detail,
 	}), nil
+}
+
+func newAuditID() (string, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "aud_" + hex.EncodeToString(b[:]), nil
 }
 
 // describeEndpoint lists an endpoint's settings for the audit trail. Options are listed with

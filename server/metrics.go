@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
@@ -37,6 +38,7 @@ type Metrics struct {
 	backpressure  *prometheus.CounterVec
 	sweptInbox    prometheus.Counter
 	sweptClaims   prometheus.Counter
+	authFailures  *prometheus.CounterVec
 }
 
 // NewMetrics registers hookverify's metrics, plus the Go and process collectors, on a new
@@ -79,9 +81,11 @@ func NewMetrics() *Metrics {
 			Help: "Acked inbox records deleted by retention."}),
 		sweptClaims: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_retention_claims_deleted_total",
 			Help: "Claims deleted after the dedupe window."}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_auth_failures_total",
+			Help: "Calls refused UNAUTHENTICATED or PERMISSION_DENIED, by code and method."}, []string{"code", "method"}),
 	}
 	r.MustRegister(m.verdicts, m.secretUses, m.verifyLatency, m.claimLatency, m.rpcs, m.rpcLatency, m.inboxPending, m.inboxLeased,
-		m.inboxDead, m.inboxOldest, m.redeliveries, m.leaseExpiries, m.deadLettered, m.acks, m.backpressure, m.sweptInbox, m.sweptClaims,
+		m.inboxDead, m.inboxOldest, m.redeliveries, m.leaseExpiries, m.deadLettered, m.acks, m.backpressure, m.sweptInbox, m.sweptClaims, m.authFailures,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -155,5 +159,13 @@ func (m *Metrics) observeSweep(r storage.SweepResult) {
 	if m != nil {
 		m.sweptInbox.Add(float64(r.InboxDeleted))
 		m.sweptClaims.Add(float64(r.ClaimsDeleted))
+	}
+}
+
+// observeAuthFailure counts a refused call. The method label comes from the registered
+// services only (grpc-go answers unknown methods itself), so it stays bounded.
+func (m *Metrics) observeAuthFailure(method string, code codes.Code) {
+	if m != nil {
+		m.authFailures.WithLabelValues(code.String(), method).Inc()
 	}
 }

@@ -65,6 +65,9 @@ type Options struct {
 	// CacheTTL bounds how long endpoint and secret changes made through other instances take
 	// to reach this one (default DefaultCacheTTL; negative disables the cache).
 	CacheTTL time.Duration
+	// Auth turns caller authentication and authorization on; nil leaves every call open as
+	// LocalPrincipal, the loopback-only development mode.
+	Auth *AuthConfig
 }
 
 // Server holds the gRPC services. It answers UNAVAILABLE, and health reports NOT_SERVING, until
@@ -73,6 +76,7 @@ type Server struct {
 	hookverifyv1.UnimplementedVerifierServiceServer
 	hookverifyv1.UnimplementedAdminServiceServer
 	hookverifyv1.UnimplementedInboxServiceServer
+	hookverifyv1.UnimplementedTokenServiceServer
 
 	keyring     *secretbox.Keyring
 	protocols   *protocol.Registry
@@ -84,6 +88,7 @@ type Server struct {
 	depth       atomic.Pointer[inboxDepth]
 	cache       *endpointCache
 	uses        *secretUses
+	auth        *authenticator
 
 	maxPendingPerEndpoint int64
 	maxPendingTotal       int64
@@ -112,6 +117,7 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.metrics = opts.Metrics
+	s.auth = newAuthenticator(opts.Auth)
 	switch {
 	case opts.CacheTTL == 0:
 		s.cache = newEndpointCache(DefaultCacheTTL)
@@ -156,26 +162,31 @@ func (s *Server) storage() (storage.Store, error) {
 // clock returns the current time at the microsecond precision both backends store, in UTC.
 func (s *Server) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
-// Register adds every service (verifier, admin, inbox, health, reflection) to g.
+// Register adds every service (verifier, admin, inbox, token, health, reflection) to g.
 func (s *Server) Register(g *grpc.Server) {
 	hookverifyv1.RegisterVerifierServiceServer(g, s)
 	hookverifyv1.RegisterAdminServiceServer(g, s)
 	hookverifyv1.RegisterInboxServiceServer(g, s)
+	hookverifyv1.RegisterTokenServiceServer(g, s)
 	healthpb.RegisterHealthServer(g, s.health)
 	reflection.Register(g)
 }
 
 // NewGRPCServer returns a grpc.Server with hookverify's limits and interceptors (panic
-// recovery first, then logging) and every service registered.
+// recovery first, then logging, metrics, and authentication when Options.Auth is set, so that
+// refused calls are logged and counted) and every service registered. Pass TLS credentials
+// in extra (grpc.Creds) for mutual TLS.
 func (s *Server) NewGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 	interceptors := []grpc.UnaryServerInterceptor{s.recoverInterceptor, s.logInterceptor}
 	if s.metrics != nil {
 		interceptors = append(interceptors, s.metrics.interceptor)
 	}
-	opts := append([]grpc.ServerOption{
-		grpc.MaxRecvMsgSize(MaxRecvMsgSize),
-		grpc.ChainUnaryInterceptor(interceptors...),
-	}, extra...)
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize)}
+	if s.auth != nil {
+		interceptors = append(interceptors, s.authInterceptor)
+		opts = append(opts, grpc.ChainStreamInterceptor(s.authStreamInterceptor))
+	}
+	opts = append(append(opts, grpc.ChainUnaryInterceptor(interceptors...)), extra...)
 	g := grpc.NewServer(opts...)
 	s.Register(g)
 	return g

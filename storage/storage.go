@@ -1,5 +1,6 @@
 // Package storage defines what hookverify needs from a database: endpoints, encrypted secrets,
-// and the transactional claim of an event identity together with its inbox record.
+// the transactional claim of an event identity together with its inbox record, and callers'
+// hashed API tokens.
 //
 // Backends (storage/sqlite, storage/crdb) implement Store and must pass the conformance suite in
 // storage/storagetest. Every method is safe for concurrent use. Errors are the sentinels of
@@ -19,6 +20,7 @@ type Store interface {
 	InboxStore
 	RetentionStore
 	AuditStore
+	TokenStore
 
 	// Migrate applies every pending schema migration. It is idempotent and safe to run from
 	// several processes at once.

@@ -42,6 +42,7 @@ func commands() map[string]command {
 		"verify":    {"send a delivery to a running server and print the answer", runVerify},
 		"providers": {"list the provider protocols a running server verifies", runProviders},
 		"edge":      {"serve webhook URLs over HTTP(S), forwarding each delivery to a server", runEdge},
+		"token":     {"create|list|revoke callers' API tokens on a running server", runToken},
 	}
 }
 

@@ -118,10 +118,10 @@ func TestSignOutputVerifiesWithOfficialSDKs(t *testing.T) {
 	})
 }
 
-func TestServeRefusesNonLoopback(t *testing.T) {
+func TestServeRefusesNonLoopbackWithoutAuth(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:7700", "[::]:7700", "192.0.2.1:7700", ":7700"} {
 		code, _, errOut := run(t, "", "serve", "--listen", addr, "--data-dir", t.TempDir())
-		if code != 1 || !strings.Contains(errOut, "loopback") {
+		if code != 1 || !strings.Contains(errOut, "loopback") || !strings.Contains(errOut, "--require-auth") {
 			t.Errorf("serve --listen %s: exit %d, stderr %q", addr, code, errOut)
 		}
 	}
@@ -129,6 +129,9 @@ func TestServeRefusesNonLoopback(t *testing.T) {
 		if err := requireLoopback(addr); err != nil {
 			t.Errorf("requireLoopback(%s) = %v", addr, err)
 		}
+	}
+	if code, _, errOut := run(t, "", "serve", "--listen", "127.0.0.1:0", "--http-listen", "0.0.0.0:0", "--require-auth", "--data-dir", t.TempDir()); code != 1 || !strings.Contains(errOut, "loopback") {
+		t.Errorf("serve --http-listen 0.0.0.0:0: exit %d, stderr %q", code, errOut)
 	}
 }
 

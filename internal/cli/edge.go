@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -204,13 +203,9 @@ func dialVerifier(cfg edgeConfig) (*client.Conn, error) {
 	if cfg.verifierCA != "" || cfg.verifierCert != "" {
 		opts = append(opts, client.WithTLSFiles(cfg.verifierCA, cfg.verifierCert, cfg.verifierKey))
 	}
-	token := os.Getenv(tokenEnv)
-	if cfg.tokenFile != "" {
-		data, err := os.ReadFile(cfg.tokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("--token-file: %w", err)
-		}
-		token = strings.TrimSpace(string(data))
+	token, err := readToken(cfg.tokenFile)
+	if err != nil {
+		return nil, err
 	}
 	if token != "" {
 		opts = append(opts, client.WithToken(token))

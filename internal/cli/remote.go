@@ -22,18 +22,52 @@ import (
 
 // remoteFlags are shared by every command that talks to a running server.
 type remoteFlags struct {
-	server  string
-	timeout time.Duration
+	server                string
+	timeout               time.Duration
+	tokenFile             string
+	caFile, cert, certKey string
 }
 
 func (r *remoteFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.server, "server", "127.0.0.1:7700", "address of the hookverify server")
 	fs.DurationVar(&r.timeout, "timeout", 30*time.Second, "deadline for the call")
+	fs.StringVar(&r.tokenFile, "token-file", "", "file holding the API token (default: $"+tokenEnv+"); sent as authorization: Bearer")
+	fs.StringVar(&r.caFile, "ca", "", "PEM CAs of the server's certificate; enables TLS")
+	fs.StringVar(&r.cert, "cert", "", "PEM client certificate for mutual TLS (with --key); enables TLS")
+	fs.StringVar(&r.certKey, "key", "", "PEM private key of --cert")
+}
+
+// dial connects to the server with the token and TLS settings of the flags and environment.
+func (r *remoteFlags) dial(opts ...client.Option) (*client.Conn, error) {
+	if r.caFile != "" || r.cert != "" || r.certKey != "" {
+		opts = append(opts, client.WithTLSFiles(r.caFile, r.cert, r.certKey))
+	}
+	token, err := readToken(r.tokenFile)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		opts = append(opts, client.WithToken(token))
+	}
+	return client.Dial(r.server, opts...)
+}
+
+// readToken returns the API token: the file's content when a file is named, else $HOOKVERIFY_TOKEN.
+// A token on the command line itself would show in process listings, so there is no flag for it.
+func readToken(file string) (string, error) {
+	if file == "" {
+		return os.Getenv(tokenEnv), nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	return strings.TrimSpace(string(data)), nil
 }
 
 // call dials the server, runs fn under the timeout and prints its result as JSON.
 func (r *remoteFlags) call(ctx context.Context, e env, fn func(ctx context.Context, c *client.Conn) (proto.Message, error)) error {
-	conn, err := client.Dial(r.server)
+	conn, err := r.dial()
 	if err != nil {
 		return err
 	}

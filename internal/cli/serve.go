@@ -133,6 +133,9 @@ type serveConfig struct {
 	maxPendingTotal       int64
 	retention             server.Retention
 	cacheTTL              time.Duration
+	auth                  authFlags
+	// bootstrapToken, when set, is stored as an admin token if none exists yet.
+	bootstrapToken string
 }
 
 // cacheTTLOption maps the --cache-ttl flag to server.Options.CacheTTL, where zero means the
@@ -145,7 +148,7 @@ func cacheTTLOption(flagValue time.Duration) time.Duration {
 }
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.listen, "listen", "127.0.0.1:7700", "gRPC listen address; only loopback until caller authentication exists")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:7700", "gRPC listen address; a non-loopback address needs --require-auth or --client-ca")
 	fs.StringVar(&c.httpListen, "http-listen", "", "address for /metrics, /healthz and /readyz (e.g. 127.0.0.1:7701); empty: off")
 	fs.IntVar(&c.maxAttempts, "max-attempts", server.DefaultMaxAttempts, "leases a delivery gets before it moves to the dead letters")
 	fs.Int64Var(&c.maxPendingPerEndpoint, "max-pending-per-endpoint", 0, "unfinished deliveries per endpoint above which new events get RESOURCE_EXHAUSTED (0: no limit)")
@@ -153,6 +156,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.retention.DedupeWindow, "dedupe-window", 30*24*time.Hour, "how long claims are kept; must outlast every provider's retries")
 	fs.DurationVar(&c.retention.AckedRetention, "inbox-retention", 7*24*time.Hour, "how long acked inbox records are kept")
 	fs.DurationVar(&c.cacheTTL, "cache-ttl", server.DefaultCacheTTL, "bound on how long an endpoint or secret change made through another instance takes to reach this one (rotation, retirement); changes made here apply at once")
+	c.auth.register(fs)
 }
 
 func runServe(ctx context.Context, e env, args []string) error {
@@ -169,8 +173,17 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := requireLoopback(sc.listen); err != nil {
+	if err := sc.auth.check(log, sc.listen); err != nil {
 		return err
+	}
+	sc.bootstrapToken = os.Getenv(bootstrapTokenEnv)
+	if sc.bootstrapToken != "" {
+		if err := server.CheckBootstrapToken(sc.bootstrapToken); err != nil {
+			return fmt.Errorf("$%s: %w", bootstrapTokenEnv, err)
+		}
+	}
+	if sc.bootstrapToken != "" && !sc.auth.enabled() {
+		log.Info("$" + bootstrapTokenEnv + " is set: its admin token is stored, and takes effect once authentication is on (--require-auth)")
 	}
 	if sc.httpListen != "" {
 		if err := requireLoopback(sc.httpListen); err != nil {
@@ -211,21 +224,31 @@ func runMigrate(ctx context.Context, e env, args []string) error {
 	return st.Close()
 }
 
-// requireLoopback refuses non-loopback listen addresses: there is no caller authentication yet,
-// so anyone who could reach the port could read secrets' metadata and create endpoints.
+// requireLoopback refuses non-loopback addresses, for listeners that have no caller
+// authentication (the HTTP metrics and health listener).
 func requireLoopback(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
+	loopback, err := isLoopbackAddr(addr)
 	if err != nil {
-		return fmt.Errorf("--listen %q: %w", addr, err)
+		return err
 	}
-	if strings.EqualFold(host, "localhost") {
-		return nil
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("--listen %q is not a loopback address; hookverify has no caller authentication yet, so it only listens on 127.0.0.1, ::1 or localhost", addr)
+	if !loopback {
+		return fmt.Errorf("%q is not a loopback address; this listener has no caller authentication, so it only listens on 127.0.0.1, ::1 or localhost", addr)
 	}
 	return nil
+}
+
+// isLoopbackAddr reports whether a listen address is 127.0.0.1, ::1 or localhost (an empty
+// host, which listens on every interface, is not).
+func isLoopbackAddr(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true, nil
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback(), nil
 }
 
 // runningServer is a started gRPC server and its store.
@@ -250,10 +273,21 @@ func startServer(ctx context.Context, log *slog.Logger, listen string, keyring *
 // startServerWith is startServer with every serve setting; once storage is ready it also runs
 // the inbox monitor (backpressure, gauges) and the retention sweeper.
 func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyring *secretbox.Keyring, open func(context.Context) (storage.Store, error)) (*runningServer, error) {
+	authConfig, err := sc.auth.config()
+	if err != nil {
+		return nil, err
+	}
+	var grpcOpts []grpc.ServerOption
+	if creds, err := sc.auth.transportCredentials(); err != nil {
+		return nil, err
+	} else if creds != nil {
+		grpcOpts = append(grpcOpts, grpc.Creds(creds))
+	}
 	srv, err := server.New(server.Options{
 		Keyring: keyring, Protocols: protocol.Default(), Logger: log, Metrics: server.NewMetrics(),
 		MaxAttempts: sc.maxAttempts, MaxPendingPerEndpoint: sc.maxPendingPerEndpoint, MaxPendingTotal: sc.maxPendingTotal,
 		CacheTTL: cacheTTLOption(sc.cacheTTL),
+		Auth:     authConfig,
 	})
 	if err != nil {
 		return nil, err
@@ -262,7 +296,7 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", sc.listen, err)
 	}
-	g := srv.NewGRPCServer()
+	g := srv.NewGRPCServer(grpcOpts...)
 	ctx, cancel := context.WithCancel(ctx)
 	r := &runningServer{addr: lis.Addr().String(), srv: srv, grpc: g, cancel: cancel, done: make(chan struct{}), store: make(chan storage.Store, 1)}
 	if sc.httpListen != "" {
@@ -286,6 +320,11 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 		backoff := 200 * time.Millisecond
 		for {
 			st, err := open(ctx)
+			if err == nil {
+				if err = prepareTokens(ctx, log, st, sc); err != nil {
+					st.Close()
+				}
+			}
 			if err == nil {
 				srv.SetStore(st)
 				r.store <- st

@@ -12,7 +12,6 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/hookverify/hookverify/client"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
 
@@ -41,7 +40,7 @@ func runWorker(ctx context.Context, e env, args []string) error {
 		fmt.Fprintln(e.stderr, "usage: hookverify worker [flags] -- COMMAND [ARGS...]")
 		return errUsage
 	}
-	conn, err := client.Dial(r.server)
+	conn, err := r.dial()
 	if err != nil {
 		return err
 	}

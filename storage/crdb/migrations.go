@@ -111,6 +111,17 @@ var migrations = []migration{
 	{21, "index audit_events by time", `CREATE INDEX IF NOT EXISTS audit_events_at_idx ON audit_events (at, id)`},
 	{22, "index audit_events by endpoint",
 		`CREATE INDEX IF NOT EXISTS audit_events_endpoint_id_idx ON audit_events (endpoint_id, at, id)`},
+	// Callers' API tokens (storage.TokenStore), hashed; the UNIQUE hash is the lookup index,
+	// declared inline so that the step stays one statement.
+	{23, "create tokens", `CREATE TABLE IF NOT EXISTS tokens (
+	id TEXT PRIMARY KEY,
+	name TEXT NOT NULL,
+	token_hash BYTEA NOT NULL UNIQUE,
+	scopes TEXT NOT NULL,
+	created_at TIMESTAMPTZ NOT NULL,
+	last_used_at TIMESTAMPTZ,
+	revoked_at TIMESTAMPTZ
+)`},
 }
 
 // cockroachOnlyMigrations apply only on CockroachDB, after every step of migrations, for

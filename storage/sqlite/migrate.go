@@ -89,6 +89,16 @@ var migrations = []string{
 	) STRICT`,
 	21: `CREATE INDEX IF NOT EXISTS audit_events_at ON audit_events (at, id)`,
 	22: `CREATE INDEX IF NOT EXISTS audit_events_endpoint_id ON audit_events (endpoint_id, at, id)`,
+	// Callers' API tokens (storage.TokenStore), hashed; the UNIQUE hash is the lookup index.
+	23: `CREATE TABLE IF NOT EXISTS tokens (
+		id           TEXT    NOT NULL PRIMARY KEY,
+		name         TEXT    NOT NULL,
+		token_hash   BLOB    NOT NULL UNIQUE,
+		scopes       TEXT    NOT NULL,
+		created_at   INTEGER NOT NULL,
+		last_used_at INTEGER,
+		revoked_at   INTEGER
+	) STRICT`,
 }
 
 // Migrate applies the pending migrations. Each step runs in an IMMEDIATE transaction that

@@ -31,6 +31,8 @@ func testAudit(t *testing.T, h harness) {
 			auditEvent("a4", "secret.rotate", "ep-1", "sec-2", at(4*time.Second)),
 			auditEvent("a5", "secret.retire", "ep-1", "sec-1", at(5*time.Second)),
 			auditEvent("a6", "secret.reseal", "ep-1", "sec-2", at(6*time.Second)),
+			auditEvent("a7", "token.create", "", "", at(7*time.Second)),
+			auditEvent("a8", "token.revoke", "", "", at(8*time.Second)),
 		}
 		must(t, s.CreateEndpoint(with(events[0]), newEndpoint("ep-1")), "CreateEndpoint")
 		must(t, s.UpdateEndpoint(with(events[1]), newEndpoint("ep-1")), "UpdateEndpoint")
@@ -41,6 +43,10 @@ func testAudit(t *testing.T, h harness) {
 		must(t, err, "RetireSecret")
 		_, err = s.ResealSecret(with(events[5]), "ep-1", "sec-2", "master-1", "master-2", []byte("x"))
 		must(t, err, "ResealSecret")
+		must(t, s.CreateToken(with(events[6]), storage.Token{ID: "tok-1", Name: "edge", Hash: []byte("hash-1"),
+			Scopes: []string{"verify:ep-1"}, CreatedAt: at(0)}), "CreateToken")
+		_, err = s.RevokeToken(with(events[7]), "tok-1", at(time.Hour))
+		must(t, err, "RevokeToken")
 		// Writes without an event record nothing.
 		createEndpoint(t, s, newEndpoint("ep-2"))
 		wantSame(t, events, listAudit(t, s, storage.AuditFilter{Limit: 100}), "audit events")

@@ -82,6 +82,11 @@ func closedCalls(ctx context.Context, s storage.Store) map[string]error {
 	calls["Requeue"] = s.Requeue(ctx, "inbox-1", at(time.Hour))
 	_, calls["InboxStats"] = s.InboxStats(ctx)
 	_, calls["Sweep"] = s.Sweep(ctx, storage.SweepRequest{AckedBefore: at(time.Hour), ClaimsBefore: at(time.Hour), Batch: 10})
+	calls["CreateToken"] = s.CreateToken(ctx, newToken("tok-2", "ci", at(0)))
+	_, calls["TokenByHash"] = s.TokenByHash(ctx, tokenHash("tok-1"))
+	_, calls["ListTokens"] = s.ListTokens(ctx)
+	_, calls["RevokeToken"] = s.RevokeToken(ctx, "tok-1", at(time.Hour))
+	calls["TouchToken"] = s.TouchToken(ctx, "tok-1", at(time.Hour))
 	calls["Migrate"] = s.Migrate(ctx)
 	calls["Ping"] = s.Ping(ctx)
 	return calls

@@ -38,6 +38,7 @@ const (
 	Inbox       Category = "Inbox"
 	Retention   Category = "Retention"
 	Audit       Category = "Audit"
+	Tokens      Category = "Tokens"
 )
 
 // Options adjusts the suite for one backend. The zero value runs everything.
@@ -71,6 +72,7 @@ func RunWith(t *testing.T, newStore Factory, opts Options) {
 		{Inbox, testInbox},
 		{Retention, testRetention},
 		{Audit, testAudit},
+		{Tokens, testTokens},
 	}
 	for name, reason := range opts.Skip {
 		known := slices.ContainsFunc(categories, func(c category) bool { return c.name == name })

@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/credentials"
+
+	"github.com/hookverify/hookverify/server"
+	"github.com/hookverify/hookverify/storage"
+)
+
+// bootstrapTokenEnv names the environment variable whose token becomes the first admin token.
+const bootstrapTokenEnv = "HOOKVERIFY_BOOTSTRAP_TOKEN"
+
+// authFlags are serve's transport security and caller authentication settings.
+type authFlags struct {
+	tlsCert, tlsKey string
+	clientCA        string
+	certScopes      string
+	requireAuth     bool
+	tokenCacheTTL   time.Duration
+}
+
+func (a *authFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&a.tlsCert, "tls-cert", "", "PEM certificate (chain) of the gRPC server; with --tls-key, serve TLS")
+	fs.StringVar(&a.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&a.clientCA, "client-ca", "", "PEM CAs whose client certificates authenticate callers (mutual TLS; needs --tls-cert; turns authentication on)")
+	fs.StringVar(&a.certScopes, "cert-scopes", "", "file mapping client certificate subjects to scopes, one per line: SCOPE[,SCOPE...] SUBJECT (e.g. 'verify:acme-* CN=edge-1,O=Acme')")
+	fs.BoolVar(&a.requireAuth, "require-auth", false, "require an API token (or a client certificate with --client-ca) on every call but health and reflection")
+	fs.DurationVar(&a.tokenCacheTTL, "token-cache-ttl", server.DefaultTokenCacheTTL, "how long a token revoked through another instance still works here")
+}
+
+// enabled reports whether callers must authenticate.
+func (a *authFlags) enabled() bool { return a.requireAuth || a.clientCA != "" }
+
+// check enforces the listen rule: a non-loopback address needs authentication, and is
+// warned about loudly without TLS (tokens would cross the network in clear).
+func (a *authFlags) check(log *slog.Logger, listen string) error {
+	if (a.tlsCert == "") != (a.tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	if a.clientCA != "" && a.tlsCert == "" {
+		return errors.New("--client-ca needs --tls-cert and --tls-key: client certificates are only seen over TLS")
+	}
+	if a.certScopes != "" && a.clientCA == "" {
+		return errors.New("--cert-scopes needs --client-ca")
+	}
+	loopback, err := isLoopbackAddr(listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	if loopback {
+		return nil
+	}
+	if !a.enabled() {
+		return fmt.Errorf("--listen %q is not a loopback address: anyone who reaches it could manage endpoints and read the inbox; turn caller authentication on with --require-auth (API tokens) and/or --client-ca (mutual TLS), or listen on 127.0.0.1, ::1 or localhost", listen)
+	}
+	if a.tlsCert == "" {
+		log.Warn("SERVING WITHOUT TLS ON A NON-LOOPBACK ADDRESS: API tokens and webhook bodies cross the network in clear; set --tls-cert and --tls-key", "listen", listen)
+	}
+	return nil
+}
+
+// config returns the server's AuthConfig, nil when authentication is off.
+func (a *authFlags) config() (*server.AuthConfig, error) {
+	if !a.enabled() {
+		return nil, nil
+	}
+	cfg := &server.AuthConfig{TokenCacheTTL: a.tokenCacheTTL}
+	if a.certScopes != "" {
+		var err error
+		if cfg.CertScopes, err = readCertScopes(a.certScopes); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+// transportCredentials returns the server's TLS credentials, nil without --tls-cert. With
+// --client-ca a client certificate is verified if given (a caller may use a token instead).
+func (a *authFlags) transportCredentials() (credentials.TransportCredentials, error) {
+	if a.tlsCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(a.tlsCert, a.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if a.clientCA != "" {
+		pem, err := os.ReadFile(a.clientCA)
+		if err != nil {
+			return nil, fmt.Errorf("--client-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--client-ca %s holds no PEM certificate", a.clientCA)
+		}
+		cfg.ClientCAs = pool
+		cfg.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+	return credentials.NewTLS(cfg), nil
+}
+
+// readCertScopes reads the subject-to-scopes file: "SCOPE[,SCOPE...] SUBJECT" per line, the
+// subject as Go's x509 prints it (RFC 2253 order, e.g. "CN=edge-1,O=Acme"); blank lines and
+// lines starting with # are skipped.
+func readCertScopes(path string) (map[string][]server.Scope, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cert-scopes: %w", err)
+	}
+	defer f.Close()
+	out := map[string][]server.Scope{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		scopes, subject, ok := strings.Cut(line, " ")
+		subject = strings.TrimSpace(subject)
+		if !ok || subject == "" {
+			return nil, fmt.Errorf("--cert-scopes %s:%d: want SCOPE[,SCOPE...] SUBJECT", path, n)
+		}
+		parsed, err := server.ParseScopes(strings.Split(scopes, ","))
+		if err != nil {
+			return nil, fmt.Errorf("--cert-scopes %s:%d: %w", path, n, err)
+		}
+		out[subject] = append(out[subject], parsed...)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--cert-scopes: %w", err)
+	}
+	return out, nil
+}
+
+// prepareTokens stores the bootstrap admin token if one is given and no admin token was ever
+// stored, and warns when authentication is on but no live admin token exists: then only a
+// client certificate mapped to admin, or a restart with the bootstrap variable, can manage the
+// server.
+func prepareTokens(ctx context.Context, log *slog.Logger, st storage.TokenStore, sc serveConfig) error {
+	if sc.bootstrapToken != "" {
+		created, err := server.EnsureBootstrapToken(ctx, st, sc.bootstrapToken, time.Now)
+		if err != nil {
+			return fmt.Errorf("$%s: %w", bootstrapTokenEnv, err)
+		}
+		if created {
+			log.Warn("stored the bootstrap admin token from $"+bootstrapTokenEnv+"; create named tokens with 'hookverify token create', then revoke it and unset the variable", "name", server.BootstrapTokenName)
+		}
+	}
+	if !sc.auth.enabled() {
+		return nil
+	}
+	list, err := st.ListTokens(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range list {
+		if t.RevokedAt.IsZero() && slices.Contains(t.Scopes, server.ScopeAdmin) {
+			return nil
+		}
+	}
+	log.Warn("authentication is on and no live admin token exists; set $" + bootstrapTokenEnv + " (at least 32 characters) to create one, unless a client certificate maps to admin")
+	return nil
+}

@@ -1,0 +1,229 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"log/slog"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookverify/hookverify/server/secretbox"
+)
+
+func TestServeAuthRules(t *testing.T) {
+	cases := []struct {
+		name    string
+		flags   authFlags
+		listen  string
+		wantErr string
+		warns   bool
+	}{
+		{name: "loopback without auth is the default", listen: "127.0.0.1:7700"},
+		{name: "non-loopback without auth", listen: "0.0.0.0:7700", wantErr: "not a loopback address"},
+		{name: "non-loopback with tokens but no TLS warns", flags: authFlags{requireAuth: true}, listen: "0.0.0.0:7700", warns: true},
+		{name: "non-loopback with tokens and TLS", flags: authFlags{requireAuth: true, tlsCert: "c", tlsKey: "k"}, listen: "[::]:7700"},
+		{name: "non-loopback with mTLS", flags: authFlags{tlsCert: "c", tlsKey: "k", clientCA: "ca"}, listen: ":7700"},
+		{name: "client CA without TLS", flags: authFlags{clientCA: "ca"}, listen: "127.0.0.1:7700", wantErr: "--client-ca needs --tls-cert"},
+		{name: "certificate without key", flags: authFlags{tlsCert: "c"}, listen: "127.0.0.1:7700", wantErr: "go together"},
+		{name: "cert scopes without client CA", flags: authFlags{requireAuth: true, certScopes: "f"}, listen: "127.0.0.1:7700", wantErr: "--cert-scopes needs --client-ca"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			err := c.flags.check(slog.New(slog.NewTextHandler(&logs, nil)), c.listen)
+			if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+				t.Fatalf("check = %v, want error containing %q", err, c.wantErr)
+			}
+			if warned := strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), "WITHOUT TLS"); warned != c.warns {
+				t.Errorf("warned %v, want %v; log: %s", warned, c.warns, logs.String())
+			}
+		})
+	}
+}
+
+// TestTokenCommandsAgainstAnAuthenticatedServer runs the token life cycle through the CLI: the
+// bootstrap admin token from the environment creates a scoped token, which is shown once,
+// works within its scope only, and stops working once revoked.
+func TestTokenCommandsAgainstAnAuthenticatedServer(t *testing.T) {
+	bootstrapToken := "bootstrap-" + strings.Repeat("b", 40)
+	addr := startAuthServer(t, serveConfig{auth: authFlags{requireAuth: true}, bootstrapToken: bootstrapToken})
+	dir := t.TempDir()
+	writeToken := func(name, token string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	cli := func(args ...string) (int, string, string) {
+		t.Helper()
+		return run(t, "", append(args, "--server", addr)...)
+	}
+
+	if code, _, errOut := cli("endpoint", "list"); code != 1 || !strings.Contains(errOut, "Unauthenticated") {
+		t.Fatalf("endpoint list without a token: exit %d, %q", code, errOut)
+	}
+	t.Setenv(tokenEnv, bootstrapToken)
+	if code, _, errOut := cli("endpoint", "create", "--id", "acme-orders", "--provider", "github"); code != 0 {
+		t.Fatalf("endpoint create with the bootstrap token: exit %d, %q", code, errOut)
+	}
+	code, out, errOut := cli("token", "create", "--name", "acme edge", "--scope", "verify:acme-*")
+	if code != 0 {
+		t.Fatalf("token create: exit %d, %q", code, errOut)
+	}
+	var created struct {
+		Token       struct{ ID string }
+		BearerToken string
+	}
+	if err := json.Unmarshal([]byte(out), &created); err != nil || created.BearerToken == "" || created.Token.ID == "" {
+		t.Fatalf("token create printed %q (%v)", out, err)
+	}
+	if code, _, errOut := cli("token", "create", "--name", "x", "--scope", "root"); code != 1 || !strings.Contains(errOut, "InvalidArgument") {
+		t.Errorf("token create with a bad scope: exit %d, %q", code, errOut)
+	}
+
+	edgeFile := writeToken("edge", created.BearerToken)
+	if code, _, errOut := cli("endpoint", "list", "--token-file", edgeFile); code != 1 || !strings.Contains(errOut, "PermissionDenied") {
+		t.Errorf("endpoint list with a verify token: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := cli("token", "list", "--token-file", edgeFile); code != 1 || !strings.Contains(errOut, "PermissionDenied") {
+		t.Errorf("token list with a verify token: exit %d, %q", code, errOut)
+	}
+	code, out, errOut = cli("token", "list")
+	if code != 0 || !strings.Contains(out, created.Token.ID) || !strings.Contains(out, `"bootstrap"`) || strings.Contains(out, created.BearerToken) {
+		t.Errorf("token list: exit %d, %q, stdout:\n%s", code, errOut, out)
+	}
+	if code, out, errOut := cli("token", "revoke", "--id", created.Token.ID); code != 0 || !strings.Contains(out, "revokedAt") {
+		t.Fatalf("token revoke: exit %d, %q, %s", code, errOut, out)
+	}
+	if code, _, errOut := cli("endpoint", "list", "--token-file", edgeFile); code != 1 || !strings.Contains(errOut, "Unauthenticated") {
+		t.Errorf("endpoint list with a revoked token: exit %d, %q", code, errOut)
+	}
+}
+
+// TestClientCertificateCommands serves mutual TLS with a subject-to-scopes file and calls it
+// through the CLI's --ca, --cert and --key.
+func TestClientCertificateCommands(t *testing.T) {
+	dir := t.TempDir()
+	ca, caKey := writeCA(t, dir)
+	issueTo(t, dir, "server", pkix.Name{CommonName: "hookverify"}, ca, caKey, true)
+	issueTo(t, dir, "ops", pkix.Name{CommonName: "ops", Organization: []string{"Acme"}}, ca, caKey, false)
+	issueTo(t, dir, "edge", pkix.Name{CommonName: "edge"}, ca, caKey, false)
+	scopes := filepath.Join(dir, "cert-scopes")
+	if err := os.WriteFile(scopes, []byte("# operators\nadmin CN=ops,O=Acme\nverify:acme-*,inbox:acme-* CN=edge\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := startAuthServer(t, serveConfig{auth: authFlags{
+		tlsCert: filepath.Join(dir, "server.pem"), tlsKey: filepath.Join(dir, "server.key"),
+		clientCA: filepath.Join(dir, "ca.pem"), certScopes: scopes,
+	}})
+	as := func(who string, args ...string) (int, string, string) {
+		t.Helper()
+		return run(t, "", append(args, "--server", addr, "--ca", filepath.Join(dir, "ca.pem"),
+			"--cert", filepath.Join(dir, who+".pem"), "--key", filepath.Join(dir, who+".key"))...)
+	}
+	if code, _, errOut := as("ops", "endpoint", "create", "--id", "acme-orders", "--provider", "github"); code != 0 {
+		t.Fatalf("endpoint create as ops: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := as("edge", "endpoint", "list"); code != 1 || !strings.Contains(errOut, "PermissionDenied") {
+		t.Errorf("endpoint list as edge: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := as("edge", "inbox", "lease", "--endpoint", "acme-orders"); code != 0 {
+		t.Errorf("inbox lease as edge: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := run(t, "", "endpoint", "list", "--server", addr, "--ca", filepath.Join(dir, "ca.pem")); code != 1 || !strings.Contains(errOut, "Unauthenticated") {
+		t.Errorf("endpoint list over TLS without a certificate: exit %d, %q", code, errOut)
+	}
+}
+
+// startAuthServer runs an embedded server with sc's authentication settings on loopback.
+func startAuthServer(t *testing.T, sc serveConfig) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	key, _ := secretbox.NewKey()
+	keyring, err := secretbox.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.listen = "127.0.0.1:0"
+	if err := sc.auth.check(newTestLogger(t), sc.listen); err != nil {
+		t.Fatal(err)
+	}
+	cfg := storeConfig{dataDir: t.TempDir()}
+	srv, err := startServerWith(ctx, newTestLogger(t), sc, keyring, cfg.openStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.stop)
+	if err := srv.waitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return srv.addr
+}
+
+func writePEM(t *testing.T, path, kind string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeCA(t *testing.T, dir string) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePEM(t, filepath.Join(dir, "ca.pem"), "CERTIFICATE", der)
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
+}
+
+func issueTo(t *testing.T, dir, name string, subject pkix.Name, ca *x509.Certificate, caKey *ecdsa.PrivateKey, server bool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: subject,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if server {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePEM(t, filepath.Join(dir, name+".pem"), "CERTIFICATE", der)
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePEM(t, filepath.Join(dir, name+".key"), "PRIVATE KEY", keyDER)
+}

@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hookverify/hookverify/client"
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+)
+
+func runToken(ctx context.Context, e env, args []string) error {
+	return subcommand(ctx, e, "token", args, map[string]func(context.Context, env, []string) error{
+		"create": tokenCreate,
+		"list":   tokenList,
+		"revoke": tokenRevoke,
+	})
+}
+
+// tokenCreate prints the new token once, in the JSON answer's bearerToken; the server keeps
+// only its hash.
+func tokenCreate(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "token create")
+	var r remoteFlags
+	r.register(fs)
+	name := fs.String("name", "", "who or what holds the token (required)")
+	var scopes multiFlag
+	fs.Var(&scopes, "scope", "admin, verify:<endpoint|prefix*|*> or inbox:<endpoint|prefix*|*> (repeatable, at least one)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *name == "" || len(scopes) == 0 {
+		return errors.New("--name and at least one --scope are required")
+	}
+	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+		return c.Tokens.CreateToken(ctx, &hookverifyv1.CreateTokenRequest{Name: *name, Scopes: scopes})
+	})
+}
+
+func tokenList(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "token list")
+	var r remoteFlags
+	r.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+		return c.Tokens.ListTokens(ctx, &hookverifyv1.ListTokensRequest{})
+	})
+}
+
+func tokenRevoke(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "token revoke")
+	var r remoteFlags
+	r.register(fs)
+	id := fs.String("id", "", "token id, as token list shows it (required)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *id == "" {
+		return errors.New("--id is required")
+	}
+	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+		return c.Tokens.RevokeToken(ctx, &hookverifyv1.RevokeTokenRequest{Id: *id})
+	})
+}

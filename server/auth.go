@@ -1,0 +1,315 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/hookverify/hookverify/storage"
+)
+
+// DefaultTokenCacheTTL bounds how long a token revoked through another instance keeps working
+// on this one. The instance that revokes a token refuses it at once.
+const DefaultTokenCacheTTL = 5 * time.Second
+
+// maxCachedTokens bounds the token cache, which also remembers unknown tokens (so that a
+// caller guessing tokens does not cost a database read each): when full it starts over.
+const maxCachedTokens = 10000
+
+// tokenTouchInterval is how often, at most, an instance records a token's last use.
+const tokenTouchInterval = time.Minute
+
+// The messages callers get. They are the same whatever the detail, which goes to the log:
+// an unknown, a revoked and a malformed token look alike, and a denied call does not say
+// whether the endpoint or delivery it names exists.
+const (
+	msgUnauthenticated  = "authentication required: send a valid API token (authorization: Bearer <token>) or client certificate"
+	msgPermissionDenied = "permission denied: the caller's scopes do not allow this call"
+)
+
+// AuthConfig turns caller authentication on. Every call but health checks and reflection then
+// needs an API token (gRPC metadata "authorization: Bearer <token>", checked against the
+// TokenStore) or a client certificate that the TLS layer verified against the client CA, and
+// the scopes of the caller must allow the call (see the authorization table in authz.go).
+type AuthConfig struct {
+	// CertScopes maps the subject of a verified client certificate, as
+	// x509.Certificate.Subject.String() writes it (e.g. "CN=edge-1,O=Acme"), to the
+	// caller's scopes. A certificate whose subject is not listed authenticates but may do
+	// nothing.
+	CertScopes map[string][]Scope
+	// TokenCacheTTL bounds how long a token revoked through another instance is still
+	// accepted here (default DefaultTokenCacheTTL; negative: look every token up each call).
+	TokenCacheTTL time.Duration
+}
+
+// caller is an authenticated principal with its scopes.
+type caller struct {
+	principal Principal
+	scopes    scopeSet
+}
+
+// authenticator checks credentials; it is nil when authentication is off.
+type authenticator struct {
+	certScopes map[string]scopeSet
+	tokens     *tokenCache
+}
+
+func newAuthenticator(cfg *AuthConfig) *authenticator {
+	if cfg == nil {
+		return nil
+	}
+	a := &authenticator{certScopes: map[string]scopeSet{}}
+	for subject, scopes := range cfg.CertScopes {
+		a.certScopes[subject] = scopeSet(scopes)
+	}
+	ttl := cfg.TokenCacheTTL
+	switch {
+	case ttl == 0:
+		ttl = DefaultTokenCacheTTL
+	case ttl < 0:
+		ttl = 0
+	}
+	a.tokens = &tokenCache{ttl: ttl, entries: map[[sha256.Size]byte]cachedToken{}}
+	return a
+}
+
+// authFailure is why a call was refused; the reason is logged, never sent.
+type authFailure struct {
+	code   codes.Code
+	reason string
+}
+
+func (f *authFailure) Error() string { return f.reason }
+
+func unauthenticated(reason string) *authFailure {
+	return &authFailure{code: codes.Unauthenticated, reason: reason}
+}
+
+func denied(reason string) *authFailure {
+	return &authFailure{code: codes.PermissionDenied, reason: reason}
+}
+
+// authenticate finds the caller of ctx. A bearer token, when sent, decides alone (a client
+// certificate on the same connection is then not consulted); otherwise a verified client
+// certificate does.
+func (s *Server) authenticate(ctx context.Context) (caller, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if values := md.Get("authorization"); len(values) > 0 {
+		token, err := bearerToken(values)
+		if err != nil {
+			return caller{}, err
+		}
+		return s.authenticateToken(ctx, token)
+	}
+	if p, ok := peer.FromContext(ctx); ok {
+		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.VerifiedChains) > 0 && len(info.State.VerifiedChains[0]) > 0 {
+			return s.authenticateCert(info.State.VerifiedChains[0][0])
+		}
+	}
+	return caller{}, unauthenticated("no API token and no verified client certificate")
+}
+
+// bearerToken extracts the token of an authorization header: exactly one value, scheme Bearer
+// (any case), a non-empty token of printable ASCII.
+func bearerToken(values []string) (string, error) {
+	if len(values) != 1 {
+		return "", unauthenticated("several authorization headers")
+	}
+	scheme, token, ok := strings.Cut(values[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", unauthenticated("malformed authorization header (want: Bearer <token>)")
+	}
+	for i := 0; i < len(token); i++ {
+		if token[i] < 0x21 || token[i] > 0x7e {
+			return "", unauthenticated("malformed authorization header (token is not printable ASCII)")
+		}
+	}
+	return token, nil
+}
+
+func (s *Server) authenticateToken(ctx context.Context, token string) (caller, error) {
+	hash := sha256.Sum256([]byte(token))
+	entry, err := s.lookupToken(ctx, hash)
+	if err != nil {
+		return caller{}, err
+	}
+	switch {
+	case !entry.found:
+		return caller{}, unauthenticated("unknown API token")
+	case entry.revoked:
+		return caller{}, unauthenticated("revoked API token " + entry.id)
+	}
+	return caller{principal: Principal{Name: "token:" + entry.id, Method: "token"}, scopes: entry.scopes}, nil
+}
+
+// authenticateCert maps a client certificate the TLS handshake verified to its caller. The
+// handshake checked the validity period once; a connection can outlive it, so it is checked
+// again on every call.
+func (s *Server) authenticateCert(leaf *x509.Certificate) (caller, error) {
+	now := s.now()
+	if now.Before(leaf.NotBefore) || now.After(leaf.NotAfter) {
+		return caller{}, unauthenticated("client certificate " + leaf.Subject.String() + " is outside its validity period")
+	}
+	subject := leaf.Subject.String()
+	return caller{principal: Principal{Name: "cert:" + subject, Method: "mtls"}, scopes: s.auth.certScopes[subject]}, nil
+}
+
+// tokenCache remembers verified token hashes (and unknown ones) for a short TTL, so that a
+// call costs no database read. Expiry uses the monotonic clock, like endpointCache.
+type tokenCache struct {
+	ttl        time.Duration
+	mu         sync.Mutex
+	entries    map[[sha256.Size]byte]cachedToken
+	generation uint64
+}
+
+type cachedToken struct {
+	found   bool
+	revoked bool
+	id      string
+	scopes  scopeSet
+	expires time.Time
+}
+
+// invalidate drops every cached token, after a revocation through this instance.
+func (c *tokenCache) invalidate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.generation++
+	clear(c.entries)
+}
+
+// lookupToken returns the cached state of a token hash, loading it when absent or expired.
+// Storage failures are UNAVAILABLE and not cached.
+func (s *Server) lookupToken(ctx context.Context, hash [sha256.Size]byte) (cachedToken, error) {
+	c := s.auth.tokens
+	c.mu.Lock()
+	e, ok := c.entries[hash]
+	gen := c.generation
+	c.mu.Unlock()
+	if ok && time.Now().Before(e.expires) {
+		return e, nil
+	}
+	st, err := s.storage()
+	if err != nil {
+		return cachedToken{}, err
+	}
+	e = cachedToken{expires: time.Now().Add(c.ttl)}
+	tok, err := st.TokenByHash(ctx, hash[:])
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+	case err != nil:
+		return cachedToken{}, storageStatus(ctx, s.log, "authenticate", err)
+	default:
+		e.found, e.id, e.revoked = true, tok.ID, !tok.RevokedAt.IsZero()
+		e.scopes = parseStoredScopes(ctx, s, tok)
+		if !e.revoked && s.clock().Sub(tok.LastUsedAt) >= tokenTouchInterval {
+			// Recorded on a cache refresh only, so at most about once a minute per instance.
+			if err := st.TouchToken(ctx, tok.ID, s.clock()); err != nil {
+				s.log.WarnContext(ctx, "cannot record a token's last use", "token_id", tok.ID, "err", err)
+			}
+		}
+	}
+	if c.ttl > 0 {
+		c.mu.Lock()
+		if c.generation == gen {
+			if len(c.entries) >= maxCachedTokens {
+				clear(c.entries)
+			}
+			c.entries[hash] = e
+		}
+		c.mu.Unlock()
+	}
+	return e, nil
+}
+
+// parseStoredScopes reads a stored token's scopes; one that no longer parses is logged and
+// ignored, which can only take permissions away.
+func parseStoredScopes(ctx context.Context, s *Server, tok storage.Token) scopeSet {
+	scopes := make(scopeSet, 0, len(tok.Scopes))
+	for _, text := range tok.Scopes {
+		sc, err := ParseScope(text)
+		if err != nil {
+			s.log.ErrorContext(ctx, "stored token scope does not parse; ignored", "token_id", tok.ID, "err", err)
+			continue
+		}
+		scopes = append(scopes, sc)
+	}
+	return scopes
+}
+
+// openMethods need no authentication: health checks (load balancers, orchestrators) and
+// reflection (it describes the API, which is public anyway).
+func isOpenMethod(fullMethod string) bool {
+	return strings.HasPrefix(fullMethod, "/"+healthpb.Health_ServiceDesc.ServiceName+"/") ||
+		strings.HasPrefix(fullMethod, "/grpc.reflection.v1.ServerReflection/") ||
+		strings.HasPrefix(fullMethod, "/grpc.reflection.v1alpha.ServerReflection/")
+}
+
+// authInterceptor authenticates the caller, sets its Principal in the context, and authorizes
+// the call by the method's rule; a method without a rule is refused.
+func (s *Server) authInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if isOpenMethod(info.FullMethod) {
+		return handler(ctx, req)
+	}
+	c, err := s.authenticate(ctx)
+	if err == nil {
+		ctx = WithPrincipal(ctx, c.principal)
+		err = s.authorize(ctx, c, info.FullMethod, req)
+	}
+	if err != nil {
+		return nil, s.refuse(ctx, info.FullMethod, c.principal, err)
+	}
+	resp, err := handler(ctx, req)
+	if err == nil {
+		if rule := methodRules[info.FullMethod]; rule.filter != nil {
+			rule.filter(c.scopes, resp)
+		}
+	}
+	return resp, err
+}
+
+// authStreamInterceptor lets open streaming methods (health Watch, reflection) through and
+// refuses every other stream: hookverify has no streaming RPC that authorizes its requests.
+func (s *Server) authStreamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if isOpenMethod(info.FullMethod) {
+		return handler(srv, ss)
+	}
+	c, err := s.authenticate(ss.Context())
+	if err == nil {
+		err = denied("streaming method without an authorization rule")
+	}
+	return s.refuse(ss.Context(), info.FullMethod, c.principal, err)
+}
+
+// refuse turns an authentication or authorization failure into the status the caller sees,
+// logs its reason and counts it. Other errors (storage unavailable) pass through.
+func (s *Server) refuse(ctx context.Context, method string, p Principal, err error) error {
+	var f *authFailure
+	if !errors.As(err, &f) {
+		return err
+	}
+	msg := msgPermissionDenied
+	if f.code == codes.Unauthenticated {
+		msg = msgUnauthenticated
+	}
+	attrs := []any{"method", method, "code", f.code.String(), "reason", f.reason}
+	if p.Name != "" {
+		attrs = append(attrs, "principal", p.Name)
+	}
+	s.log.InfoContext(ctx, "call refused", attrs...)
+	s.metrics.observeAuthFailure(method, f.code)
+	return status.Error(f.code, msg)
+}

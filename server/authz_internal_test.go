@@ -1,0 +1,127 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/hookverify/hookverify/server/protocol"
+	"github.com/hookverify/hookverify/server/secretbox"
+)
+
+// TestEveryRegisteredMethodHasARule keeps the authorization table complete: every unary
+// method of every service but health and reflection has a rule, every rule names a registered
+// method, and no hookverify method streams (the stream interceptor refuses all streams).
+func TestEveryRegisteredMethodHasARule(t *testing.T) {
+	key, err := secretbox.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := secretbox.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Keyring: kr, Protocols: protocol.Default(), Auth: &AuthConfig{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := s.NewGRPCServer()
+	registered := map[string]bool{}
+	for service, info := range g.GetServiceInfo() {
+		for _, m := range info.Methods {
+			full := "/" + service + "/" + m.Name
+			if isOpenMethod(full) {
+				continue
+			}
+			registered[full] = true
+			if m.IsClientStream || m.IsServerStream {
+				t.Errorf("%s streams: the stream interceptor would refuse it; give streams an authorization rule first", full)
+			}
+			if r, ok := methodRules[full]; !ok || r.check == nil {
+				t.Errorf("%s has no authorization rule in methodRules: it is refused to everyone", full)
+			}
+		}
+	}
+	for full := range methodRules {
+		if !registered[full] {
+			t.Errorf("methodRules names %s, which no registered service has", full)
+		}
+	}
+	for _, service := range []string{"hookverify.v1.VerifierService", "hookverify.v1.AdminService", "hookverify.v1.InboxService", "hookverify.v1.TokenService"} {
+		if _, ok := g.GetServiceInfo()[service]; !ok {
+			t.Errorf("%s is not registered", service)
+		}
+	}
+}
+
+func TestMethodWithoutRuleIsDenied(t *testing.T) {
+	s := &Server{}
+	admin := caller{principal: Principal{Name: "token:tok_1", Method: "token"}, scopes: scopeSet{{Kind: ScopeAdmin}}}
+	for _, method := range []string{"/hookverify.v1.AdminService/DropEverything", "/hookverify.v1.NewService/Anything", ""} {
+		err := s.authorize(context.Background(), admin, method, nil)
+		var f *authFailure
+		if !errors.As(err, &f) || f.code != codes.PermissionDenied {
+			t.Errorf("authorize(%q) by an admin = %v, want PERMISSION_DENIED", method, err)
+		}
+	}
+}
+
+func TestParseScope(t *testing.T) {
+	valid := map[string]Scope{
+		"admin":             {Kind: ScopeAdmin},
+		"verify:acme-1":     {Kind: ScopeVerify, Endpoints: "acme-1"},
+		"verify:acme-*":     {Kind: ScopeVerify, Endpoints: "acme-*"},
+		"verify:*":          {Kind: ScopeVerify, Endpoints: "*"},
+		"inbox:a.b_c-D":     {Kind: ScopeInbox, Endpoints: "a.b_c-D"},
+		"inbox:tenant.eu-*": {Kind: ScopeInbox, Endpoints: "tenant.eu-*"},
+	}
+	for text, want := range valid {
+		got, err := ParseScope(text)
+		if err != nil || got != want {
+			t.Errorf("ParseScope(%q) = %+v, %v; want %+v", text, got, err, want)
+		}
+		if got.String() != text {
+			t.Errorf("ParseScope(%q).String() = %q", text, got.String())
+		}
+	}
+	for _, text := range []string{"", "admin:x", "verify", "verify:", "inbox:a*b", "inbox:**", "verify:a b", "verify:a/b",
+		"Admin", "read:x", "verify:" + strings.Repeat("a", 129)} {
+		if got, err := ParseScope(text); err == nil {
+			t.Errorf("ParseScope(%q) = %+v, want an error", text, got)
+		}
+	}
+	if _, err := ParseScopes(nil); err == nil {
+		t.Error("ParseScopes(nil): want an error")
+	}
+}
+
+func TestScopeCovers(t *testing.T) {
+	cases := []struct {
+		scope, kind, endpoint string
+		want                  bool
+	}{
+		{"verify:acme-orders", ScopeVerify, "acme-orders", true},
+		{"verify:acme-orders", ScopeVerify, "acme-orders2", false},
+		{"verify:acme-orders", ScopeInbox, "acme-orders", false},
+		{"verify:acme-*", ScopeVerify, "acme-orders", true},
+		{"verify:acme-*", ScopeVerify, "acme-", true},
+		{"verify:acme-*", ScopeVerify, "acme", false},
+		{"verify:acme-*", ScopeVerify, "globex-acme-x", false},
+		{"verify:*", ScopeVerify, "anything", true},
+		{"inbox:*", ScopeVerify, "anything", false},
+		{"admin", ScopeVerify, "anything", true},
+		{"admin", ScopeInbox, "anything", true},
+	}
+	for _, c := range cases {
+		sc, err := ParseScope(c.scope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sc.covers(c.kind, c.endpoint); got != c.want {
+			t.Errorf("%s covers %s on %q = %v, want %v", c.scope, c.kind, c.endpoint, got, c.want)
+		}
+	}
+}
