@@ -158,6 +158,7 @@ type instance struct {
 	verifier hookverifyv1.VerifierServiceClient
 	admin    hookverifyv1.AdminServiceClient
 	inbox    hookverifyv1.InboxServiceClient
+	tokens   hookverifyv1.TokenServiceClient
 	health   healthpb.HealthClient
 }
 
@@ -233,6 +234,7 @@ func (e *env) start(t *testing.T, st storage.Store) *instance {
 		verifier: hookverifyv1.NewVerifierServiceClient(conn),
 		admin:    hookverifyv1.NewAdminServiceClient(conn),
 		inbox:    hookverifyv1.NewInboxServiceClient(conn),
+		tokens:   hookverifyv1.NewTokenServiceClient(conn),
 		health:   healthpb.NewHealthClient(conn),
 	}
 }

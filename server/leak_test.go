@@ -103,6 +103,16 @@ func TestSecretsNeverLeak(t *testing.T) {
 		if resp, err := rekeyed.admin.ListAuditEvents(t.Context(), &hookverifyv1.ListAuditEventsRequest{PageSize: 1000}); err != nil || len(resp.GetEvents()) == 0 {
 			t.Fatalf("ListAuditEvents = %v, %v", resp, err)
 		}
+		// API tokens: shown once by CreateToken (so not searched in the responses), never in
+		// the log or the database, where only their hash is kept.
+		created, err := rekeyed.tokens.CreateToken(t.Context(), &hookverifyv1.CreateTokenRequest{Name: "leak-edge", Scopes: []string{"verify:leak-*"}})
+		if err != nil || created.GetBearerToken() == "" {
+			t.Fatalf("CreateToken = %v, %v", created, err)
+		}
+		if _, err := rekeyed.tokens.RevokeToken(t.Context(), &hookverifyv1.RevokeTokenRequest{Id: created.GetToken().GetId()}); err != nil {
+			t.Fatalf("RevokeToken: %v", err)
+		}
+		bearer := created.GetBearerToken()
 		if err := rekeyed.srv.FlushSecretUses(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -122,6 +132,10 @@ func TestSecretsNeverLeak(t *testing.T) {
 		if !bytes.Contains(places["the responses"], []byte("secretId")) {
 			t.Fatal("the responses hold no secret metadata")
 		}
+		// CreateToken's one showing proves the search finds a token where one is.
+		if !bytes.Contains(places["the responses"], []byte(bearer)) {
+			t.Fatal("the responses do not hold the token CreateToken returned")
+		}
 		for _, id := range acceptedIDs {
 			if !bytes.Contains(places["database files"], []byte(id)) {
 				t.Fatalf("the database read holds no trace of accepted event %s", id)
@@ -132,6 +146,13 @@ func TestSecretsNeverLeak(t *testing.T) {
 				for form, needle := range secretForms(secret) {
 					if bytes.Contains(data, needle) {
 						t.Errorf("a secret (%s) is in %s", form, place)
+					}
+				}
+			}
+			if place != "the responses" {
+				for form, needle := range secretForms(bearer) {
+					if bytes.Contains(data, needle) {
+						t.Errorf("an API token (%s) is in %s", form, place)
 					}
 				}
 			}
