@@ -5,12 +5,16 @@
 // HttpReply hookverify returns.
 //
 // Failure policy: the provider must retry, never drop. When hookverify cannot answer in time
-// (UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED) the edge answers 503 with Retry-After.
-// Any other gRPC error means the edge or the server is misconfigured: the edge answers 500
-// (providers retry 5xx too) and logs one line, never the body or a signature.
+// (UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED) the edge answers 503 with Retry-After,
+// taken from the server's google.rpc.RetryInfo hint when it sends one. Any other gRPC error
+// (UNAUTHENTICATED and PERMISSION_DENIED included) means the edge or the server is
+// misconfigured: the edge answers 500 (providers retry 5xx too) and logs one line, never the
+// body, a signature or the API token.
 'use strict';
 
+const fs = require('node:fs');
 const http = require('node:http');
+const net = require('node:net');
 const path = require('node:path');
 const crypto = require('node:crypto');
 const grpc = require('@grpc/grpc-js');
@@ -34,6 +38,10 @@ const RETRYABLE = new Set([
   grpc.status.DEADLINE_EXCEEDED,
 ]);
 
+// The longest Retry-After the edge passes on from a server hint (the Go edge's MaxRetryAfter),
+// so a misconfigured server cannot push a provider's next attempt past its retry window.
+const MAX_RETRY_AFTER_SECONDS = 300;
+
 const CODE_NAMES = Object.fromEntries(Object.entries(grpc.status).map(([name, code]) => [code, name]));
 
 // The route: /hooks/<endpoint id>, with an optional query string. The id is passed on as is
@@ -54,9 +62,13 @@ function loadHookverify(protoDir = process.env.HOOKVERIFY_PROTO_DIR || DEFAULT_P
   return grpc.loadPackageDefinition(definition).hookverify.v1;
 }
 
-/** newVerifierClient dials hookverify (plaintext: hookverify only listens on loopback for now). */
-function newVerifierClient(addr, hookverify = loadHookverify()) {
-  return new hookverify.VerifierService(addr, grpc.credentials.createInsecure(), {
+/**
+ * newVerifierClient dials hookverify: over TLS when tls is given ({ca, cert, key}, each a PEM
+ * Buffer or a file path; ca defaults to the system roots, cert and key go together for mutual
+ * TLS), in plaintext otherwise (hookverify's loopback development mode).
+ */
+function newVerifierClient(addr, hookverify = loadHookverify(), { tls } = {}) {
+  return new hookverify.VerifierService(addr, channelCredentials(tls), {
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
     // Reconnect quickly once hookverify is back: grpc-js's default backoff grows to 120 s, and
@@ -64,6 +76,164 @@ function newVerifierClient(addr, hookverify = loadHookverify()) {
     'grpc.initial_reconnect_backoff_ms': 250,
     'grpc.max_reconnect_backoff_ms': 5000,
   });
+}
+
+/** channelCredentials turns the tls option into grpc-js credentials (insecure without it). */
+function channelCredentials(tls) {
+  if (!tls) return grpc.credentials.createInsecure();
+  const pem = (value, what) => {
+    if (value === undefined || value === null || value === '') return null;
+    if (Buffer.isBuffer(value)) return value;
+    if (typeof value === 'string') {
+      try {
+        return fs.readFileSync(value);
+      } catch (err) {
+        throw new Error(`tls.${what}: ${err.message}`);
+      }
+    }
+    throw new Error(`tls.${what} must be a Buffer or a file path`);
+  };
+  const ca = pem(tls.ca, 'ca');
+  const cert = pem(tls.cert, 'cert');
+  const key = pem(tls.key, 'key');
+  if (!cert !== !key) throw new Error('tls.cert and tls.key go together (a client certificate for mutual TLS)');
+  return grpc.credentials.createSsl(ca, key, cert);
+}
+
+/**
+ * checkToken refuses a token gRPC metadata cannot carry (printable ASCII without spaces, as
+ * the Go client requires); the message never quotes the token.
+ */
+function checkToken(token) {
+  if (typeof token !== 'string' || !/^[\x21-\x7e]+$/.test(token)) {
+    throw new Error('the API token must be printable ASCII without spaces');
+  }
+}
+
+// Addresses to which a token may be sent in plaintext.
+const LOOPBACK = new net.BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+
+/**
+ * isLoopback reports whether a gRPC target names a loopback address or a Unix socket, where a
+ * token may travel in plaintext (the same rule as the Go client's Dial).
+ */
+function isLoopback(target) {
+  if (/^unix(-abstract)?:/.test(target)) return true;
+  let host = target.replace(/^(dns:\/\/\/|passthrough:\/\/\/|ipv4:|ipv6:)/, '');
+  const bracketed = /^\[([^\]]+)\](?::\d*)?$/.exec(host);
+  if (bracketed) host = bracketed[1];
+  else if (host.split(':').length === 2) host = host.slice(0, host.lastIndexOf(':'));
+  if (host.toLowerCase() === 'localhost') return true;
+  const family = net.isIP(host);
+  return family !== 0 && LOOPBACK.check(host, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+// The trailer in which a gRPC server sends the google.rpc.Status of an error with details.
+const STATUS_DETAILS_TRAILER = 'grpc-status-details-bin';
+const RETRY_INFO_TYPE = 'google.rpc.RetryInfo';
+
+/**
+ * protoFields splits one protobuf message into [fieldNumber, wireType, value] triples: a
+ * BigInt for varints, a Buffer for length-delimited fields; fixed32/fixed64 fields are skipped.
+ * It returns null for anything malformed (truncated data, a varint over 10 bytes, groups,
+ * unknown wire types), never throws.
+ */
+function protoFields(buf) {
+  const out = [];
+  let pos = 0;
+  const varint = () => {
+    let value = 0n;
+    for (let shift = 0n; shift < 70n && pos < buf.length; shift += 7n) {
+      const byte = buf[pos++];
+      value |= BigInt(byte & 0x7f) << shift;
+      if (byte < 0x80) return BigInt.asUintN(64, value);
+    }
+    return null;
+  };
+  while (pos < buf.length) {
+    const tag = varint();
+    if (tag === null || tag >> 3n === 0n || tag >> 3n > 0x1fffffffn) return null;
+    const field = Number(tag >> 3n);
+    const wire = Number(tag & 7n);
+    if (wire === 0) {
+      const v = varint();
+      if (v === null) return null;
+      out.push([field, wire, v]);
+    } else if (wire === 2) {
+      const len = varint();
+      if (len === null || len > BigInt(buf.length - pos)) return null;
+      out.push([field, wire, buf.subarray(pos, pos + Number(len))]);
+      pos += Number(len);
+    } else if (wire === 1 || wire === 5) {
+      pos += wire === 1 ? 8 : 4;
+      if (pos > buf.length) return null;
+    } else {
+      return null;
+    }
+  }
+  return out;
+}
+
+/**
+ * retryDelaySeconds reads the google.rpc.RetryInfo hint from a serialized google.rpc.Status
+ * (the grpc-status-details-bin trailer): the retry_delay in seconds, a fraction allowed, or
+ * null when there is no RetryInfo or its delay is not a valid google.protobuf.Duration.
+ * Malformed input gives null; it never throws.
+ */
+function retryDelaySeconds(statusBytes) {
+  if (!Buffer.isBuffer(statusBytes)) return null;
+  const status = protoFields(statusBytes);
+  if (!status) return null;
+  for (const [field, wire, any] of status) {
+    if (field !== 3 || wire !== 2) continue; // Status.details: repeated google.protobuf.Any
+    const anyFields = protoFields(any);
+    if (!anyFields) continue;
+    let typeUrl = null;
+    let value = Buffer.alloc(0);
+    for (const [f, w, v] of anyFields) {
+      if (f === 1 && w === 2) typeUrl = v.toString('utf8'); // Any.type_url
+      if (f === 2 && w === 2) value = v; // Any.value
+    }
+    if (typeUrl === null || typeUrl.slice(typeUrl.lastIndexOf('/') + 1) !== RETRY_INFO_TYPE) continue;
+    const info = protoFields(value);
+    if (!info) return null;
+    // RetryInfo.retry_delay (field 1); repeated occurrences of a message field merge, which
+    // for a Duration is the same as reading them concatenated.
+    const parts = info.filter(([f, w]) => f === 1 && w === 2).map(([, , v]) => v);
+    if (parts.length === 0) return null;
+    const duration = protoFields(Buffer.concat(parts));
+    if (!duration) return null;
+    let seconds = 0n;
+    let nanos = 0n;
+    for (const [f, w, v] of duration) {
+      if (f === 1 && w === 0) seconds = BigInt.asIntN(64, v); // Duration.seconds: int64
+      if (f === 2 && w === 0) nanos = BigInt.asIntN(32, v); // Duration.nanos: int32
+    }
+    // google.protobuf.Duration's own validity rules (as Go's durationpb IsValid).
+    if (seconds < -315576000000n || seconds > 315576000000n) return null;
+    if (nanos <= -1000000000n || nanos >= 1000000000n) return null;
+    if ((seconds < 0n && nanos > 0n) || (seconds > 0n && nanos < 0n)) return null;
+    return Number(seconds) + Number(nanos) / 1e9;
+  }
+  return null;
+}
+
+/**
+ * retryAfterFor is the Retry-After, in whole seconds, for a retryable gRPC error: the server's
+ * RetryInfo hint rounded up, within [1, MAX_RETRY_AFTER_SECONDS], else fallback.
+ */
+function retryAfterFor(err, fallback) {
+  let hint = null;
+  try {
+    const values = err && err.metadata && typeof err.metadata.get === 'function' ? err.metadata.get(STATUS_DETAILS_TRAILER) : [];
+    if (values.length > 0) hint = retryDelaySeconds(values[0]);
+  } catch {
+    hint = null;
+  }
+  if (hint === null || !Number.isFinite(hint)) return fallback;
+  return Math.ceil(Math.min(Math.max(hint, 1), MAX_RETRY_AFTER_SECONDS));
 }
 
 /** defaultLog writes one JSON line to stderr. */
@@ -143,7 +313,15 @@ function checkBaseUrl(raw) {
  *   URL is "http://" + the Host header, which is wrong behind a TLS-terminating proxy (it only
  *   matters for protocols that sign the URL).
  * @param {number} [opts.deadlineMs=8000] Verify deadline (GitHub waits 10 s for an answer).
- * @param {number} [opts.retryAfterSeconds=10] Retry-After on 503.
+ * @param {string|null} [opts.token=process.env.HOOKVERIFY_TOKEN] API token sent on every call as
+ *   the gRPC metadata "authorization: Bearer <token>" (a verify:<endpoints> scope is enough);
+ *   null or '' sends none. Without tls it is only sent to a loopback address: createEdge
+ *   throws otherwise, since the token would cross the network in clear.
+ * @param {object} [opts.tls] TLS to hookverify: {ca, cert, key}, each a PEM Buffer or a file
+ *   path; ca defaults to the system roots, cert and key (together) are a client certificate for
+ *   mutual TLS. Without it the channel is plaintext (hookverify on loopback).
+ * @param {number} [opts.retryAfterSeconds=10] Retry-After on 503 when hookverify sends no
+ *   RetryInfo hint (its backpressure refusals do; the hint is used, within [1, 300] s).
  * @param {number} [opts.maxBodyBytes=32 MiB] Bodies above this get 413 without a call.
  * @param {Function} [opts.log] (level, msg, fields) logger; defaults to JSON lines on stderr.
  * @param {Function} [opts.onEvent] async ({response, request}) => void, called for ACCEPTED and
@@ -165,10 +343,25 @@ function createEdge(opts = {}) {
     log = defaultLog,
     protoDir,
     onEvent,
+    token = process.env.HOOKVERIFY_TOKEN,
+    tls,
   } = opts;
   const base = publicBaseUrl ? checkBaseUrl(publicBaseUrl) : null;
+  if (token) {
+    checkToken(token);
+    if (!tls && !opts.client && !isLoopback(verifierAddr)) {
+      throw new Error(`refusing to send the API token in clear to ${verifierAddr}; set the tls option`);
+    }
+  }
   const ownClient = !opts.client;
-  const client = opts.client || newVerifierClient(verifierAddr, loadHookverify(protoDir));
+  const client = opts.client || newVerifierClient(verifierAddr, loadHookverify(protoDir), { tls });
+  // The token goes as per-call metadata rather than call credentials: grpc-js only sends call
+  // credentials over TLS, and the loopback development setup is plaintext.
+  const callMetadata = () => {
+    const md = new grpc.Metadata();
+    if (token) md.set('authorization', `Bearer ${token}`);
+    return md;
+  };
 
   const server = http.createServer((req, res) => {
     handle(req, res).catch((err) => {
@@ -222,18 +415,21 @@ function createEdge(opts = {}) {
     };
 
     const { err, resp } = await new Promise((resolve) => {
-      client.Verify(request, { deadline: Date.now() + deadlineMs }, (e, answer) => resolve({ err: e, resp: answer }));
+      client.Verify(request, callMetadata(), { deadline: Date.now() + deadlineMs }, (e, answer) => resolve({ err: e, resp: answer }));
     });
     if (err) {
       const code = CODE_NAMES[err.code] ?? String(err.code);
       if (RETRYABLE.has(err.code)) {
+        const retryAfter = retryAfterFor(err, retryAfterSeconds);
         log('warn', 'hookverify unavailable; asking the provider to retry', {
-          request_id: requestId, endpoint: endpointId, grpc_code: code, detail: err.details,
+          request_id: requestId, endpoint: endpointId, grpc_code: code, detail: err.details, retry_after: retryAfter,
         });
-        sendJSON(res, 503, { status: 'unavailable' }, { 'Retry-After': String(retryAfterSeconds) });
+        sendJSON(res, 503, { status: 'unavailable' }, { 'Retry-After': String(retryAfter) });
       } else {
-        // INVALID_ARGUMENT, FAILED_PRECONDITION, INTERNAL, UNIMPLEMENTED, ...: the edge or
-        // hookverify is misconfigured. 500 keeps the provider retrying until it is fixed.
+        // INVALID_ARGUMENT, FAILED_PRECONDITION, INTERNAL, UNIMPLEMENTED, UNAUTHENTICATED (no
+        // or a bad token), PERMISSION_DENIED (a token without this endpoint in its scopes), ...:
+        // the edge or hookverify is misconfigured. 500 keeps the provider retrying until it is
+        // fixed. err.details is the server's status message, which never quotes a token.
         log('error', 'hookverify refused the call; edge or server misconfigured', {
           request_id: requestId, endpoint: endpointId, grpc_code: code, detail: err.details,
         });
@@ -291,13 +487,24 @@ function writeReply(res, resp, { requestId, endpointId, log }) {
   res.end(body);
 }
 
-module.exports = { createEdge, loadHookverify, newVerifierClient, rawHeaderFields, MAX_BODY_BYTES };
+module.exports = {
+  createEdge, loadHookverify, newVerifierClient, rawHeaderFields, retryDelaySeconds, isLoopback,
+  MAX_BODY_BYTES, MAX_RETRY_AFTER_SECONDS,
+};
 
 if (require.main === module) {
   const port = Number(process.env.PORT || 8080);
+  const tlsFiles = {
+    ca: process.env.HOOKVERIFY_TLS_CA || undefined,
+    cert: process.env.HOOKVERIFY_TLS_CERT || undefined,
+    key: process.env.HOOKVERIFY_TLS_KEY || undefined,
+  };
+  const useTLS = process.env.HOOKVERIFY_TLS === '1' || Object.values(tlsFiles).some(Boolean);
+  // The token comes from $HOOKVERIFY_TOKEN (createEdge's default); it is never logged.
   const edge = createEdge({
     verifierAddr: process.env.HOOKVERIFY_ADDR || '127.0.0.1:7700',
     publicBaseUrl: process.env.PUBLIC_BASE_URL || undefined,
+    tls: useTLS ? tlsFiles : undefined,
   });
   edge.listen(port, process.env.HOST || undefined, () => {
     const addr = edge.address();
@@ -305,6 +512,8 @@ if (require.main === module) {
       addr: `${addr.address}:${addr.port}`,
       hookverify: process.env.HOOKVERIFY_ADDR || '127.0.0.1:7700',
       public_base_url: process.env.PUBLIC_BASE_URL || null,
+      tls: useTLS,
+      token: Boolean(process.env.HOOKVERIFY_TOKEN),
     });
   });
   const stop = (signal) => {

@@ -5,10 +5,12 @@
 
 const { describe, before, after, beforeEach, test } = require('node:test');
 const assert = require('node:assert/strict');
+const crypto = require('node:crypto');
 const grpc = require('@grpc/grpc-js');
 
-const { createEdge, loadHookverify } = require('../edge.js');
+const { createEdge, loadHookverify, retryDelaySeconds } = require('../edge.js');
 const h = require('./helpers.js');
+const rpc = require('./rpc-status.js');
 
 describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
   const hookverify = loadHookverify();
@@ -24,7 +26,7 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
     grpcServer = new grpc.Server();
     grpcServer.addService(hookverify.VerifierService.service, {
       Verify(call, callback) {
-        calls.push({ request: call.request, deadline: call.getDeadline() });
+        calls.push({ request: call.request, deadline: call.getDeadline(), authorization: call.metadata.get('authorization') });
         answer(call, callback);
       },
     });
@@ -164,6 +166,7 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
     ['FAILED_PRECONDITION', grpc.status.FAILED_PRECONDITION],
     ['INTERNAL', grpc.status.INTERNAL],
     ['UNIMPLEMENTED', grpc.status.UNIMPLEMENTED],
+    ['UNAUTHENTICATED', grpc.status.UNAUTHENTICATED],
     ['PERMISSION_DENIED', grpc.status.PERMISSION_DENIED],
   ]) {
     test(`${name} → 500 and one log line without body or signature`, async () => {
@@ -294,6 +297,138 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
     }
     for (const bad of ['hooks.example.com', 'ftp://hooks.example.com', 'https://hooks.example.com/?a=1', 'https://hooks.example.com#x']) {
       assert.throws(() => createEdge({ verifierAddr: addr, publicBaseUrl: bad }), /publicBaseUrl/, bad);
+    }
+  });
+
+  test('token: sent on every call as "authorization: Bearer <token>" metadata (plaintext to loopback); none without one', async () => {
+    const token = `hvt_${'a'.repeat(64)}`;
+    const withToken = createEdge({ verifierAddr: addr, token, log: (level, msg, fields) => logs.push({ level, msg, ...fields }) });
+    const without = createEdge({ verifierAddr: addr, token: null, log: () => {} });
+    const urls = [await h.listen(withToken), await h.listen(without)];
+    try {
+      for (const url of [urls[0], urls[0], urls[1]]) {
+        assert.equal((await h.request(`${url}/hooks/ep`, { body: Buffer.from('{}') })).status, 200);
+      }
+      assert.deepEqual(calls.map((c) => c.authorization), [[`Bearer ${token}`], [`Bearer ${token}`], []]);
+
+      // Refused by the server: 500 and a log line that does not quote the token.
+      answer = (call, cb) => cb({ code: grpc.status.UNAUTHENTICATED, details: 'missing or invalid API token' });
+      const res = await h.request(`${urls[0]}/hooks/ep`, { body: Buffer.from('{}') });
+      assert.equal(res.status, 500);
+      assert.equal(logs.length, 1);
+      assert.equal(logs[0].grpc_code, 'UNAUTHENTICATED');
+      assert.ok(!JSON.stringify(logs).includes(token));
+    } finally {
+      await h.closeServer(withToken);
+      await h.closeServer(without);
+    }
+  });
+
+  test('token: defaults to $HOOKVERIFY_TOKEN; refused in clear to a non-loopback address, and when metadata cannot carry it', async () => {
+    const saved = process.env.HOOKVERIFY_TOKEN;
+    process.env.HOOKVERIFY_TOKEN = 'hvt_from_the_environment';
+    try {
+      const fromEnv = createEdge({ verifierAddr: addr, log: () => {} });
+      const url = await h.listen(fromEnv);
+      try {
+        await h.request(`${url}/hooks/ep`, { body: Buffer.from('{}') });
+        assert.deepEqual(calls[0].authorization, ['Bearer hvt_from_the_environment']);
+      } finally {
+        await h.closeServer(fromEnv);
+      }
+    } finally {
+      if (saved === undefined) delete process.env.HOOKVERIFY_TOKEN;
+      else process.env.HOOKVERIFY_TOKEN = saved;
+    }
+
+    const secret = 'hvt_never_in_an_error_message';
+    for (const verifierAddr of ['10.1.2.3:7700', 'hooks.internal:7700', 'dns:///hookverify.example.com:443']) {
+      assert.throws(() => createEdge({ verifierAddr, token: secret }), (err) => /in clear/.test(err.message) && !err.message.includes(secret), verifierAddr);
+    }
+    for (const verifierAddr of ['127.0.0.1:7700', 'localhost:7700', '[::1]:7700']) {
+      createEdge({ verifierAddr, token: secret }).close();
+    }
+    // With TLS the address may be anywhere (no connection is made until the first call).
+    createEdge({ verifierAddr: '10.1.2.3:7700', token: secret, tls: {} }).close();
+    for (const bad of ['has space', 'new\nline', 'caf\u00e9']) {
+      assert.throws(() => createEdge({ verifierAddr: addr, token: bad }), (err) => /printable ASCII/.test(err.message) && !err.message.includes(bad));
+    }
+  });
+
+  for (const [name, delay, want] of [
+    ['30 s', { seconds: 30 }, '30'],
+    ['a fraction, rounded up', { seconds: 30, nanos: 500000000 }, '31'],
+    ['below 1 s, raised to 1', { nanos: 200000000 }, '1'],
+    ['zero, raised to 1', {}, '1'],
+    ['negative, raised to 1', { seconds: -5 }, '1'],
+    ['one hour, capped at 300', { seconds: 3600 }, '300'],
+  ]) {
+    test(`RESOURCE_EXHAUSTED with a RetryInfo hint of ${name} → Retry-After ${want}`, async () => {
+      answer = (call, cb) => cb({
+        code: grpc.status.RESOURCE_EXHAUSTED,
+        details: 'inbox full, retry later',
+        metadata: rpc.trailer(rpc.status({ code: grpc.status.RESOURCE_EXHAUSTED, details: [rpc.retryInfo(delay)] })),
+      });
+      const res = await h.request(`${edgeURL}/hooks/ep`, { body: Buffer.from('{}') });
+      assert.equal(res.status, 503);
+      assert.equal(res.headers['retry-after'], want);
+      assert.equal(logs[0].retry_after, Number(want));
+    });
+  }
+
+  test('UNAVAILABLE with a RetryInfo hint uses it too (as the Go edge does)', async () => {
+    answer = (call, cb) => cb({
+      code: grpc.status.UNAVAILABLE,
+      details: 'draining',
+      metadata: rpc.trailer(rpc.status({ code: grpc.status.UNAVAILABLE, details: [rpc.retryInfo({ seconds: 12 })] })),
+    });
+    const res = await h.request(`${edgeURL}/hooks/ep`, { body: Buffer.from('{}') });
+    assert.equal(res.headers['retry-after'], '12');
+  });
+
+  test('a hint-less, unrelated or malformed status detail falls back to retryAfterSeconds', async () => {
+    const other = rpc.any('type.googleapis.com/google.rpc.ErrorInfo', Buffer.from([0x0a, 0x03, 0x61, 0x62, 0x63]));
+    const invalidDuration = rpc.retryInfo({ seconds: 30, nanos: -1 }); // mixed signs: not a Duration
+    const trailers = [
+      null, // no trailer at all
+      rpc.status({ code: grpc.status.RESOURCE_EXHAUSTED, message: 'no details' }),
+      rpc.status({ code: grpc.status.RESOURCE_EXHAUSTED, details: [other] }),
+      rpc.status({ code: grpc.status.RESOURCE_EXHAUSTED, details: [invalidDuration] }),
+      Buffer.from([0xff, 0xff, 0xff]), // truncated varint
+      Buffer.from('not protobuf at all'),
+    ];
+    for (const trailer of trailers) {
+      logs = [];
+      answer = (call, cb) => cb({ code: grpc.status.RESOURCE_EXHAUSTED, details: 'full', metadata: trailer ? rpc.trailer(trailer) : undefined });
+      const res = await h.request(`${edgeURL}/hooks/ep`, { body: Buffer.from('{}') });
+      assert.equal(res.status, 503);
+      assert.equal(res.headers['retry-after'], '3', trailer && trailer.toString('hex'));
+    }
+    // A RetryInfo after an unrelated detail is still found.
+    answer = (call, cb) => cb({
+      code: grpc.status.RESOURCE_EXHAUSTED,
+      details: 'full',
+      metadata: rpc.trailer(rpc.status({ code: grpc.status.RESOURCE_EXHAUSTED, details: [other, rpc.retryInfo({ seconds: 45 })] })),
+    });
+    assert.equal((await h.request(`${edgeURL}/hooks/ep`, { body: Buffer.from('{}') })).headers['retry-after'], '45');
+  });
+
+  test('retryDelaySeconds never throws: truncations and byte flips of a valid Status give null or a number', () => {
+    const valid = rpc.status({ code: 8, message: 'inbox full', details: [rpc.retryInfo({ seconds: 30, nanos: 250000000 })] });
+    assert.equal(retryDelaySeconds(valid), 30.25);
+    const rand = crypto.createHash('sha256');
+    let seed = 0;
+    const next = () => rand.copy().update(String(seed++)).digest().readUInt32BE(0);
+    const inputs = [undefined, null, 'string', Buffer.alloc(0), Buffer.from([0x00]), Buffer.from([0x1a, 0x7f])];
+    for (let i = 0; i <= valid.length; i++) inputs.push(valid.subarray(0, i));
+    for (let i = 0; i < 2000; i++) {
+      const mutated = Buffer.from(valid);
+      for (let j = 0, n = 1 + (next() % 4); j < n; j++) mutated[next() % mutated.length] = next() & 0xff;
+      inputs.push(mutated);
+    }
+    for (const input of inputs) {
+      const got = retryDelaySeconds(input);
+      assert.ok(got === null || Number.isFinite(got), `${Buffer.isBuffer(input) ? input.toString('hex') : input}: ${got}`);
     }
   });
 });

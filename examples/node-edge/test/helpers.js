@@ -25,10 +25,14 @@ function mkTmp(prefix = 'hookverify-node-edge-') {
   return { dir, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** run runs a command with a timeout, optional stdin, and resolves {stdout, stderr}. */
-function run(cmd, args, { cwd, input, timeoutMs = 60000 } = {}) {
+/**
+ * run runs a command with a timeout, optional stdin and extra environment variables (added to
+ * this process's), and resolves {stdout, stderr}.
+ */
+function run(cmd, args, { cwd, input, env, timeoutMs = 60000 } = {}) {
   return new Promise((resolve, reject) => {
-    const child = execFile(cmd, args, { cwd, timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 16 << 20 },
+    const options = { cwd, timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 16 << 20, env: { ...process.env, ...env } };
+    const child = execFile(cmd, args, options,
       (err, stdout, stderr) => {
         if (err) {
           err.message += `\n${cmd} ${args.join(' ')}\nstdout: ${stdout}\nstderr: ${stderr}`;
@@ -54,13 +58,16 @@ async function buildHookverify(dir) {
 }
 
 /**
- * startHookverify spawns `<bin> serve --listen <listen, default 127.0.0.1:0> --data-dir <dataDir>`, reads the
- * address it bound from its "hookverify serving" log line, and waits until grpc.health.v1
- * reports SERVING. Resolves {proc, addr, stop, logs}.
+ * startHookverify spawns `<bin> serve --listen <listen, default 127.0.0.1:0> --data-dir <dataDir>
+ * <args...>` with env added to this process's environment (e.g. HOOKVERIFY_BOOTSTRAP_TOKEN),
+ * reads the address it bound from its "hookverify serving" log line, and waits until
+ * grpc.health.v1 reports SERVING (health stays open with --require-auth).
+ * Resolves {proc, addr, stop, logs}.
  */
-async function startHookverify(bin, dataDir, { listen = '127.0.0.1:0', timeoutMs = 30000 } = {}) {
-  const proc = spawn(bin, ['serve', '--listen', listen, '--data-dir', dataDir], {
+async function startHookverify(bin, dataDir, { listen = '127.0.0.1:0', args = [], env = {}, timeoutMs = 30000 } = {}) {
+  const proc = spawn(bin, ['serve', '--listen', listen, '--data-dir', dataDir, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
   });
   spawned.add(proc);
   proc.on('exit', () => spawned.delete(proc));
