@@ -17,7 +17,7 @@ const (
 	calcomSignatureHeader = "X-Cal-Signature-256"
 )
 
-var calcomMAC = bdBodyMAC{header: calcomSignatureHeader, prefix: "", newHash: sha256.New, size: sha256.Size, encoding: bdHex}
+var calcomMAC = bodyMAC{header: calcomSignatureHeader, prefix: "", newHash: sha256.New, size: sha256.Size, encoding: digestHex}
 
 // CalCom returns the protocol for Cal.com webhooks.
 //
@@ -35,7 +35,7 @@ func CalCom() *Protocol {
 			"POST per trigger and the sources read show no automatic retry, so duplicates come only " +
 			"from replays or re-sent triggers. No timestamp is signed, so there is no tolerance; " +
 			"identical bodies are duplicates.",
-		ParseSecret:   bdSharedSecret("Cal.com webhook secret"),
+		ParseSecret:   sharedSecretParser("Cal.com webhook secret"),
 		Verify:        verifyCalCom,
 		Sign:          signCalCom,
 		ExampleSecret: sharedExample(""),
@@ -60,7 +60,7 @@ func signCalCom(in SignInput, secrets []string) (Headers, error) {
 	if len(secrets) == 0 {
 		return nil, errors.New("cal-com: sign needs a secret")
 	}
-	key, err := bdSharedSecret("Cal.com webhook secret")(secrets[0])
+	key, err := sharedSecretParser("Cal.com webhook secret")(secrets[0])
 	if err != nil {
 		return nil, fmt.Errorf("cal-com: %w", err)
 	}

@@ -16,7 +16,7 @@ const (
 	checkoutSignatureHeader = "Cko-Signature"
 )
 
-var checkoutMAC = bdBodyMAC{header: checkoutSignatureHeader, newHash: sha256.New, size: sha256.Size, encoding: bdHex}
+var checkoutMAC = bodyMAC{header: checkoutSignatureHeader, newHash: sha256.New, size: sha256.Size, encoding: digestHex}
 
 // Checkout returns the protocol for Checkout.com workflow webhooks.
 //
@@ -36,7 +36,7 @@ func Checkout() *Protocol {
 			"4 h, 12 h and 12 h after the previous attempt, and can be resent from the Dashboard or " +
 			"API; delivery is at least once. No timestamp is signed, so there is no tolerance; the " +
 			"event id makes retries duplicates.",
-		ParseSecret:   bdSharedSecret("Checkout.com webhook signature key"),
+		ParseSecret:   sharedSecretParser("Checkout.com webhook signature key"),
 		Verify:        verifyCheckout,
 		Sign:          signCheckout,
 		ExampleSecret: sharedExample(""),
@@ -49,7 +49,7 @@ func verifyCheckout(req *Request, keys []Key, _ Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	id, err := bdJSONString(req.Body, false, "id")
+	id, err := jsonBodyString(req.Body, "id")
 	if err != nil {
 		return Result{}, err
 	}
@@ -62,7 +62,7 @@ func signCheckout(in SignInput, secrets []string) (Headers, error) {
 	if len(secrets) == 0 {
 		return nil, errors.New("checkout: sign needs a secret")
 	}
-	key, err := bdSharedSecret("Checkout.com webhook signature key")(secrets[0])
+	key, err := sharedSecretParser("Checkout.com webhook signature key")(secrets[0])
 	if err != nil {
 		return nil, fmt.Errorf("checkout: %w", err)
 	}

@@ -15,7 +15,7 @@ const (
 	clickupSignatureHeader = "X-Signature"
 )
 
-var clickupMAC = bdBodyMAC{header: clickupSignatureHeader, prefix: "", newHash: sha256.New, size: sha256.Size, encoding: bdHex}
+var clickupMAC = bodyMAC{header: clickupSignatureHeader, prefix: "", newHash: sha256.New, size: sha256.Size, encoding: digestHex}
 
 // ClickUp returns the protocol for ClickUp webhooks.
 //
@@ -33,7 +33,7 @@ func ClickUp() *Protocol {
 			"the sources read). No timestamp is signed, so there is no tolerance; the body hash makes " +
 			"an identical retry a duplicate, though two genuinely identical events would also " +
 			"collapse into one.",
-		ParseSecret:   bdSharedSecret("ClickUp webhook secret"),
+		ParseSecret:   sharedSecretParser("ClickUp webhook secret"),
 		Verify:        verifyClickUp,
 		Sign:          signClickUp,
 		ExampleSecret: sharedExample(""),
@@ -58,7 +58,7 @@ func signClickUp(in SignInput, secrets []string) (Headers, error) {
 	if len(secrets) == 0 {
 		return nil, errors.New("clickup: sign needs a secret")
 	}
-	key, err := bdSharedSecret("ClickUp webhook secret")(secrets[0])
+	key, err := sharedSecretParser("ClickUp webhook secret")(secrets[0])
 	if err != nil {
 		return nil, fmt.Errorf("clickup: %w", err)
 	}

@@ -19,7 +19,7 @@ const (
 	gocardlessSignatureHeader = "Webhook-Signature"
 )
 
-var gocardlessMAC = bdBodyMAC{header: gocardlessSignatureHeader, newHash: sha256.New, size: sha256.Size, encoding: bdHex}
+var gocardlessMAC = bodyMAC{header: gocardlessSignatureHeader, newHash: sha256.New, size: sha256.Size, encoding: digestHex}
 
 // GoCardless returns the protocol for GoCardless webhook endpoints.
 //
@@ -39,7 +39,7 @@ func GoCardless() *Protocol {
 			"the same body and signature, up to about 10 times at increasing intervals, and can be " +
 			"retried by hand from the dashboard. No timestamp is signed, so there is no tolerance; " +
 			"the event ids make retries duplicates.",
-		ParseSecret:   bdSharedSecret("GoCardless webhook endpoint secret"),
+		ParseSecret:   sharedSecretParser("GoCardless webhook endpoint secret"),
 		Verify:        verifyGoCardless,
 		Sign:          signGoCardless,
 		ExampleSecret: sharedExample(""),
@@ -107,7 +107,7 @@ func signGoCardless(in SignInput, secrets []string) (Headers, error) {
 	if len(secrets) == 0 {
 		return nil, errors.New("gocardless: sign needs a secret")
 	}
-	key, err := bdSharedSecret("GoCardless webhook endpoint secret")(secrets[0])
+	key, err := sharedSecretParser("GoCardless webhook endpoint secret")(secrets[0])
 	if err != nil {
 		return nil, fmt.Errorf("gocardless: %w", err)
 	}

@@ -16,7 +16,7 @@ const (
 	helpscoutSignatureHeader = "X-HelpScout-Signature"
 )
 
-var helpscoutMAC = bdBodyMAC{header: helpscoutSignatureHeader, prefix: "", newHash: sha1.New, size: sha1.Size, encoding: bdBase64}
+var helpscoutMAC = bodyMAC{header: helpscoutSignatureHeader, prefix: "", newHash: sha1.New, size: sha1.Size, encoding: digestBase64}
 
 // HelpScout returns the protocol for Help Scout webhooks.
 //
@@ -34,7 +34,7 @@ func HelpScout() *Protocol {
 			"webhook after repeated failures (the exact schedule is not documented in the sources " +
 			"read). A retry resends the same body, and no timestamp is signed, so there is no " +
 			"tolerance; the body hash makes the retry a duplicate.",
-		ParseSecret:   bdSharedSecret("Help Scout webhook secret key"),
+		ParseSecret:   sharedSecretParser("Help Scout webhook secret key"),
 		Verify:        verifyHelpScout,
 		Sign:          signHelpScout,
 		ExampleSecret: sharedExample(""),
@@ -59,7 +59,7 @@ func signHelpScout(in SignInput, secrets []string) (Headers, error) {
 	if len(secrets) == 0 {
 		return nil, errors.New("helpscout: sign needs a secret")
 	}
-	key, err := bdSharedSecret("Help Scout webhook secret key")(secrets[0])
+	key, err := sharedSecretParser("Help Scout webhook secret key")(secrets[0])
 	if err != nil {
 		return nil, fmt.Errorf("helpscout: %w", err)
 	}

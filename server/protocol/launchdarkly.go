@@ -17,7 +17,7 @@ const (
 	launchdarklySignatureHeader = "X-LD-Signature"
 )
 
-var launchdarklyMAC = bdBodyMAC{header: launchdarklySignatureHeader, prefix: "", newHash: sha256.New, size: sha256.Size, encoding: bdHex}
+var launchdarklyMAC = bodyMAC{header: launchdarklySignatureHeader, prefix: "", newHash: sha256.New, size: sha256.Size, encoding: digestHex}
 
 // LaunchDarkly returns the protocol for LaunchDarkly webhooks.
 //
@@ -34,7 +34,7 @@ func LaunchDarkly() *Protocol {
 		Retries: "LaunchDarkly retries a delivery that gets a non-2xx response once; delivery is not " +
 			"guaranteed and not in order. No timestamp is signed, so there is no tolerance; the audit " +
 			"log entry id makes the retry a duplicate.",
-		ParseSecret:   bdSharedSecret("LaunchDarkly webhook secret"),
+		ParseSecret:   sharedSecretParser("LaunchDarkly webhook secret"),
 		Verify:        verifyLaunchDarkly,
 		Sign:          signLaunchDarkly,
 		ExampleSecret: sharedExample(""),
@@ -47,7 +47,7 @@ func verifyLaunchDarkly(req *Request, keys []Key, _ Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	id, err := bdJSONString(req.Body, false, "_id")
+	id, err := jsonBodyString(req.Body, "_id")
 	if err != nil {
 		return Result{}, err
 	}
@@ -59,7 +59,7 @@ func signLaunchDarkly(in SignInput, secrets []string) (Headers, error) {
 	if len(secrets) == 0 {
 		return nil, errors.New("launchdarkly: sign needs a secret")
 	}
-	key, err := bdSharedSecret("LaunchDarkly webhook secret")(secrets[0])
+	key, err := sharedSecretParser("LaunchDarkly webhook secret")(secrets[0])
 	if err != nil {
 		return nil, fmt.Errorf("launchdarkly: %w", err)
 	}

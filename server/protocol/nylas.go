@@ -24,7 +24,7 @@ const (
 	nylasMaxChallenge = 1024
 )
 
-var nylasMAC = bdBodyMAC{header: nylasSignatureHeader, newHash: sha256.New, size: sha256.Size, encoding: bdHex}
+var nylasMAC = bodyMAC{header: nylasSignatureHeader, newHash: sha256.New, size: sha256.Size, encoding: digestHex}
 
 // Nylas returns the protocol for Nylas (email, calendar, contacts) webhooks.
 //
@@ -46,7 +46,7 @@ func Nylas() *Protocol {
 			"marks a destination failing after repeated failures (the exact schedule is not " +
 			"documented in the sources read). Nothing time-dependent is signed, so there is no " +
 			"tolerance; the notification id makes retries duplicates.",
-		ParseSecret:   bdSharedSecret("Nylas webhook secret"),
+		ParseSecret:   sharedSecretParser("Nylas webhook secret"),
 		Verify:        verifyNylas,
 		Sign:          signNylas,
 		ExampleSecret: sharedExample(""),
@@ -65,7 +65,7 @@ func verifyNylas(req *Request, keys []Key, _ Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	id, err := bdJSONString(req.Body, false, "id")
+	id, err := jsonBodyString(req.Body, "id")
 	if err != nil {
 		return Result{}, err
 	}
@@ -98,7 +98,7 @@ func signNylas(in SignInput, secrets []string) (Headers, error) {
 	if len(secrets) == 0 {
 		return nil, errors.New("nylas: sign needs a secret")
 	}
-	key, err := bdSharedSecret("Nylas webhook secret")(secrets[0])
+	key, err := sharedSecretParser("Nylas webhook secret")(secrets[0])
 	if err != nil {
 		return nil, fmt.Errorf("nylas: %w", err)
 	}

@@ -17,7 +17,7 @@ const (
 	onfidoSignatureHeader = "X-SHA2-Signature"
 )
 
-var onfidoMAC = bdBodyMAC{header: onfidoSignatureHeader, prefix: "", newHash: sha256.New, size: sha256.Size, encoding: bdHex}
+var onfidoMAC = bodyMAC{header: onfidoSignatureHeader, prefix: "", newHash: sha256.New, size: sha256.Size, encoding: digestHex}
 
 // Onfido returns the protocol for Onfido webhooks.
 //
@@ -34,7 +34,7 @@ func Onfido() *Protocol {
 		Retries: "Onfido retries a delivery that is not answered 2xx (the schedule is not documented in " +
 			"the sources read) with the same body. No timestamp is signed, so there is no tolerance; " +
 			"the body hash makes the retry a duplicate.",
-		ParseSecret:   bdSharedSecret("Onfido webhook token"),
+		ParseSecret:   sharedSecretParser("Onfido webhook token"),
 		Verify:        verifyOnfido,
 		Sign:          signOnfido,
 		ExampleSecret: sharedExample(""),
@@ -59,7 +59,7 @@ func signOnfido(in SignInput, secrets []string) (Headers, error) {
 	if len(secrets) == 0 {
 		return nil, errors.New("onfido: sign needs a secret")
 	}
-	key, err := bdSharedSecret("Onfido webhook token")(secrets[0])
+	key, err := sharedSecretParser("Onfido webhook token")(secrets[0])
 	if err != nil {
 		return nil, fmt.Errorf("onfido: %w", err)
 	}

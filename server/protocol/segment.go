@@ -17,7 +17,7 @@ const (
 	segmentSignatureHeader = "X-Signature"
 )
 
-var segmentMAC = bdBodyMAC{header: segmentSignatureHeader, prefix: "", newHash: sha1.New, size: sha1.Size, encoding: bdHex}
+var segmentMAC = bodyMAC{header: segmentSignatureHeader, prefix: "", newHash: sha1.New, size: sha1.Size, encoding: digestHex}
 
 // Segment returns the protocol for Segment webhooks.
 //
@@ -37,7 +37,7 @@ func Segment() *Protocol {
 			"tolerance. The messageId makes retries duplicates. Batched Webhooks (Actions) requests " +
 			"are signed over the first event only, as Segment support confirms, so they cannot be " +
 			"verified here: disable batching.",
-		ParseSecret:   bdSharedSecret("Segment webhook shared secret"),
+		ParseSecret:   sharedSecretParser("Segment webhook shared secret"),
 		Verify:        verifySegment,
 		Sign:          signSegment,
 		ExampleSecret: sharedExample(""),
@@ -50,7 +50,7 @@ func verifySegment(req *Request, keys []Key, _ Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	id, err := bdJSONString(req.Body, false, "messageId")
+	id, err := jsonBodyString(req.Body, "messageId")
 	if err != nil {
 		return Result{}, err
 	}
@@ -62,7 +62,7 @@ func signSegment(in SignInput, secrets []string) (Headers, error) {
 	if len(secrets) == 0 {
 		return nil, errors.New("segment: sign needs a secret")
 	}
-	key, err := bdSharedSecret("Segment webhook shared secret")(secrets[0])
+	key, err := sharedSecretParser("Segment webhook shared secret")(secrets[0])
 	if err != nil {
 		return nil, fmt.Errorf("segment: %w", err)
 	}
