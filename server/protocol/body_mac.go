@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"errors"
 	"fmt"
 	"hash"
 	"strings"
@@ -68,9 +69,43 @@ func (m bodyMAC) verify(req *Request, keys []Key) (string, error) {
 	return keyID, nil
 }
 
+// verifier returns the Verify of a provider whose delivery is the signed body alone: the body
+// is authenticated (see verify), then identity names the event (bodyHashIdentity for a
+// provider that sends no event id).
+func (m bodyMAC) verifier(identity func(*Request) (string, error)) func(*Request, []Key, Params) (Result, error) {
+	return func(req *Request, keys []Key, _ Params) (Result, error) {
+		keyID, err := m.verify(req, keys)
+		if err != nil {
+			return Result{}, err
+		}
+		id, err := identity(req)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{KeyID: keyID, EventID: id}, nil
+	}
+}
+
 // value returns the header value for body signed with key.
 func (m bodyMAC) value(key, body []byte) string {
 	return m.prefix + m.encoding.encode(hmacSum(m.newHash, key, macMessage(body)))
+}
+
+// signJSON returns the headers of a JSON delivery of in.Body signed as provider does:
+// Content-Type and the signature header. Such a provider holds one secret per webhook, so only
+// secrets[0] signs; parse is the provider's ParseSecret.
+func (m bodyMAC) signJSON(provider string, parse func(string) ([]byte, error), in SignInput, secrets []string) (Headers, error) {
+	if len(secrets) == 0 {
+		return nil, errors.New(provider + ": sign needs a secret")
+	}
+	key, err := parse(secrets[0])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", provider, err)
+	}
+	return Headers{
+		{Name: "Content-Type", Value: "application/json"},
+		{Name: m.header, Value: m.value(key, in.Body)},
+	}, nil
 }
 
 // bodyMACScheme is an HMAC over the raw request body, carried in one header.
