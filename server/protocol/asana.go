@@ -2,8 +2,6 @@ package protocol
 
 import (
 	"crypto/sha256"
-	"errors"
-	"fmt"
 	"net/http"
 )
 
@@ -22,7 +20,10 @@ const (
 	asanaMaxSecret = 256
 )
 
-var asanaMAC = bdBodyMAC{header: asanaSignatureHeader, newHash: sha256.New, size: sha256.Size, encoding: bdHex}
+var (
+	asanaMAC         = bodyMAC{header: asanaSignatureHeader, newHash: sha256.New, size: sha256.Size, encoding: digestHex}
+	parseAsanaSecret = sharedSecretParser("Asana X-Hook-Secret")
+)
 
 // Asana returns the protocol for Asana webhooks.
 //
@@ -49,7 +50,7 @@ func Asana() *Protocol {
 			"was not re-read here). A retry resends the same body, and no timestamp is signed, so " +
 			"there is no tolerance; the body hash makes the retry a duplicate. Heartbeats " +
 			"({\"events\":[]}) all hash alike, which is harmless.",
-		ParseSecret:   bdSharedSecret("Asana X-Hook-Secret"),
+		ParseSecret:   parseAsanaSecret,
 		Verify:        verifyAsana,
 		Sign:          signAsana,
 		ExampleSecret: sharedExample(""),
@@ -89,21 +90,11 @@ func asanaHandshake(secret string) (Result, error) {
 // signAsana produces the X-Hook-Signature header. A webhook has one secret, so only secrets[0]
 // signs.
 func signAsana(in SignInput, secrets []string) (Headers, error) {
-	if len(secrets) == 0 {
-		return nil, errors.New("asana: sign needs a secret")
-	}
-	key, err := bdSharedSecret("Asana X-Hook-Secret")(secrets[0])
-	if err != nil {
-		return nil, fmt.Errorf("asana: %w", err)
-	}
-	return Headers{
-		{Name: "Content-Type", Value: "application/json"},
-		{Name: asanaSignatureHeader, Value: asanaMAC.value(key, in.Body)},
-	}, nil
+	return asanaMAC.signJSON(asanaName, parseAsanaSecret, in, secrets)
 }
 
 // asanaExampleBody is a task-changed event batch; Asana events carry no id, so eventID goes in
 // the changed task's gid, which keeps example bodies distinct.
 func asanaExampleBody(eventID string) []byte {
-	return []byte(`{"events":[{"user":{"gid":"1201234567890","resource_type":"user"},"created_at":"2026-01-05T21:08:38.000Z","action":"changed","resource":{"gid":"` + jsonEscapeBD(eventID) + `","resource_type":"task","resource_subtype":"default_task"},"parent":null,"change":{"field":"completed","action":"changed"}}]}`)
+	return []byte(`{"events":[{"user":{"gid":"1201234567890","resource_type":"user"},"created_at":"2026-01-05T21:08:38.000Z","action":"changed","resource":{"gid":"` + jsonEscape(eventID) + `","resource_type":"task","resource_subtype":"default_task"},"parent":null,"change":{"field":"completed","action":"changed"}}]}`)
 }

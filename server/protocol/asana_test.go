@@ -19,7 +19,7 @@ const (
 
 func TestAsanaVerify(t *testing.T) {
 	t.Parallel()
-	bdSuite{
+	providerSuite{
 		p: Asana(), secret: asanaSecret, secret2: asanaSecret2,
 		sigHeader: "X-Hook-Signature", eventID: "1209876543210", wantEventIDFor: bodySHA256ID,
 		malformed: []string{"", "zz", strings.ToUpper(asanaVectorSig), "sha256=" + asanaVectorSig, asanaVectorSig[2:]},
@@ -70,16 +70,16 @@ func TestAsanaRecomputedVector(t *testing.T) {
 	if res.EventID != bodySHA256ID([]byte(asanaVectorBody)) {
 		t.Fatalf("EventID = %q", res.EventID)
 	}
-	if got := bdSign(t, p, SignInput{Body: []byte(asanaVectorBody)}, asanaVectorKey, "X-Hook-Signature"); got != asanaVectorSig {
+	if got := signedHeader(t, p, SignInput{Body: []byte(asanaVectorBody)}, asanaVectorKey, "X-Hook-Signature"); got != asanaVectorSig {
 		t.Fatalf("Sign = %q, want %q", got, asanaVectorSig)
 	}
-	bdCheckSecrets(t, p, "", asanaVectorKey+" ")
+	checkSecretsRefused(t, p, "", asanaVectorKey+" ")
 }
 
 func FuzzAsanaSignatureHeader(f *testing.F) {
 	f.Add(asanaVectorSig, []byte(asanaVectorBody), uint16(1), byte('F'))
 	f.Fuzz(func(t *testing.T, sig string, body []byte, pos uint16, repl byte) {
-		bdFuzz(t, Asana(), asanaVectorKey, "X-Hook-Signature", nil, sig, body, pos, repl, fixedNow, "")
+		verifyFuzzedHeader(t, Asana(), asanaVectorKey, "X-Hook-Signature", nil, sig, body, pos, repl, fixedNow, "")
 	})
 }
 

@@ -1,26 +1,29 @@
 package protocol
 
-import "crypto/sha256"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
 
 // Bitbucket (Cloud and Data Center/Server): when the webhook has a secret, X-Hub-Signature is
 // "sha256=<hex>", the HMAC-SHA256 of the raw body keyed with that secret
 // (confluence.atlassian.com/bitbucketserver/manage-webhooks; Bitbucket Cloud since 2023).
 // Cloud names each request in X-Request-UUID (with X-Attempt-Number counting retries);
 // Data Center in X-Request-Id.
-var bitbucketProvider = batchABodyProvider{
+var bitbucketProvider = bodyMACProvider{
 	name: "bitbucket",
-	scheme: batchABodyScheme{
+	scheme: bodyMACScheme{
 		headers: []string{"X-Hub-Signature"},
 		version: "sha256",
 		newHash: sha256.New,
 		size:    sha256.Size,
-		enc:     batchAHex,
+		enc:     digestHex,
 	},
-	secret: batchAStringSecret("Bitbucket webhook secret"),
+	secret: sharedSecretParser("Bitbucket webhook secret"),
 	identity: func(req *Request) (string, error) {
-		return batchAHeaderID(req.Headers, "X-Request-UUID", "X-Request-Id")
+		return headerIdentity(req.Headers, "X-Request-UUID", "X-Request-Id")
 	},
-	extra: batchAIDHeader("bitbucket", "X-Request-UUID"),
+	extra: eventIDHeader("bitbucket", "X-Request-UUID"),
 }
 
 // Bitbucket returns the protocol for Bitbucket Cloud and Bitbucket Data Center webhooks with a
@@ -44,6 +47,6 @@ func Bitbucket() *Protocol {
 		ParseSecret:   bitbucketProvider.secret,
 		Verify:        bitbucketProvider.verify,
 		Sign:          bitbucketProvider.sign,
-		ExampleSecret: batchAExampleSecret("", 24, batchAHexString),
+		ExampleSecret: exampleSecret("", 24, hex.EncodeToString),
 	}
 }

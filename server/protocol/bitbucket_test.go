@@ -17,22 +17,22 @@ func TestBitbucketVerify(t *testing.T) {
 	p := Bitbucket()
 	in := SignInput{Body: []byte(bitbucketBody), EventID: bitbucketUUID}
 	good := signed(t, p, in, bitbucketSecret)
-	indep := "sha256=" + batchAHex256(bitbucketSecret, bitbucketBody)
-	fx := batchAFixture{
+	indep := "sha256=" + hmacSHA256Hex(bitbucketSecret, bitbucketBody)
+	fx := signingFixture{
 		p: p, secret: bitbucketSecret, secretNew: bitbucketSecretNew, in: in, wantEvent: bitbucketUUID,
 		sigHeader: "X-Hub-Signature",
 		noID:      withoutHeader(good, "X-Request-UUID"),
 		malformed: []string{"garbage", "sha256=", "sha256=" + strings.ToUpper(indep[7:]), indep[:70]},
-		missing:   []string{"sha1=" + batchAHex1(bitbucketSecret, bitbucketBody), "sha512=abc"},
+		missing:   []string{"sha1=" + hmacSHA1Hex(bitbucketSecret, bitbucketBody), "sha512=abc"},
 	}
 	cs := fx.cases(t)
 	server := withHeader(withoutHeader(good, "X-Request-UUID"), "X-Request-Id", "a1b2c3d4-0000-4000-8000-000000000001")
 	cs = append(cs,
-		batchACase{name: "independent signature accepted", req: withHeader(good, "X-Hub-Signature", indep), keys: []string{bitbucketSecret}, wantKey: "k0", wantEvent: bitbucketUUID},
-		batchACase{name: "Data Center X-Request-Id identity", req: server, keys: []string{bitbucketSecret}, wantKey: "k0", wantEvent: "a1b2c3d4-0000-4000-8000-000000000001"},
-		batchACase{name: "X-Request-UUID preferred", req: withHeader(good, "X-Request-Id", "other"), keys: []string{bitbucketSecret}, wantKey: "k0", wantEvent: bitbucketUUID},
+		verifyCase{name: "independent signature accepted", req: withHeader(good, "X-Hub-Signature", indep), keys: []string{bitbucketSecret}, wantKey: "k0", wantEvent: bitbucketUUID},
+		verifyCase{name: "Data Center X-Request-Id identity", req: server, keys: []string{bitbucketSecret}, wantKey: "k0", wantEvent: "a1b2c3d4-0000-4000-8000-000000000001"},
+		verifyCase{name: "X-Request-UUID preferred", req: withHeader(good, "X-Request-Id", "other"), keys: []string{bitbucketSecret}, wantKey: "k0", wantEvent: bitbucketUUID},
 	)
-	batchARun(t, p, cs)
+	runVerifyCases(t, p, cs)
 }
 
 // TestBitbucketDocumentedAlgorithm: Atlassian's pages show the header form
@@ -51,7 +51,7 @@ func TestBitbucketDocumentedAlgorithm(t *testing.T) {
 }
 
 func FuzzBitbucketSignatureHeader(f *testing.F) {
-	batchAFuzz(f, Bitbucket(), bitbucketSecret, "X-Hub-Signature",
+	fuzzSignatureHeader(f, Bitbucket(), bitbucketSecret, "X-Hub-Signature",
 		SignInput{Body: []byte(bitbucketBody), EventID: bitbucketUUID}, Params{Now: fixedNow},
 		"sha256=", "sha1=00", "=")
 }

@@ -75,7 +75,7 @@ func TestBraintreeVerify(t *testing.T) {
 			}
 		})
 	}
-	bdCheckSecrets(t, p, "", "no-colon", ":priv", "pub:", "pub:priv ", "pub|x:priv")
+	checkSecretsRefused(t, p, "", "no-colon", ":priv", "pub:", "pub:priv ", "pub|x:priv")
 }
 
 func mustBraintreeKey(t *testing.T) []byte {

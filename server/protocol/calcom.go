@@ -3,8 +3,6 @@ package protocol
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
-	"fmt"
 )
 
 // Cal.com signs the raw body (JSON, or the rendered custom payload template) with HMAC-SHA256
@@ -17,7 +15,10 @@ const (
 	calcomSignatureHeader = "X-Cal-Signature-256"
 )
 
-var calcomMAC = bdBodyMAC{header: calcomSignatureHeader, prefix: "", newHash: sha256.New, size: sha256.Size, encoding: bdHex}
+var (
+	calcomMAC         = bodyMAC{header: calcomSignatureHeader, prefix: "", newHash: sha256.New, size: sha256.Size, encoding: digestHex}
+	parseCalComSecret = sharedSecretParser("Cal.com webhook secret")
+)
 
 // CalCom returns the protocol for Cal.com webhooks.
 //
@@ -35,39 +36,17 @@ func CalCom() *Protocol {
 			"POST per trigger and the sources read show no automatic retry, so duplicates come only " +
 			"from replays or re-sent triggers. No timestamp is signed, so there is no tolerance; " +
 			"identical bodies are duplicates.",
-		ParseSecret:   bdSharedSecret("Cal.com webhook secret"),
-		Verify:        verifyCalCom,
+		ParseSecret:   parseCalComSecret,
+		Verify:        calcomMAC.verifier(bodyHashIdentity),
 		Sign:          signCalCom,
 		ExampleSecret: sharedExample(""),
 		ExampleBody:   calcomExampleBody,
 	}
 }
 
-func verifyCalCom(req *Request, keys []Key, _ Params) (Result, error) {
-	keyID, err := calcomMAC.verify(req, keys)
-	if err != nil {
-		return Result{}, err
-	}
-	id, err := bodySHA256ID(req.Body), nil
-	if err != nil {
-		return Result{}, err
-	}
-	return Result{KeyID: keyID, EventID: id}, nil
-}
-
 // signCalCom produces the headers Cal.com sends. A webhook has one secret, so only secrets[0] signs.
 func signCalCom(in SignInput, secrets []string) (Headers, error) {
-	if len(secrets) == 0 {
-		return nil, errors.New("cal-com: sign needs a secret")
-	}
-	key, err := bdSharedSecret("Cal.com webhook secret")(secrets[0])
-	if err != nil {
-		return nil, fmt.Errorf("cal-com: %w", err)
-	}
-	return Headers{
-		{Name: "Content-Type", Value: "application/json"},
-		{Name: calcomSignatureHeader, Value: calcomMAC.value(key, in.Body)},
-	}, nil
+	return calcomMAC.signJSON(calcomName, parseCalComSecret, in, secrets)
 }
 
 // calcomExampleBody is a BOOKING_CREATED trigger as sendPayload builds it; the event id goes in the booking uid.

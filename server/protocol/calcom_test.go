@@ -16,7 +16,7 @@ const (
 
 func TestCalComVerify(t *testing.T) {
 	t.Parallel()
-	bdSuite{
+	providerSuite{
 		p: CalCom(), secret: calcomSecret, secret2: calcomSecret2,
 		sigHeader: "X-Cal-Signature-256", eventID: "bFJeNb2uX8ANpT3JL5EfXw", wantEventIDFor: bodySHA256ID,
 		malformed:  []string{"", "zz", strings.ToUpper(calcomVectorSig), calcomVectorSig + "00", "sha256=" + calcomVectorSig},
@@ -42,13 +42,13 @@ func TestCalComVector(t *testing.T) {
 	if got, _ := h.Get("X-Cal-Signature-256"); got != calcomVectorSig {
 		t.Fatalf("Sign = %q, want %q", got, calcomVectorSig)
 	}
-	bdCheckSecrets(t, p, "", " padded-secret-x ")
+	checkSecretsRefused(t, p, "", " padded-secret-x ")
 }
 
 func FuzzCalComSignatureHeader(f *testing.F) {
 	f.Add(calcomVectorSig, []byte(calcomVectorBody), uint16(3), byte('0'))
 	f.Fuzz(func(t *testing.T, sig string, body []byte, pos uint16, repl byte) {
-		bdFuzz(t, CalCom(), calcomVectorKey, "X-Cal-Signature-256", nil, sig, body, pos, repl, fixedNow, "")
+		verifyFuzzedHeader(t, CalCom(), calcomVectorKey, "X-Cal-Signature-256", nil, sig, body, pos, repl, fixedNow, "")
 	})
 }
 

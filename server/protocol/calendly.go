@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"time"
 )
@@ -9,7 +10,7 @@ import (
 // "{t}.{body}" keyed with the subscription's webhook signing key — Stripe's construction
 // (https://developer.calendly.com/docs/webhooks/overview: Verify HMAC-SHA256(key, "<t>." +
 // raw_body)). Calendly sends no event or delivery id.
-var calendlyProvider = batchATimedProvider{
+var calendlyProvider = timedMACProvider{
 	name:      "calendly",
 	header:    "Calendly-Webhook-Signature",
 	sep:       ',',
@@ -18,8 +19,8 @@ var calendlyProvider = batchATimedProvider{
 	sigKey:    "v1",
 	join:      ".",
 	tolerance: 300 * time.Second,
-	secret:    batchAStringSecret("Calendly webhook signing key"),
-	identity:  batchABodyHashIdentity,
+	secret:    sharedSecretParser("Calendly webhook signing key"),
+	identity:  bodyHashIdentity,
 }
 
 // Calendly returns the protocol for Calendly webhook subscriptions.
@@ -52,7 +53,7 @@ func Calendly() *Protocol {
 		ParseSecret:   calendlyProvider.secret,
 		Verify:        calendlyProvider.verify,
 		Sign:          calendlyProvider.sign,
-		ExampleSecret: batchAExampleSecret("", 32, batchAHexString),
+		ExampleSecret: exampleSecret("", 32, hex.EncodeToString),
 		ExampleBody:   calendlyExampleBody,
 	}
 }

@@ -17,7 +17,7 @@ const (
 // "{t}.{body}", as Calendly's overview documents.
 func calendlyHeader(ts int64, body, secret string) string {
 	t := strconv.FormatInt(ts, 10)
-	return "t=" + t + ",v1=" + batchAHex256(secret, t+"."+body)
+	return "t=" + t + ",v1=" + hmacSHA256Hex(secret, t+"."+body)
 }
 
 func calendlyRequest(sig, body string) *Request {
@@ -32,7 +32,7 @@ func TestCalendlyVerify(t *testing.T) {
 	wantID := bodySHA256ID([]byte(calendlyBody))
 	good := calendlyHeader(now, calendlyBody, calendlySecret)
 	wrong := strings.Repeat("ab", 32)
-	fx := batchAFixture{
+	fx := signingFixture{
 		p: p, secret: calendlySecret, secretNew: calendlySecretNew, in: in, wantEvent: wantID,
 		sigHeader: "Calendly-Webhook-Signature",
 		malformed: []string{"garbage", "v1=" + wrong, "t=x,v1=" + wrong, "t=,v1=" + wrong, "t=-1,v1=" + wrong, "t=1,t=2,v1=" + wrong, "t=" + strconv.FormatInt(now, 10) + ",v1=zz", good + ",", good + ",v1", "t=1,v1=a=b"},
@@ -43,19 +43,19 @@ func TestCalendlyVerify(t *testing.T) {
 		return calendlyRequest(calendlyHeader(now+int64(d/time.Second), calendlyBody, calendlySecret), calendlyBody)
 	}
 	cs = append(cs,
-		batchACase{name: "independent signature accepted", req: calendlyRequest(good, calendlyBody), keys: []string{calendlySecret}, wantKey: "k0", wantEvent: wantID},
-		batchACase{name: "timestamp tampered", req: calendlyRequest(strings.Replace(good, "t="+strconv.FormatInt(now, 10), "t="+strconv.FormatInt(now+1, 10), 1), calendlyBody), keys: []string{calendlySecret}, wantReason: ReasonSignatureMismatch},
-		batchACase{name: "several v1, one matches", req: calendlyRequest(good+",v1="+wrong, calendlyBody), keys: []string{calendlySecret}, wantKey: "k0", wantEvent: wantID},
-		batchACase{name: "v1 before t, spaces after commas", req: calendlyRequest("v1="+good[strings.Index(good, "v1=")+3:]+", t="+strconv.FormatInt(now, 10), calendlyBody), keys: []string{calendlySecret}, wantKey: "k0", wantEvent: wantID},
-		batchACase{name: "stale", req: at(-301 * time.Second), keys: []string{calendlySecret}, wantReason: ReasonTimestampOutOfTolerance},
-		batchACase{name: "future", req: at(301 * time.Second), keys: []string{calendlySecret}, wantReason: ReasonTimestampOutOfTolerance},
-		batchACase{name: "exactly 300 s old accepted", req: at(-300 * time.Second), keys: []string{calendlySecret}, wantKey: "k0", wantEvent: wantID},
-		batchACase{name: "exactly 300 s ahead accepted", req: at(300 * time.Second), keys: []string{calendlySecret}, wantKey: "k0", wantEvent: wantID},
-		batchACase{name: "endpoint tolerance of 24 h accepts an old retry", req: at(-23 * time.Hour), keys: []string{calendlySecret}, params: Params{Tolerance: 24 * time.Hour}, wantKey: "k0", wantEvent: wantID},
-		batchACase{name: "bad signature beats stale timestamp", req: calendlyRequest(calendlyHeader(now-3600, calendlyBody, calendlySecretNew), calendlyBody), keys: []string{calendlySecret}, wantReason: ReasonSignatureMismatch},
-		batchACase{name: "different bodies, different identities", req: calendlyRequest(calendlyHeader(now, calendlyBody+"\n", calendlySecret), calendlyBody+"\n"), keys: []string{calendlySecret}, wantKey: "k0", wantEvent: bodySHA256ID([]byte(calendlyBody + "\n"))},
+		verifyCase{name: "independent signature accepted", req: calendlyRequest(good, calendlyBody), keys: []string{calendlySecret}, wantKey: "k0", wantEvent: wantID},
+		verifyCase{name: "timestamp tampered", req: calendlyRequest(strings.Replace(good, "t="+strconv.FormatInt(now, 10), "t="+strconv.FormatInt(now+1, 10), 1), calendlyBody), keys: []string{calendlySecret}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "several v1, one matches", req: calendlyRequest(good+",v1="+wrong, calendlyBody), keys: []string{calendlySecret}, wantKey: "k0", wantEvent: wantID},
+		verifyCase{name: "v1 before t, spaces after commas", req: calendlyRequest("v1="+good[strings.Index(good, "v1=")+3:]+", t="+strconv.FormatInt(now, 10), calendlyBody), keys: []string{calendlySecret}, wantKey: "k0", wantEvent: wantID},
+		verifyCase{name: "stale", req: at(-301 * time.Second), keys: []string{calendlySecret}, wantReason: ReasonTimestampOutOfTolerance},
+		verifyCase{name: "future", req: at(301 * time.Second), keys: []string{calendlySecret}, wantReason: ReasonTimestampOutOfTolerance},
+		verifyCase{name: "exactly 300 s old accepted", req: at(-300 * time.Second), keys: []string{calendlySecret}, wantKey: "k0", wantEvent: wantID},
+		verifyCase{name: "exactly 300 s ahead accepted", req: at(300 * time.Second), keys: []string{calendlySecret}, wantKey: "k0", wantEvent: wantID},
+		verifyCase{name: "endpoint tolerance of 24 h accepts an old retry", req: at(-23 * time.Hour), keys: []string{calendlySecret}, params: Params{Tolerance: 24 * time.Hour}, wantKey: "k0", wantEvent: wantID},
+		verifyCase{name: "bad signature beats stale timestamp", req: calendlyRequest(calendlyHeader(now-3600, calendlyBody, calendlySecretNew), calendlyBody), keys: []string{calendlySecret}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "different bodies, different identities", req: calendlyRequest(calendlyHeader(now, calendlyBody+"\n", calendlySecret), calendlyBody+"\n"), keys: []string{calendlySecret}, wantKey: "k0", wantEvent: bodySHA256ID([]byte(calendlyBody + "\n"))},
 	)
-	batchARun(t, p, cs)
+	runVerifyCases(t, p, cs)
 }
 
 // TestCalendlyDocumentedAlgorithm: Calendly publishes no fixed vector, so Sign is pinned to a
@@ -76,7 +76,7 @@ func TestCalendlyDocumentedAlgorithm(t *testing.T) {
 }
 
 func FuzzCalendlySignatureHeader(f *testing.F) {
-	batchAFuzz(f, Calendly(), calendlySecret, "Calendly-Webhook-Signature",
+	fuzzSignatureHeader(f, Calendly(), calendlySecret, "Calendly-Webhook-Signature",
 		SignInput{Body: []byte(calendlyBody), Timestamp: fixedNow}, Params{Now: fixedNow, Tolerance: 300 * time.Second},
 		"t=1,v1=", ",,=,t==", "v1=abc, t=17")
 }

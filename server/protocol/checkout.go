@@ -3,8 +3,6 @@ package protocol
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
-	"fmt"
 )
 
 // Checkout.com signs the raw body with HMAC-SHA256 keyed with the signature key configured in
@@ -16,7 +14,10 @@ const (
 	checkoutSignatureHeader = "Cko-Signature"
 )
 
-var checkoutMAC = bdBodyMAC{header: checkoutSignatureHeader, newHash: sha256.New, size: sha256.Size, encoding: bdHex}
+var (
+	checkoutMAC         = bodyMAC{header: checkoutSignatureHeader, newHash: sha256.New, size: sha256.Size, encoding: digestHex}
+	parseCheckoutSecret = sharedSecretParser("Checkout.com webhook signature key")
+)
 
 // Checkout returns the protocol for Checkout.com workflow webhooks.
 //
@@ -36,40 +37,18 @@ func Checkout() *Protocol {
 			"4 h, 12 h and 12 h after the previous attempt, and can be resent from the Dashboard or " +
 			"API; delivery is at least once. No timestamp is signed, so there is no tolerance; the " +
 			"event id makes retries duplicates.",
-		ParseSecret:   bdSharedSecret("Checkout.com webhook signature key"),
-		Verify:        verifyCheckout,
+		ParseSecret:   parseCheckoutSecret,
+		Verify:        checkoutMAC.verifier(jsonBodyIdentity("id")),
 		Sign:          signCheckout,
 		ExampleSecret: sharedExample(""),
 		ExampleBody:   checkoutExampleBody,
 	}
 }
 
-func verifyCheckout(req *Request, keys []Key, _ Params) (Result, error) {
-	keyID, err := checkoutMAC.verify(req, keys)
-	if err != nil {
-		return Result{}, err
-	}
-	id, err := bdJSONString(req.Body, false, "id")
-	if err != nil {
-		return Result{}, err
-	}
-	return Result{KeyID: keyID, EventID: id}, nil
-}
-
 // signCheckout produces the Cko-Signature header. A webhook action has one signature key, so
 // only secrets[0] signs.
 func signCheckout(in SignInput, secrets []string) (Headers, error) {
-	if len(secrets) == 0 {
-		return nil, errors.New("checkout: sign needs a secret")
-	}
-	key, err := bdSharedSecret("Checkout.com webhook signature key")(secrets[0])
-	if err != nil {
-		return nil, fmt.Errorf("checkout: %w", err)
-	}
-	return Headers{
-		{Name: "Content-Type", Value: "application/json"},
-		{Name: checkoutSignatureHeader, Value: checkoutMAC.value(key, in.Body)},
-	}, nil
+	return checkoutMAC.signJSON(checkoutName, parseCheckoutSecret, in, secrets)
 }
 
 // checkoutExampleBody is a payment_approved notification.

@@ -17,7 +17,7 @@ const (
 
 func TestCheckoutVerify(t *testing.T) {
 	t.Parallel()
-	bdSuite{
+	providerSuite{
 		p: Checkout(), secret: checkoutSecret, secret2: checkoutSecret2,
 		sigHeader: "Cko-Signature", eventID: "evt_az5sblvku4ge3dwpztvyizgcau", wantEventID: "evt_az5sblvku4ge3dwpztvyizgcau",
 		malformed: []string{"", "zz", strings.ToUpper(checkoutVectorSig), "sha256=" + checkoutVectorSig, checkoutVectorSig + "00"},
@@ -48,12 +48,12 @@ func TestCheckoutRecomputedVector(t *testing.T) {
 		res, err := p.Verify(req, keysFor(t, p, checkoutSecret), Params{})
 		checkOutcome(t, res, err, ReasonMalformedPayload, "", req)
 	}
-	bdCheckSecrets(t, p, "", " cko-x9")
+	checkSecretsRefused(t, p, "", " cko-x9")
 }
 
 func FuzzCheckoutSignatureHeader(f *testing.F) {
 	f.Add(checkoutVectorSig, []byte(checkoutVectorBody), uint16(7), byte('g'))
 	f.Fuzz(func(t *testing.T, sig string, body []byte, pos uint16, repl byte) {
-		bdFuzz(t, Checkout(), checkoutSecret, "Cko-Signature", nil, sig, body, pos, repl, fixedNow, "")
+		verifyFuzzedHeader(t, Checkout(), checkoutSecret, "Cko-Signature", nil, sig, body, pos, repl, fixedNow, "")
 	})
 }

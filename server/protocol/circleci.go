@@ -1,24 +1,27 @@
 package protocol
 
-import "crypto/sha256"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
 
 // CircleCI outbound webhooks: circleci-signature is "v1=<hex>", the HMAC-SHA256 of the raw
 // body keyed with the webhook's secret; the header is a comma-separated list so that other
 // versions can be added, and only v1 is checked
 // (https://circleci.com/docs/webhooks/#validate-webhooks). The body's "id" names the event:
 // "ID of the webhook event ... can be used for idempotency".
-var circleciProvider = batchABodyProvider{
+var circleciProvider = bodyMACProvider{
 	name: "circleci",
-	scheme: batchABodyScheme{
+	scheme: bodyMACScheme{
 		headers: []string{"circleci-signature"},
 		version: "v1",
 		list:    true,
 		newHash: sha256.New,
 		size:    sha256.Size,
-		enc:     batchAHex,
+		enc:     digestHex,
 	},
-	secret:   batchAStringSecret("CircleCI webhook secret"),
-	identity: batchABodyIdentity("id"),
+	secret:   sharedSecretParser("CircleCI webhook secret"),
+	identity: jsonBodyIdentity("id"),
 }
 
 // CircleCI returns the protocol for CircleCI project webhooks.
@@ -41,9 +44,9 @@ func CircleCI() *Protocol {
 		ParseSecret:   circleciProvider.secret,
 		Verify:        circleciProvider.verify,
 		Sign:          circleciProvider.sign,
-		ExampleSecret: batchAExampleSecret("", 20, batchAHexString),
+		ExampleSecret: exampleSecret("", 20, hex.EncodeToString),
 		ExampleBody: func(eventID string) []byte {
-			return []byte(`{"type":"workflow-completed","id":` + batchAQuote(eventID) + `,"happened_at":"2026-01-01T00:00:00.000Z","webhook":{"id":"cf8c4fdd-0587-4da1-b4ca-4846e9640af9","name":"Sample Webhook"},"workflow":{"id":"fda08377-fe7e-46b1-8992-3a7aaecac9c3","status":"success"}}`)
+			return []byte(`{"type":"workflow-completed","id":` + jsonQuote(eventID) + `,"happened_at":"2026-01-01T00:00:00.000Z","webhook":{"id":"cf8c4fdd-0587-4da1-b4ca-4846e9640af9","name":"Sample Webhook"},"workflow":{"id":"fda08377-fe7e-46b1-8992-3a7aaecac9c3","status":"success"}}`)
 		},
 	}
 }

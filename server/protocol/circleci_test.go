@@ -17,8 +17,8 @@ func TestCircleCIVerify(t *testing.T) {
 	body := string(ExampleBody(p, circleciEventID))
 	in := SignInput{Body: []byte(body)}
 	good := signed(t, p, in, circleciSecret)
-	indep := "v1=" + batchAHex256(circleciSecret, body)
-	fx := batchAFixture{
+	indep := "v1=" + hmacSHA256Hex(circleciSecret, body)
+	fx := signingFixture{
 		p: p, secret: circleciSecret, secretNew: circleciSecretNew, in: in, wantEvent: circleciEventID,
 		sigHeader: "circleci-signature", list: true,
 		noID:      signed(t, p, SignInput{Body: []byte(`{"type":"ping"}`)}, circleciSecret),
@@ -27,11 +27,11 @@ func TestCircleCIVerify(t *testing.T) {
 	}
 	cs := fx.cases(t)
 	cs = append(cs,
-		batchACase{name: "independent signature accepted", req: withHeader(good, "circleci-signature", indep), keys: []string{circleciSecret}, wantKey: "k0", wantEvent: circleciEventID},
-		batchACase{name: "future versions beside v1 ignored", req: withHeader(good, "circleci-signature", "v2=abc,"+indep), keys: []string{circleciSecret}, wantKey: "k0", wantEvent: circleciEventID},
-		batchACase{name: "body not JSON", req: signed(t, p, SignInput{Body: []byte("x")}, circleciSecret), keys: []string{circleciSecret}, wantReason: ReasonMalformedPayload},
+		verifyCase{name: "independent signature accepted", req: withHeader(good, "circleci-signature", indep), keys: []string{circleciSecret}, wantKey: "k0", wantEvent: circleciEventID},
+		verifyCase{name: "future versions beside v1 ignored", req: withHeader(good, "circleci-signature", "v2=abc,"+indep), keys: []string{circleciSecret}, wantKey: "k0", wantEvent: circleciEventID},
+		verifyCase{name: "body not JSON", req: signed(t, p, SignInput{Body: []byte("x")}, circleciSecret), keys: []string{circleciSecret}, wantReason: ReasonMalformedPayload},
 	)
-	batchARun(t, p, cs)
+	runVerifyCases(t, p, cs)
 }
 
 // TestCircleCIDocumentedAlgorithm: CircleCI documents "v1=" + hex HMAC-SHA256 of the body with
@@ -49,7 +49,7 @@ func TestCircleCIDocumentedAlgorithm(t *testing.T) {
 }
 
 func FuzzCircleCISignatureHeader(f *testing.F) {
-	batchAFuzz(f, CircleCI(), circleciSecret, "circleci-signature",
+	fuzzSignatureHeader(f, CircleCI(), circleciSecret, "circleci-signature",
 		SignInput{Body: ExampleBody(CircleCI(), circleciEventID)}, Params{Now: fixedNow},
 		"v1=,v2=", ",,", "v1")
 }

@@ -5,7 +5,7 @@ package protocol
 // svix-timestamp and svix-signature (@clerk/backend's verifyWebhook maps them onto the
 // Standard Webhooks library). Verification is StandardWebhooks'.
 func Clerk() *Protocol {
-	return batchASvix("clerk", "Clerk",
+	return svixProvider("clerk", "Clerk",
 		"https://clerk.com/docs/webhooks/sync-data",
-		"Clerk webhooks are sent by Svix, so Svix's schedule applies: "+batchASvixRetries)
+		"Clerk webhooks are sent by Svix, so Svix's schedule applies: "+svixRetries)
 }

@@ -6,10 +6,10 @@ import "testing"
 // publishes no vector of its own; @clerk/backend verifies with the Standard Webhooks library).
 func TestClerkVerify(t *testing.T) {
 	t.Parallel()
-	batchARun(t, Clerk(), batchASvixCases(t, Clerk()))
+	runVerifyCases(t, Clerk(), svixCases(t, Clerk()))
 }
 
 func TestClerkPublishedVector(t *testing.T) {
 	t.Parallel()
-	batchASvixVector(t, Clerk())
+	checkSvixVector(t, Clerk())
 }

@@ -3,8 +3,6 @@ package protocol
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
-	"fmt"
 )
 
 // ClickUp signs the raw body with HMAC-SHA256 keyed with the webhook.secret returned when the
@@ -15,7 +13,10 @@ const (
 	clickupSignatureHeader = "X-Signature"
 )
 
-var clickupMAC = bdBodyMAC{header: clickupSignatureHeader, prefix: "", newHash: sha256.New, size: sha256.Size, encoding: bdHex}
+var (
+	clickupMAC         = bodyMAC{header: clickupSignatureHeader, prefix: "", newHash: sha256.New, size: sha256.Size, encoding: digestHex}
+	parseClickUpSecret = sharedSecretParser("ClickUp webhook secret")
+)
 
 // ClickUp returns the protocol for ClickUp webhooks.
 //
@@ -33,39 +34,17 @@ func ClickUp() *Protocol {
 			"the sources read). No timestamp is signed, so there is no tolerance; the body hash makes " +
 			"an identical retry a duplicate, though two genuinely identical events would also " +
 			"collapse into one.",
-		ParseSecret:   bdSharedSecret("ClickUp webhook secret"),
-		Verify:        verifyClickUp,
+		ParseSecret:   parseClickUpSecret,
+		Verify:        clickupMAC.verifier(bodyHashIdentity),
 		Sign:          signClickUp,
 		ExampleSecret: sharedExample(""),
 		ExampleBody:   clickupExampleBody,
 	}
 }
 
-func verifyClickUp(req *Request, keys []Key, _ Params) (Result, error) {
-	keyID, err := clickupMAC.verify(req, keys)
-	if err != nil {
-		return Result{}, err
-	}
-	id, err := bodySHA256ID(req.Body), nil
-	if err != nil {
-		return Result{}, err
-	}
-	return Result{KeyID: keyID, EventID: id}, nil
-}
-
 // signClickUp produces the headers ClickUp sends. A webhook has one secret (returned when it is created), so only secrets[0] signs.
 func signClickUp(in SignInput, secrets []string) (Headers, error) {
-	if len(secrets) == 0 {
-		return nil, errors.New("clickup: sign needs a secret")
-	}
-	key, err := bdSharedSecret("ClickUp webhook secret")(secrets[0])
-	if err != nil {
-		return nil, fmt.Errorf("clickup: %w", err)
-	}
-	return Headers{
-		{Name: "Content-Type", Value: "application/json"},
-		{Name: clickupSignatureHeader, Value: clickupMAC.value(key, in.Body)},
-	}, nil
+	return clickupMAC.signJSON(clickupName, parseClickUpSecret, in, secrets)
 }
 
 // clickupExampleBody is a taskCreated event.

@@ -16,7 +16,7 @@ const (
 
 func TestClickUpVerify(t *testing.T) {
 	t.Parallel()
-	bdSuite{
+	providerSuite{
 		p: ClickUp(), secret: clickupSecret, secret2: clickupSecret2,
 		sigHeader: "X-Signature", eventID: "2800763136717140857", wantEventIDFor: bodySHA256ID,
 		malformed:  []string{"", "zz", strings.ToUpper(clickupVectorSig), clickupVectorSig + "00", "sha256=" + clickupVectorSig},
@@ -42,12 +42,12 @@ func TestClickUpVector(t *testing.T) {
 	if got, _ := h.Get("X-Signature"); got != clickupVectorSig {
 		t.Fatalf("Sign = %q, want %q", got, clickupVectorSig)
 	}
-	bdCheckSecrets(t, p, "", " padded-secret-x ")
+	checkSecretsRefused(t, p, "", " padded-secret-x ")
 }
 
 func FuzzClickUpSignatureHeader(f *testing.F) {
 	f.Add(clickupVectorSig, []byte(clickupVectorBody), uint16(3), byte('0'))
 	f.Fuzz(func(t *testing.T, sig string, body []byte, pos uint16, repl byte) {
-		bdFuzz(t, ClickUp(), clickupVectorKey, "X-Signature", nil, sig, body, pos, repl, fixedNow, "")
+		verifyFuzzedHeader(t, ClickUp(), clickupVectorKey, "X-Signature", nil, sig, body, pos, repl, fixedNow, "")
 	})
 }

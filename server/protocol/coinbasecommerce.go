@@ -6,16 +6,16 @@ import "crypto/sha256"
 // the endpoint's shared secret (coinbase/coinbase-commerce-node lib/Webhook.js). The body is
 // {id, scheduled_for, attempt_number, event: {id, type, ...}}: the outer id names the
 // delivery record and attempt_number grows on retries, event.id names the event.
-var coinbaseCommerceProvider = batchABodyProvider{
+var coinbaseCommerceProvider = bodyMACProvider{
 	name: "coinbase-commerce",
-	scheme: batchABodyScheme{
+	scheme: bodyMACScheme{
 		headers: []string{"X-CC-Webhook-Signature"},
 		newHash: sha256.New,
 		size:    sha256.Size,
-		enc:     batchAHex,
+		enc:     digestHex,
 	},
-	secret:   batchAStringSecret("Coinbase Commerce webhook shared secret"),
-	identity: batchABodyIdentity("event", "id"),
+	secret:   sharedSecretParser("Coinbase Commerce webhook shared secret"),
+	identity: jsonBodyIdentity("event", "id"),
 }
 
 // CoinbaseCommerce returns the protocol for Coinbase Commerce webhooks.
@@ -38,9 +38,9 @@ func CoinbaseCommerce() *Protocol {
 		ParseSecret:   coinbaseCommerceProvider.secret,
 		Verify:        coinbaseCommerceProvider.verify,
 		Sign:          coinbaseCommerceProvider.sign,
-		ExampleSecret: batchAExampleSecret("", 16, batchAUUIDString),
+		ExampleSecret: exampleSecret("", 16, uuidString),
 		ExampleBody: func(eventID string) []byte {
-			return []byte(`{"id":1,"scheduled_for":"2026-01-01T00:00:00Z","attempt_number":1,"event":{"id":` + batchAQuote(eventID) + `,"type":"charge:created","api_version":"2018-03-22","created_at":"2026-01-01T00:00:00Z","data":{"code":"66BEOV2A"}}}`)
+			return []byte(`{"id":1,"scheduled_for":"2026-01-01T00:00:00Z","attempt_number":1,"event":{"id":` + jsonQuote(eventID) + `,"type":"charge:created","api_version":"2018-03-22","created_at":"2026-01-01T00:00:00Z","data":{"code":"66BEOV2A"}}}`)
 		},
 	}
 }

@@ -21,22 +21,22 @@ func TestCoinbaseCommerceVerify(t *testing.T) {
 	t.Parallel()
 	p := CoinbaseCommerce()
 	in := SignInput{Body: []byte(coinbaseVectorBody)}
-	fx := batchAFixture{
+	fx := signingFixture{
 		p: p, secret: coinbaseSecret, secretNew: "c0a9b8d7-6e5f-4a3b-2c1d-0e9f8a7b6c5d", in: in, wantEvent: coinbaseEventID,
 		sigHeader: "X-CC-Webhook-Signature",
-		noID:      coinbaseRequest(batchAHex256(coinbaseSecret, `{"id":1,"attempt_number":1}`), `{"id":1,"attempt_number":1}`),
+		noID:      coinbaseRequest(hmacSHA256Hex(coinbaseSecret, `{"id":1,"attempt_number":1}`), `{"id":1,"attempt_number":1}`),
 		malformed: []string{"garbage", "sha256=" + coinbaseVectorSig, coinbaseVectorSig[:63], "8BE7742C7D372F08A6A3224EDADF18A22B65FA9E28F3F2DE97376CDAA092590D"},
 	}
 	cs := fx.cases(t)
 	cs = append(cs,
-		batchACase{name: "published vector", req: coinbaseRequest(coinbaseVectorSig, coinbaseVectorBody), keys: []string{coinbaseSecret}, wantKey: "k0", wantEvent: coinbaseEventID},
-		batchACase{name: "published vector, invalid secret", req: coinbaseRequest(coinbaseVectorSig, coinbaseVectorBody), keys: []string{coinbaseWrongSecret}, wantReason: ReasonSignatureMismatch},
-		batchACase{name: "published vector, body not JSON", req: coinbaseRequest(coinbaseVectorSig, "Not json"), keys: []string{coinbaseSecret}, wantReason: ReasonSignatureMismatch},
-		batchACase{name: "signed body not JSON", req: coinbaseRequest(batchAHex256(coinbaseSecret, "Not json"), "Not json"), keys: []string{coinbaseSecret}, wantReason: ReasonMalformedPayload},
-		batchACase{name: "event not an object", req: coinbaseRequest(batchAHex256(coinbaseSecret, `{"event":"x"}`), `{"event":"x"}`), keys: []string{coinbaseSecret}, wantReason: ReasonMissingEventID},
-		batchACase{name: "outer id is not the identity", req: coinbaseRequest(batchAHex256(coinbaseSecret, `{"id":"abc","event":{"id":"evt-9"}}`), `{"id":"abc","event":{"id":"evt-9"}}`), keys: []string{coinbaseSecret}, wantKey: "k0", wantEvent: "evt-9"},
+		verifyCase{name: "published vector", req: coinbaseRequest(coinbaseVectorSig, coinbaseVectorBody), keys: []string{coinbaseSecret}, wantKey: "k0", wantEvent: coinbaseEventID},
+		verifyCase{name: "published vector, invalid secret", req: coinbaseRequest(coinbaseVectorSig, coinbaseVectorBody), keys: []string{coinbaseWrongSecret}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "published vector, body not JSON", req: coinbaseRequest(coinbaseVectorSig, "Not json"), keys: []string{coinbaseSecret}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "signed body not JSON", req: coinbaseRequest(hmacSHA256Hex(coinbaseSecret, "Not json"), "Not json"), keys: []string{coinbaseSecret}, wantReason: ReasonMalformedPayload},
+		verifyCase{name: "event not an object", req: coinbaseRequest(hmacSHA256Hex(coinbaseSecret, `{"event":"x"}`), `{"event":"x"}`), keys: []string{coinbaseSecret}, wantReason: ReasonMissingEventID},
+		verifyCase{name: "outer id is not the identity", req: coinbaseRequest(hmacSHA256Hex(coinbaseSecret, `{"id":"abc","event":{"id":"evt-9"}}`), `{"id":"abc","event":{"id":"evt-9"}}`), keys: []string{coinbaseSecret}, wantKey: "k0", wantEvent: "evt-9"},
 	)
-	batchARun(t, p, cs)
+	runVerifyCases(t, p, cs)
 }
 
 func TestCoinbaseCommerceSignMatchesVector(t *testing.T) {
@@ -51,7 +51,7 @@ func TestCoinbaseCommerceSignMatchesVector(t *testing.T) {
 }
 
 func FuzzCoinbaseCommerceSignatureHeader(f *testing.F) {
-	batchAFuzz(f, CoinbaseCommerce(), coinbaseSecret, "X-CC-Webhook-Signature",
+	fuzzSignatureHeader(f, CoinbaseCommerce(), coinbaseSecret, "X-CC-Webhook-Signature",
 		SignInput{Body: []byte(coinbaseVectorBody)}, Params{Now: fixedNow},
 		coinbaseVectorSig, "", "zz")
 }

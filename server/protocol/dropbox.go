@@ -11,16 +11,16 @@ import (
 // echoed back as text/plain with X-Content-Type-Options: nosniff; that GET is not signed.
 // Notifications ({"list_folder":{"accounts":[...]},"delta":{"users":[...]}}) say only that
 // something changed for those accounts and carry no id.
-var dropboxProvider = batchABodyProvider{
+var dropboxProvider = bodyMACProvider{
 	name: "dropbox",
-	scheme: batchABodyScheme{
+	scheme: bodyMACScheme{
 		headers: []string{"X-Dropbox-Signature"},
 		newHash: sha256.New,
 		size:    sha256.Size,
-		enc:     batchAHex,
+		enc:     digestHex,
 	},
-	secret:   batchAStringSecret("Dropbox app secret"),
-	identity: batchABodyHashIdentity,
+	secret:   sharedSecretParser("Dropbox app secret"),
+	identity: bodyHashIdentity,
 }
 
 // Dropbox returns the protocol for Dropbox app webhooks.
@@ -48,16 +48,16 @@ func Dropbox() *Protocol {
 		ParseSecret:   dropboxProvider.secret,
 		Verify:        verifyDropbox,
 		Sign:          dropboxProvider.sign,
-		ExampleSecret: batchAExampleSecret("", 15, batchAAlnum),
+		ExampleSecret: exampleSecret("", 15, alnumString),
 		ExampleBody: func(eventID string) []byte {
-			return []byte(`{"list_folder":{"accounts":[` + batchAQuote(eventID) + `]},"delta":{"users":[12345678]}}`)
+			return []byte(`{"list_folder":{"accounts":[` + jsonQuote(eventID) + `]},"delta":{"users":[12345678]}}`)
 		},
 	}
 }
 
 func verifyDropbox(req *Request, keys []Key, p Params) (Result, error) {
 	if req != nil && req.Method == http.MethodGet {
-		q, err := batchAQuery(req.URL)
+		q, err := requestQuery(req.URL)
 		if err != nil {
 			return Result{}, err
 		}
@@ -65,7 +65,7 @@ func verifyDropbox(req *Request, keys []Key, p Params) (Result, error) {
 		if challenge == "" {
 			return Result{}, Reject(ReasonMissingSignature, "a GET without a challenge parameter is neither a verification request nor a signed notification")
 		}
-		return Result{Handshake: batchAEchoReply(challenge)}, nil
+		return Result{Handshake: echoReply(challenge)}, nil
 	}
 	return dropboxProvider.verify(req, keys, p)
 }

@@ -16,8 +16,8 @@ func TestDropboxVerify(t *testing.T) {
 	in := SignInput{Body: []byte(dropboxBody)}
 	good := signed(t, p, in, dropboxSecret)
 	wantID := bodySHA256ID([]byte(dropboxBody))
-	indep := batchAHex256(dropboxSecret, dropboxBody)
-	fx := batchAFixture{
+	indep := hmacSHA256Hex(dropboxSecret, dropboxBody)
+	fx := signingFixture{
 		p: p, secret: dropboxSecret, secretNew: dropboxSecretNew, in: in, wantEvent: wantID,
 		sigHeader: "X-Dropbox-Signature",
 		malformed: []string{"garbage", "sha256=" + indep, indep[:10]},
@@ -25,12 +25,12 @@ func TestDropboxVerify(t *testing.T) {
 	cs := fx.cases(t)
 	getNoChallenge := &Request{Method: "GET", URL: "https://hooks.example.com/dropbox"}
 	cs = append(cs,
-		batchACase{name: "independent signature accepted", req: withHeader(good, "X-Dropbox-Signature", indep), keys: []string{dropboxSecret}, wantKey: "k0", wantEvent: wantID},
-		batchACase{name: "GET without challenge", req: getNoChallenge, keys: []string{dropboxSecret}, wantReason: ReasonMissingSignature},
-		batchACase{name: "GET with an unparseable query", req: &Request{Method: "GET", URL: "https://hooks.example.com/dropbox?challenge=%zz"}, keys: []string{dropboxSecret}, wantReason: ReasonMalformedPayload},
-		batchACase{name: "POST with a challenge is still a notification", req: &Request{Method: "POST", URL: "https://hooks.example.com/dropbox?challenge=abc", Body: []byte(dropboxBody)}, keys: []string{dropboxSecret}, wantReason: ReasonMissingSignature},
+		verifyCase{name: "independent signature accepted", req: withHeader(good, "X-Dropbox-Signature", indep), keys: []string{dropboxSecret}, wantKey: "k0", wantEvent: wantID},
+		verifyCase{name: "GET without challenge", req: getNoChallenge, keys: []string{dropboxSecret}, wantReason: ReasonMissingSignature},
+		verifyCase{name: "GET with an unparseable query", req: &Request{Method: "GET", URL: "https://hooks.example.com/dropbox?challenge=%zz"}, keys: []string{dropboxSecret}, wantReason: ReasonMalformedPayload},
+		verifyCase{name: "POST with a challenge is still a notification", req: &Request{Method: "POST", URL: "https://hooks.example.com/dropbox?challenge=abc", Body: []byte(dropboxBody)}, keys: []string{dropboxSecret}, wantReason: ReasonMissingSignature},
 	)
-	batchARun(t, p, cs)
+	runVerifyCases(t, p, cs)
 }
 
 func TestDropboxHandshake(t *testing.T) {
@@ -83,7 +83,7 @@ func TestDropboxDocumentedAlgorithm(t *testing.T) {
 }
 
 func FuzzDropboxSignatureHeader(f *testing.F) {
-	batchAFuzz(f, Dropbox(), dropboxSecret, "X-Dropbox-Signature",
+	fuzzSignatureHeader(f, Dropbox(), dropboxSecret, "X-Dropbox-Signature",
 		SignInput{Body: []byte(dropboxBody)}, Params{Now: fixedNow},
 		"", "sha256=00", "0")
 }

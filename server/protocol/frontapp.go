@@ -48,7 +48,7 @@ func FrontApp() *Protocol {
 		Retries: "Front's docs recommend rejecting requests older than 5 minutes, which presumes each " +
 			"attempt is signed with a fresh timestamp; the retry schedule is not documented in the " +
 			"sources read. 300 s therefore covers transit and clock skew.",
-		ParseSecret:   bdSharedSecret("Front application signing key"),
+		ParseSecret:   sharedSecretParser("Front application signing key"),
 		Verify:        verifyFrontApp,
 		Sign:          signFrontApp,
 		ExampleSecret: sharedExample(""),
@@ -74,9 +74,9 @@ func verifyFrontApp(req *Request, keys []Key, p Params) (Result, error) {
 	}
 	sig, ok := decodeStdBase64(sigValue, sha256.Size)
 	if !ok {
-		return Result{}, Reject(ReasonMalformedSignature, "%s is not %s", frontappSignatureHeader, bdBase64.describe(sha256.Size))
+		return Result{}, Reject(ReasonMalformedSignature, "%s is not %s", frontappSignatureHeader, digestBase64.describe(sha256.Size))
 	}
-	keyID, ok := matchKey(keys, [][]byte{sig}, sha256.New, bdWriteJoined(strconv.FormatInt(ms, 10), ":", req.Body))
+	keyID, ok := matchKey(keys, [][]byte{sig}, sha256.New, macMessage(req.Body, strconv.FormatInt(ms, 10), ":"))
 	if !ok {
 		return Result{}, rejectNoMatch(frontappSignatureHeader, 0, keys)
 	}
@@ -108,7 +108,7 @@ func frontappHandshake(keyID, challenge string) (Result, error) {
 
 // frontappEventID is payload.id when the body has one, else the body's hash.
 func frontappEventID(body []byte) string {
-	if id, err := bdJSONString(body, false, "payload", "id"); err == nil {
+	if id, err := jsonBodyString(body, "payload", "id"); err == nil {
 		return id
 	}
 	return bodySHA256ID(body)
@@ -123,7 +123,7 @@ func signFrontApp(in SignInput, secrets []string) (Headers, error) {
 	if in.Timestamp.IsZero() || in.Timestamp.UnixMilli() < 0 {
 		return nil, errors.New("frontapp: sign needs a timestamp at or after 1970")
 	}
-	key, err := bdSharedSecret("Front application signing key")(secrets[0])
+	key, err := sharedSecretParser("Front application signing key")(secrets[0])
 	if err != nil {
 		return nil, fmt.Errorf("frontapp: %w", err)
 	}
@@ -131,7 +131,7 @@ func signFrontApp(in SignInput, secrets []string) (Headers, error) {
 	return Headers{
 		{Name: "Content-Type", Value: "application/json"},
 		{Name: frontappTimestampHeader, Value: ts},
-		{Name: frontappSignatureHeader, Value: bdBase64.encode(hmacSum(sha256.New, key, bdWriteJoined(ts, ":", in.Body)))},
+		{Name: frontappSignatureHeader, Value: digestBase64.encode(hmacSum(sha256.New, key, macMessage(in.Body, ts, ":")))},
 	}, nil
 }
 

@@ -27,7 +27,7 @@ func frontappRequest(ts, sig, body string, extra ...string) *Request {
 
 func TestFrontAppVerify(t *testing.T) {
 	t.Parallel()
-	bdSuite{
+	providerSuite{
 		p: FrontApp(), secret: frontappSecret, secret2: frontappSecret2,
 		sigHeader: "x-front-signature", eventID: "evt_55c8c149", wantEventID: "evt_55c8c149",
 		malformed: []string{"", "zz", frontappVectorSig[1:], frontappVectorSig + "=", "sha256=" + frontappVectorSig, strings.TrimRight(frontappVectorSig, "=")},
@@ -86,12 +86,12 @@ func TestFrontAppIdentityAndVector(t *testing.T) {
 	req = withoutHeader(req, "x-front-request-timestamp")
 	res, err = p.Verify(req, keysFor(t, p, frontappVectorKey), Params{Now: fixedNow})
 	checkOutcome(t, res, err, ReasonMissingTimestamp, "", req)
-	bdCheckSecrets(t, p, "", "\tfront-key")
+	checkSecretsRefused(t, p, "", "\tfront-key")
 }
 
 func FuzzFrontAppSignatureHeader(f *testing.F) {
 	f.Add(frontappVectorSig, []byte(frontappVectorBody), uint16(5), byte('/'))
 	f.Fuzz(func(t *testing.T, sig string, body []byte, pos uint16, repl byte) {
-		bdFuzz(t, FrontApp(), frontappVectorKey, "x-front-signature", Headers{{Name: "x-front-request-timestamp", Value: frontappVectorMs}}, sig, body, pos, repl, fixedNow, "")
+		verifyFuzzedHeader(t, FrontApp(), frontappVectorKey, "x-front-signature", Headers{{Name: "x-front-request-timestamp", Value: frontappVectorMs}}, sig, body, pos, repl, fixedNow, "")
 	})
 }

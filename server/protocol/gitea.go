@@ -39,7 +39,7 @@ func Gitea() *Protocol {
 			"be replayed by hand from the webhook's settings, which sends the recorded payload again " +
 			"(whether under the same UUID is not confirmed in the sources read). No timestamp is " +
 			"signed, so there is no tolerance.",
-		ParseSecret:   bdSharedSecret("Gitea webhook secret"),
+		ParseSecret:   sharedSecretParser("Gitea webhook secret"),
 		Verify:        verifyGitea,
 		Sign:          signGitea,
 		ExampleSecret: sharedExample(""),
@@ -66,11 +66,11 @@ func verifyGitea(req *Request, keys []Key, _ Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	keyID, ok := matchKey(keys, [][]byte{sig}, sha256.New, bdWriteBody(payload))
+	keyID, ok := matchKey(keys, [][]byte{sig}, sha256.New, macMessage(payload))
 	if !ok {
 		return Result{}, rejectNoMatch(giteaSignatureHeader, 0, keys)
 	}
-	id, err := bdHeaderIdentity(req, giteaDeliveryHeader)
+	id, err := headerIdentity(req.Headers, giteaDeliveryHeader)
 	if err != nil {
 		return Result{}, err
 	}
@@ -100,11 +100,11 @@ func signGitea(in SignInput, secrets []string) (Headers, error) {
 	if in.EventID == "" {
 		return nil, errors.New("gitea: sign needs an EventID for X-Gitea-Delivery")
 	}
-	key, err := bdSharedSecret("Gitea webhook secret")(secrets[0])
+	key, err := sharedSecretParser("Gitea webhook secret")(secrets[0])
 	if err != nil {
 		return nil, fmt.Errorf("gitea: %w", err)
 	}
-	sig := bdHex.encode(hmacSum(sha256.New, key, bdWriteBody(in.Body)))
+	sig := digestHex.encode(hmacSum(sha256.New, key, macMessage(in.Body)))
 	return Headers{
 		{Name: "Content-Type", Value: "application/json"},
 		{Name: giteaDeliveryHeader, Value: in.EventID},
@@ -118,5 +118,5 @@ func signGitea(in SignInput, secrets []string) (Headers, error) {
 
 // giteaExampleBody is a push payload, abridged.
 func giteaExampleBody(eventID string) []byte {
-	return []byte(`{"ref":"refs/heads/main","before":"28e1879d029cb852e4844d9c718537df08844e03","after":"bffeb74224043ba2feb48d137756c8a9331c449a","compare_url":"https://gitea.example.com/org/repo/compare/28e1879d...bffeb742","commits":[{"id":"bffeb74224043ba2feb48d137756c8a9331c449a","message":"` + jsonEscapeBD(strings.ReplaceAll(eventID, "\n", " ")) + `","url":"https://gitea.example.com/org/repo/commit/bffeb742"}],"repository":{"id":140,"full_name":"org/repo"},"pusher":{"login":"gitea"}}`)
+	return []byte(`{"ref":"refs/heads/main","before":"28e1879d029cb852e4844d9c718537df08844e03","after":"bffeb74224043ba2feb48d137756c8a9331c449a","compare_url":"https://gitea.example.com/org/repo/compare/28e1879d...bffeb742","commits":[{"id":"bffeb74224043ba2feb48d137756c8a9331c449a","message":"` + jsonEscape(strings.ReplaceAll(eventID, "\n", " ")) + `","url":"https://gitea.example.com/org/repo/commit/bffeb742"}],"repository":{"id":140,"full_name":"org/repo"},"pusher":{"login":"gitea"}}`)
 }

@@ -28,7 +28,7 @@ func giteaRequest(contentType, body string, headers ...string) *Request {
 
 func TestGiteaVerify(t *testing.T) {
 	t.Parallel()
-	bdSuite{
+	providerSuite{
 		p: Gitea(), secret: giteaSecret, secret2: giteaSecret2,
 		sigHeader: "X-Gitea-Signature", eventID: giteaDeliveryID, wantEventID: giteaDeliveryID,
 		malformed: []string{"", "zz", strings.ToUpper(giteaVectorSig), "sha256=" + giteaVectorSig, giteaVectorSig[1:]},
@@ -83,13 +83,13 @@ func TestGiteaRecomputedVector(t *testing.T) {
 	if _, err := p.Sign(SignInput{Body: []byte(giteaVectorBody)}, []string{giteaVectorKey}); err == nil {
 		t.Fatal("signed without a delivery id")
 	}
-	bdCheckSecrets(t, p, "", "gitea-x\n")
+	checkSecretsRefused(t, p, "", "gitea-x\n")
 }
 
 func FuzzGiteaSignatureHeader(f *testing.F) {
 	f.Add(giteaVectorSig, []byte(giteaVectorBody), uint16(0), byte('A'))
 	f.Fuzz(func(t *testing.T, sig string, body []byte, pos uint16, repl byte) {
-		bdFuzz(t, Gitea(), giteaVectorKey, "X-Gitea-Signature", Headers{{Name: "X-Gitea-Delivery", Value: giteaDeliveryID}}, sig, body, pos, repl, fixedNow, "")
+		verifyFuzzedHeader(t, Gitea(), giteaVectorKey, "X-Gitea-Signature", Headers{{Name: "X-Gitea-Delivery", Value: giteaDeliveryID}}, sig, body, pos, repl, fixedNow, "")
 	})
 }
 

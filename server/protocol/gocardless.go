@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"strings"
 )
 
@@ -19,7 +17,10 @@ const (
 	gocardlessSignatureHeader = "Webhook-Signature"
 )
 
-var gocardlessMAC = bdBodyMAC{header: gocardlessSignatureHeader, newHash: sha256.New, size: sha256.Size, encoding: bdHex}
+var (
+	gocardlessMAC         = bodyMAC{header: gocardlessSignatureHeader, newHash: sha256.New, size: sha256.Size, encoding: digestHex}
+	parseGoCardlessSecret = sharedSecretParser("GoCardless webhook endpoint secret")
+)
 
 // GoCardless returns the protocol for GoCardless webhook endpoints.
 //
@@ -39,7 +40,7 @@ func GoCardless() *Protocol {
 			"the same body and signature, up to about 10 times at increasing intervals, and can be " +
 			"retried by hand from the dashboard. No timestamp is signed, so there is no tolerance; " +
 			"the event ids make retries duplicates.",
-		ParseSecret:   bdSharedSecret("GoCardless webhook endpoint secret"),
+		ParseSecret:   parseGoCardlessSecret,
 		Verify:        verifyGoCardless,
 		Sign:          signGoCardless,
 		ExampleSecret: sharedExample(""),
@@ -104,17 +105,7 @@ const gocardlessMaxJoinedIDs = 256
 // signGoCardless produces the Webhook-Signature GoCardless sends. An endpoint has one secret,
 // so only secrets[0] signs.
 func signGoCardless(in SignInput, secrets []string) (Headers, error) {
-	if len(secrets) == 0 {
-		return nil, errors.New("gocardless: sign needs a secret")
-	}
-	key, err := bdSharedSecret("GoCardless webhook endpoint secret")(secrets[0])
-	if err != nil {
-		return nil, fmt.Errorf("gocardless: %w", err)
-	}
-	return Headers{
-		{Name: "Content-Type", Value: "application/json"},
-		{Name: gocardlessSignatureHeader, Value: gocardlessMAC.value(key, in.Body)},
-	}, nil
+	return gocardlessMAC.signJSON(gocardlessName, parseGoCardlessSecret, in, secrets)
 }
 
 // gocardlessExampleBody is a one-event webhook as GoCardless sends it.

@@ -24,7 +24,7 @@ func gocardlessSigned(t testing.TB, body, secret string) *Request {
 
 func TestGoCardlessVerify(t *testing.T) {
 	t.Parallel()
-	bdSuite{
+	providerSuite{
 		p: GoCardless(), secret: gocardlessSecret, secret2: gocardlessSecret2,
 		sigHeader: "Webhook-Signature", eventID: "EV0001TEST", wantEventID: "EV0001TEST",
 		malformed: []string{"", "zz", strings.ToUpper(gocardlessVectorSig), "sha256=" + gocardlessVectorSig, gocardlessVectorSig[:62]},
@@ -90,12 +90,12 @@ func TestGoCardlessPublishedVector(t *testing.T) {
 	if got, _ := h.Get("Webhook-Signature"); got != gocardlessVectorSig {
 		t.Fatalf("Sign = %q, want %q", got, gocardlessVectorSig)
 	}
-	bdCheckSecrets(t, p, "", " padded-secret ")
+	checkSecretsRefused(t, p, "", " padded-secret ")
 }
 
 func FuzzGoCardlessSignatureHeader(f *testing.F) {
 	f.Add(gocardlessVectorSig, []byte(gocardlessVectorBody), uint16(5), byte('0'))
 	f.Fuzz(func(t *testing.T, sig string, body []byte, pos uint16, repl byte) {
-		bdFuzz(t, GoCardless(), gocardlessVectorSecret, "Webhook-Signature", nil, sig, body, pos, repl, fixedNow, "")
+		verifyFuzzedHeader(t, GoCardless(), gocardlessVectorSecret, "Webhook-Signature", nil, sig, body, pos, repl, fixedNow, "")
 	})
 }

@@ -58,7 +58,7 @@ func HelloSign() *Protocol {
 			"with growing delays and the callback URL is eventually disabled (the schedule is not " +
 			"documented in the sources read). event_time is when the event happened, not when it " +
 			"was sent, so it is not checked against a tolerance; retries carry the same event.",
-		ParseSecret:   bdSharedSecret("Dropbox Sign API key"),
+		ParseSecret:   sharedSecretParser("Dropbox Sign API key"),
 		Verify:        verifyHelloSign,
 		Sign:          signHelloSign,
 		SignBody:      signBodyHelloSign,
@@ -126,7 +126,7 @@ func verifyHelloSign(req *Request, keys []Key, _ Params) (Result, error) {
 	if !ok {
 		return Result{}, Reject(ReasonMalformedSignature, "event_hash is not 64 lowercase hex digits")
 	}
-	keyID, ok := matchKey(keys, [][]byte{sig}, sha256.New, bdWriteJoined(*ev.Event.Time, "", []byte(*ev.Event.Type)))
+	keyID, ok := matchKey(keys, [][]byte{sig}, sha256.New, macMessage([]byte(*ev.Event.Type), *ev.Event.Time))
 	if !ok {
 		return Result{}, rejectNoMatch("event_hash", 0, keys)
 	}
@@ -141,7 +141,7 @@ func signBodyHelloSign(in SignInput, secrets []string) ([]byte, error) {
 	if len(secrets) == 0 {
 		return nil, errors.New("hellosign: sign needs an API key")
 	}
-	key, err := bdSharedSecret("Dropbox Sign API key")(secrets[0])
+	key, err := sharedSecretParser("Dropbox Sign API key")(secrets[0])
 	if err != nil {
 		return nil, fmt.Errorf("hellosign: %w", err)
 	}
@@ -165,7 +165,7 @@ func signBodyHelloSign(in SignInput, secrets []string) ([]byte, error) {
 		ts = strconv.FormatInt(in.Timestamp.Unix(), 10)
 		event["event_time"] = ts
 	}
-	event["event_hash"] = hex.EncodeToString(hmacSum(sha256.New, key, bdWriteJoined(ts, "", []byte(typ))))
+	event["event_hash"] = hex.EncodeToString(hmacSum(sha256.New, key, macMessage([]byte(typ), ts)))
 	data, err := json.Marshal(top)
 	if err != nil {
 		return nil, fmt.Errorf("hellosign: %w", err)

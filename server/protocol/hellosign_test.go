@@ -76,7 +76,7 @@ func TestHelloSignVerify(t *testing.T) {
 	if a.EventID == "" || a.EventID != b.EventID {
 		t.Fatalf("identities differ: %q %q", a.EventID, b.EventID)
 	}
-	bdCheckSecrets(t, p, "", hellosignVectorKey+"\n")
+	checkSecretsRefused(t, p, "", hellosignVectorKey+"\n")
 }
 
 func TestHelloSignSignBody(t *testing.T) {

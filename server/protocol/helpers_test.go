@@ -25,6 +25,17 @@ func keysFor(t testing.TB, p *Protocol, secrets ...string) []Key {
 	return keys
 }
 
+// signedHeader returns the named header of p.Sign(in, secret).
+func signedHeader(t *testing.T, p *Protocol, in SignInput, secret, name string) string {
+	t.Helper()
+	h, err := p.Sign(in, []string{secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := h.Get(name)
+	return v
+}
+
 // signed returns a request carrying body and the headers p.Sign produces.
 func signed(t testing.TB, p *Protocol, in SignInput, secrets ...string) *Request {
 	t.Helper()

@@ -3,8 +3,6 @@ package protocol
 import (
 	"crypto/sha1"
 	"encoding/json"
-	"errors"
-	"fmt"
 )
 
 // Help Scout signs the raw body with HMAC-SHA1 keyed with the webhook's secret key and sends the
@@ -16,7 +14,10 @@ const (
 	helpscoutSignatureHeader = "X-HelpScout-Signature"
 )
 
-var helpscoutMAC = bdBodyMAC{header: helpscoutSignatureHeader, prefix: "", newHash: sha1.New, size: sha1.Size, encoding: bdBase64}
+var (
+	helpscoutMAC         = bodyMAC{header: helpscoutSignatureHeader, prefix: "", newHash: sha1.New, size: sha1.Size, encoding: digestBase64}
+	parseHelpScoutSecret = sharedSecretParser("Help Scout webhook secret key")
+)
 
 // HelpScout returns the protocol for Help Scout webhooks.
 //
@@ -34,39 +35,17 @@ func HelpScout() *Protocol {
 			"webhook after repeated failures (the exact schedule is not documented in the sources " +
 			"read). A retry resends the same body, and no timestamp is signed, so there is no " +
 			"tolerance; the body hash makes the retry a duplicate.",
-		ParseSecret:   bdSharedSecret("Help Scout webhook secret key"),
-		Verify:        verifyHelpScout,
+		ParseSecret:   parseHelpScoutSecret,
+		Verify:        helpscoutMAC.verifier(bodyHashIdentity),
 		Sign:          signHelpScout,
 		ExampleSecret: sharedExample(""),
 		ExampleBody:   helpscoutExampleBody,
 	}
 }
 
-func verifyHelpScout(req *Request, keys []Key, _ Params) (Result, error) {
-	keyID, err := helpscoutMAC.verify(req, keys)
-	if err != nil {
-		return Result{}, err
-	}
-	id, err := bodySHA256ID(req.Body), nil
-	if err != nil {
-		return Result{}, err
-	}
-	return Result{KeyID: keyID, EventID: id}, nil
-}
-
 // signHelpScout produces the headers Help Scout sends. A webhook has one secret key, so only secrets[0] signs. X-HelpScout-Event is omitted: SignInput carries no event type.
 func signHelpScout(in SignInput, secrets []string) (Headers, error) {
-	if len(secrets) == 0 {
-		return nil, errors.New("helpscout: sign needs a secret")
-	}
-	key, err := bdSharedSecret("Help Scout webhook secret key")(secrets[0])
-	if err != nil {
-		return nil, fmt.Errorf("helpscout: %w", err)
-	}
-	return Headers{
-		{Name: "Content-Type", Value: "application/json"},
-		{Name: helpscoutSignatureHeader, Value: helpscoutMAC.value(key, in.Body)},
-	}, nil
+	return helpscoutMAC.signJSON(helpscoutName, parseHelpScoutSecret, in, secrets)
 }
 
 // helpscoutExampleBody is a convo.created body (a v2 Conversation object, abridged).

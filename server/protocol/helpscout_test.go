@@ -15,7 +15,7 @@ const (
 
 func TestHelpScoutVerify(t *testing.T) {
 	t.Parallel()
-	bdSuite{
+	providerSuite{
 		p: HelpScout(), secret: helpscoutSecret, secret2: helpscoutSecret2,
 		sigHeader: "X-HelpScout-Signature", eventID: "thread-1", wantEventIDFor: bodySHA256ID,
 		malformed:  []string{"", "zz", helpscoutVectorSig[1:], helpscoutVectorSig + "00", "sha256=" + helpscoutVectorSig},
@@ -41,12 +41,12 @@ func TestHelpScoutVector(t *testing.T) {
 	if got, _ := h.Get("X-HelpScout-Signature"); got != helpscoutVectorSig {
 		t.Fatalf("Sign = %q, want %q", got, helpscoutVectorSig)
 	}
-	bdCheckSecrets(t, p, "", " padded-secret-x ")
+	checkSecretsRefused(t, p, "", " padded-secret-x ")
 }
 
 func FuzzHelpScoutSignatureHeader(f *testing.F) {
 	f.Add(helpscoutVectorSig, []byte(helpscoutVectorBody), uint16(3), byte('0'))
 	f.Fuzz(func(t *testing.T, sig string, body []byte, pos uint16, repl byte) {
-		bdFuzz(t, HelpScout(), helpscoutVectorKey, "X-HelpScout-Signature", nil, sig, body, pos, repl, fixedNow, "")
+		verifyFuzzedHeader(t, HelpScout(), helpscoutVectorKey, "X-HelpScout-Signature", nil, sig, body, pos, repl, fixedNow, "")
 	})
 }

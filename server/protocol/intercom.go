@@ -6,17 +6,17 @@ import "crypto/sha1"
 // keyed with the app's client secret (the hub_secret in the v1.0 reference,
 // https://developers.intercom.com/intercom-api-reference/v1.0/reference/signed-notifications).
 // HMAC-SHA1 is not broken as a MAC. The notification names itself in "id" (notif_...).
-var intercomProvider = batchABodyProvider{
+var intercomProvider = bodyMACProvider{
 	name: "intercom",
-	scheme: batchABodyScheme{
+	scheme: bodyMACScheme{
 		headers: []string{"X-Hub-Signature"},
 		version: "sha1",
 		newHash: sha1.New,
 		size:    sha1.Size,
-		enc:     batchAHex,
+		enc:     digestHex,
 	},
-	secret:   batchAStringSecret("Intercom client secret"),
-	identity: batchABodyIdentity("id"),
+	secret:   sharedSecretParser("Intercom client secret"),
+	identity: jsonBodyIdentity("id"),
 }
 
 // Intercom returns the protocol for Intercom webhook (topic) notifications.
@@ -39,9 +39,9 @@ func Intercom() *Protocol {
 		ParseSecret:   intercomProvider.secret,
 		Verify:        intercomProvider.verify,
 		Sign:          intercomProvider.sign,
-		ExampleSecret: batchAExampleSecret("", 16, batchAUUIDString),
+		ExampleSecret: exampleSecret("", 16, uuidString),
 		ExampleBody: func(eventID string) []byte {
-			return []byte(`{"type":"notification_event","app_id":"ecahpwf5","id":` + batchAQuote(eventID) + `,"topic":"conversation.user.created","data":{"type":"notification_event_data","item":{"type":"conversation","id":"147"}}}`)
+			return []byte(`{"type":"notification_event","app_id":"ecahpwf5","id":` + jsonQuote(eventID) + `,"topic":"conversation.user.created","data":{"type":"notification_event_data","item":{"type":"conversation","id":"147"}}}`)
 		},
 	}
 }

@@ -17,22 +17,22 @@ func TestIntercomVerify(t *testing.T) {
 	body := ExampleBody(p, intercomNotifID)
 	in := SignInput{Body: body}
 	good := signed(t, p, in, intercomSecret)
-	indep := "sha1=" + batchAHex1(intercomSecret, string(body))
-	fx := batchAFixture{
+	indep := "sha1=" + hmacSHA1Hex(intercomSecret, string(body))
+	fx := signingFixture{
 		p: p, secret: intercomSecret, secretNew: intercomSecretNew, in: in, wantEvent: intercomNotifID,
 		sigHeader: "X-Hub-Signature",
 		noID:      signed(t, p, SignInput{Body: []byte(`{"type":"notification_event"}`)}, intercomSecret),
-		malformed: []string{"garbage", "sha1=", "sha1=" + strings.ToUpper(indep[5:]), "sha1=" + batchAHex256(intercomSecret, string(body))},
+		malformed: []string{"garbage", "sha1=", "sha1=" + strings.ToUpper(indep[5:]), "sha1=" + hmacSHA256Hex(intercomSecret, string(body))},
 		// The documented example header, whose secret is not published, is well-formed.
-		missing: []string{"sha256=" + batchAHex256(intercomSecret, string(body))},
+		missing: []string{"sha256=" + hmacSHA256Hex(intercomSecret, string(body))},
 	}
 	cs := fx.cases(t)
 	cs = append(cs,
-		batchACase{name: "independent signature accepted", req: withHeader(good, "X-Hub-Signature", indep), keys: []string{intercomSecret}, wantKey: "k0", wantEvent: intercomNotifID},
-		batchACase{name: "documented example header is well-formed but does not match", req: withHeader(good, "X-Hub-Signature", "sha1=21ff2e149e0fdcac6f947740f6177f6434bda921"), keys: []string{intercomSecret}, wantReason: ReasonSignatureMismatch},
-		batchACase{name: "body not JSON", req: signed(t, p, SignInput{Body: []byte("x")}, intercomSecret), keys: []string{intercomSecret}, wantReason: ReasonMalformedPayload},
+		verifyCase{name: "independent signature accepted", req: withHeader(good, "X-Hub-Signature", indep), keys: []string{intercomSecret}, wantKey: "k0", wantEvent: intercomNotifID},
+		verifyCase{name: "documented example header is well-formed but does not match", req: withHeader(good, "X-Hub-Signature", "sha1=21ff2e149e0fdcac6f947740f6177f6434bda921"), keys: []string{intercomSecret}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "body not JSON", req: signed(t, p, SignInput{Body: []byte("x")}, intercomSecret), keys: []string{intercomSecret}, wantReason: ReasonMalformedPayload},
 	)
-	batchARun(t, p, cs)
+	runVerifyCases(t, p, cs)
 }
 
 // TestIntercomDocumentedAlgorithm: Intercom's example header has no published secret, so Sign
@@ -50,7 +50,7 @@ func TestIntercomDocumentedAlgorithm(t *testing.T) {
 }
 
 func FuzzIntercomSignatureHeader(f *testing.F) {
-	batchAFuzz(f, Intercom(), intercomSecret, "X-Hub-Signature",
+	fuzzSignatureHeader(f, Intercom(), intercomSecret, "X-Hub-Signature",
 		SignInput{Body: ExampleBody(Intercom(), intercomNotifID)}, Params{Now: fixedNow},
 		"sha1=21ff2e149e0fdcac6f947740f6177f6434bda921", "sha256=", "=")
 }

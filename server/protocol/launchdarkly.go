@@ -3,8 +3,6 @@ package protocol
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
-	"fmt"
 )
 
 // LaunchDarkly signs the raw body with HMAC-SHA256 keyed with the webhook's secret and sends the
@@ -17,7 +15,10 @@ const (
 	launchdarklySignatureHeader = "X-LD-Signature"
 )
 
-var launchdarklyMAC = bdBodyMAC{header: launchdarklySignatureHeader, prefix: "", newHash: sha256.New, size: sha256.Size, encoding: bdHex}
+var (
+	launchdarklyMAC         = bodyMAC{header: launchdarklySignatureHeader, prefix: "", newHash: sha256.New, size: sha256.Size, encoding: digestHex}
+	parseLaunchDarklySecret = sharedSecretParser("LaunchDarkly webhook secret")
+)
 
 // LaunchDarkly returns the protocol for LaunchDarkly webhooks.
 //
@@ -34,39 +35,17 @@ func LaunchDarkly() *Protocol {
 		Retries: "LaunchDarkly retries a delivery that gets a non-2xx response once; delivery is not " +
 			"guaranteed and not in order. No timestamp is signed, so there is no tolerance; the audit " +
 			"log entry id makes the retry a duplicate.",
-		ParseSecret:   bdSharedSecret("LaunchDarkly webhook secret"),
-		Verify:        verifyLaunchDarkly,
+		ParseSecret:   parseLaunchDarklySecret,
+		Verify:        launchdarklyMAC.verifier(jsonBodyIdentity("_id")),
 		Sign:          signLaunchDarkly,
 		ExampleSecret: sharedExample(""),
 		ExampleBody:   launchdarklyExampleBody,
 	}
 }
 
-func verifyLaunchDarkly(req *Request, keys []Key, _ Params) (Result, error) {
-	keyID, err := launchdarklyMAC.verify(req, keys)
-	if err != nil {
-		return Result{}, err
-	}
-	id, err := bdJSONString(req.Body, false, "_id")
-	if err != nil {
-		return Result{}, err
-	}
-	return Result{KeyID: keyID, EventID: id}, nil
-}
-
 // signLaunchDarkly produces the headers LaunchDarkly sends. A webhook has one secret, so only secrets[0] signs.
 func signLaunchDarkly(in SignInput, secrets []string) (Headers, error) {
-	if len(secrets) == 0 {
-		return nil, errors.New("launchdarkly: sign needs a secret")
-	}
-	key, err := bdSharedSecret("LaunchDarkly webhook secret")(secrets[0])
-	if err != nil {
-		return nil, fmt.Errorf("launchdarkly: %w", err)
-	}
-	return Headers{
-		{Name: "Content-Type", Value: "application/json"},
-		{Name: launchdarklySignatureHeader, Value: launchdarklyMAC.value(key, in.Body)},
-	}, nil
+	return launchdarklyMAC.signJSON(launchdarklyName, parseLaunchDarklySecret, in, secrets)
 }
 
 // launchdarklyExampleBody is an audit log entry as the webhooks API documents it.

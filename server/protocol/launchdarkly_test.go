@@ -16,7 +16,7 @@ const (
 
 func TestLaunchDarklyVerify(t *testing.T) {
 	t.Parallel()
-	bdSuite{
+	providerSuite{
 		p: LaunchDarkly(), secret: launchdarklySecret, secret2: launchdarklySecret2,
 		sigHeader: "X-LD-Signature", eventID: "57c0a8e29969090743529965", wantEventID: "57c0a8e29969090743529965",
 		malformed: []string{"", "zz", strings.ToUpper(launchdarklyVectorSig), launchdarklyVectorSig + "00", "sha256=" + launchdarklyVectorSig},
@@ -44,12 +44,12 @@ func TestLaunchDarklyVector(t *testing.T) {
 	if got, _ := h.Get("X-LD-Signature"); got != launchdarklyVectorSig {
 		t.Fatalf("Sign = %q, want %q", got, launchdarklyVectorSig)
 	}
-	bdCheckSecrets(t, p, "", " padded-secret-x ")
+	checkSecretsRefused(t, p, "", " padded-secret-x ")
 }
 
 func FuzzLaunchDarklySignatureHeader(f *testing.F) {
 	f.Add(launchdarklyVectorSig, []byte(launchdarklyVectorBody), uint16(3), byte('0'))
 	f.Fuzz(func(t *testing.T, sig string, body []byte, pos uint16, repl byte) {
-		bdFuzz(t, LaunchDarkly(), launchdarklyVectorKey, "X-LD-Signature", nil, sig, body, pos, repl, fixedNow, "")
+		verifyFuzzedHeader(t, LaunchDarkly(), launchdarklyVectorKey, "X-LD-Signature", nil, sig, body, pos, repl, fixedNow, "")
 	})
 }

@@ -1,21 +1,24 @@
 package protocol
 
-import "crypto/sha256"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
 
 // Lemon Squeezy: X-Signature is the hex HMAC-SHA256 of the raw body keyed with the signing
 // secret chosen for the webhook (https://docs.lemonsqueezy.com/help/webhooks/signing-requests);
 // X-Event-Name repeats meta.event_name. The body ({"meta":{...},"data":{...}}) names the
 // resource, not the event or the delivery.
-var lemonsqueezyProvider = batchABodyProvider{
+var lemonsqueezyProvider = bodyMACProvider{
 	name: "lemonsqueezy",
-	scheme: batchABodyScheme{
+	scheme: bodyMACScheme{
 		headers: []string{"X-Signature"},
 		newHash: sha256.New,
 		size:    sha256.Size,
-		enc:     batchAHex,
+		enc:     digestHex,
 	},
-	secret:   batchAStringSecret("Lemon Squeezy webhook signing secret"),
-	identity: batchABodyHashIdentity,
+	secret:   sharedSecretParser("Lemon Squeezy webhook signing secret"),
+	identity: bodyHashIdentity,
 }
 
 // LemonSqueezy returns the protocol for Lemon Squeezy webhooks.
@@ -38,9 +41,9 @@ func LemonSqueezy() *Protocol {
 		ParseSecret:   lemonsqueezyProvider.secret,
 		Verify:        lemonsqueezyProvider.verify,
 		Sign:          lemonsqueezyProvider.sign,
-		ExampleSecret: batchAExampleSecret("", 16, batchAHexString),
+		ExampleSecret: exampleSecret("", 16, hex.EncodeToString),
 		ExampleBody: func(eventID string) []byte {
-			return []byte(`{"meta":{"event_name":"order_created","custom_data":{"ref":` + batchAQuote(eventID) + `}},"data":{"type":"orders","id":"1","attributes":{"status":"paid"}}}`)
+			return []byte(`{"meta":{"event_name":"order_created","custom_data":{"ref":` + jsonQuote(eventID) + `}},"data":{"type":"orders","id":"1","attributes":{"status":"paid"}}}`)
 		},
 	}
 }

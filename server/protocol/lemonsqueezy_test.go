@@ -17,18 +17,18 @@ func TestLemonSqueezyVerify(t *testing.T) {
 	in := SignInput{Body: []byte(lemonsqueezyBody)}
 	good := signed(t, p, in, lemonsqueezySecret)
 	wantID := bodySHA256ID([]byte(lemonsqueezyBody))
-	indep := batchAHex256(lemonsqueezySecret, lemonsqueezyBody)
-	fx := batchAFixture{
+	indep := hmacSHA256Hex(lemonsqueezySecret, lemonsqueezyBody)
+	fx := signingFixture{
 		p: p, secret: lemonsqueezySecret, secretNew: lemonsqueezySecretNew, in: in, wantEvent: wantID,
 		sigHeader: "X-Signature",
 		malformed: []string{"garbage", "sha256=" + indep, strings.ToUpper(indep), indep[:63]},
 	}
 	cs := fx.cases(t)
 	cs = append(cs,
-		batchACase{name: "independent signature accepted", req: withHeader(good, "X-Signature", indep), keys: []string{lemonsqueezySecret}, wantKey: "k0", wantEvent: wantID},
-		batchACase{name: "identity is the body hash", req: withHeader(good, "X-Event-Name", "order_created"), keys: []string{lemonsqueezySecret}, wantKey: "k0", wantEvent: "body-sha256:" + lemonsqueezyBodySHA256},
+		verifyCase{name: "independent signature accepted", req: withHeader(good, "X-Signature", indep), keys: []string{lemonsqueezySecret}, wantKey: "k0", wantEvent: wantID},
+		verifyCase{name: "identity is the body hash", req: withHeader(good, "X-Event-Name", "order_created"), keys: []string{lemonsqueezySecret}, wantKey: "k0", wantEvent: "body-sha256:" + lemonsqueezyBodySHA256},
 	)
-	batchARun(t, p, cs)
+	runVerifyCases(t, p, cs)
 }
 
 // TestLemonSqueezyDocumentedAlgorithm: the docs give hash_hmac('sha256', $payload, $secret)
@@ -46,7 +46,7 @@ func TestLemonSqueezyDocumentedAlgorithm(t *testing.T) {
 }
 
 func FuzzLemonSqueezySignatureHeader(f *testing.F) {
-	batchAFuzz(f, LemonSqueezy(), lemonsqueezySecret, "X-Signature",
+	fuzzSignatureHeader(f, LemonSqueezy(), lemonsqueezySecret, "X-Signature",
 		SignInput{Body: []byte(lemonsqueezyBody)}, Params{Now: fixedNow},
 		"", "sha256=", "0")
 }

@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,14 +24,14 @@ const (
 	linearDefaultTolerance = 60 * time.Second
 )
 
-var linearScheme = batchABodyScheme{
+var linearScheme = bodyMACScheme{
 	headers: []string{linearSignatureHeader},
 	newHash: sha256.New,
 	size:    sha256.Size,
-	enc:     batchAHex,
+	enc:     digestHex,
 }
 
-var parseLinearSecret = batchAStringSecret("Linear webhook signing secret")
+var parseLinearSecret = sharedSecretParser("Linear webhook signing secret")
 
 // Linear returns the protocol for Linear webhooks.
 //
@@ -57,9 +58,9 @@ func Linear() *Protocol {
 		Verify:        verifyLinear,
 		Sign:          signLinear,
 		SignBody:      signLinearBody,
-		ExampleSecret: batchAExampleSecret("lin_wh_", 24, batchAHexString),
+		ExampleSecret: exampleSecret("lin_wh_", 24, hex.EncodeToString),
 		ExampleBody: func(eventID string) []byte {
-			return []byte(`{"action":"create","type":"Issue","data":{"id":` + batchAQuote(eventID) + `,"title":"Example"},"url":"https://linear.app/acme/issue/ENG-1","createdAt":"2026-01-01T00:00:00.000Z","webhookTimestamp":0}`)
+			return []byte(`{"action":"create","type":"Issue","data":{"id":` + jsonQuote(eventID) + `,"title":"Example"},"url":"https://linear.app/acme/issue/ENG-1","createdAt":"2026-01-01T00:00:00.000Z","webhookTimestamp":0}`)
 		},
 	}
 }
@@ -73,10 +74,10 @@ func verifyLinear(req *Request, keys []Key, p Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if err := batchACheckMillis(ms, p.Now, effectiveTolerance(p, linearDefaultTolerance)); err != nil {
+	if err := checkTimestampMillis(ms, p.Now, effectiveTolerance(p, linearDefaultTolerance)); err != nil {
 		return Result{}, err
 	}
-	id, err := batchAHeaderID(req.Headers, linearDeliveryHeader)
+	id, err := headerIdentity(req.Headers, linearDeliveryHeader)
 	if err != nil {
 		return Result{}, err
 	}
@@ -103,7 +104,7 @@ func linearTimestamp(body []byte) (int64, error) {
 // signLinearBody stamps webhookTimestamp (in.Timestamp in ms) into the body, as Linear does
 // when it sends; the other fields are kept (re-encoded in key order).
 func signLinearBody(in SignInput, _ []string) ([]byte, error) {
-	if err := batchASignTime(linearName, in.Timestamp); err != nil {
+	if err := checkSignTimestamp(linearName, in.Timestamp); err != nil {
 		return nil, err
 	}
 	var top map[string]json.RawMessage
@@ -118,7 +119,7 @@ func signLinearBody(in SignInput, _ []string) ([]byte, error) {
 // Linear-Delivery = in.EventID. The body must already carry webhookTimestamp (SignDelivery
 // applies signLinearBody first).
 func signLinear(in SignInput, secrets []string) (Headers, error) {
-	keys, err := batchAParseKeys(linearName, secrets, parseLinearSecret)
+	keys, err := parseSigningKeys(linearName, secrets, parseLinearSecret)
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ func linearBody(t time.Time) string {
 // linearRequest signs body independently (hex HMAC-SHA256 of the body, as @linear/sdk does).
 func linearRequest(body, secret string) *Request {
 	return &Request{Method: "POST", Body: []byte(body), Headers: Headers{
-		{Name: "linear-signature", Value: batchAHex256(secret, body)}, {Name: "Linear-Delivery", Value: linearDelivery},
+		{Name: "linear-signature", Value: hmacSHA256Hex(secret, body)}, {Name: "Linear-Delivery", Value: linearDelivery},
 	}}
 }
 
@@ -30,29 +30,29 @@ func TestLinearVerify(t *testing.T) {
 	body := linearBody(fixedNow)
 	in := SignInput{Body: []byte(body), EventID: linearDelivery, Timestamp: fixedNow}
 	good := signed(t, p, in, linearSecret)
-	fx := batchAFixture{
+	fx := signingFixture{
 		p: p, secret: linearSecret, secretNew: linearSecretNew, in: in, wantEvent: linearDelivery,
 		sigHeader: "linear-signature",
 		noID:      withoutHeader(good, "Linear-Delivery"),
-		malformed: []string{"garbage", "sha256=" + batchAHex256(linearSecret, body), batchAHex256(linearSecret, body)[:60]},
+		malformed: []string{"garbage", "sha256=" + hmacSHA256Hex(linearSecret, body), hmacSHA256Hex(linearSecret, body)[:60]},
 	}
 	cs := fx.cases(t)
 	at := func(d time.Duration) *Request { return linearRequest(linearBody(fixedNow.Add(d)), linearSecret) }
 	cs = append(cs,
-		batchACase{name: "independent signature accepted", req: linearRequest(body, linearSecret), keys: []string{linearSecret}, wantKey: "k0", wantEvent: linearDelivery},
-		batchACase{name: "stale (61 s)", req: at(-61 * time.Second), keys: []string{linearSecret}, wantReason: ReasonTimestampOutOfTolerance},
-		batchACase{name: "future (61 s)", req: at(61 * time.Second), keys: []string{linearSecret}, wantReason: ReasonTimestampOutOfTolerance},
-		batchACase{name: "exactly 60 s old accepted", req: at(-60 * time.Second), keys: []string{linearSecret}, wantKey: "k0", wantEvent: linearDelivery},
-		batchACase{name: "60.001 s old rejected (milliseconds count)", req: at(-60*time.Second - time.Millisecond), keys: []string{linearSecret}, wantReason: ReasonTimestampOutOfTolerance},
-		batchACase{name: "endpoint tolerance wider", req: at(-10 * time.Minute), keys: []string{linearSecret}, params: Params{Tolerance: 15 * time.Minute}, wantKey: "k0", wantEvent: linearDelivery},
-		batchACase{name: "timestamp in seconds is far in the past", req: linearRequest(`{"webhookTimestamp":`+strconv.FormatInt(fixedNow.Unix(), 10)+`}`, linearSecret), keys: []string{linearSecret}, wantReason: ReasonTimestampOutOfTolerance},
-		batchACase{name: "no webhookTimestamp", req: linearRequest(`{"action":"create"}`, linearSecret), keys: []string{linearSecret}, wantReason: ReasonMissingTimestamp},
-		batchACase{name: "webhookTimestamp a string", req: linearRequest(`{"webhookTimestamp":"1700000000000"}`, linearSecret), keys: []string{linearSecret}, wantReason: ReasonMissingTimestamp},
-		batchACase{name: "webhookTimestamp fractional", req: linearRequest(`{"webhookTimestamp":1.7e12}`, linearSecret), keys: []string{linearSecret}, wantReason: ReasonMissingTimestamp},
-		batchACase{name: "body not JSON", req: linearRequest(`not json`, linearSecret), keys: []string{linearSecret}, wantReason: ReasonMalformedPayload},
-		batchACase{name: "bad signature beats stale timestamp", req: linearRequest(linearBody(fixedNow.Add(-time.Hour)), linearSecretNew), keys: []string{linearSecret}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "independent signature accepted", req: linearRequest(body, linearSecret), keys: []string{linearSecret}, wantKey: "k0", wantEvent: linearDelivery},
+		verifyCase{name: "stale (61 s)", req: at(-61 * time.Second), keys: []string{linearSecret}, wantReason: ReasonTimestampOutOfTolerance},
+		verifyCase{name: "future (61 s)", req: at(61 * time.Second), keys: []string{linearSecret}, wantReason: ReasonTimestampOutOfTolerance},
+		verifyCase{name: "exactly 60 s old accepted", req: at(-60 * time.Second), keys: []string{linearSecret}, wantKey: "k0", wantEvent: linearDelivery},
+		verifyCase{name: "60.001 s old rejected (milliseconds count)", req: at(-60*time.Second - time.Millisecond), keys: []string{linearSecret}, wantReason: ReasonTimestampOutOfTolerance},
+		verifyCase{name: "endpoint tolerance wider", req: at(-10 * time.Minute), keys: []string{linearSecret}, params: Params{Tolerance: 15 * time.Minute}, wantKey: "k0", wantEvent: linearDelivery},
+		verifyCase{name: "timestamp in seconds is far in the past", req: linearRequest(`{"webhookTimestamp":`+strconv.FormatInt(fixedNow.Unix(), 10)+`}`, linearSecret), keys: []string{linearSecret}, wantReason: ReasonTimestampOutOfTolerance},
+		verifyCase{name: "no webhookTimestamp", req: linearRequest(`{"action":"create"}`, linearSecret), keys: []string{linearSecret}, wantReason: ReasonMissingTimestamp},
+		verifyCase{name: "webhookTimestamp a string", req: linearRequest(`{"webhookTimestamp":"1700000000000"}`, linearSecret), keys: []string{linearSecret}, wantReason: ReasonMissingTimestamp},
+		verifyCase{name: "webhookTimestamp fractional", req: linearRequest(`{"webhookTimestamp":1.7e12}`, linearSecret), keys: []string{linearSecret}, wantReason: ReasonMissingTimestamp},
+		verifyCase{name: "body not JSON", req: linearRequest(`not json`, linearSecret), keys: []string{linearSecret}, wantReason: ReasonMalformedPayload},
+		verifyCase{name: "bad signature beats stale timestamp", req: linearRequest(linearBody(fixedNow.Add(-time.Hour)), linearSecretNew), keys: []string{linearSecret}, wantReason: ReasonSignatureMismatch},
 	)
-	batchARun(t, p, cs)
+	runVerifyCases(t, p, cs)
 }
 
 // TestLinearSignDelivery: SignDelivery stamps webhookTimestamp and signs the stamped body, as
@@ -77,7 +77,7 @@ func TestLinearSignDelivery(t *testing.T) {
 }
 
 func FuzzLinearSignatureHeader(f *testing.F) {
-	batchAFuzz(f, Linear(), linearSecret, "linear-signature",
+	fuzzSignatureHeader(f, Linear(), linearSecret, "linear-signature",
 		SignInput{Body: []byte(linearBody(fixedNow)), EventID: linearDelivery, Timestamp: fixedNow}, Params{Now: fixedNow},
 		"", "sha256=0", "ABCDEF")
 }

@@ -3,6 +3,7 @@ package protocol
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"net/http"
 )
@@ -21,17 +22,17 @@ const (
 	metaMaxVerifyTokenSz = 1024
 )
 
-var metaProvider = batchABodyProvider{
+var metaProvider = bodyMACProvider{
 	name: metaName,
-	scheme: batchABodyScheme{
+	scheme: bodyMACScheme{
 		headers: []string{metaSignatureHeader},
 		version: "sha256",
 		newHash: sha256.New,
 		size:    sha256.Size,
-		enc:     batchAHex,
+		enc:     digestHex,
 	},
-	secret:   batchAStringSecret("Meta app secret"),
-	identity: batchABodyHashIdentity,
+	secret:   sharedSecretParser("Meta app secret"),
+	identity: bodyHashIdentity,
 }
 
 // Meta returns the protocol for Meta webhooks.
@@ -63,9 +64,9 @@ func Meta() *Protocol {
 		ValidateOptions: validateMetaOptions,
 		Verify:          verifyMeta,
 		Sign:            metaProvider.sign,
-		ExampleSecret:   batchAExampleSecret("", 16, batchAHexString),
+		ExampleSecret:   exampleSecret("", 16, hex.EncodeToString),
 		ExampleBody: func(eventID string) []byte {
-			return []byte(`{"object":"page","entry":[{"id":` + batchAQuote(eventID) + `,"time":1767000000,"changes":[{"field":"feed","value":{"item":"status","verb":"add"}}]}]}`)
+			return []byte(`{"object":"page","entry":[{"id":` + jsonQuote(eventID) + `,"time":1767000000,"changes":[{"field":"feed","value":{"item":"status","verb":"add"}}]}]}`)
 		},
 	}
 }
@@ -91,7 +92,7 @@ func verifyMeta(req *Request, keys []Key, p Params) (Result, error) {
 	if req == nil || req.Method != http.MethodGet {
 		return metaProvider.verify(req, keys, p)
 	}
-	q, err := batchAQuery(req.URL)
+	q, err := requestQuery(req.URL)
 	if err != nil {
 		return Result{}, err
 	}
@@ -113,5 +114,5 @@ func verifyMeta(req *Request, keys []Key, p Params) (Result, error) {
 	if challenge == "" {
 		return Result{}, Reject(ReasonMalformedPayload, "the verification request has no hub.challenge")
 	}
-	return Result{Handshake: batchAEchoReply(challenge)}, nil
+	return Result{Handshake: echoReply(challenge)}, nil
 }

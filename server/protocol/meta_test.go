@@ -22,27 +22,27 @@ func TestMetaVerify(t *testing.T) {
 	in := SignInput{Body: []byte(metaBody)}
 	good := signed(t, p, in, metaSecret)
 	wantID := bodySHA256ID([]byte(metaBody))
-	indep := "sha256=" + batchAHex256(metaSecret, metaBody)
-	fx := batchAFixture{
+	indep := "sha256=" + hmacSHA256Hex(metaSecret, metaBody)
+	fx := signingFixture{
 		p: p, secret: metaSecret, secretNew: metaSecretNew, in: in, wantEvent: wantID,
 		sigHeader: "X-Hub-Signature-256",
 		malformed: []string{"garbage", "sha256=", "sha256=" + strings.ToUpper(indep[7:]), indep + "0"},
-		missing:   []string{"sha1=" + batchAHex1(metaSecret, metaBody)},
+		missing:   []string{"sha1=" + hmacSHA1Hex(metaSecret, metaBody)},
 	}
 	cs := fx.cases(t)
 	opts := map[string]string{"verify_token": metaVerifyToken}
 	cs = append(cs,
-		batchACase{name: "independent signature over the escaped-unicode raw bytes", req: withHeader(good, "X-Hub-Signature-256", indep), keys: []string{metaSecret}, wantKey: "k0", wantEvent: wantID},
-		batchACase{name: "legacy sha1 header alone is not enough", req: &Request{Method: "POST", Body: []byte(metaBody), Headers: Headers{{Name: "X-Hub-Signature", Value: "sha1=" + batchAHex1(metaSecret, metaBody)}}}, keys: []string{metaSecret}, wantReason: ReasonMissingSignature},
-		batchACase{name: "handshake: wrong verify token", req: metaGet("hub.mode=subscribe&hub.verify_token=guess&hub.challenge=1158201444"), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonSignatureMismatch},
-		batchACase{name: "handshake: token prefix is not the token", req: metaGet("hub.mode=subscribe&hub.verify_token=" + metaVerifyToken[:5] + "&hub.challenge=1"), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonSignatureMismatch},
-		batchACase{name: "handshake: endpoint without verify_token", req: metaGet("hub.mode=subscribe&hub.verify_token=" + metaVerifyToken + "&hub.challenge=1"), keys: []string{metaSecret}, wantReason: ReasonSignatureMismatch},
-		batchACase{name: "handshake: other mode", req: metaGet("hub.mode=unsubscribe&hub.verify_token=" + metaVerifyToken + "&hub.challenge=1"), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonSignatureMismatch},
-		batchACase{name: "handshake: no token", req: metaGet("hub.mode=subscribe&hub.challenge=1"), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonMissingSignature},
-		batchACase{name: "handshake: no challenge", req: metaGet("hub.mode=subscribe&hub.verify_token=" + metaVerifyToken), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonMalformedPayload},
-		batchACase{name: "plain GET", req: metaGet(""), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonMissingSignature},
+		verifyCase{name: "independent signature over the escaped-unicode raw bytes", req: withHeader(good, "X-Hub-Signature-256", indep), keys: []string{metaSecret}, wantKey: "k0", wantEvent: wantID},
+		verifyCase{name: "legacy sha1 header alone is not enough", req: &Request{Method: "POST", Body: []byte(metaBody), Headers: Headers{{Name: "X-Hub-Signature", Value: "sha1=" + hmacSHA1Hex(metaSecret, metaBody)}}}, keys: []string{metaSecret}, wantReason: ReasonMissingSignature},
+		verifyCase{name: "handshake: wrong verify token", req: metaGet("hub.mode=subscribe&hub.verify_token=guess&hub.challenge=1158201444"), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "handshake: token prefix is not the token", req: metaGet("hub.mode=subscribe&hub.verify_token=" + metaVerifyToken[:5] + "&hub.challenge=1"), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "handshake: endpoint without verify_token", req: metaGet("hub.mode=subscribe&hub.verify_token=" + metaVerifyToken + "&hub.challenge=1"), keys: []string{metaSecret}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "handshake: other mode", req: metaGet("hub.mode=unsubscribe&hub.verify_token=" + metaVerifyToken + "&hub.challenge=1"), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "handshake: no token", req: metaGet("hub.mode=subscribe&hub.challenge=1"), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonMissingSignature},
+		verifyCase{name: "handshake: no challenge", req: metaGet("hub.mode=subscribe&hub.verify_token=" + metaVerifyToken), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonMalformedPayload},
+		verifyCase{name: "plain GET", req: metaGet(""), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonMissingSignature},
 	)
-	batchARun(t, p, cs)
+	runVerifyCases(t, p, cs)
 }
 
 func TestMetaHandshake(t *testing.T) {
@@ -97,7 +97,7 @@ func TestMetaDocumentedAlgorithm(t *testing.T) {
 }
 
 func FuzzMetaSignatureHeader(f *testing.F) {
-	batchAFuzz(f, Meta(), metaSecret, "X-Hub-Signature-256",
+	fuzzSignatureHeader(f, Meta(), metaSecret, "X-Hub-Signature-256",
 		SignInput{Body: []byte(metaBody)}, Params{Now: fixedNow},
 		"sha256=", "sha1=0", "=")
 }
@@ -116,7 +116,7 @@ func FuzzMetaVerificationRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		q, qerr := batchAQuery(u)
+		q, qerr := requestQuery(u)
 		if qerr != nil || res.Handshake == nil || q.Get("hub.verify_token") != metaVerifyToken || string(res.Handshake.Body) != q.Get("hub.challenge") {
 			t.Fatalf("GET %q accepted: %+v", u, res)
 		}

@@ -41,7 +41,7 @@ func Mux() *Protocol {
 			"signed when it is sent, with a fresh t, and the event body records the attempts so far, " +
 			"so a retry cannot reuse an old signature; the tolerance only covers transit and clock " +
 			"skew. The event id stays the same across attempts.",
-		ParseSecret:   bdSharedSecret("Mux webhook signing secret"),
+		ParseSecret:   sharedSecretParser("Mux webhook signing secret"),
 		Verify:        verifyMux,
 		Sign:          signMux,
 		ExampleSecret: sharedExample(""),
@@ -57,17 +57,17 @@ func verifyMux(req *Request, keys []Key, p Params) (Result, error) {
 	if !ok {
 		return Result{}, Reject(ReasonMissingSignature, "no %s header", muxSignatureHeader)
 	}
-	h, err := bdParseTV(muxSignatureHeader, raw, "v1", bdHex, sha256.Size, false)
+	h, err := parseTVSignatures(muxSignatureHeader, raw, "v1", digestHex, sha256.Size, false)
 	if err != nil {
 		return Result{}, err
 	}
-	keyID, err := bdMatchTV(muxSignatureHeader, h, keys, sha256.New, ".", req.Body, func(ts int64) error {
+	keyID, err := matchTVSignatures(muxSignatureHeader, h, keys, sha256.New, ".", req.Body, func(ts int64) error {
 		return checkTimestamp(ts, p.Now, effectiveTolerance(p, muxDefaultTolerance))
 	})
 	if err != nil {
 		return Result{}, err
 	}
-	id, err := bdJSONString(req.Body, false, "id")
+	id, err := jsonBodyString(req.Body, "id")
 	if err != nil {
 		return Result{}, err
 	}
@@ -83,12 +83,12 @@ func signMux(in SignInput, secrets []string) (Headers, error) {
 	if in.Timestamp.IsZero() || in.Timestamp.Unix() < 0 {
 		return nil, errors.New("mux: sign needs a timestamp at or after 1970")
 	}
-	key, err := bdSharedSecret("Mux webhook signing secret")(secrets[0])
+	key, err := sharedSecretParser("Mux webhook signing secret")(secrets[0])
 	if err != nil {
 		return nil, fmt.Errorf("mux: %w", err)
 	}
 	ts := strconv.FormatInt(in.Timestamp.Unix(), 10)
-	sig := bdHex.encode(hmacSum(sha256.New, key, bdWriteJoined(ts, ".", in.Body)))
+	sig := digestHex.encode(hmacSum(sha256.New, key, macMessage(in.Body, ts, ".")))
 	return Headers{
 		{Name: "Content-Type", Value: "application/json"},
 		{Name: muxSignatureHeader, Value: "t=" + ts + ",v1=" + sig},

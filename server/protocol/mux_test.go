@@ -20,7 +20,7 @@ func TestMuxVerify(t *testing.T) {
 	t.Parallel()
 	ts := "t=1700000000"
 	sig := "854ece4c22acef7c66b57d4e504153bc512595e8e9c772ece2a68150548c19a7"
-	bdSuite{
+	providerSuite{
 		p: Mux(), secret: muxSecret, secret2: muxSecret2,
 		sigHeader: "Mux-Signature", eventID: "3a56ac3d-33da-4366-855b-f592d898409d", wantEventID: "3a56ac3d-33da-4366-855b-f592d898409d",
 		malformed: []string{"", "v1=" + sig, ts + ",v1=" + strings.ToUpper(sig), ts + ",v1=" + sig[:60], "t=abc,v1=" + sig, ts + "," + ts + ",v1=" + sig, ts + ",v1"},
@@ -76,12 +76,12 @@ func TestMuxPublishedVector(t *testing.T) {
 	if got, _ := h.Get("Mux-Signature"); got != muxVectorHeader {
 		t.Fatalf("Sign = %q, want %q", got, muxVectorHeader)
 	}
-	bdCheckSecrets(t, p, "", "secret\n")
+	checkSecretsRefused(t, p, "", "secret\n")
 }
 
 func FuzzMuxSignatureHeader(f *testing.F) {
 	f.Add(muxVectorHeader, []byte(muxVectorBody), uint16(20), byte('f'))
 	f.Fuzz(func(t *testing.T, sig string, body []byte, pos uint16, repl byte) {
-		bdFuzz(t, Mux(), muxVectorSecret, "Mux-Signature", nil, sig, body, pos, repl, time.Unix(1565125718, 0), "")
+		verifyFuzzedHeader(t, Mux(), muxVectorSecret, "Mux-Signature", nil, sig, body, pos, repl, time.Unix(1565125718, 0), "")
 	})
 }

@@ -3,8 +3,6 @@ package protocol
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 )
@@ -24,7 +22,10 @@ const (
 	nylasMaxChallenge = 1024
 )
 
-var nylasMAC = bdBodyMAC{header: nylasSignatureHeader, newHash: sha256.New, size: sha256.Size, encoding: bdHex}
+var (
+	nylasMAC         = bodyMAC{header: nylasSignatureHeader, newHash: sha256.New, size: sha256.Size, encoding: digestHex}
+	parseNylasSecret = sharedSecretParser("Nylas webhook secret")
+)
 
 // Nylas returns the protocol for Nylas (email, calendar, contacts) webhooks.
 //
@@ -46,7 +47,7 @@ func Nylas() *Protocol {
 			"marks a destination failing after repeated failures (the exact schedule is not " +
 			"documented in the sources read). Nothing time-dependent is signed, so there is no " +
 			"tolerance; the notification id makes retries duplicates.",
-		ParseSecret:   bdSharedSecret("Nylas webhook secret"),
+		ParseSecret:   parseNylasSecret,
 		Verify:        verifyNylas,
 		Sign:          signNylas,
 		ExampleSecret: sharedExample(""),
@@ -65,7 +66,7 @@ func verifyNylas(req *Request, keys []Key, _ Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	id, err := bdJSONString(req.Body, false, "id")
+	id, err := jsonBodyString(req.Body, "id")
 	if err != nil {
 		return Result{}, err
 	}
@@ -95,17 +96,7 @@ func nylasChallenge(req *Request) (Result, error) {
 // signNylas produces the X-Nylas-Signature header. A destination has one secret, so only
 // secrets[0] signs.
 func signNylas(in SignInput, secrets []string) (Headers, error) {
-	if len(secrets) == 0 {
-		return nil, errors.New("nylas: sign needs a secret")
-	}
-	key, err := bdSharedSecret("Nylas webhook secret")(secrets[0])
-	if err != nil {
-		return nil, fmt.Errorf("nylas: %w", err)
-	}
-	return Headers{
-		{Name: "Content-Type", Value: "application/json"},
-		{Name: nylasSignatureHeader, Value: nylasMAC.value(key, in.Body)},
-	}, nil
+	return nylasMAC.signJSON(nylasName, parseNylasSecret, in, secrets)
 }
 
 // nylasExampleBody is a v3 message.created notification.

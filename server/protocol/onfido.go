@@ -3,8 +3,6 @@ package protocol
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
-	"fmt"
 )
 
 // Onfido signs the raw body with HMAC-SHA256 keyed with the webhook's token and sends the hex
@@ -17,7 +15,10 @@ const (
 	onfidoSignatureHeader = "X-SHA2-Signature"
 )
 
-var onfidoMAC = bdBodyMAC{header: onfidoSignatureHeader, prefix: "", newHash: sha256.New, size: sha256.Size, encoding: bdHex}
+var (
+	onfidoMAC         = bodyMAC{header: onfidoSignatureHeader, prefix: "", newHash: sha256.New, size: sha256.Size, encoding: digestHex}
+	parseOnfidoSecret = sharedSecretParser("Onfido webhook token")
+)
 
 // Onfido returns the protocol for Onfido webhooks.
 //
@@ -34,39 +35,17 @@ func Onfido() *Protocol {
 		Retries: "Onfido retries a delivery that is not answered 2xx (the schedule is not documented in " +
 			"the sources read) with the same body. No timestamp is signed, so there is no tolerance; " +
 			"the body hash makes the retry a duplicate.",
-		ParseSecret:   bdSharedSecret("Onfido webhook token"),
-		Verify:        verifyOnfido,
+		ParseSecret:   parseOnfidoSecret,
+		Verify:        onfidoMAC.verifier(bodyHashIdentity),
 		Sign:          signOnfido,
 		ExampleSecret: sharedExample(""),
 		ExampleBody:   onfidoExampleBody,
 	}
 }
 
-func verifyOnfido(req *Request, keys []Key, _ Params) (Result, error) {
-	keyID, err := onfidoMAC.verify(req, keys)
-	if err != nil {
-		return Result{}, err
-	}
-	id, err := bodySHA256ID(req.Body), nil
-	if err != nil {
-		return Result{}, err
-	}
-	return Result{KeyID: keyID, EventID: id}, nil
-}
-
 // signOnfido produces the headers Onfido sends. A webhook has one token, so only secrets[0] signs. The legacy SHA-1 X-Signature header is not sent.
 func signOnfido(in SignInput, secrets []string) (Headers, error) {
-	if len(secrets) == 0 {
-		return nil, errors.New("onfido: sign needs a secret")
-	}
-	key, err := bdSharedSecret("Onfido webhook token")(secrets[0])
-	if err != nil {
-		return nil, fmt.Errorf("onfido: %w", err)
-	}
-	return Headers{
-		{Name: "Content-Type", Value: "application/json"},
-		{Name: onfidoSignatureHeader, Value: onfidoMAC.value(key, in.Body)},
-	}, nil
+	return onfidoMAC.signJSON(onfidoName, parseOnfidoSecret, in, secrets)
 }
 
 // onfidoExampleBody is a check.completed event.

@@ -16,7 +16,7 @@ const (
 
 func TestOnfidoVerify(t *testing.T) {
 	t.Parallel()
-	bdSuite{
+	providerSuite{
 		p: Onfido(), secret: onfidoSecret, secret2: onfidoSecret2,
 		sigHeader: "X-SHA2-Signature", eventID: "0b0f8b6c-4f3e-4d1a-9b51-3c0e2f0d1a2b", wantEventIDFor: bodySHA256ID,
 		malformed:  []string{"", "zz", strings.ToUpper(onfidoVectorSig), onfidoVectorSig + "00", "sha256=" + onfidoVectorSig},
@@ -42,12 +42,12 @@ func TestOnfidoVector(t *testing.T) {
 	if got, _ := h.Get("X-SHA2-Signature"); got != onfidoVectorSig {
 		t.Fatalf("Sign = %q, want %q", got, onfidoVectorSig)
 	}
-	bdCheckSecrets(t, p, "", " padded-secret-x ")
+	checkSecretsRefused(t, p, "", " padded-secret-x ")
 }
 
 func FuzzOnfidoSignatureHeader(f *testing.F) {
 	f.Add(onfidoVectorSig, []byte(onfidoVectorBody), uint16(3), byte('0'))
 	f.Fuzz(func(t *testing.T, sig string, body []byte, pos uint16, repl byte) {
-		bdFuzz(t, Onfido(), onfidoVectorKey, "X-SHA2-Signature", nil, sig, body, pos, repl, fixedNow, "")
+		verifyFuzzedHeader(t, Onfido(), onfidoVectorKey, "X-SHA2-Signature", nil, sig, body, pos, repl, fixedNow, "")
 	})
 }

@@ -1,13 +1,16 @@
 package protocol
 
-import "time"
+import (
+	"encoding/hex"
+	"time"
+)
 
 // Paddle Billing: Paddle-Signature is "ts=<unix seconds>;h1=<hex>", the h1 an HMAC-SHA256 of
 // "{ts}:{body}" keyed with the notification destination's secret key (pdl_ntfset_..., used as
 // a string) (https://developer.paddle.com/webhooks/signature-verification; paddle-go-sdk
 // webhook_verifier.go). The body names the event in "event_id" (evt_...) and the delivery in
 // "notification_id" (ntf_...). Not Paddle Classic, whose p_signature is RSA over form fields.
-var paddleProvider = batchATimedProvider{
+var paddleProvider = timedMACProvider{
 	name:      "paddle",
 	header:    "Paddle-Signature",
 	sep:       ';',
@@ -16,8 +19,8 @@ var paddleProvider = batchATimedProvider{
 	sigKey:    "h1",
 	join:      ":",
 	tolerance: 300 * time.Second,
-	secret:    batchAStringSecret("Paddle notification destination secret key"),
-	identity:  batchABodyIdentity("event_id"),
+	secret:    sharedSecretParser("Paddle notification destination secret key"),
+	identity:  jsonBodyIdentity("event_id"),
 }
 
 // Paddle returns the protocol for Paddle Billing notification destinations (webhooks).
@@ -48,9 +51,9 @@ func Paddle() *Protocol {
 		ParseSecret:   paddleProvider.secret,
 		Verify:        paddleProvider.verify,
 		Sign:          paddleProvider.sign,
-		ExampleSecret: batchAExampleSecret("pdl_ntfset_", 24, batchAHexString),
+		ExampleSecret: exampleSecret("pdl_ntfset_", 24, hex.EncodeToString),
 		ExampleBody: func(eventID string) []byte {
-			return []byte(`{"data":{"id":"pri_01hsdn96k2hxjzsq5yerecdj9j","status":"active"},"event_id":` + batchAQuote(eventID) + `,"event_type":"price.created","occurred_at":"2026-01-01T00:00:00.000000Z","notification_id":"ntf_01hsdn977e920kbgzt6r6c9rqc"}`)
+			return []byte(`{"data":{"id":"pri_01hsdn96k2hxjzsq5yerecdj9j","status":"active"},"event_id":` + jsonQuote(eventID) + `,"event_type":"price.created","occurred_at":"2026-01-01T00:00:00.000000Z","notification_id":"ntf_01hsdn977e920kbgzt6r6c9rqc"}`)
 		},
 	}
 }

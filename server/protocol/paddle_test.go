@@ -25,7 +25,7 @@ func paddleRequest(sig, body string) *Request {
 // paddleHeader signs independently: h1 = hex HMAC-SHA256 of "{ts}:{body}".
 func paddleHeader(ts int64, body, secret string) string {
 	t := strconv.FormatInt(ts, 10)
-	return "ts=" + t + ";h1=" + batchAHex256(secret, t+":"+body)
+	return "ts=" + t + ";h1=" + hmacSHA256Hex(secret, t+":"+body)
 }
 
 func TestPaddleVerify(t *testing.T) {
@@ -36,7 +36,7 @@ func TestPaddleVerify(t *testing.T) {
 	in := SignInput{Body: []byte(body), Timestamp: fixedNow}
 	good := paddleHeader(now, body, paddleSecret)
 	wrong := strings.Repeat("cd", 32)
-	fx := batchAFixture{
+	fx := signingFixture{
 		p: p, secret: paddleSecret, secretNew: paddleSecretNew, in: in, wantEvent: paddleEventID,
 		sigHeader: "Paddle-Signature",
 		noID:      paddleRequest(paddleHeader(now, `{"notification_id":"ntf_1"}`, paddleSecret), `{"notification_id":"ntf_1"}`),
@@ -48,19 +48,19 @@ func TestPaddleVerify(t *testing.T) {
 		return paddleRequest(paddleHeader(now+int64(d/time.Second), body, paddleSecret), body)
 	}
 	cs = append(cs,
-		batchACase{name: "independent signature accepted", req: paddleRequest(good, body), keys: []string{paddleSecret}, wantKey: "k0", wantEvent: paddleEventID},
-		batchACase{name: "published vector", req: paddleRequest(paddleVectorSig, paddleVectorBody), keys: []string{paddleSecret}, params: Params{Now: time.Unix(paddleVectorTS+3, 0)}, wantKey: "k0", wantEvent: paddleEventID},
-		batchACase{name: "published vector, a year later", req: paddleRequest(paddleVectorSig, paddleVectorBody), keys: []string{paddleSecret}, params: Params{Now: time.Unix(paddleVectorTS+365*86400, 0)}, wantReason: ReasonTimestampOutOfTolerance},
-		batchACase{name: "several h1 and an h2 (paddle-node-sdk multi-hash case)", req: paddleRequest(good+";h1="+wrong+";h2=RANDOM_HASH", body), keys: []string{paddleSecret}, wantKey: "k0", wantEvent: paddleEventID},
-		batchACase{name: "timestamp tampered", req: paddleRequest(strings.Replace(good, "ts="+strconv.FormatInt(now, 10), "ts="+strconv.FormatInt(now-1, 10), 1), body), keys: []string{paddleSecret}, wantReason: ReasonSignatureMismatch},
-		batchACase{name: "stale", req: at(-301 * time.Second), keys: []string{paddleSecret}, wantReason: ReasonTimestampOutOfTolerance},
-		batchACase{name: "future", req: at(301 * time.Second), keys: []string{paddleSecret}, wantReason: ReasonTimestampOutOfTolerance},
-		batchACase{name: "exactly 300 s old accepted", req: at(-300 * time.Second), keys: []string{paddleSecret}, wantKey: "k0", wantEvent: paddleEventID},
-		batchACase{name: "SDK-strict endpoint tolerance of 5 s", req: at(-6 * time.Second), keys: []string{paddleSecret}, params: Params{Tolerance: 5 * time.Second}, wantReason: ReasonTimestampOutOfTolerance},
-		batchACase{name: "event_id not notification_id", req: paddleRequest(paddleHeader(now, `{"event_id":"evt_2","notification_id":"ntf_2"}`, paddleSecret), `{"event_id":"evt_2","notification_id":"ntf_2"}`), keys: []string{paddleSecret}, wantKey: "k0", wantEvent: "evt_2"},
-		batchACase{name: "stale timestamp beats bad body", req: paddleRequest(paddleHeader(now-3600, "x", paddleSecret), "x"), keys: []string{paddleSecret}, wantReason: ReasonTimestampOutOfTolerance},
+		verifyCase{name: "independent signature accepted", req: paddleRequest(good, body), keys: []string{paddleSecret}, wantKey: "k0", wantEvent: paddleEventID},
+		verifyCase{name: "published vector", req: paddleRequest(paddleVectorSig, paddleVectorBody), keys: []string{paddleSecret}, params: Params{Now: time.Unix(paddleVectorTS+3, 0)}, wantKey: "k0", wantEvent: paddleEventID},
+		verifyCase{name: "published vector, a year later", req: paddleRequest(paddleVectorSig, paddleVectorBody), keys: []string{paddleSecret}, params: Params{Now: time.Unix(paddleVectorTS+365*86400, 0)}, wantReason: ReasonTimestampOutOfTolerance},
+		verifyCase{name: "several h1 and an h2 (paddle-node-sdk multi-hash case)", req: paddleRequest(good+";h1="+wrong+";h2=RANDOM_HASH", body), keys: []string{paddleSecret}, wantKey: "k0", wantEvent: paddleEventID},
+		verifyCase{name: "timestamp tampered", req: paddleRequest(strings.Replace(good, "ts="+strconv.FormatInt(now, 10), "ts="+strconv.FormatInt(now-1, 10), 1), body), keys: []string{paddleSecret}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "stale", req: at(-301 * time.Second), keys: []string{paddleSecret}, wantReason: ReasonTimestampOutOfTolerance},
+		verifyCase{name: "future", req: at(301 * time.Second), keys: []string{paddleSecret}, wantReason: ReasonTimestampOutOfTolerance},
+		verifyCase{name: "exactly 300 s old accepted", req: at(-300 * time.Second), keys: []string{paddleSecret}, wantKey: "k0", wantEvent: paddleEventID},
+		verifyCase{name: "SDK-strict endpoint tolerance of 5 s", req: at(-6 * time.Second), keys: []string{paddleSecret}, params: Params{Tolerance: 5 * time.Second}, wantReason: ReasonTimestampOutOfTolerance},
+		verifyCase{name: "event_id not notification_id", req: paddleRequest(paddleHeader(now, `{"event_id":"evt_2","notification_id":"ntf_2"}`, paddleSecret), `{"event_id":"evt_2","notification_id":"ntf_2"}`), keys: []string{paddleSecret}, wantKey: "k0", wantEvent: "evt_2"},
+		verifyCase{name: "stale timestamp beats bad body", req: paddleRequest(paddleHeader(now-3600, "x", paddleSecret), "x"), keys: []string{paddleSecret}, wantReason: ReasonTimestampOutOfTolerance},
 	)
-	batchARun(t, p, cs)
+	runVerifyCases(t, p, cs)
 }
 
 func TestPaddleSignMatchesVector(t *testing.T) {
@@ -75,7 +75,7 @@ func TestPaddleSignMatchesVector(t *testing.T) {
 }
 
 func FuzzPaddleSignatureHeader(f *testing.F) {
-	batchAFuzz(f, Paddle(), paddleSecret, "Paddle-Signature",
+	fuzzSignatureHeader(f, Paddle(), paddleSecret, "Paddle-Signature",
 		SignInput{Body: []byte(paddleVectorBody), Timestamp: fixedNow}, Params{Now: fixedNow, Tolerance: 300 * time.Second},
 		paddleVectorSig, "ts=;h1=", ";;=;")
 }

@@ -1,24 +1,27 @@
 package protocol
 
-import "crypto/sha256"
+import (
+	"crypto/sha256"
+	"encoding/base64"
+)
 
 // PagerDuty Webhooks v3: X-PagerDuty-Signature is "v1=<hex>[,v1=<hex>...]", each an
 // HMAC-SHA256 of the raw body under one of the subscription's secrets — several while a
 // secret is rotated. X-Webhook-Id names the webhook and repeats on every delivery attempt.
 // (PagerDuty/developer-docs docs/webhooks/04-Signatures.md and 02-Behavior.md.)
-var pagerdutyProvider = batchABodyProvider{
+var pagerdutyProvider = bodyMACProvider{
 	name: "pagerduty",
-	scheme: batchABodyScheme{
+	scheme: bodyMACScheme{
 		headers: []string{"X-PagerDuty-Signature"},
 		version: "v1",
 		list:    true,
 		newHash: sha256.New,
 		size:    sha256.Size,
-		enc:     batchAHex,
+		enc:     digestHex,
 	},
-	secret:   batchAStringSecret("PagerDuty webhook subscription secret"),
-	identity: func(req *Request) (string, error) { return batchAHeaderID(req.Headers, "X-Webhook-Id") },
-	extra:    batchAIDHeader("pagerduty", "X-Webhook-Id"),
+	secret:   sharedSecretParser("PagerDuty webhook subscription secret"),
+	identity: func(req *Request) (string, error) { return headerIdentity(req.Headers, "X-Webhook-Id") },
+	extra:    eventIDHeader("pagerduty", "X-Webhook-Id"),
 }
 
 // PagerDuty returns the protocol for PagerDuty v3 webhook subscriptions.
@@ -45,6 +48,6 @@ func PagerDuty() *Protocol {
 		ParseSecret:   pagerdutyProvider.secret,
 		Verify:        pagerdutyProvider.verify,
 		Sign:          pagerdutyProvider.sign,
-		ExampleSecret: batchAExampleSecret("", 48, batchAStdBase64),
+		ExampleSecret: exampleSecret("", 48, base64.StdEncoding.EncodeToString),
 	}
 }

@@ -28,7 +28,7 @@ func TestPagerDutyVerify(t *testing.T) {
 	p := PagerDuty()
 	in := SignInput{Body: []byte(pagerdutyVectorBody), EventID: pagerdutyWebhookID}
 	good := signed(t, p, in, pagerdutySecret)
-	fx := batchAFixture{
+	fx := signingFixture{
 		p: p, secret: pagerdutySecret, secretNew: pagerdutySecretNew, in: in, wantEvent: pagerdutyWebhookID,
 		sigHeader: "X-PagerDuty-Signature", list: true,
 		noID:      withoutHeader(good, "X-Webhook-Id"),
@@ -37,16 +37,16 @@ func TestPagerDutyVerify(t *testing.T) {
 	}
 	cs := fx.cases(t)
 	cs = append(cs,
-		batchACase{name: "published vector", req: pagerdutyRequest(pagerdutyVectorSig), keys: []string{pagerdutySecret}, wantKey: "k0", wantEvent: pagerdutyWebhookID},
-		batchACase{name: "published mismatch", req: pagerdutyRequest(pagerdutyMismatchSig), keys: []string{pagerdutySecret}, wantReason: ReasonSignatureMismatch},
-		batchACase{name: "several signatures, vector last", req: pagerdutyRequest(pagerdutyMismatchSig + "," + pagerdutyVectorSig), keys: []string{pagerdutySecret}, wantKey: "k0", wantEvent: pagerdutyWebhookID},
-		batchACase{name: "spaces after commas tolerated", req: pagerdutyRequest(pagerdutyMismatchSig + ", " + pagerdutyVectorSig), keys: []string{pagerdutySecret}, wantKey: "k0", wantEvent: pagerdutyWebhookID},
-		batchACase{name: "unknown version beside v1 ignored", req: pagerdutyRequest("v2=whatever," + pagerdutyVectorSig), keys: []string{pagerdutySecret}, wantKey: "k0", wantEvent: pagerdutyWebhookID},
-		batchACase{name: "malformed beside a matching v1", req: pagerdutyRequest("v1=nothex," + pagerdutyVectorSig), keys: []string{pagerdutySecret}, wantKey: "k0", wantEvent: pagerdutyWebhookID},
-		batchACase{name: "empty X-Webhook-Id", req: withHeader(pagerdutyRequest(pagerdutyVectorSig), "X-Webhook-Id", ""), keys: []string{pagerdutySecret}, wantReason: ReasonMissingEventID},
-		batchACase{name: "nothing is timed", req: pagerdutyRequest(pagerdutyVectorSig), keys: []string{pagerdutySecret}, params: Params{Now: time.Unix(4_000_000_000, 0)}, wantKey: "k0", wantEvent: pagerdutyWebhookID},
+		verifyCase{name: "published vector", req: pagerdutyRequest(pagerdutyVectorSig), keys: []string{pagerdutySecret}, wantKey: "k0", wantEvent: pagerdutyWebhookID},
+		verifyCase{name: "published mismatch", req: pagerdutyRequest(pagerdutyMismatchSig), keys: []string{pagerdutySecret}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "several signatures, vector last", req: pagerdutyRequest(pagerdutyMismatchSig + "," + pagerdutyVectorSig), keys: []string{pagerdutySecret}, wantKey: "k0", wantEvent: pagerdutyWebhookID},
+		verifyCase{name: "spaces after commas tolerated", req: pagerdutyRequest(pagerdutyMismatchSig + ", " + pagerdutyVectorSig), keys: []string{pagerdutySecret}, wantKey: "k0", wantEvent: pagerdutyWebhookID},
+		verifyCase{name: "unknown version beside v1 ignored", req: pagerdutyRequest("v2=whatever," + pagerdutyVectorSig), keys: []string{pagerdutySecret}, wantKey: "k0", wantEvent: pagerdutyWebhookID},
+		verifyCase{name: "malformed beside a matching v1", req: pagerdutyRequest("v1=nothex," + pagerdutyVectorSig), keys: []string{pagerdutySecret}, wantKey: "k0", wantEvent: pagerdutyWebhookID},
+		verifyCase{name: "empty X-Webhook-Id", req: withHeader(pagerdutyRequest(pagerdutyVectorSig), "X-Webhook-Id", ""), keys: []string{pagerdutySecret}, wantReason: ReasonMissingEventID},
+		verifyCase{name: "nothing is timed", req: pagerdutyRequest(pagerdutyVectorSig), keys: []string{pagerdutySecret}, params: Params{Now: time.Unix(4_000_000_000, 0)}, wantKey: "k0", wantEvent: pagerdutyWebhookID},
 	)
-	batchARun(t, p, cs)
+	runVerifyCases(t, p, cs)
 }
 
 // TestPagerDutySignMatchesVector: our Sign reproduces go-pagerduty's published signature, and
@@ -57,7 +57,7 @@ func TestPagerDutySignMatchesVector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := pagerdutyVectorSig + ",v1=" + batchAHex256(pagerdutySecretNew, pagerdutyVectorBody)
+	want := pagerdutyVectorSig + ",v1=" + hmacSHA256Hex(pagerdutySecretNew, pagerdutyVectorBody)
 	if got := header(&Request{Headers: h}, "X-PagerDuty-Signature"); got != want {
 		t.Fatalf("X-PagerDuty-Signature = %q, want %q", got, want)
 	}
@@ -67,7 +67,7 @@ func TestPagerDutySignMatchesVector(t *testing.T) {
 }
 
 func FuzzPagerDutySignatureHeader(f *testing.F) {
-	batchAFuzz(f, PagerDuty(), pagerdutySecret, "X-PagerDuty-Signature",
+	fuzzSignatureHeader(f, PagerDuty(), pagerdutySecret, "X-PagerDuty-Signature",
 		SignInput{Body: []byte(pagerdutyVectorBody), EventID: pagerdutyWebhookID}, Params{Now: fixedNow},
 		pagerdutyMismatchSig+", "+pagerdutyVectorSig, "v1=,=,,", "v2=x")
 }

@@ -41,7 +41,7 @@ func Persona() *Protocol {
 			"documented t is \"the unix time that the request was sent\", so each attempt is signed " +
 			"afresh and 300 s only has to cover transit and clock skew. The event id (data.id) is " +
 			"the same on every attempt.",
-		ParseSecret:   bdSharedSecret("Persona webhook secret"),
+		ParseSecret:   sharedSecretParser("Persona webhook secret"),
 		Verify:        verifyPersona,
 		Sign:          signPersona,
 		ExampleSecret: sharedExample("wbhsec_"),
@@ -57,17 +57,17 @@ func verifyPersona(req *Request, keys []Key, p Params) (Result, error) {
 	if !ok {
 		return Result{}, Reject(ReasonMissingSignature, "no %s header", personaSignatureHeader)
 	}
-	h, err := bdParseTV(personaSignatureHeader, raw, "v1", bdHex, sha256.Size, true)
+	h, err := parseTVSignatures(personaSignatureHeader, raw, "v1", digestHex, sha256.Size, true)
 	if err != nil {
 		return Result{}, err
 	}
-	keyID, err := bdMatchTV(personaSignatureHeader, h, keys, sha256.New, ".", req.Body, func(ts int64) error {
+	keyID, err := matchTVSignatures(personaSignatureHeader, h, keys, sha256.New, ".", req.Body, func(ts int64) error {
 		return checkTimestamp(ts, p.Now, effectiveTolerance(p, personaDefaultTolerance))
 	})
 	if err != nil {
 		return Result{}, err
 	}
-	id, err := bdJSONString(req.Body, false, "data", "id")
+	id, err := jsonBodyString(req.Body, "data", "id")
 	if err != nil {
 		return Result{}, err
 	}
@@ -86,11 +86,11 @@ func signPersona(in SignInput, secrets []string) (Headers, error) {
 	ts := strconv.FormatInt(in.Timestamp.Unix(), 10)
 	sets := make([]string, 0, len(secrets))
 	for i, s := range secrets {
-		key, err := bdSharedSecret("Persona webhook secret")(s)
+		key, err := sharedSecretParser("Persona webhook secret")(s)
 		if err != nil {
 			return nil, fmt.Errorf("persona: secret %d: %w", i, err)
 		}
-		sets = append(sets, "t="+ts+",v1="+bdHex.encode(hmacSum(sha256.New, key, bdWriteJoined(ts, ".", in.Body))))
+		sets = append(sets, "t="+ts+",v1="+digestHex.encode(hmacSum(sha256.New, key, macMessage(in.Body, ts, "."))))
 	}
 	return Headers{
 		{Name: "Content-Type", Value: "application/json"},

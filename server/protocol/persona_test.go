@@ -21,7 +21,7 @@ const (
 func TestPersonaVerify(t *testing.T) {
 	t.Parallel()
 	sig := strings.Repeat("ab", 32)
-	bdSuite{
+	providerSuite{
 		p: Persona(), secret: personaSecret, secret2: personaSecret2,
 		sigHeader: "Persona-Signature", eventID: "evt_1nAmd7WfDjCc5V2vpZzL6X3N", wantEventID: "evt_1nAmd7WfDjCc5V2vpZzL6X3N",
 		multiSig:  true,
@@ -78,12 +78,12 @@ func TestPersonaRecomputedVector(t *testing.T) {
 	if got, _ := h.Get("Persona-Signature"); got != want {
 		t.Fatalf("Sign = %q, want %q", got, want)
 	}
-	bdCheckSecrets(t, p, "", " wbhsec_x")
+	checkSecretsRefused(t, p, "", " wbhsec_x")
 }
 
 func FuzzPersonaSignatureHeader(f *testing.F) {
 	f.Add("t=1700000000,v1="+personaVectorSig, []byte(personaVectorBody), uint16(3), byte('1'))
 	f.Fuzz(func(t *testing.T, sig string, body []byte, pos uint16, repl byte) {
-		bdFuzz(t, Persona(), personaSecret, "Persona-Signature", nil, sig, body, pos, repl, fixedNow, "")
+		verifyFuzzedHeader(t, Persona(), personaSecret, "Persona-Signature", nil, sig, body, pos, repl, fixedNow, "")
 	})
 }

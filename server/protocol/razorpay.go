@@ -1,24 +1,27 @@
 package protocol
 
-import "crypto/sha256"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
 
 // Razorpay: X-Razorpay-Signature is the hex HMAC-SHA256 of the raw body keyed with the
 // webhook secret set in the Dashboard (razorpay-go utils.VerifyWebhookSignature;
 // https://razorpay.com/docs/webhooks/validate-test/). x-razorpay-event-id names the event and
 // is the same on every retry of it.
-var razorpayProvider = batchABodyProvider{
+var razorpayProvider = bodyMACProvider{
 	name: "razorpay",
-	scheme: batchABodyScheme{
+	scheme: bodyMACScheme{
 		headers: []string{"X-Razorpay-Signature"},
 		newHash: sha256.New,
 		size:    sha256.Size,
-		enc:     batchAHex,
+		enc:     digestHex,
 	},
-	secret: batchAStringSecret("Razorpay webhook secret"),
+	secret: sharedSecretParser("Razorpay webhook secret"),
 	identity: func(req *Request) (string, error) {
-		return batchAHeaderID(req.Headers, "x-razorpay-event-id")
+		return headerIdentity(req.Headers, "x-razorpay-event-id")
 	},
-	extra: batchAIDHeader("razorpay", "x-razorpay-event-id"),
+	extra: eventIDHeader("razorpay", "x-razorpay-event-id"),
 }
 
 // Razorpay returns the protocol for Razorpay webhooks.
@@ -41,6 +44,6 @@ func Razorpay() *Protocol {
 		ParseSecret:   razorpayProvider.secret,
 		Verify:        razorpayProvider.verify,
 		Sign:          razorpayProvider.sign,
-		ExampleSecret: batchAExampleSecret("", 16, batchAHexString),
+		ExampleSecret: exampleSecret("", 16, hex.EncodeToString),
 	}
 }

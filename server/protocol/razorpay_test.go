@@ -17,8 +17,8 @@ func TestRazorpayVerify(t *testing.T) {
 	p := Razorpay()
 	in := SignInput{Body: []byte(razorpayBody), EventID: razorpayEventID}
 	good := signed(t, p, in, razorpaySecret)
-	indep := batchAHex256(razorpaySecret, razorpayBody)
-	fx := batchAFixture{
+	indep := hmacSHA256Hex(razorpaySecret, razorpayBody)
+	fx := signingFixture{
 		p: p, secret: razorpaySecret, secretNew: razorpaySecretNew, in: in, wantEvent: razorpayEventID,
 		sigHeader: "X-Razorpay-Signature",
 		noID:      withoutHeader(good, "x-razorpay-event-id"),
@@ -27,11 +27,11 @@ func TestRazorpayVerify(t *testing.T) {
 	}
 	cs := fx.cases(t)
 	cs = append(cs,
-		batchACase{name: "independent signature accepted", req: withHeader(good, "X-Razorpay-Signature", indep), keys: []string{razorpaySecret}, wantKey: "k0", wantEvent: razorpayEventID},
+		verifyCase{name: "independent signature accepted", req: withHeader(good, "X-Razorpay-Signature", indep), keys: []string{razorpaySecret}, wantKey: "k0", wantEvent: razorpayEventID},
 		// razorpay-go utils_test.go TestVerifyWebhookSignature_TamperedValidHex.
-		batchACase{name: "well-formed tampered hex", req: withHeader(good, "X-Razorpay-Signature", strings.Repeat("ab", 32)), keys: []string{razorpaySecret}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "well-formed tampered hex", req: withHeader(good, "X-Razorpay-Signature", strings.Repeat("ab", 32)), keys: []string{razorpaySecret}, wantReason: ReasonSignatureMismatch},
 	)
-	batchARun(t, p, cs)
+	runVerifyCases(t, p, cs)
 }
 
 // TestRazorpaySDKCase mirrors razorpay-go utils/utils_test.go TestVerifyWebhookSignature_Valid
@@ -53,7 +53,7 @@ func TestRazorpaySDKCase(t *testing.T) {
 }
 
 func FuzzRazorpaySignatureHeader(f *testing.F) {
-	batchAFuzz(f, Razorpay(), razorpaySecret, "X-Razorpay-Signature",
+	fuzzSignatureHeader(f, Razorpay(), razorpaySecret, "X-Razorpay-Signature",
 		SignInput{Body: []byte(razorpayBody), EventID: razorpayEventID}, Params{Now: fixedNow},
 		"", "abc123", "not-valid-hex-chars!@#$")
 }

@@ -42,7 +42,7 @@ func Recurly() *Protocol {
 			"in the sources read). The official clients reject signatures older than five minutes " +
 			"by default, which presumes each attempt is signed afresh; 300 s matches them. The " +
 			"notification id stays the same.",
-		ParseSecret:   bdSharedSecret("Recurly webhook signing secret"),
+		ParseSecret:   sharedSecretParser("Recurly webhook signing secret"),
 		Verify:        verifyRecurly,
 		Sign:          signRecurly,
 		ExampleSecret: sharedExample(""),
@@ -89,14 +89,14 @@ func verifyRecurly(req *Request, keys []Key, p Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	keyID, ok := matchKey(keys, sigs, sha256.New, bdWriteJoined(strconv.FormatInt(ms, 10), ".", req.Body))
+	keyID, ok := matchKey(keys, sigs, sha256.New, macMessage(req.Body, strconv.FormatInt(ms, 10), "."))
 	if !ok {
 		return Result{}, rejectNoMatch(recurlySignatureHeader, malformed, keys)
 	}
 	if err := checkTimestamp(ms/1000, p.Now, effectiveTolerance(p, recurlyDefaultTolerance)); err != nil {
 		return Result{}, err
 	}
-	id, err := bdJSONString(req.Body, false, "id")
+	id, err := jsonBodyString(req.Body, "id")
 	if err != nil {
 		return Result{}, err
 	}
@@ -116,12 +116,12 @@ func signRecurly(in SignInput, secrets []string) (Headers, error) {
 	var b strings.Builder
 	b.WriteString(ts)
 	for i, s := range secrets {
-		key, err := bdSharedSecret("Recurly webhook signing secret")(s)
+		key, err := sharedSecretParser("Recurly webhook signing secret")(s)
 		if err != nil {
 			return nil, fmt.Errorf("recurly: secret %d: %w", i, err)
 		}
 		b.WriteByte(',')
-		b.WriteString(bdHex.encode(hmacSum(sha256.New, key, bdWriteJoined(ts, ".", in.Body))))
+		b.WriteString(digestHex.encode(hmacSum(sha256.New, key, macMessage(in.Body, ts, "."))))
 	}
 	return Headers{
 		{Name: "Content-Type", Value: "application/json"},

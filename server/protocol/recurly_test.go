@@ -21,7 +21,7 @@ var recurlyVectorTime = time.UnixMilli(1663103925004)
 func TestRecurlyVerify(t *testing.T) {
 	t.Parallel()
 	sig := strings.Repeat("ab", 32)
-	bdSuite{
+	providerSuite{
 		p: Recurly(), secret: recurlySecret, secret2: recurlySecret2,
 		sigHeader: "recurly-signature", eventID: "rjxwmwedwqug", wantEventID: "rjxwmwedwqug",
 		multiSig:  true,
@@ -62,15 +62,15 @@ func TestRecurlyPublishedVector(t *testing.T) {
 	bare := withHeader(req, "recurly-signature", "1663103925004")
 	res, err = p.Verify(bare, keys, Params{Now: recurlyVectorTime})
 	checkOutcome(t, res, err, ReasonMissingSignature, "", bare)
-	if got := bdSign(t, p, SignInput{Body: []byte(recurlyVectorBody), Timestamp: recurlyVectorTime}, recurlyVectorSecret, "recurly-signature"); got != recurlyVectorHeader {
+	if got := signedHeader(t, p, SignInput{Body: []byte(recurlyVectorBody), Timestamp: recurlyVectorTime}, recurlyVectorSecret, "recurly-signature"); got != recurlyVectorHeader {
 		t.Fatalf("Sign = %q, want %q", got, recurlyVectorHeader)
 	}
-	bdCheckSecrets(t, p, "", recurlyVectorSecret+" ")
+	checkSecretsRefused(t, p, "", recurlyVectorSecret+" ")
 }
 
 func FuzzRecurlySignatureHeader(f *testing.F) {
 	f.Add(recurlyVectorHeader, []byte(recurlyVectorBody), uint16(13), byte(','))
 	f.Fuzz(func(t *testing.T, sig string, body []byte, pos uint16, repl byte) {
-		bdFuzz(t, Recurly(), recurlyVectorSecret, "recurly-signature", nil, sig, body, pos, repl, recurlyVectorTime, "")
+		verifyFuzzedHeader(t, Recurly(), recurlyVectorSecret, "recurly-signature", nil, sig, body, pos, repl, recurlyVectorTime, "")
 	})
 }

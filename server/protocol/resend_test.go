@@ -6,10 +6,10 @@ import "testing"
 // publishes no vector of its own; its SDK's webhooks.verify calls the Svix library).
 func TestResendVerify(t *testing.T) {
 	t.Parallel()
-	batchARun(t, Resend(), batchASvixCases(t, Resend()))
+	runVerifyCases(t, Resend(), svixCases(t, Resend()))
 }
 
 func TestResendPublishedVector(t *testing.T) {
 	t.Parallel()
-	batchASvixVector(t, Resend())
+	checkSvixVector(t, Resend())
 }

@@ -42,7 +42,7 @@ func Sanity() *Protocol {
 			"apart (before, with backoff over 30 minutes). Whether a retry is signed afresh is not " +
 			"documented; 300 s covers both retries even when they reuse the first signature, and " +
 			"clock skew.",
-		ParseSecret:   bdSharedSecret("Sanity webhook secret"),
+		ParseSecret:   sharedSecretParser("Sanity webhook secret"),
 		Verify:        verifySanity,
 		Sign:          signSanity,
 		ExampleSecret: sharedExample(""),
@@ -74,9 +74,9 @@ func parseSanityHeader(v string) (int64, []byte, error) {
 	if !ok || value == "" || strings.ContainsAny(value, ", ") {
 		return 0, nil, Reject(ReasonMalformedSignature, "%s has no single v1 after t", sanitySignatureHeader)
 	}
-	sig, ok := bdBase64URL.decode(value, sha256.Size)
+	sig, ok := digestBase64URL.decode(value, sha256.Size)
 	if !ok {
-		return 0, nil, Reject(ReasonMalformedSignature, "%s v1 is not %s", sanitySignatureHeader, bdBase64URL.describe(sha256.Size))
+		return 0, nil, Reject(ReasonMalformedSignature, "%s v1 is not %s", sanitySignatureHeader, digestBase64URL.describe(sha256.Size))
 	}
 	return ms, sig, nil
 }
@@ -93,7 +93,7 @@ func verifySanity(req *Request, keys []Key, p Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	keyID, ok := matchKey(keys, [][]byte{sig}, sha256.New, bdWriteJoined(strconv.FormatInt(ms, 10), ".", req.Body))
+	keyID, ok := matchKey(keys, [][]byte{sig}, sha256.New, macMessage(req.Body, strconv.FormatInt(ms, 10), "."))
 	if !ok {
 		return Result{}, rejectNoMatch(sanitySignatureHeader, 0, keys)
 	}
@@ -115,7 +115,7 @@ func signSanity(in SignInput, secrets []string) (Headers, error) {
 	if in.Timestamp.IsZero() || in.Timestamp.UnixMilli() < 0 {
 		return nil, errors.New("sanity: sign needs a timestamp at or after 1970")
 	}
-	key, err := bdSharedSecret("Sanity webhook secret")(secrets[0])
+	key, err := sharedSecretParser("Sanity webhook secret")(secrets[0])
 	if err != nil {
 		return nil, fmt.Errorf("sanity: %w", err)
 	}
@@ -124,5 +124,5 @@ func signSanity(in SignInput, secrets []string) (Headers, error) {
 	if in.EventID != "" {
 		h = append(h, Header{Name: sanityIdempotencyHeader, Value: in.EventID})
 	}
-	return append(h, Header{Name: sanitySignatureHeader, Value: "t=" + ts + ",v1=" + bdBase64URL.encode(hmacSum(sha256.New, key, bdWriteJoined(ts, ".", in.Body)))}), nil
+	return append(h, Header{Name: sanitySignatureHeader, Value: "t=" + ts + ",v1=" + digestBase64URL.encode(hmacSum(sha256.New, key, macMessage(in.Body, ts, ".")))}), nil
 }

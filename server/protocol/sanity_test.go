@@ -27,7 +27,7 @@ func sanityRequest(sig, body string, extra ...string) *Request {
 
 func TestSanityVerify(t *testing.T) {
 	t.Parallel()
-	bdSuite{
+	providerSuite{
 		p: Sanity(), secret: sanitySecret, secret2: sanitySecret2,
 		sigHeader: "sanity-webhook-signature", eventID: "msg-01HZX4C7", wantEventID: "msg-01HZX4C7",
 		malformed: []string{"", "v1=" + sanityVectorSig, "t=1700000000000", "t=1700000000000,v1=" + sanityVectorSig + "=", "t=1700000000000;v1=" + sanityVectorSig, "t=abc,v1=" + sanityVectorSig, "t=1700000000000,v1=" + sanityVectorSig + ",v1=" + sanityVectorSig, "t=1700000000000,v1=" + strings.ReplaceAll(sanityVectorSig, "-", "+")},
@@ -79,15 +79,15 @@ func TestSanityIdentity(t *testing.T) {
 func TestSanityRecomputedVector(t *testing.T) {
 	t.Parallel()
 	p := Sanity()
-	if got := bdSign(t, p, SignInput{Body: []byte(sanityVectorBody), Timestamp: fixedNow}, sanityVectorKey, "sanity-webhook-signature"); got != sanityVectorHdr {
+	if got := signedHeader(t, p, SignInput{Body: []byte(sanityVectorBody), Timestamp: fixedNow}, sanityVectorKey, "sanity-webhook-signature"); got != sanityVectorHdr {
 		t.Fatalf("Sign = %q, want %q", got, sanityVectorHdr)
 	}
-	bdCheckSecrets(t, p, "", "sanity-x ")
+	checkSecretsRefused(t, p, "", "sanity-x ")
 }
 
 func FuzzSanitySignatureHeader(f *testing.F) {
 	f.Add(sanityVectorHdr, []byte(sanityVectorBody), uint16(20), byte('_'))
 	f.Fuzz(func(t *testing.T, sig string, body []byte, pos uint16, repl byte) {
-		bdFuzz(t, Sanity(), sanityVectorKey, "sanity-webhook-signature", nil, sig, body, pos, repl, fixedNow, "")
+		verifyFuzzedHeader(t, Sanity(), sanityVectorKey, "sanity-webhook-signature", nil, sig, body, pos, repl, fixedNow, "")
 	})
 }

@@ -3,8 +3,6 @@ package protocol
 import (
 	"crypto/sha1"
 	"encoding/json"
-	"errors"
-	"fmt"
 )
 
 // Segment's Webhooks and Webhooks (Actions) destinations sign the JSON payload with HMAC-SHA1
@@ -17,7 +15,10 @@ const (
 	segmentSignatureHeader = "X-Signature"
 )
 
-var segmentMAC = bdBodyMAC{header: segmentSignatureHeader, prefix: "", newHash: sha1.New, size: sha1.Size, encoding: bdHex}
+var (
+	segmentMAC         = bodyMAC{header: segmentSignatureHeader, prefix: "", newHash: sha1.New, size: sha1.Size, encoding: digestHex}
+	parseSegmentSecret = sharedSecretParser("Segment webhook shared secret")
+)
 
 // Segment returns the protocol for Segment webhooks.
 //
@@ -37,39 +38,17 @@ func Segment() *Protocol {
 			"tolerance. The messageId makes retries duplicates. Batched Webhooks (Actions) requests " +
 			"are signed over the first event only, as Segment support confirms, so they cannot be " +
 			"verified here: disable batching.",
-		ParseSecret:   bdSharedSecret("Segment webhook shared secret"),
-		Verify:        verifySegment,
+		ParseSecret:   parseSegmentSecret,
+		Verify:        segmentMAC.verifier(jsonBodyIdentity("messageId")),
 		Sign:          signSegment,
 		ExampleSecret: sharedExample(""),
 		ExampleBody:   segmentExampleBody,
 	}
 }
 
-func verifySegment(req *Request, keys []Key, _ Params) (Result, error) {
-	keyID, err := segmentMAC.verify(req, keys)
-	if err != nil {
-		return Result{}, err
-	}
-	id, err := bdJSONString(req.Body, false, "messageId")
-	if err != nil {
-		return Result{}, err
-	}
-	return Result{KeyID: keyID, EventID: id}, nil
-}
-
 // signSegment produces the headers Segment sends. A destination has one shared secret, so only secrets[0] signs.
 func signSegment(in SignInput, secrets []string) (Headers, error) {
-	if len(secrets) == 0 {
-		return nil, errors.New("segment: sign needs a secret")
-	}
-	key, err := bdSharedSecret("Segment webhook shared secret")(secrets[0])
-	if err != nil {
-		return nil, fmt.Errorf("segment: %w", err)
-	}
-	return Headers{
-		{Name: "Content-Type", Value: "application/json"},
-		{Name: segmentSignatureHeader, Value: segmentMAC.value(key, in.Body)},
-	}, nil
+	return segmentMAC.signJSON(segmentName, parseSegmentSecret, in, secrets)
 }
 
 // segmentExampleBody is a track call as the Webhooks destination forwards it.

@@ -16,7 +16,7 @@ const (
 
 func TestSegmentVerify(t *testing.T) {
 	t.Parallel()
-	bdSuite{
+	providerSuite{
 		p: Segment(), secret: segmentSecret, secret2: segmentSecret2,
 		sigHeader: "X-Signature", eventID: "ajs-next-1767647318000-3f2a9c1e", wantEventID: "ajs-next-1767647318000-3f2a9c1e",
 		malformed: []string{"", "zz", strings.ToUpper(segmentVectorSig), segmentVectorSig + "00", "sha256=" + segmentVectorSig},
@@ -44,12 +44,12 @@ func TestSegmentVector(t *testing.T) {
 	if got, _ := h.Get("X-Signature"); got != segmentVectorSig {
 		t.Fatalf("Sign = %q, want %q", got, segmentVectorSig)
 	}
-	bdCheckSecrets(t, p, "", " padded-secret-x ")
+	checkSecretsRefused(t, p, "", " padded-secret-x ")
 }
 
 func FuzzSegmentSignatureHeader(f *testing.F) {
 	f.Add(segmentVectorSig, []byte(segmentVectorBody), uint16(3), byte('0'))
 	f.Fuzz(func(t *testing.T, sig string, body []byte, pos uint16, repl byte) {
-		bdFuzz(t, Segment(), segmentVectorKey, "X-Signature", nil, sig, body, pos, repl, fixedNow, "")
+		verifyFuzzedHeader(t, Segment(), segmentVectorKey, "X-Signature", nil, sig, body, pos, repl, fixedNow, "")
 	})
 }

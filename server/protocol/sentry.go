@@ -1,23 +1,26 @@
 package protocol
 
-import "crypto/sha256"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
 
 // Sentry integration-platform webhooks: Sentry-Hook-Signature is the hex HMAC-SHA256 of the
 // raw body keyed with the integration's Client Secret; Sentry-Hook-Timestamp is sent but not
 // signed. The official example also reads the older Sentry-App-Signature name
 // (getsentry/integration-platform-example backend-py/src/api/middleware/verify_sentry_signature.py).
 // Sentry sends an empty body with some requests; its HMAC is that of the empty string.
-var sentryProvider = batchABodyProvider{
+var sentryProvider = bodyMACProvider{
 	name: "sentry",
-	scheme: batchABodyScheme{
+	scheme: bodyMACScheme{
 		headers: []string{"Sentry-Hook-Signature", "Sentry-App-Signature"},
 		newHash: sha256.New,
 		size:    sha256.Size,
-		enc:     batchAHex,
+		enc:     digestHex,
 	},
-	secret:   batchAStringSecret("Sentry integration client secret"),
-	identity: func(req *Request) (string, error) { return batchAHeaderID(req.Headers, "Request-ID") },
-	extra:    batchAIDHeader("sentry", "Request-ID"),
+	secret:   sharedSecretParser("Sentry integration client secret"),
+	identity: func(req *Request) (string, error) { return headerIdentity(req.Headers, "Request-ID") },
+	extra:    eventIDHeader("sentry", "Request-ID"),
 }
 
 // Sentry returns the protocol for Sentry integration-platform (internal and public
@@ -39,6 +42,6 @@ func Sentry() *Protocol {
 		ParseSecret:   sentryProvider.secret,
 		Verify:        sentryProvider.verify,
 		Sign:          sentryProvider.sign,
-		ExampleSecret: batchAExampleSecret("", 32, batchAHexString),
+		ExampleSecret: exampleSecret("", 32, hex.EncodeToString),
 	}
 }

@@ -14,8 +14,8 @@ func TestSentryVerify(t *testing.T) {
 	p := Sentry()
 	in := SignInput{Body: []byte(sentryBody), EventID: sentryRequestID}
 	good := signed(t, p, in, sentrySecret)
-	indep := batchAHex256(sentrySecret, sentryBody)
-	fx := batchAFixture{
+	indep := hmacSHA256Hex(sentrySecret, sentryBody)
+	fx := signingFixture{
 		p: p, secret: sentrySecret, secretNew: sentrySecretNew, in: in, wantEvent: sentryRequestID,
 		sigHeader: "Sentry-Hook-Signature",
 		noID:      withoutHeader(good, "Request-ID"),
@@ -24,15 +24,15 @@ func TestSentryVerify(t *testing.T) {
 	cs := fx.cases(t)
 	legacy := withoutHeader(withHeader(good, "Sentry-App-Signature", indep), "Sentry-Hook-Signature")
 	cs = append(cs,
-		batchACase{name: "independent signature accepted", req: withHeader(good, "Sentry-Hook-Signature", indep), keys: []string{sentrySecret}, wantKey: "k0", wantEvent: sentryRequestID},
-		batchACase{name: "legacy Sentry-App-Signature accepted", req: legacy, keys: []string{sentrySecret}, wantKey: "k0", wantEvent: sentryRequestID},
-		batchACase{name: "new header preferred over legacy", req: withHeader(good, "Sentry-App-Signature", batchAHex256("other", sentryBody)), keys: []string{sentrySecret}, wantKey: "k0", wantEvent: sentryRequestID},
-		batchACase{name: "empty new header falls back to legacy", req: withHeader(legacy, "Sentry-Hook-Signature", ""), keys: []string{sentrySecret}, wantKey: "k0", wantEvent: sentryRequestID},
-		batchACase{name: "empty body signed as the empty string", req: signed(t, p, SignInput{Body: nil, EventID: sentryRequestID}, sentrySecret), keys: []string{sentrySecret}, wantKey: "k0", wantEvent: sentryRequestID},
-		batchACase{name: "empty body signed as {} is rejected", req: withHeader(signed(t, p, SignInput{Body: nil, EventID: sentryRequestID}, sentrySecret), "Sentry-Hook-Signature", batchAHex256(sentrySecret, "{}")), keys: []string{sentrySecret}, wantReason: ReasonSignatureMismatch},
-		batchACase{name: "empty Request-ID", req: withHeader(good, "Request-ID", ""), keys: []string{sentrySecret}, wantReason: ReasonMissingEventID},
+		verifyCase{name: "independent signature accepted", req: withHeader(good, "Sentry-Hook-Signature", indep), keys: []string{sentrySecret}, wantKey: "k0", wantEvent: sentryRequestID},
+		verifyCase{name: "legacy Sentry-App-Signature accepted", req: legacy, keys: []string{sentrySecret}, wantKey: "k0", wantEvent: sentryRequestID},
+		verifyCase{name: "new header preferred over legacy", req: withHeader(good, "Sentry-App-Signature", hmacSHA256Hex("other", sentryBody)), keys: []string{sentrySecret}, wantKey: "k0", wantEvent: sentryRequestID},
+		verifyCase{name: "empty new header falls back to legacy", req: withHeader(legacy, "Sentry-Hook-Signature", ""), keys: []string{sentrySecret}, wantKey: "k0", wantEvent: sentryRequestID},
+		verifyCase{name: "empty body signed as the empty string", req: signed(t, p, SignInput{Body: nil, EventID: sentryRequestID}, sentrySecret), keys: []string{sentrySecret}, wantKey: "k0", wantEvent: sentryRequestID},
+		verifyCase{name: "empty body signed as {} is rejected", req: withHeader(signed(t, p, SignInput{Body: nil, EventID: sentryRequestID}, sentrySecret), "Sentry-Hook-Signature", hmacSHA256Hex(sentrySecret, "{}")), keys: []string{sentrySecret}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "empty Request-ID", req: withHeader(good, "Request-ID", ""), keys: []string{sentrySecret}, wantReason: ReasonMissingEventID},
 	)
-	batchARun(t, p, cs)
+	runVerifyCases(t, p, cs)
 }
 
 // TestSentryDocumentedAlgorithm pins Sign to the official example's construction
@@ -51,7 +51,7 @@ func TestSentryDocumentedAlgorithm(t *testing.T) {
 }
 
 func FuzzSentrySignatureHeader(f *testing.F) {
-	batchAFuzz(f, Sentry(), sentrySecret, "Sentry-Hook-Signature",
+	fuzzSignatureHeader(f, Sentry(), sentrySecret, "Sentry-Hook-Signature",
 		SignInput{Body: []byte(sentryBody), EventID: sentryRequestID}, Params{Now: fixedNow},
 		"", "sha256=00", "ABCDEF")
 }

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"time"
 )
@@ -18,15 +19,15 @@ import (
 // names one webhook (one subscription's delivery, also kept on retries). The event is what we
 // claim, so X-Shopify-Event-Id is the identity; deliveries from before that header existed
 // (and manually created store webhooks that may lack it) fall back to X-Shopify-Webhook-Id.
-var shopifyScheme = batchABodyScheme{
+var shopifyScheme = bodyMACScheme{
 	headers: []string{"X-Shopify-Hmac-Sha256"},
 	newHash: sha256.New,
 	size:    sha256.Size,
-	enc:     batchABase64,
+	enc:     digestBase64,
 }
 
 // parseShopifySecret keeps the client secret's bytes: Shopify keys the HMAC with the string.
-var parseShopifySecret = batchAStringSecret("Shopify client secret")
+var parseShopifySecret = sharedSecretParser("Shopify client secret")
 
 // Shopify returns the protocol for Shopify webhooks delivered over HTTPS (EventBridge and
 // Pub/Sub deliveries are not HTTP requests and carry no HMAC).
@@ -51,7 +52,7 @@ func Shopify() *Protocol {
 		ParseSecret:   parseShopifySecret,
 		Verify:        verifyShopify,
 		Sign:          signShopify,
-		ExampleSecret: batchAExampleSecret("shpss_", 16, batchAHexString),
+		ExampleSecret: exampleSecret("shpss_", 16, hex.EncodeToString),
 	}
 }
 
@@ -60,7 +61,7 @@ func verifyShopify(req *Request, keys []Key, _ Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	id, err := batchAHeaderID(req.Headers, "X-Shopify-Event-Id", "X-Shopify-Webhook-Id")
+	id, err := headerIdentity(req.Headers, "X-Shopify-Event-Id", "X-Shopify-Webhook-Id")
 	if err != nil {
 		return Result{}, err
 	}
@@ -72,7 +73,7 @@ func verifyShopify(req *Request, keys []Key, _ Params) (Result, error) {
 // X-Shopify-Triggered-At when a timestamp is given. X-Shopify-Topic and X-Shopify-Shop-Domain
 // are omitted: SignInput carries neither.
 func signShopify(in SignInput, secrets []string) (Headers, error) {
-	keys, err := batchAParseKeys("shopify", secrets, parseShopifySecret)
+	keys, err := parseSigningKeys("shopify", secrets, parseShopifySecret)
 	if err != nil {
 		return nil, err
 	}

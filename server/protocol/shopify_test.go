@@ -19,22 +19,22 @@ func TestShopifyVerify(t *testing.T) {
 	in := SignInput{Body: []byte(shopifyBody), EventID: shopifyEventID, Timestamp: fixedNow}
 	good := signed(t, p, in, shopifySecret)
 	// Independently computed: base64 HMAC-SHA256 of the body under the secret's bytes.
-	indep := batchAB64256(shopifySecret, shopifyBody)
-	fx := batchAFixture{
+	indep := hmacSHA256Base64(shopifySecret, shopifyBody)
+	fx := signingFixture{
 		p: p, secret: shopifySecret, secretNew: shopifySecretNew, in: in, wantEvent: shopifyEventID,
 		sigHeader: "X-Shopify-Hmac-Sha256",
 		noID:      withoutHeader(withoutHeader(good, "X-Shopify-Event-Id"), "X-Shopify-Webhook-Id"),
-		malformed: []string{"garbage", strings.TrimRight(indep, "="), "sha256=" + indep, batchAHex256(shopifySecret, shopifyBody), indep + " ", strings.ReplaceAll(strings.ReplaceAll(indep, "+", "-"), "/", "_") + "x"},
+		malformed: []string{"garbage", strings.TrimRight(indep, "="), "sha256=" + indep, hmacSHA256Hex(shopifySecret, shopifyBody), indep + " ", strings.ReplaceAll(strings.ReplaceAll(indep, "+", "-"), "/", "_") + "x"},
 	}
 	cs := fx.cases(t)
 	cs = append(cs,
-		batchACase{name: "independent HMAC accepted", req: withHeader(good, "X-Shopify-Hmac-Sha256", indep), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: shopifyEventID},
-		batchACase{name: "webhook id is the fallback identity", req: withHeader(withoutHeader(good, "X-Shopify-Event-Id"), "X-Shopify-Webhook-Id", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"},
-		batchACase{name: "event id preferred over webhook id", req: withHeader(good, "X-Shopify-Webhook-Id", "other"), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: shopifyEventID},
-		batchACase{name: "empty event id falls back", req: withHeader(withHeader(good, "X-Shopify-Event-Id", ""), "X-Shopify-Webhook-Id", "wh-1"), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: "wh-1"},
-		batchACase{name: "old timestamp does not matter (nothing is timed)", req: good, keys: []string{shopifySecret}, params: Params{Now: fixedNow.Add(30 * 24 * time.Hour)}, wantKey: "k0", wantEvent: shopifyEventID},
+		verifyCase{name: "independent HMAC accepted", req: withHeader(good, "X-Shopify-Hmac-Sha256", indep), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: shopifyEventID},
+		verifyCase{name: "webhook id is the fallback identity", req: withHeader(withoutHeader(good, "X-Shopify-Event-Id"), "X-Shopify-Webhook-Id", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"},
+		verifyCase{name: "event id preferred over webhook id", req: withHeader(good, "X-Shopify-Webhook-Id", "other"), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: shopifyEventID},
+		verifyCase{name: "empty event id falls back", req: withHeader(withHeader(good, "X-Shopify-Event-Id", ""), "X-Shopify-Webhook-Id", "wh-1"), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: "wh-1"},
+		verifyCase{name: "old timestamp does not matter (nothing is timed)", req: good, keys: []string{shopifySecret}, params: Params{Now: fixedNow.Add(30 * 24 * time.Hour)}, wantKey: "k0", wantEvent: shopifyEventID},
 	)
-	batchARun(t, p, cs)
+	runVerifyCases(t, p, cs)
 }
 
 // TestShopifyDocumentedAlgorithm: Shopify publishes no fixed vector (shopify-api-js tests
@@ -66,7 +66,7 @@ func TestShopifyParseSecret(t *testing.T) {
 }
 
 func FuzzShopifySignatureHeader(f *testing.F) {
-	batchAFuzz(f, Shopify(), shopifySecret, "X-Shopify-Hmac-Sha256",
+	fuzzSignatureHeader(f, Shopify(), shopifySecret, "X-Shopify-Hmac-Sha256",
 		SignInput{Body: []byte(shopifyBody), EventID: shopifyEventID}, Params{Now: fixedNow},
 		"", "====", "sha256=abc")
 }

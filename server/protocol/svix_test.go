@@ -6,15 +6,15 @@ import (
 	"time"
 )
 
-// batchASvixCases are the cases every Svix-delivered provider (Svix, Clerk, Resend) passes.
-func batchASvixCases(t *testing.T, p *Protocol) []batchACase {
+// svixCases are the cases every Svix-delivered provider (Svix, Clerk, Resend) passes.
+func svixCases(t *testing.T, p *Protocol) []verifyCase {
 	t.Helper()
 	in := SignInput{Body: []byte(swBody), EventID: swID, Timestamp: fixedNow}
 	good := signed(t, p, in, swSecret)
 	at := func(d time.Duration) *Request {
-		return signed(t, p, SignInput{Body: []byte(swBody), EventID: swID, Timestamp: batchAAt(d)}, swSecret)
+		return signed(t, p, SignInput{Body: []byte(swBody), EventID: swID, Timestamp: fixedNowPlus(d)}, swSecret)
 	}
-	fx := batchAFixture{
+	fx := signingFixture{
 		p: p, secret: swSecret, secretNew: swSecretNew, in: in, wantEvent: swID, sigHeader: "svix-signature", list: true, other: "whsec_cmV0aXJlZCBzZWNyZXQgYnl0ZXM=",
 		noID:      withoutHeader(good, "svix-id"),
 		malformed: []string{"garbage", "v1,!!!!", "v1," + swWrongEntry[3:10], "   "},
@@ -22,24 +22,24 @@ func batchASvixCases(t *testing.T, p *Protocol) []batchACase {
 	}
 	cs := fx.cases(t)
 	cs = append(cs,
-		batchACase{name: "stale", req: at(-301 * time.Second), keys: []string{swSecret}, wantReason: ReasonTimestampOutOfTolerance},
-		batchACase{name: "future", req: at(301 * time.Second), keys: []string{swSecret}, wantReason: ReasonTimestampOutOfTolerance},
-		batchACase{name: "exactly 300 s old is accepted", req: at(-300 * time.Second), keys: []string{swSecret}, wantKey: "k0", wantEvent: swID},
-		batchACase{name: "timestamp tampered", req: withHeader(good, "svix-timestamp", strconv.FormatInt(fixedNow.Unix()+1, 10)), keys: []string{swSecret}, wantReason: ReasonSignatureMismatch},
-		batchACase{name: "id tampered", req: withHeader(good, "svix-id", swID+"x"), keys: []string{swSecret}, wantReason: ReasonSignatureMismatch},
-		batchACase{name: "missing timestamp", req: withoutHeader(good, "svix-timestamp"), keys: []string{swSecret}, wantReason: ReasonMissingTimestamp},
-		batchACase{name: "several signatures, valid among others", req: withHeader(good, "svix-signature", swWrongEntry+" v1a,xyz "+header(good, "svix-signature")), keys: []string{swSecret}, wantKey: "k0", wantEvent: swID},
-		batchACase{name: "white-labelled webhook-* headers", req: swRequest(swID, strconv.FormatInt(fixedNow.Unix(), 10), header(good, "svix-signature"), swBody), keys: []string{swSecret}, wantKey: "k0", wantEvent: swID},
+		verifyCase{name: "stale", req: at(-301 * time.Second), keys: []string{swSecret}, wantReason: ReasonTimestampOutOfTolerance},
+		verifyCase{name: "future", req: at(301 * time.Second), keys: []string{swSecret}, wantReason: ReasonTimestampOutOfTolerance},
+		verifyCase{name: "exactly 300 s old is accepted", req: at(-300 * time.Second), keys: []string{swSecret}, wantKey: "k0", wantEvent: swID},
+		verifyCase{name: "timestamp tampered", req: withHeader(good, "svix-timestamp", strconv.FormatInt(fixedNow.Unix()+1, 10)), keys: []string{swSecret}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "id tampered", req: withHeader(good, "svix-id", swID+"x"), keys: []string{swSecret}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "missing timestamp", req: withoutHeader(good, "svix-timestamp"), keys: []string{swSecret}, wantReason: ReasonMissingTimestamp},
+		verifyCase{name: "several signatures, valid among others", req: withHeader(good, "svix-signature", swWrongEntry+" v1a,xyz "+header(good, "svix-signature")), keys: []string{swSecret}, wantKey: "k0", wantEvent: swID},
+		verifyCase{name: "white-labelled webhook-* headers", req: swRequest(swID, strconv.FormatInt(fixedNow.Unix(), 10), header(good, "svix-signature"), swBody), keys: []string{swSecret}, wantKey: "k0", wantEvent: swID},
 	)
 	return cs
 }
 
-// batchASvixVector checks the known answer in svix/svix-webhooks go/webhook_test.go ("valid
+// checkSvixVector checks the known answer in svix/svix-webhooks go/webhook_test.go ("valid
 // signature is valid", Svix-Id/Svix-Timestamp/Svix-Signature headers; the same vector is in
 // the Svix manual-verification docs and the Standard Webhooks libraries): secret
 // whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw, id msg_p5jXN8AQM9LWM0D4loKWxJek, timestamp
 // 1614265330, body {"test": 2432232314} → v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=.
-func batchASvixVector(t *testing.T, p *Protocol) {
+func checkSvixVector(t *testing.T, p *Protocol) {
 	t.Helper()
 	const sig = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
 	at := time.Unix(1614265330, 0)
@@ -68,12 +68,12 @@ func batchASvixVector(t *testing.T, p *Protocol) {
 
 func TestSvixVerify(t *testing.T) {
 	t.Parallel()
-	batchARun(t, Svix(), batchASvixCases(t, Svix()))
+	runVerifyCases(t, Svix(), svixCases(t, Svix()))
 }
 
 func TestSvixPublishedVector(t *testing.T) {
 	t.Parallel()
-	batchASvixVector(t, Svix())
+	checkSvixVector(t, Svix())
 }
 
 func TestSvixDescribed(t *testing.T) {
@@ -89,7 +89,7 @@ func TestSvixDescribed(t *testing.T) {
 }
 
 func FuzzSvixSignatureHeader(f *testing.F) {
-	batchAFuzz(f, Svix(), swSecret, "svix-signature",
+	fuzzSignatureHeader(f, Svix(), swSecret, "svix-signature",
 		SignInput{Body: []byte(swBody), EventID: swID, Timestamp: fixedNow},
 		Params{Now: fixedNow, Tolerance: 300 * time.Second},
 		swWrongEntry+" v1a,abc", "v1,", ",,, ,")

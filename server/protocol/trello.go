@@ -41,7 +41,7 @@ func Trello() *Protocol {
 			"and disables a webhook that keeps failing (the exact schedule is not confirmed in the " +
 			"sources read). A retry resends the same action, and nothing time-dependent is signed, " +
 			"so there is no tolerance; the action id makes retries duplicates.",
-		ParseSecret:   bdSharedSecret("Trello application secret"),
+		ParseSecret:   sharedSecretParser("Trello application secret"),
 		Verify:        verifyTrello,
 		Sign:          signTrello,
 		ExampleSecret: sharedExample(""),
@@ -70,13 +70,13 @@ func verifyTrello(req *Request, keys []Key, _ Params) (Result, error) {
 	}
 	sig, ok := decodeStdBase64(raw, sha1.Size)
 	if !ok {
-		return Result{}, Reject(ReasonMalformedSignature, "%s is not %s", trelloSignatureHeader, bdBase64.describe(sha1.Size))
+		return Result{}, Reject(ReasonMalformedSignature, "%s is not %s", trelloSignatureHeader, digestBase64.describe(sha1.Size))
 	}
 	keyID, ok := matchKey(keys, [][]byte{sig}, sha1.New, trelloMessage(req.Body, req.URL))
 	if !ok {
 		return Result{}, rejectNoMatch(trelloSignatureHeader, 0, keys)
 	}
-	id, err := bdJSONString(req.Body, false, "action", "id")
+	id, err := jsonBodyString(req.Body, "action", "id")
 	if err != nil {
 		return Result{}, err
 	}
@@ -92,13 +92,13 @@ func signTrello(in SignInput, secrets []string) (Headers, error) {
 	if in.URL == "" {
 		return nil, errors.New("trello: sign needs the callback URL")
 	}
-	key, err := bdSharedSecret("Trello application secret")(secrets[0])
+	key, err := sharedSecretParser("Trello application secret")(secrets[0])
 	if err != nil {
 		return nil, fmt.Errorf("trello: %w", err)
 	}
 	return Headers{
 		{Name: "Content-Type", Value: "application/json"},
-		{Name: trelloSignatureHeader, Value: bdBase64.encode(hmacSum(sha1.New, key, trelloMessage(in.Body, in.URL)))},
+		{Name: trelloSignatureHeader, Value: digestBase64.encode(hmacSum(sha1.New, key, trelloMessage(in.Body, in.URL)))},
 	}, nil
 }
 

@@ -26,25 +26,14 @@ func trelloRequest(method, url, sig, body string) *Request {
 
 func TestTrelloVerify(t *testing.T) {
 	t.Parallel()
-	bdSuite{
+	providerSuite{
 		p: Trello(), secret: trelloSecret, secret2: trelloSecret2, url: trelloVectorURL,
 		sigHeader: "X-Trello-Webhook", eventID: "5a66a2b0c0ffee0000000001", wantEventID: "5a66a2b0c0ffee0000000001",
 		malformed: []string{"", "zz", trelloVectorSig[:27], trelloVectorSig + "=", "sha1=" + trelloVectorSig, "\n" + trelloVectorSig[1:]},
 		noIdentity: func(t *testing.T) *Request {
-			return trelloRequest("POST", trelloVectorURL, bdSign(t, Trello(), SignInput{Body: []byte(`{"model":{}}`), URL: trelloVectorURL}, trelloSecret, "X-Trello-Webhook"), `{"model":{}}`)
+			return trelloRequest("POST", trelloVectorURL, signedHeader(t, Trello(), SignInput{Body: []byte(`{"model":{}}`), URL: trelloVectorURL}, trelloSecret, "X-Trello-Webhook"), `{"model":{}}`)
 		},
 	}.run(t)
-}
-
-// bdSign returns the named header of p.Sign(in, secret).
-func bdSign(t *testing.T, p *Protocol, in SignInput, secret, name string) string {
-	t.Helper()
-	h, err := p.Sign(in, []string{secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, _ := h.Get(name)
-	return v
 }
 
 func TestTrelloURL(t *testing.T) {
@@ -93,18 +82,18 @@ func TestTrelloRecomputedVector(t *testing.T) {
 	if res.EventID != "51f9424bcd6e040f3c002412" {
 		t.Fatalf("EventID = %q", res.EventID)
 	}
-	if got := bdSign(t, p, SignInput{Body: []byte(trelloVectorBody), URL: trelloVectorURL}, trelloVectorKey, "X-Trello-Webhook"); got != trelloVectorSig {
+	if got := signedHeader(t, p, SignInput{Body: []byte(trelloVectorBody), URL: trelloVectorURL}, trelloVectorKey, "X-Trello-Webhook"); got != trelloVectorSig {
 		t.Fatalf("Sign = %q, want %q", got, trelloVectorSig)
 	}
 	if _, err := p.Sign(SignInput{Body: []byte(trelloVectorBody)}, []string{trelloVectorKey}); err == nil {
 		t.Fatal("signed without a URL")
 	}
-	bdCheckSecrets(t, p, "", " trello-secret")
+	checkSecretsRefused(t, p, "", " trello-secret")
 }
 
 func FuzzTrelloSignatureHeader(f *testing.F) {
 	f.Add(trelloVectorSig, []byte(trelloVectorBody), uint16(2), byte('+'))
 	f.Fuzz(func(t *testing.T, sig string, body []byte, pos uint16, repl byte) {
-		bdFuzz(t, Trello(), trelloVectorKey, "X-Trello-Webhook", nil, sig, body, pos, repl, fixedNow, trelloVectorURL)
+		verifyFuzzedHeader(t, Trello(), trelloVectorKey, "X-Trello-Webhook", nil, sig, body, pos, repl, fixedNow, trelloVectorURL)
 	})
 }

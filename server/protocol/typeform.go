@@ -1,22 +1,25 @@
 package protocol
 
-import "crypto/sha256"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
 
 // Typeform-Signature is "sha256=<base64>", an HMAC-SHA256 of the raw body keyed with the
 // secret set on the webhook through the Webhooks API
 // (https://www.typeform.com/developers/webhooks/secure-your-webhooks/). The body names the
 // delivery's event in "event_id".
-var typeformProvider = batchABodyProvider{
+var typeformProvider = bodyMACProvider{
 	name: "typeform",
-	scheme: batchABodyScheme{
+	scheme: bodyMACScheme{
 		headers: []string{"Typeform-Signature"},
 		version: "sha256",
 		newHash: sha256.New,
 		size:    sha256.Size,
-		enc:     batchABase64,
+		enc:     digestBase64,
 	},
-	secret:   batchAStringSecret("Typeform webhook secret"),
-	identity: batchABodyIdentity("event_id"),
+	secret:   sharedSecretParser("Typeform webhook secret"),
+	identity: jsonBodyIdentity("event_id"),
 }
 
 // Typeform returns the protocol for Typeform webhooks.
@@ -40,12 +43,12 @@ func Typeform() *Protocol {
 		ParseSecret:   typeformProvider.secret,
 		Verify:        typeformProvider.verify,
 		Sign:          typeformProvider.sign,
-		ExampleSecret: batchAExampleSecret("", 24, batchAHexString),
+		ExampleSecret: exampleSecret("", 24, hex.EncodeToString),
 		ExampleBody:   typeformExampleBody,
 	}
 }
 
 // typeformExampleBody is a form_response delivery with the event id.
 func typeformExampleBody(eventID string) []byte {
-	return []byte(`{"event_id":` + batchAQuote(eventID) + `,"event_type":"form_response","form_response":{"form_id":"lT4Z3j","token":"a3a12ec67a1365927098a606107fac15","answers":[]}}`)
+	return []byte(`{"event_id":` + jsonQuote(eventID) + `,"event_type":"form_response","form_response":{"form_id":"lT4Z3j","token":"a3a12ec67a1365927098a606107fac15","answers":[]}}`)
 }

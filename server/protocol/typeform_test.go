@@ -17,22 +17,22 @@ func TestTypeformVerify(t *testing.T) {
 	body := typeformExampleBody(typeformEventID)
 	in := SignInput{Body: body}
 	good := signed(t, p, in, typeformSecret)
-	indep := "sha256=" + batchAB64256(typeformSecret, string(body))
-	fx := batchAFixture{
+	indep := "sha256=" + hmacSHA256Base64(typeformSecret, string(body))
+	fx := signingFixture{
 		p: p, secret: typeformSecret, secretNew: typeformSecretNew, in: in, wantEvent: typeformEventID,
 		sigHeader: "Typeform-Signature",
 		noID:      signed(t, p, SignInput{Body: []byte(`{"event_type":"form_response"}`)}, typeformSecret),
-		malformed: []string{"garbage", "sha256=", strings.TrimRight(indep, "="), "sha256=" + batchAHex256(typeformSecret, string(body)), indep + ",sha256=x"},
+		malformed: []string{"garbage", "sha256=", strings.TrimRight(indep, "="), "sha256=" + hmacSHA256Hex(typeformSecret, string(body)), indep + ",sha256=x"},
 		missing:   []string{"sha1=" + indep[7:], "v1=" + indep[7:]},
 	}
 	cs := fx.cases(t)
 	cs = append(cs,
-		batchACase{name: "independent signature accepted", req: withHeader(good, "Typeform-Signature", indep), keys: []string{typeformSecret}, wantKey: "k0", wantEvent: typeformEventID},
-		batchACase{name: "body not JSON", req: signed(t, p, SignInput{Body: []byte("not json")}, typeformSecret), keys: []string{typeformSecret}, wantReason: ReasonMalformedPayload},
-		batchACase{name: "event_id empty", req: signed(t, p, SignInput{Body: []byte(`{"event_id":""}`)}, typeformSecret), keys: []string{typeformSecret}, wantReason: ReasonMissingEventID},
-		batchACase{name: "event_id not a string", req: signed(t, p, SignInput{Body: []byte(`{"event_id":7}`)}, typeformSecret), keys: []string{typeformSecret}, wantReason: ReasonMissingEventID},
+		verifyCase{name: "independent signature accepted", req: withHeader(good, "Typeform-Signature", indep), keys: []string{typeformSecret}, wantKey: "k0", wantEvent: typeformEventID},
+		verifyCase{name: "body not JSON", req: signed(t, p, SignInput{Body: []byte("not json")}, typeformSecret), keys: []string{typeformSecret}, wantReason: ReasonMalformedPayload},
+		verifyCase{name: "event_id empty", req: signed(t, p, SignInput{Body: []byte(`{"event_id":""}`)}, typeformSecret), keys: []string{typeformSecret}, wantReason: ReasonMissingEventID},
+		verifyCase{name: "event_id not a string", req: signed(t, p, SignInput{Body: []byte(`{"event_id":7}`)}, typeformSecret), keys: []string{typeformSecret}, wantReason: ReasonMissingEventID},
 	)
-	batchARun(t, p, cs)
+	runVerifyCases(t, p, cs)
 }
 
 // TestTypeformDocumentedAlgorithm: Typeform's page gives the steps ("HMAC SHA-256 ... of the
@@ -51,7 +51,7 @@ func TestTypeformDocumentedAlgorithm(t *testing.T) {
 }
 
 func FuzzTypeformSignatureHeader(f *testing.F) {
-	batchAFuzz(f, Typeform(), typeformSecret, "Typeform-Signature",
+	fuzzSignatureHeader(f, Typeform(), typeformSecret, "Typeform-Signature",
 		SignInput{Body: typeformExampleBody(typeformEventID)}, Params{Now: fixedNow},
 		"sha256=", "=", "sha1=abc")
 }

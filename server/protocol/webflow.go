@@ -43,7 +43,7 @@ func Webflow() *Protocol {
 			"read). x-webflow-timestamp is when the request was sent, and the docs tell receivers " +
 			"to reject anything older than 5 minutes, so each attempt is signed afresh and the 300 s " +
 			"default covers transit and clock skew only.",
-		ParseSecret:   bdSharedSecret("Webflow client or webhook secret"),
+		ParseSecret:   sharedSecretParser("Webflow client or webhook secret"),
 		Verify:        verifyWebflow,
 		Sign:          signWebflow,
 		ExampleSecret: sharedExample(""),
@@ -71,7 +71,7 @@ func verifyWebflow(req *Request, keys []Key, p Params) (Result, error) {
 	if !ok {
 		return Result{}, Reject(ReasonMalformedSignature, "%s is not 64 lowercase hex digits", webflowSignatureHeader)
 	}
-	keyID, ok := matchKey(keys, [][]byte{sig}, sha256.New, bdWriteJoined(strconv.FormatInt(ms, 10), ":", req.Body))
+	keyID, ok := matchKey(keys, [][]byte{sig}, sha256.New, macMessage(req.Body, strconv.FormatInt(ms, 10), ":"))
 	if !ok {
 		return Result{}, rejectNoMatch(webflowSignatureHeader, 0, keys)
 	}
@@ -90,7 +90,7 @@ func signWebflow(in SignInput, secrets []string) (Headers, error) {
 	if in.Timestamp.IsZero() || in.Timestamp.UnixMilli() < 0 {
 		return nil, errors.New("webflow: sign needs a timestamp at or after 1970")
 	}
-	key, err := bdSharedSecret("Webflow client or webhook secret")(secrets[0])
+	key, err := sharedSecretParser("Webflow client or webhook secret")(secrets[0])
 	if err != nil {
 		return nil, fmt.Errorf("webflow: %w", err)
 	}
@@ -98,7 +98,7 @@ func signWebflow(in SignInput, secrets []string) (Headers, error) {
 	return Headers{
 		{Name: "Content-Type", Value: "application/json"},
 		{Name: webflowTimestampHeader, Value: ts},
-		{Name: webflowSignatureHeader, Value: bdHex.encode(hmacSum(sha256.New, key, bdWriteJoined(ts, ":", in.Body)))},
+		{Name: webflowSignatureHeader, Value: digestHex.encode(hmacSum(sha256.New, key, macMessage(in.Body, ts, ":")))},
 	}, nil
 }
 

@@ -24,7 +24,7 @@ func webflowRequest(ts, sig, body string) *Request {
 
 func TestWebflowVerify(t *testing.T) {
 	t.Parallel()
-	bdSuite{
+	providerSuite{
 		p: Webflow(), secret: webflowSecret, secret2: webflowSecret2,
 		sigHeader: "x-webflow-signature", eventID: "6543c1a4e7b1c5d4f3a2b1c0", wantEventIDFor: bodySHA256ID,
 		malformed: []string{"", "zz", strings.ToUpper(webflowVectorSig), "sha256=" + webflowVectorSig, webflowVectorSig[:62]},
@@ -76,13 +76,13 @@ func TestWebflowRecomputedVector(t *testing.T) {
 	if got, _ := h.Get("x-webflow-timestamp"); got != webflowVectorMilli {
 		t.Fatalf("timestamp = %q", got)
 	}
-	bdCheckSecrets(t, p, "", "\twebflow")
+	checkSecretsRefused(t, p, "", "\twebflow")
 }
 
 func FuzzWebflowSignatureHeader(f *testing.F) {
 	f.Add(webflowVectorSig, []byte(webflowVectorBody), uint16(9), byte('A'))
 	f.Fuzz(func(t *testing.T, sig string, body []byte, pos uint16, repl byte) {
-		bdFuzz(t, Webflow(), webflowVectorKey, "x-webflow-signature", Headers{{Name: "x-webflow-timestamp", Value: webflowVectorMilli}}, sig, body, pos, repl, fixedNow, "")
+		verifyFuzzedHeader(t, Webflow(), webflowVectorKey, "x-webflow-signature", Headers{{Name: "x-webflow-timestamp", Value: webflowVectorMilli}}, sig, body, pos, repl, fixedNow, "")
 	})
 }
 

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -13,17 +14,17 @@ import (
 // -Resource, -Event, -ID (the webhook) and -Delivery-ID (the delivery). When a webhook is
 // saved active, WooCommerce first POSTs an unsigned ping whose body is "webhook_id=<id>" and
 // refuses to activate the webhook unless it gets a 2xx (WC_Webhook::deliver_ping).
-var woocommerceProvider = batchABodyProvider{
+var woocommerceProvider = bodyMACProvider{
 	name: "woocommerce",
-	scheme: batchABodyScheme{
+	scheme: bodyMACScheme{
 		headers: []string{"X-WC-Webhook-Signature"},
 		newHash: sha256.New,
 		size:    sha256.Size,
-		enc:     batchABase64,
+		enc:     digestBase64,
 	},
-	secret: batchAStringSecret("WooCommerce webhook secret"),
+	secret: sharedSecretParser("WooCommerce webhook secret"),
 	identity: func(req *Request) (string, error) {
-		return batchAHeaderID(req.Headers, "X-WC-Webhook-Delivery-ID")
+		return headerIdentity(req.Headers, "X-WC-Webhook-Delivery-ID")
 	},
 	extra: func(in SignInput) (Headers, error) {
 		if in.EventID == "" {
@@ -65,7 +66,7 @@ func WooCommerce() *Protocol {
 		ParseSecret:   woocommerceProvider.secret,
 		Verify:        verifyWooCommerce,
 		Sign:          woocommerceProvider.sign,
-		ExampleSecret: batchAExampleSecret("", 24, batchAStdBase64),
+		ExampleSecret: exampleSecret("", 24, base64.StdEncoding.EncodeToString),
 	}
 }
 

@@ -17,23 +17,23 @@ func TestWooCommerceVerify(t *testing.T) {
 	p := WooCommerce()
 	in := SignInput{Body: []byte(woocommerceBody), EventID: woocommerceDelivery}
 	good := signed(t, p, in, woocommerceSecret)
-	indep := batchAB64256(woocommerceSecret, woocommerceBody)
-	fx := batchAFixture{
+	indep := hmacSHA256Base64(woocommerceSecret, woocommerceBody)
+	fx := signingFixture{
 		p: p, secret: woocommerceSecret, secretNew: woocommerceSecretNew, in: in, wantEvent: woocommerceDelivery,
 		sigHeader: "X-WC-Webhook-Signature",
 		noID:      withoutHeader(good, "X-WC-Webhook-Delivery-ID"),
-		malformed: []string{"garbage", strings.TrimRight(indep, "="), batchAHex256(woocommerceSecret, woocommerceBody), "sha256=" + indep},
+		malformed: []string{"garbage", strings.TrimRight(indep, "="), hmacSHA256Hex(woocommerceSecret, woocommerceBody), "sha256=" + indep},
 	}
 	cs := fx.cases(t)
 	ping := &Request{Method: "POST", Body: []byte("webhook_id=12")}
 	cs = append(cs,
-		batchACase{name: "independent signature accepted", req: withHeader(good, "X-WC-Webhook-Signature", indep), keys: []string{woocommerceSecret}, wantKey: "k0", wantEvent: woocommerceDelivery},
-		batchACase{name: "ping with a signature header is judged as a delivery", req: withHeader(ping, "X-WC-Webhook-Signature", indep), keys: []string{woocommerceSecret}, wantReason: ReasonSignatureMismatch},
-		batchACase{name: "ping-like body with more fields is not a ping", req: &Request{Method: "POST", Body: []byte("webhook_id=12&x=1")}, keys: []string{woocommerceSecret}, wantReason: ReasonMissingSignature},
-		batchACase{name: "ping body by GET is not a ping", req: &Request{Method: "GET", Body: []byte("webhook_id=12")}, keys: []string{woocommerceSecret}, wantReason: ReasonMissingSignature},
-		batchACase{name: "empty delivery id", req: withHeader(good, "X-WC-Webhook-Delivery-ID", ""), keys: []string{woocommerceSecret}, wantReason: ReasonMissingEventID},
+		verifyCase{name: "independent signature accepted", req: withHeader(good, "X-WC-Webhook-Signature", indep), keys: []string{woocommerceSecret}, wantKey: "k0", wantEvent: woocommerceDelivery},
+		verifyCase{name: "ping with a signature header is judged as a delivery", req: withHeader(ping, "X-WC-Webhook-Signature", indep), keys: []string{woocommerceSecret}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "ping-like body with more fields is not a ping", req: &Request{Method: "POST", Body: []byte("webhook_id=12&x=1")}, keys: []string{woocommerceSecret}, wantReason: ReasonMissingSignature},
+		verifyCase{name: "ping body by GET is not a ping", req: &Request{Method: "GET", Body: []byte("webhook_id=12")}, keys: []string{woocommerceSecret}, wantReason: ReasonMissingSignature},
+		verifyCase{name: "empty delivery id", req: withHeader(good, "X-WC-Webhook-Delivery-ID", ""), keys: []string{woocommerceSecret}, wantReason: ReasonMissingEventID},
 	)
-	batchARun(t, p, cs)
+	runVerifyCases(t, p, cs)
 }
 
 // TestWooCommercePing: the unsigned activation ping gets a bare 200 and is not an event.
@@ -65,7 +65,7 @@ func TestWooCommerceDocumentedAlgorithm(t *testing.T) {
 }
 
 func FuzzWooCommerceSignatureHeader(f *testing.F) {
-	batchAFuzz(f, WooCommerce(), woocommerceSecret, "X-WC-Webhook-Signature",
+	fuzzSignatureHeader(f, WooCommerce(), woocommerceSecret, "X-WC-Webhook-Signature",
 		SignInput{Body: []byte(woocommerceBody), EventID: woocommerceDelivery}, Params{Now: fixedNow},
 		"", "====", "webhook_id=1")
 }

@@ -6,7 +6,7 @@ import "time"
 // "{t}.{body}" (t exactly as sent) keyed with the endpoint's webhook secret; workos-node
 // (src/common/crypto/signature-provider.ts) rejects t older than 180000 ms. The body is the
 // event, named by its "id" (event_...).
-var workosProvider = batchATimedProvider{
+var workosProvider = timedMACProvider{
 	name:      "workos",
 	header:    "WorkOS-Signature",
 	sep:       ',',
@@ -16,8 +16,8 @@ var workosProvider = batchATimedProvider{
 	join:      ".",
 	millis:    true,
 	tolerance: 180 * time.Second,
-	secret:    batchAStringSecret("WorkOS webhook secret"),
-	identity:  batchABodyIdentity("id"),
+	secret:    sharedSecretParser("WorkOS webhook secret"),
+	identity:  jsonBodyIdentity("id"),
 }
 
 // WorkOS returns the protocol for WorkOS webhook endpoints.
@@ -45,9 +45,9 @@ func WorkOS() *Protocol {
 		ParseSecret:   workosProvider.secret,
 		Verify:        workosProvider.verify,
 		Sign:          workosProvider.sign,
-		ExampleSecret: batchAExampleSecret("", 25, batchAAlnum),
+		ExampleSecret: exampleSecret("", 25, alnumString),
 		ExampleBody: func(eventID string) []byte {
-			return []byte(`{"id":` + batchAQuote(eventID) + `,"event":"dsync.user.created","data":{"id":"directory_user_01FAEAJCR3ZBZ30D8BD1924TVG","object":"directory_user"},"created_at":"2026-01-01T00:00:00.000Z"}`)
+			return []byte(`{"id":` + jsonQuote(eventID) + `,"event":"dsync.user.created","data":{"id":"directory_user_01FAEAJCR3ZBZ30D8BD1924TVG","object":"directory_user"},"created_at":"2026-01-01T00:00:00.000Z"}`)
 		},
 	}
 }

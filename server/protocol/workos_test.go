@@ -17,7 +17,7 @@ const (
 // milliseconds, v1 the hex HMAC-SHA256 of "{t}.{body}", joined by ", ".
 func workosHeader(at time.Time, secret, body string) string {
 	ms := strconv.FormatInt(at.UnixMilli(), 10)
-	return "t=" + ms + ", v1=" + batchAHex256(secret, ms+"."+body)
+	return "t=" + ms + ", v1=" + hmacSHA256Hex(secret, ms+"."+body)
 }
 
 func workosRequest(sig, body string) *Request {
@@ -32,7 +32,7 @@ func TestWorkOSVerify(t *testing.T) {
 	good := workosHeader(fixedNow, workosSecret, body)
 	wrong := strings.Repeat("ef", 32)
 	ms := strconv.FormatInt(fixedNow.UnixMilli(), 10)
-	fx := batchAFixture{
+	fx := signingFixture{
 		p: p, secret: workosSecret, secretNew: workosSecretNew, in: in, wantEvent: workosEventID,
 		sigHeader: "WorkOS-Signature",
 		noID:      workosRequest(workosHeader(fixedNow, workosSecret, `{"event":"x"}`), `{"event":"x"}`),
@@ -45,20 +45,20 @@ func TestWorkOSVerify(t *testing.T) {
 		return workosRequest(workosHeader(fixedNow.Add(d), workosSecret, body), body)
 	}
 	cs = append(cs,
-		batchACase{name: "independent signature accepted", req: workosRequest(good, body), keys: []string{workosSecret}, wantKey: "k0", wantEvent: workosEventID},
-		batchACase{name: "no space after the comma", req: workosRequest(strings.Replace(good, ", ", ",", 1), body), keys: []string{workosSecret}, wantKey: "k0", wantEvent: workosEventID},
-		batchACase{name: "invalid payload (workos-node)", req: workosRequest(good, "invalid"), keys: []string{workosSecret}, wantReason: ReasonSignatureMismatch},
-		batchACase{name: "invalid secret (workos-node)", req: workosRequest(good, body), keys: []string{"invalid"}, wantReason: ReasonSignatureMismatch},
-		batchACase{name: "timestamp 9999 outside tolerance (workos-node)", req: workosRequest(workosHeader(time.UnixMilli(9999), workosSecret, body), body), keys: []string{workosSecret}, wantReason: ReasonTimestampOutOfTolerance},
-		batchACase{name: "181 s old (workos-go tolerance + 1 s)", req: at(-181 * time.Second), keys: []string{workosSecret}, wantReason: ReasonTimestampOutOfTolerance},
-		batchACase{name: "future 181 s", req: at(181 * time.Second), keys: []string{workosSecret}, wantReason: ReasonTimestampOutOfTolerance},
-		batchACase{name: "200 s old with a 240 s endpoint tolerance (workos-go)", req: at(-200 * time.Second), keys: []string{workosSecret}, params: Params{Tolerance: 240 * time.Second}, wantKey: "k0", wantEvent: workosEventID},
-		batchACase{name: "exactly 180 s old accepted", req: at(-180 * time.Second), keys: []string{workosSecret}, wantKey: "k0", wantEvent: workosEventID},
-		batchACase{name: "180.001 s old rejected", req: at(-180*time.Second - time.Millisecond), keys: []string{workosSecret}, wantReason: ReasonTimestampOutOfTolerance},
-		batchACase{name: "seconds instead of milliseconds are far in the past", req: workosRequest("t="+strconv.FormatInt(fixedNow.Unix(), 10)+", v1="+batchAHex256(workosSecret, strconv.FormatInt(fixedNow.Unix(), 10)+"."+body), body), keys: []string{workosSecret}, wantReason: ReasonTimestampOutOfTolerance},
-		batchACase{name: "timestamp tampered", req: workosRequest(strings.Replace(good, "t="+ms, "t="+strconv.FormatInt(fixedNow.UnixMilli()+1, 10), 1), body), keys: []string{workosSecret}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "independent signature accepted", req: workosRequest(good, body), keys: []string{workosSecret}, wantKey: "k0", wantEvent: workosEventID},
+		verifyCase{name: "no space after the comma", req: workosRequest(strings.Replace(good, ", ", ",", 1), body), keys: []string{workosSecret}, wantKey: "k0", wantEvent: workosEventID},
+		verifyCase{name: "invalid payload (workos-node)", req: workosRequest(good, "invalid"), keys: []string{workosSecret}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "invalid secret (workos-node)", req: workosRequest(good, body), keys: []string{"invalid"}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "timestamp 9999 outside tolerance (workos-node)", req: workosRequest(workosHeader(time.UnixMilli(9999), workosSecret, body), body), keys: []string{workosSecret}, wantReason: ReasonTimestampOutOfTolerance},
+		verifyCase{name: "181 s old (workos-go tolerance + 1 s)", req: at(-181 * time.Second), keys: []string{workosSecret}, wantReason: ReasonTimestampOutOfTolerance},
+		verifyCase{name: "future 181 s", req: at(181 * time.Second), keys: []string{workosSecret}, wantReason: ReasonTimestampOutOfTolerance},
+		verifyCase{name: "200 s old with a 240 s endpoint tolerance (workos-go)", req: at(-200 * time.Second), keys: []string{workosSecret}, params: Params{Tolerance: 240 * time.Second}, wantKey: "k0", wantEvent: workosEventID},
+		verifyCase{name: "exactly 180 s old accepted", req: at(-180 * time.Second), keys: []string{workosSecret}, wantKey: "k0", wantEvent: workosEventID},
+		verifyCase{name: "180.001 s old rejected", req: at(-180*time.Second - time.Millisecond), keys: []string{workosSecret}, wantReason: ReasonTimestampOutOfTolerance},
+		verifyCase{name: "seconds instead of milliseconds are far in the past", req: workosRequest("t="+strconv.FormatInt(fixedNow.Unix(), 10)+", v1="+hmacSHA256Hex(workosSecret, strconv.FormatInt(fixedNow.Unix(), 10)+"."+body), body), keys: []string{workosSecret}, wantReason: ReasonTimestampOutOfTolerance},
+		verifyCase{name: "timestamp tampered", req: workosRequest(strings.Replace(good, "t="+ms, "t="+strconv.FormatInt(fixedNow.UnixMilli()+1, 10), 1), body), keys: []string{workosSecret}, wantReason: ReasonSignatureMismatch},
 	)
-	batchARun(t, p, cs)
+	runVerifyCases(t, p, cs)
 }
 
 // TestWorkOSSign: Sign writes the header exactly as workos-go's mockWebhookHeader builds it.
@@ -79,7 +79,7 @@ func TestWorkOSSign(t *testing.T) {
 }
 
 func FuzzWorkOSSignatureHeader(f *testing.F) {
-	batchAFuzz(f, WorkOS(), workosSecret, "WorkOS-Signature",
+	fuzzSignatureHeader(f, WorkOS(), workosSecret, "WorkOS-Signature",
 		SignInput{Body: ExampleBody(WorkOS(), workosEventID), Timestamp: fixedNow}, Params{Now: fixedNow},
 		"some_junk", "t=1, v1=", ", ,=")
 }

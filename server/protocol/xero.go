@@ -1,6 +1,9 @@
 package protocol
 
-import "crypto/sha256"
+import (
+	"crypto/sha256"
+	"encoding/base64"
+)
 
 // Xero: x-xero-signature is the base64 HMAC-SHA256 of the raw body keyed with the webhook key
 // as UTF-8 bytes — it looks like base64 but is not decoded (XeroAPI/XeroWebhooksReceiver
@@ -11,16 +14,16 @@ import "crypto/sha256"
 // some deliberately not, and requires 200 for the former and 401 for the latter within 5 s.
 // hookverify answers a rejected delivery with 401, so Intent to Receive passes unaided. The
 // correctly signed ones have "events": [] and are claimed like any delivery.
-var xeroProvider = batchABodyProvider{
+var xeroProvider = bodyMACProvider{
 	name: "xero",
-	scheme: batchABodyScheme{
+	scheme: bodyMACScheme{
 		headers: []string{"x-xero-signature"},
 		newHash: sha256.New,
 		size:    sha256.Size,
-		enc:     batchABase64,
+		enc:     digestBase64,
 	},
-	secret:   batchAStringSecret("Xero webhook key"),
-	identity: batchABodyHashIdentity,
+	secret:   sharedSecretParser("Xero webhook key"),
+	identity: bodyHashIdentity,
 }
 
 // Xero returns the protocol for Xero webhooks.
@@ -44,9 +47,9 @@ func Xero() *Protocol {
 		ParseSecret:   xeroProvider.secret,
 		Verify:        xeroProvider.verify,
 		Sign:          xeroProvider.sign,
-		ExampleSecret: batchAExampleSecret("", 48, batchAStdBase64),
+		ExampleSecret: exampleSecret("", 48, base64.StdEncoding.EncodeToString),
 		ExampleBody: func(eventID string) []byte {
-			return []byte(`{"events":[{"resourceUrl":"https://api.xero.com/api.xro/2.0/Contacts/717f2bfc-c6d4-41fd-b238-3f2f0c0cf777","resourceId":"717f2bfc-c6d4-41fd-b238-3f2f0c0cf777","eventDateUtc":"2026-01-01T00:00:00.000","eventType":"UPDATE","eventCategory":"CONTACT","tenantId":"c2cc9b6e-9458-4c7d-93cc-f02b81b0594f","tenantType":"ORGANISATION"}],"firstEventSequence":1,"lastEventSequence":1,"entropy":` + batchAQuote(eventID) + `}`)
+			return []byte(`{"events":[{"resourceUrl":"https://api.xero.com/api.xro/2.0/Contacts/717f2bfc-c6d4-41fd-b238-3f2f0c0cf777","resourceId":"717f2bfc-c6d4-41fd-b238-3f2f0c0cf777","eventDateUtc":"2026-01-01T00:00:00.000","eventType":"UPDATE","eventCategory":"CONTACT","tenantId":"c2cc9b6e-9458-4c7d-93cc-f02b81b0594f","tenantType":"ORGANISATION"}],"firstEventSequence":1,"lastEventSequence":1,"entropy":` + jsonQuote(eventID) + `}`)
 		},
 	}
 }

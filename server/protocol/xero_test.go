@@ -19,22 +19,22 @@ func TestXeroVerify(t *testing.T) {
 	in := SignInput{Body: []byte(xeroBody)}
 	good := signed(t, p, in, xeroKey)
 	wantID := bodySHA256ID([]byte(xeroBody))
-	indep := batchAB64256(xeroKey, xeroBody)
+	indep := hmacSHA256Base64(xeroKey, xeroBody)
 	decodedKey, _ := base64.StdEncoding.DecodeString(xeroKey)
-	fx := batchAFixture{
+	fx := signingFixture{
 		p: p, secret: xeroKey, secretNew: xeroKeyNew, in: in, wantEvent: wantID,
 		sigHeader: "x-xero-signature",
-		malformed: []string{"garbage", strings.TrimRight(indep, "="), batchAHex256(xeroKey, xeroBody), "sha256=" + indep},
+		malformed: []string{"garbage", strings.TrimRight(indep, "="), hmacSHA256Hex(xeroKey, xeroBody), "sha256=" + indep},
 	}
 	cs := fx.cases(t)
 	cs = append(cs,
-		batchACase{name: "independent signature accepted", req: withHeader(good, "x-xero-signature", indep), keys: []string{xeroKey}, wantKey: "k0", wantEvent: wantID},
+		verifyCase{name: "independent signature accepted", req: withHeader(good, "x-xero-signature", indep), keys: []string{xeroKey}, wantKey: "k0", wantEvent: wantID},
 		// Intent to Receive: a deliberately wrong signature must be rejected (hookverify then
 		// answers 401, which is what Xero checks for).
-		batchACase{name: "intent to receive: bad signature rejected", req: withHeader(good, "x-xero-signature", batchAB64256("not the key", xeroBody)), keys: []string{xeroKey}, wantReason: ReasonSignatureMismatch},
-		batchACase{name: "key is not base64-decoded", req: withHeader(good, "x-xero-signature", batchAB64256(string(decodedKey), xeroBody)), keys: []string{xeroKey}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "intent to receive: bad signature rejected", req: withHeader(good, "x-xero-signature", hmacSHA256Base64("not the key", xeroBody)), keys: []string{xeroKey}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "key is not base64-decoded", req: withHeader(good, "x-xero-signature", hmacSHA256Base64(string(decodedKey), xeroBody)), keys: []string{xeroKey}, wantReason: ReasonSignatureMismatch},
 	)
-	batchARun(t, p, cs)
+	runVerifyCases(t, p, cs)
 }
 
 // TestXeroDocumentedAlgorithm pins Sign to the official samples' construction (XeroAPI/
@@ -53,7 +53,7 @@ func TestXeroDocumentedAlgorithm(t *testing.T) {
 }
 
 func FuzzXeroSignatureHeader(f *testing.F) {
-	batchAFuzz(f, Xero(), xeroKey, "x-xero-signature",
+	fuzzSignatureHeader(f, Xero(), xeroKey, "x-xero-signature",
 		SignInput{Body: []byte(xeroBody)}, Params{Now: fixedNow},
 		"", "====", "sha256=abc")
 }

@@ -7,11 +7,12 @@ import (
 	"time"
 )
 
-// bdSuite runs the cases every batch-D provider must pass, table-driven: accepted, body
-// tampered by one trailing space, wrong secret, no keys, malformed and missing signature
-// header, two secrets during rotation, several signatures in one delivery (where the provider
-// sends several), stale and future timestamps (where signed), and a delivery without identity.
-type bdSuite struct {
+// providerSuite runs, table-driven, the cases every provider tested with it must pass:
+// accepted, body tampered by one trailing space, wrong secret, no keys, malformed and missing
+// signature header, two secrets during rotation, several signatures in one delivery (where
+// the provider sends several), stale and future timestamps (where signed), and a delivery
+// without identity.
+type providerSuite struct {
 	p *Protocol
 	// secret and secret2 are two secrets in the provider's format (shared: signing == verifying).
 	secret, secret2 string
@@ -34,7 +35,7 @@ type bdSuite struct {
 	url string
 }
 
-func (s bdSuite) verifying(i int) string {
+func (s providerSuite) verifying(i int) string {
 	switch {
 	case i == 1 && s.verify1 != "":
 		return s.verify1
@@ -46,7 +47,7 @@ func (s bdSuite) verifying(i int) string {
 	return s.secret2
 }
 
-func (s bdSuite) input(at time.Time) SignInput {
+func (s providerSuite) input(at time.Time) SignInput {
 	url := s.url
 	if url == "" {
 		url = "https://hooks.example.com/x"
@@ -55,7 +56,7 @@ func (s bdSuite) input(at time.Time) SignInput {
 }
 
 // deliver signs the example body at the given time with secrets, as the provider would.
-func (s bdSuite) deliver(t *testing.T, at time.Time, secrets ...string) *Request {
+func (s providerSuite) deliver(t *testing.T, at time.Time, secrets ...string) *Request {
 	t.Helper()
 	in := s.input(at)
 	d, err := SignDelivery(s.p, in, secrets)
@@ -65,7 +66,7 @@ func (s bdSuite) deliver(t *testing.T, at time.Time, secrets ...string) *Request
 	return &Request{Method: in.Method, URL: in.URL, Headers: d.Headers, Body: d.Body}
 }
 
-func (s bdSuite) run(t *testing.T) {
+func (s providerSuite) run(t *testing.T) {
 	t.Helper()
 	p := s.p
 	tol := p.DefaultTolerance
@@ -154,7 +155,7 @@ func (s bdSuite) run(t *testing.T) {
 	})
 }
 
-func (s bdSuite) otherSecret(t *testing.T) string {
+func (s providerSuite) otherSecret(t *testing.T) string {
 	t.Helper()
 	_, v, err := s.p.ExampleSecret()
 	if err != nil {
@@ -163,9 +164,9 @@ func (s bdSuite) otherSecret(t *testing.T) string {
 	return v
 }
 
-// bdCheckSecrets checks that ParseSecret refuses each of bad with ErrInvalidSecret and without
+// checkSecretsRefused checks that ParseSecret refuses each of bad with ErrInvalidSecret and without
 // quoting it.
-func bdCheckSecrets(t *testing.T, p *Protocol, bad ...string) {
+func checkSecretsRefused(t *testing.T, p *Protocol, bad ...string) {
 	t.Helper()
 	for _, b := range bad {
 		_, err := p.ParseSecret(b)
@@ -182,10 +183,10 @@ func bdCheckSecrets(t *testing.T, p *Protocol, bad ...string) {
 	}
 }
 
-// bdFuzz is the body of every batch-D signature-header fuzz target: any header value gets an
-// acceptance or a *Rejection, and a delivery we signed stops authenticating when any byte of
-// its signature header changes.
-func bdFuzz(t *testing.T, p *Protocol, secret, header string, extra Headers, sig string, body []byte, pos uint16, repl byte, now time.Time, url string) {
+// verifyFuzzedHeader is the body of a signature-header fuzz target for a provider signed with
+// SignDelivery: any header value gets an acceptance or a *Rejection, and a delivery we signed
+// stops authenticating when any byte of its signature header changes.
+func verifyFuzzedHeader(t *testing.T, p *Protocol, secret, header string, extra Headers, sig string, body []byte, pos uint16, repl byte, now time.Time, url string) {
 	keys := keysFor(t, p, secret)
 	params := Params{Now: now, Tolerance: p.DefaultTolerance}
 	h := append(Headers{{Name: header, Value: sig}}, extra...)

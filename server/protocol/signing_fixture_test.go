@@ -7,12 +7,13 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"hash"
+	"strings"
 	"testing"
 	"time"
 )
 
-// batchACase is one Verify expectation of the batch-A provider tests.
-type batchACase struct {
+// verifyCase is one Verify expectation, run by runVerifyCases.
+type verifyCase struct {
 	name       string
 	req        *Request
 	keys       []string // secrets, as k0, k1, ...
@@ -22,8 +23,8 @@ type batchACase struct {
 	wantEvent  string
 }
 
-// batchARun runs the cases against p in parallel subtests.
-func batchARun(t *testing.T, p *Protocol, cases []batchACase) {
+// runVerifyCases runs the cases against p in parallel subtests.
+func runVerifyCases(t *testing.T, p *Protocol, cases []verifyCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,9 +45,9 @@ func batchARun(t *testing.T, p *Protocol, cases []batchACase) {
 	}
 }
 
-// batchAFixture describes a provider whose deliveries p.Sign makes, for the cases every such
+// signingFixture describes a provider whose deliveries p.Sign makes, for the cases every such
 // provider must pass.
-type batchAFixture struct {
+type signingFixture struct {
 	p                 *Protocol
 	secret, secretNew string
 	// other is a third well-formed secret that signed nothing ("unrelated-secret-value" if empty).
@@ -66,18 +67,18 @@ type batchAFixture struct {
 
 // cases returns the common cases: acceptance, a tampered body, wrong secret, no key, missing
 // and malformed headers, rotation and missing identity.
-func (f batchAFixture) cases(t *testing.T) []batchACase {
+func (f signingFixture) cases(t *testing.T) []verifyCase {
 	t.Helper()
 	good := signed(t, f.p, f.in, f.secret)
 	tampered := append(append([]byte(nil), f.in.Body...), ' ')
-	cs := []batchACase{
+	cs := []verifyCase{
 		{name: "accepted", req: good, keys: []string{f.secret}, wantKey: "k0", wantEvent: f.wantEvent},
 		{name: "body tampered by one trailing space", req: withBody(good, tampered), keys: []string{f.secret}, wantReason: ReasonSignatureMismatch},
 		{name: "wrong secret", req: good, keys: []string{f.secretNew}, wantReason: ReasonSignatureMismatch},
 		{name: "no keys", req: good, wantReason: ReasonSignatureMismatch},
 		{name: "missing header", req: withoutHeader(good, f.sigHeader), keys: []string{f.secret}, wantReason: ReasonMissingSignature},
 		{name: "empty header", req: withHeader(good, f.sigHeader, ""), keys: []string{f.secret}, wantReason: ReasonMalformedSignature},
-		{name: "header name case-insensitive", req: batchARenameHeader(good, f.sigHeader), keys: []string{f.secret}, wantKey: "k0", wantEvent: f.wantEvent},
+		{name: "header name case-insensitive", req: withLowercaseHeader(good, f.sigHeader), keys: []string{f.secret}, wantKey: "k0", wantEvent: f.wantEvent},
 		{name: "rotation: old secret still signs, new key listed first", req: good, keys: []string{f.secretNew, f.secret}, wantKey: "k1", wantEvent: f.wantEvent},
 		{name: "rotation: first key in order", req: good, keys: []string{f.secret, f.secretNew}, wantKey: "k0", wantEvent: f.wantEvent},
 		{name: "rotation: new secret signs", req: signed(t, f.p, f.in, f.secretNew), keys: []string{f.secret, f.secretNew}, wantKey: "k1", wantEvent: f.wantEvent},
@@ -89,60 +90,50 @@ func (f batchAFixture) cases(t *testing.T) []batchACase {
 	if f.list {
 		both := signed(t, f.p, f.in, f.secret, f.secretNew)
 		cs = append(cs,
-			batchACase{name: "several signatures: old key matches", req: both, keys: []string{f.secret}, wantKey: "k0", wantEvent: f.wantEvent},
-			batchACase{name: "several signatures: new key matches", req: both, keys: []string{other, f.secretNew}, wantKey: "k1", wantEvent: f.wantEvent},
-			batchACase{name: "several signatures: none matches", req: both, keys: []string{other}, wantReason: ReasonSignatureMismatch},
+			verifyCase{name: "several signatures: old key matches", req: both, keys: []string{f.secret}, wantKey: "k0", wantEvent: f.wantEvent},
+			verifyCase{name: "several signatures: new key matches", req: both, keys: []string{other, f.secretNew}, wantKey: "k1", wantEvent: f.wantEvent},
+			verifyCase{name: "several signatures: none matches", req: both, keys: []string{other}, wantReason: ReasonSignatureMismatch},
 		)
 	}
 	for i, v := range f.malformed {
-		cs = append(cs, batchACase{name: "malformed header " + string(rune('a'+i)), req: withHeader(good, f.sigHeader, v), keys: []string{f.secret}, wantReason: ReasonMalformedSignature})
+		cs = append(cs, verifyCase{name: "malformed header " + string(rune('a'+i)), req: withHeader(good, f.sigHeader, v), keys: []string{f.secret}, wantReason: ReasonMalformedSignature})
 	}
 	for i, v := range f.missing {
-		cs = append(cs, batchACase{name: "no signature of ours " + string(rune('a'+i)), req: withHeader(good, f.sigHeader, v), keys: []string{f.secret}, wantReason: ReasonMissingSignature})
+		cs = append(cs, verifyCase{name: "no signature of ours " + string(rune('a'+i)), req: withHeader(good, f.sigHeader, v), keys: []string{f.secret}, wantReason: ReasonMissingSignature})
 	}
 	if f.noID != nil {
-		cs = append(cs, batchACase{name: "missing identity", req: f.noID, keys: []string{f.secret}, wantReason: ReasonMissingEventID})
+		cs = append(cs, verifyCase{name: "missing identity", req: f.noID, keys: []string{f.secret}, wantReason: ReasonMissingEventID})
 	}
 	return cs
 }
 
-// batchARenameHeader returns a copy of req with the named header's name lowercased.
-func batchARenameHeader(req *Request, name string) *Request {
+// withLowercaseHeader returns a copy of req with the named header's name lowercased.
+func withLowercaseHeader(req *Request, name string) *Request {
 	v := header(req, name)
 	out := withoutHeader(req, name)
-	out.Headers = append(out.Headers, Header{Name: batchALower(name), Value: v})
+	out.Headers = append(out.Headers, Header{Name: strings.ToLower(name), Value: v})
 	return out
 }
 
-func batchALower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}
-
-// batchAHMAC is an independent HMAC for expected values: newHash over msg with key.
-func batchAHMAC(newHash func() hash.Hash, key, msg string) []byte {
+// testHMAC is an independent HMAC for expected values: newHash over msg with key.
+func testHMAC(newHash func() hash.Hash, key, msg string) []byte {
 	m := hmac.New(newHash, []byte(key))
 	m.Write([]byte(msg))
 	return m.Sum(nil)
 }
 
-func batchAHex256(key, msg string) string {
-	return hex.EncodeToString(batchAHMAC(sha256.New, key, msg))
+func hmacSHA256Hex(key, msg string) string {
+	return hex.EncodeToString(testHMAC(sha256.New, key, msg))
 }
-func batchAB64256(key, msg string) string {
-	return base64.StdEncoding.EncodeToString(batchAHMAC(sha256.New, key, msg))
+func hmacSHA256Base64(key, msg string) string {
+	return base64.StdEncoding.EncodeToString(testHMAC(sha256.New, key, msg))
 }
-func batchAHex1(key, msg string) string { return hex.EncodeToString(batchAHMAC(sha1.New, key, msg)) }
+func hmacSHA1Hex(key, msg string) string { return hex.EncodeToString(testHMAC(sha1.New, key, msg)) }
 
-// batchAFuzz drives p.Verify with an arbitrary value of sigHeader (other headers from base),
+// fuzzSignatureHeader drives p.Verify with an arbitrary value of sigHeader (other headers from base),
 // and checks that a delivery signed afresh authenticates and never does with one byte of
 // sigHeader changed.
-func batchAFuzz(f *testing.F, p *Protocol, secret, sigHeader string, in SignInput, params Params, seeds ...string) {
+func fuzzSignatureHeader(f *testing.F, p *Protocol, secret, sigHeader string, in SignInput, params Params, seeds ...string) {
 	keys := keysFor(f, p, secret)
 	base := signed(f, p, in, secret)
 	f.Add(header(base, sigHeader), in.Body, uint16(1), byte('0'))
@@ -160,5 +151,5 @@ func batchAFuzz(f *testing.F, p *Protocol, secret, sigHeader string, in SignInpu
 	})
 }
 
-// batchAAt is fixedNow shifted by d, for timestamp cases.
-func batchAAt(d time.Duration) time.Time { return fixedNow.Add(d) }
+// fixedNowPlus is fixedNow shifted by d, for timestamp cases.
+func fixedNowPlus(d time.Duration) time.Time { return fixedNow.Add(d) }
