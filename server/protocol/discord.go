@@ -108,7 +108,7 @@ func exampleDiscordSecret() (string, string, error) {
 
 // discordExampleBody is an APPLICATION_COMMAND interaction whose id is the event id.
 func discordExampleBody(eventID string) []byte {
-	return b1MarshalJSON(map[string]any{
+	return marshalJSONUnescaped(map[string]any{
 		"app_permissions": "442368",
 		"application_id":  "1234560123453231555",
 		"channel_id":      "1234560123453231556",
@@ -144,9 +144,9 @@ func verifyDiscord(req *Request, keys []Key, p Params) (Result, error) {
 	}
 	msg := make([]byte, 0, len(tsRaw)+len(req.Body))
 	msg = append(append(msg, tsRaw...), req.Body...)
-	keyID, ok := b1MatchEd25519(keys, sig, msg)
+	keyID, ok := matchEd25519Key(keys, sig, msg)
 	if !ok {
-		return Result{}, b1RejectNoEd25519Match(discordSignatureHeader, keys)
+		return Result{}, rejectNoEd25519Match(discordSignatureHeader, keys)
 	}
 	if err := checkTimestamp(ts, p.Now, effectiveTolerance(p, discordDefaultTolerance)); err != nil {
 		return Result{}, err
@@ -177,7 +177,7 @@ func discordIdentity(body []byte) (Result, error) {
 	case typ == discordTypeOne && isWebhookEvent:
 		return Result{EventID: bodySHA256ID(body)}, nil
 	case typ == discordTypeOne:
-		return Result{Handshake: b1JSONReply([]byte(discordPongResponse))}, nil
+		return Result{Handshake: jsonReply([]byte(discordPongResponse))}, nil
 	}
 	id, _, ok := jsonString(top, "id")
 	if !ok || id == "" {

@@ -31,6 +31,28 @@ func checkAnswer(t *testing.T, err error) {
 	}
 }
 
+// checkHeaderMutationRejected replaces byte pos of the named (signed) header of a delivery we
+// signed and checks the result is rejected. Unlike checkMutation it allows rejections before
+// the signature check, such as a timestamp that no longer parses.
+func checkHeaderMutationRejected(t *testing.T, p *Protocol, keys []Key, params Params, req *Request, name string, pos uint16, repl byte) {
+	t.Helper()
+	orig := header(req, name)
+	if len(orig) == 0 {
+		t.Fatalf("Sign produced no %s", name)
+	}
+	i := int(pos) % len(orig)
+	if orig[i] == repl {
+		return
+	}
+	mutated := []byte(orig)
+	mutated[i] = repl
+	res, err := p.Verify(withHeader(req, name, string(mutated)), keys, params)
+	if err == nil {
+		t.Fatalf("accepted with %s byte %d changed to %q: %+v", name, i, repl, res)
+	}
+	checkAnswer(t, err)
+}
+
 // checkMutation signs req's body afresh (via sign), checks it authenticates, then replaces
 // byte pos of the named header with repl and checks it no longer does.
 func checkMutation(t *testing.T, p *Protocol, keys []Key, params Params, req *Request, name string, pos uint16, repl byte) {

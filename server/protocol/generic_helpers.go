@@ -42,7 +42,7 @@ func parseGenericIdentity(options map[string]string) (genericIdentity, error) {
 		return id, fmt.Errorf("options %s and %s are mutually exclusive", genericOptIDHeader, genericOptIDPointer)
 	}
 	if hasHeader {
-		if !genericValidHeaderName(h) {
+		if !isHeaderName(h) {
 			return id, fmt.Errorf("option %s must be an HTTP header name (letters, digits and !#$%%&'*+-.^_`|~)", genericOptIDHeader)
 		}
 		id.header = h
@@ -69,23 +69,6 @@ func (id genericIdentity) eventID(req *Request) (string, error) {
 		return genericPointerID(req.Body, id.pointer)
 	}
 	return bodySHA256ID(req.Body), nil
-}
-
-// genericValidHeaderName reports whether s is an RFC 9110 token, the syntax of a header name.
-func genericValidHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // genericParsePointer splits an RFC 6901 JSON pointer into its unescaped reference tokens.

@@ -182,7 +182,7 @@ func parseGenericTemplate(t string) ([]genericPart, error) {
 			name := t[i+1 : i+end]
 			flush()
 			if h, ok := strings.CutPrefix(name, "header:"); ok {
-				if !genericValidHeaderName(h) {
+				if !isHeaderName(h) {
 					return nil, fmt.Errorf("the {header:...} placeholder at byte %d does not name a valid header", i)
 				}
 				parts = append(parts, genericPart{kind: genericHeader, text: h})
@@ -267,7 +267,7 @@ func parseGenericHMACConfig(o map[string]string) (*genericHMACConfig, error) {
 	}
 	c := &genericHMACConfig{}
 	c.header, _ = get(genericOptHeader, genericHMACDefaultHeader)
-	if !genericValidHeaderName(c.header) {
+	if !isHeaderName(c.header) {
 		return nil, fmt.Errorf("option %s must be an HTTP header name", genericOptHeader)
 	}
 	c.list, _ = get(genericOptList, "none")
@@ -348,7 +348,7 @@ func parseGenericHMACConfig(o map[string]string) (*genericHMACConfig, error) {
 		return nil, fmt.Errorf("option %s uses {timestamp}: set %s (or %s with list=kv)", genericOptTemplate, genericOptTimestampHeader, genericOptTimestampKey)
 	case !c.usesTS && (hasTSHeader || hasTSKey):
 		return nil, fmt.Errorf("option %s or %s is set but option %s has no {timestamp}, so the timestamp would not be signed", genericOptTimestampHeader, genericOptTimestampKey, genericOptTemplate)
-	case hasTSHeader && !genericValidHeaderName(tsHeader):
+	case hasTSHeader && !isHeaderName(tsHeader):
 		return nil, fmt.Errorf("option %s must be an HTTP header name", genericOptTimestampHeader)
 	case hasTSKey && c.list != "kv":
 		return nil, fmt.Errorf("option %s applies only to list=kv", genericOptTimestampKey)

@@ -83,7 +83,7 @@ func parseGitLabSecret(secret string) ([]byte, error) {
 		}
 		return append([]byte{gitlabKindSigning}, secret...), nil
 	}
-	if _, err := b2TokenSecret("the GitLab secret token", secret); err != nil {
+	if _, err := parseTokenSecret("the GitLab secret token", secret); err != nil {
 		return nil, err
 	}
 	return append([]byte{gitlabKindToken}, secret...), nil

@@ -3,6 +3,7 @@ package protocol
 import "net/url"
 
 // Pieces of the GET handshakes (Dropbox, Meta) that answer a challenge instead of a delivery.
+// jsonReply and textReply answer the POST handshakes (Discord, Okta, Zoom; Slack, Twitch).
 
 // requestQuery returns the query parameters of a request URL (absolute or a path). A query
 // that does not parse is a malformed request.
@@ -29,4 +30,14 @@ func echoReply(s string) *Reply {
 		},
 		Body: []byte(s),
 	}
+}
+
+// jsonReply is a 200 application/json reply with body.
+func jsonReply(body []byte) *Reply {
+	return &Reply{Status: 200, Headers: Headers{{Name: "Content-Type", Value: "application/json"}}, Body: body}
+}
+
+// textReply is a 200 text/plain reply with body.
+func textReply(body string) *Reply {
+	return &Reply{Status: 200, Headers: Headers{{Name: "Content-Type", Value: "text/plain; charset=utf-8"}}, Body: []byte(body)}
 }

@@ -83,7 +83,7 @@ func HubSpot() *Protocol {
 
 // parseHubSpotSecret keeps the client secret's bytes: HubSpot hashes and keys with the string.
 func parseHubSpotSecret(secret string) ([]byte, error) {
-	return b2TokenSecret("the HubSpot client secret", secret)
+	return parseTokenSecret("the HubSpot client secret", secret)
 }
 
 // exampleHubSpotSecret is a client secret as HubSpot shows one: a random UUID.
@@ -189,7 +189,7 @@ func verifyHubSpotV3(req *Request, raw string, keys []Key, p Params) (string, er
 	if !matched {
 		return "", rejectNoMatch(hubspotSignatureV3, 0, keys)
 	}
-	if err := b2CheckMillis(ts, p.Now, effectiveTolerance(p, hubspotDefaultTolerance)); err != nil {
+	if err := checkTimestampMillisRoundedUp(ts, p.Now, effectiveTolerance(p, hubspotDefaultTolerance)); err != nil {
 		return "", err
 	}
 	return keyID, nil
@@ -292,28 +292,29 @@ func hubspotScalar(raw json.RawMessage) (string, bool) {
 	return n.String(), true
 }
 
-// b2CheckMillis is checkTimestamp for a unix-millisecond timestamp: accepted when within tol of
-// now in either direction, boundaries included. The detail states whole seconds, rounded up.
-func b2CheckMillis(tsMs int64, now time.Time, tol time.Duration) error {
+// checkTimestampMillisRoundedUp is checkTimestamp for a unix-millisecond timestamp: accepted
+// when within tol of now in either direction, boundaries included. The detail states whole
+// seconds, rounded up.
+func checkTimestampMillisRoundedUp(tsMs int64, now time.Time, tol time.Duration) error {
 	nowMs := now.UnixMilli()
 	tolMs := uint64(tol.Milliseconds())
 	if tsMs <= nowMs {
 		age := uint64(nowMs) - uint64(tsMs) // fits: the difference of two int64s
 		if age > tolMs {
 			return Reject(ReasonTimestampOutOfTolerance,
-				"timestamp is %ds old, more than the %s tolerance", age/1000+b2Ceil(age%1000), formatTolerance(tol))
+				"timestamp is %ds old, more than the %s tolerance", age/1000+secondCarry(age%1000), formatTolerance(tol))
 		}
 		return nil
 	}
 	ahead := uint64(tsMs) - uint64(nowMs)
 	if ahead > tolMs {
 		return Reject(ReasonTimestampOutOfTolerance,
-			"timestamp is %ds in the future, more than the %s tolerance", ahead/1000+b2Ceil(ahead%1000), formatTolerance(tol))
+			"timestamp is %ds in the future, more than the %s tolerance", ahead/1000+secondCarry(ahead%1000), formatTolerance(tol))
 	}
 	return nil
 }
 
-func b2Ceil(rem uint64) uint64 {
+func secondCarry(rem uint64) uint64 {
 	if rem > 0 {
 		return 1
 	}

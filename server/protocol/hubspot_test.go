@@ -176,12 +176,12 @@ func TestHubSpotToleranceDetail(t *testing.T) {
 		{hubspotNowMs - 300_001, "timestamp is 301s old, more than the 300s tolerance"},
 		{hubspotNowMs + 412_500, "timestamp is 413s in the future, more than the 300s tolerance"},
 	} {
-		err := b2CheckMillis(tc.ts, fixedNow, 300*time.Second)
+		err := checkTimestampMillisRoundedUp(tc.ts, fixedNow, 300*time.Second)
 		if err == nil || err.Error() != "timestamp out of tolerance: "+tc.detail {
-			t.Errorf("b2CheckMillis(%d) = %v, want %q", tc.ts, err, tc.detail)
+			t.Errorf("checkTimestampMillisRoundedUp(%d) = %v, want %q", tc.ts, err, tc.detail)
 		}
 	}
-	if err := b2CheckMillis(-1<<62, time.Unix(1<<40, 0), 1<<62); err == nil {
+	if err := checkTimestampMillisRoundedUp(-1<<62, time.Unix(1<<40, 0), 1<<62); err == nil {
 		t.Error("extreme values accepted")
 	}
 }

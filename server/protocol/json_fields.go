@@ -1,11 +1,13 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 )
 
 // Reading fields of JSON bodies and writing JSON strings into example bodies.
+// marshalJSONUnescaped also writes the JSON of handshake replies.
 
 // jsonObject parses body as one JSON object. Its error is a *Rejection (malformed payload).
 func jsonObject(body []byte) (map[string]json.RawMessage, error) {
@@ -84,4 +86,21 @@ func jsonQuote(s string) string {
 func jsonEscape(s string) string {
 	q := jsonQuote(s)
 	return q[1 : len(q)-1]
+}
+
+// looksLikeJSONObject reports whether body's first non-space byte opens a JSON object.
+func looksLikeJSONObject(body []byte) bool {
+	t := bytes.TrimLeft(body, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
+}
+
+// marshalJSONUnescaped marshals v without HTML escaping, so tokens echo back byte for byte.
+func marshalJSONUnescaped(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }

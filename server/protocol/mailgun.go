@@ -68,7 +68,7 @@ func Mailgun() *Protocol {
 
 // parseMailgunSecret keeps the signing key's bytes: Mailgun keys the HMAC with the string.
 func parseMailgunSecret(secret string) ([]byte, error) {
-	return b2TokenSecret("the Mailgun HTTP webhook signing key", secret)
+	return parseTokenSecret("the Mailgun HTTP webhook signing key", secret)
 }
 
 // exampleMailgunSecret is a webhook signing key as the Control Panel shows one: 32 hex digits

@@ -81,28 +81,11 @@ func validateOktaOptions(options map[string]string) error {
 		if k != oktaHeaderOption {
 			return fmt.Errorf("okta: unknown option %q (only %q is supported)", k, oktaHeaderOption)
 		}
-		if !b1IsHeaderName(v) {
+		if !isHeaderName(v) {
 			return fmt.Errorf("okta: option %q must be an HTTP header name", k)
 		}
 	}
 	return nil
-}
-
-// b1IsHeaderName reports whether s is a non-empty RFC 9110 token.
-func b1IsHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 func oktaAuthHeader(options map[string]string) string {
@@ -114,7 +97,7 @@ func oktaAuthHeader(options map[string]string) string {
 
 // oktaExampleBody is an event hook delivery with one event whose uuid is the event id.
 func oktaExampleBody(eventID string) []byte {
-	return b1MarshalJSON(map[string]any{
+	return marshalJSONUnescaped(map[string]any{
 		"eventType":          "com.okta.event_hook",
 		"eventTypeVersion":   "1.0",
 		"cloudEventsVersion": "0.1",
@@ -172,10 +155,10 @@ func verifyOkta(req *Request, keys []Key, p Params) (Result, error) {
 		if challenge == "" {
 			return Result{}, Reject(ReasonMalformedPayload, "%s is empty", oktaChallengeHeader)
 		}
-		body := b1MarshalJSON(struct {
+		body := marshalJSONUnescaped(struct {
 			Verification string `json:"verification"`
 		}{challenge})
-		return Result{KeyID: keyID, Handshake: b1JSONReply(body)}, nil
+		return Result{KeyID: keyID, Handshake: jsonReply(body)}, nil
 	}
 	id, err := oktaEventID(req.Body)
 	if err != nil {

@@ -42,6 +42,23 @@ func (h Headers) Values(name string) []string {
 	return out
 }
 
+// isHeaderName reports whether s is an RFC 9110 token, the syntax of a header name.
+func isHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // Request is the provider's HTTP request exactly as received.
 type Request struct {
 	Method  string

@@ -135,7 +135,7 @@ func exampleSendGridSecret() (string, string, error) {
 
 // sendgridExampleBody is a one-event batch, with the "\r\n" SendGrid appends.
 func sendgridExampleBody(eventID string) []byte {
-	ev := b1MarshalJSON([]map[string]any{{
+	ev := marshalJSONUnescaped([]map[string]any{{
 		"email":         "example@test.com",
 		"event":         "processed",
 		"sg_event_id":   eventID,

@@ -59,7 +59,7 @@ func sharedTokenHeader(options map[string]string) (string, error) {
 	if !ok {
 		return sharedTokenDefaultHeader, nil
 	}
-	if !genericValidHeaderName(h) {
+	if !isHeaderName(h) {
 		return "", fmt.Errorf("option %s must be an HTTP header name", sharedTokenOptHeader)
 	}
 	return h, nil

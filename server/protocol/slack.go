@@ -93,7 +93,7 @@ func exampleSlackSecret() (string, string, error) {
 
 // slackExampleBody is an Events API event_callback carrying the event id.
 func slackExampleBody(eventID string) []byte {
-	return b1MarshalJSON(map[string]any{
+	return marshalJSONUnescaped(map[string]any{
 		"token":      "Jhj5dZrVaK7ZwHHjRyZWjbDl",
 		"team_id":    "T061EG9R6",
 		"api_app_id": "A0PNCHHK2",
@@ -182,7 +182,7 @@ func slackIdentity(body []byte) (Result, error) {
 	if len(body) == 0 {
 		return Result{}, Reject(ReasonMalformedPayload, "body is empty")
 	}
-	if !b1LooksLikeJSONObject(body) {
+	if !looksLikeJSONObject(body) {
 		// Slash commands and interactivity (payload=<json>) are form-encoded.
 		if _, err := url.ParseQuery(string(body)); err != nil {
 			return Result{}, Reject(ReasonMalformedPayload, "body is neither a JSON object nor form-encoded")
@@ -199,7 +199,7 @@ func slackIdentity(body []byte) (Result, error) {
 		if !ok || challenge == "" {
 			return Result{}, Reject(ReasonMalformedPayload, "url_verification has no challenge string")
 		}
-		return Result{Handshake: b1TextReply(challenge)}, nil
+		return Result{Handshake: textReply(challenge)}, nil
 	}
 	id, present, ok := jsonString(top, "event_id")
 	switch {

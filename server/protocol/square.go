@@ -55,7 +55,7 @@ func Square() *Protocol {
 
 // parseSquareSecret keeps the signature key's bytes: Square keys the HMAC with the string.
 func parseSquareSecret(secret string) ([]byte, error) {
-	return b2TokenSecret("the Square signature key", secret)
+	return parseTokenSecret("the Square signature key", secret)
 }
 
 // exampleSquareSecret is a signature key as the Developer Console shows one: 16 random bytes

@@ -85,7 +85,7 @@ func exampleTelnyxSecret() (string, string, error) {
 
 // telnyxExampleBody is a message.received webhook whose data.id is the event id.
 func telnyxExampleBody(eventID string) []byte {
-	return b1MarshalJSON(map[string]any{
+	return marshalJSONUnescaped(map[string]any{
 		"data": map[string]any{
 			"event_type":  "message.received",
 			"id":          eventID,
@@ -123,9 +123,9 @@ func verifyTelnyx(req *Request, keys []Key, p Params) (Result, error) {
 	if !ok {
 		return Result{}, Reject(ReasonMissingTimestamp, "%s is not decimal unix seconds", telnyxTimestampHeader)
 	}
-	keyID, ok := b1MatchEd25519(keys, sig, telnyxMessage(tsRaw, req.Body))
+	keyID, ok := matchEd25519Key(keys, sig, telnyxMessage(tsRaw, req.Body))
 	if !ok {
-		return Result{}, b1RejectNoEd25519Match(telnyxSignatureHeader, keys)
+		return Result{}, rejectNoEd25519Match(telnyxSignatureHeader, keys)
 	}
 	if err := checkTimestamp(ts, p.Now, effectiveTolerance(p, telnyxDefaultTolerance)); err != nil {
 		return Result{}, err

@@ -74,7 +74,7 @@ func Twilio() *Protocol {
 
 // parseTwilioSecret keeps the Auth Token's bytes: Twilio keys the HMAC with the token string.
 func parseTwilioSecret(secret string) ([]byte, error) {
-	return b2TokenSecret("the Twilio Auth Token", secret)
+	return parseTokenSecret("the Twilio Auth Token", secret)
 }
 
 // exampleTwilioSecret is an Auth Token as the Console shows one: 32 lowercase hex digits.

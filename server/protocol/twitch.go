@@ -84,7 +84,7 @@ func exampleTwitchSecret() (string, string, error) {
 
 // twitchExampleBody is a channel.follow notification; the identity travels in the header.
 func twitchExampleBody(eventID string) []byte {
-	return b1MarshalJSON(map[string]any{
+	return marshalJSONUnescaped(map[string]any{
 		"subscription": map[string]any{
 			"id":         "f1c2a387-161a-49f9-a165-0f21d7a4e1c4",
 			"type":       "channel.follow",
@@ -167,7 +167,7 @@ func verifyTwitch(req *Request, keys []Key, p Params) (Result, error) {
 	if !ok {
 		return Result{}, rejectNoMatch(twitchSignatureHeader, 0, keys)
 	}
-	if err := b1CheckTime(ts, p.Now, effectiveTolerance(p, twitchDefaultTolerance)); err != nil {
+	if err := checkSubsecondTimestamp(ts, p.Now, effectiveTolerance(p, twitchDefaultTolerance)); err != nil {
 		return Result{}, err
 	}
 	if typ, _ := req.Headers.Get(twitchTypeHeader); typ == twitchVerification {
@@ -179,7 +179,7 @@ func verifyTwitch(req *Request, keys []Key, p Params) (Result, error) {
 		if !ok || challenge == "" {
 			return Result{}, Reject(ReasonMalformedPayload, `challenge request body has no "challenge" string`)
 		}
-		return Result{KeyID: keyID, Handshake: b1TextReply(challenge)}, nil
+		return Result{KeyID: keyID, Handshake: textReply(challenge)}, nil
 	}
 	return Result{KeyID: keyID, EventID: id}, nil
 }
@@ -193,22 +193,23 @@ func twitchMessage(id, ts string, body []byte) func(hash.Hash) {
 	}
 }
 
-// b1CheckTime is checkTimestamp for a timestamp with sub-second precision: ts is accepted
-// when |Now - ts| <= tol, boundaries included. The detail gives whole seconds, rounded up.
-func b1CheckTime(ts, now time.Time, tol time.Duration) error {
+// checkSubsecondTimestamp is checkTimestamp for a timestamp with sub-second precision: ts is
+// accepted when |Now - ts| <= tol, boundaries included. The detail gives whole seconds,
+// rounded up.
+func checkSubsecondTimestamp(ts, now time.Time, tol time.Duration) error {
 	d := now.Sub(ts)
 	switch {
 	case d > tol:
 		return Reject(ReasonTimestampOutOfTolerance,
-			"timestamp is %ds old, more than the %s tolerance", b1CeilSeconds(d), formatTolerance(tol))
+			"timestamp is %ds old, more than the %s tolerance", ceilSeconds(d), formatTolerance(tol))
 	case -d > tol:
 		return Reject(ReasonTimestampOutOfTolerance,
-			"timestamp is %ds in the future, more than the %s tolerance", b1CeilSeconds(-d), formatTolerance(tol))
+			"timestamp is %ds in the future, more than the %s tolerance", ceilSeconds(-d), formatTolerance(tol))
 	}
 	return nil
 }
 
-func b1CeilSeconds(d time.Duration) int64 {
+func ceilSeconds(d time.Duration) int64 {
 	s := int64(d / time.Second)
 	if d%time.Second != 0 {
 		s++

@@ -98,7 +98,7 @@ func exampleZoomSecret() (string, string, error) {
 
 // zoomExampleBody is a meeting.started event whose meeting uuid is the event id.
 func zoomExampleBody(eventID string) []byte {
-	return b1MarshalJSON(map[string]any{
+	return marshalJSONUnescaped(map[string]any{
 		"event":    "meeting.started",
 		"event_ts": 1767000000123,
 		"payload": map[string]any{
@@ -184,7 +184,7 @@ func verifyZoom(req *Request, keys []Key, p Params) (Result, error) {
 				break
 			}
 		}
-		return Result{KeyID: keyID, Handshake: b1JSONReply(zoomValidationReply(material, plain))}, nil
+		return Result{KeyID: keyID, Handshake: jsonReply(zoomValidationReply(material, plain))}, nil
 	}
 	id, err := zoomEventID(top)
 	if err != nil {
@@ -197,7 +197,7 @@ func verifyZoom(req *Request, keys []Key, p Params) (Result, error) {
 func zoomValidationReply(key []byte, plainToken string) []byte {
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte(plainToken))
-	return b1MarshalJSON(struct {
+	return marshalJSONUnescaped(struct {
 		PlainToken     string `json:"plainToken"`
 		EncryptedToken string `json:"encryptedToken"`
 	}{plainToken, hex.EncodeToString(mac.Sum(nil))})
