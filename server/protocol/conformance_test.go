@@ -59,3 +59,58 @@ func TestEveryProtocolRoundTrips(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryTimestampProtocolRefusesDistantTimes signs deliveries with timestamps far from now,
+// up to centuries away, where a time.Sub saturates, and checks that every protocol that signs
+// a timestamp refuses them (a signature can be captured and replayed, so the tolerance is part
+// of authentication). A protocol may refuse to sign a time its format cannot carry; that time
+// is then skipped for it.
+func TestEveryTimestampProtocolRefusesDistantTimes(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_767_000_000, 0)
+	distant := map[string]time.Time{
+		"an hour ahead":      now.Add(time.Hour),
+		"an hour ago":        now.Add(-time.Hour),
+		"a year ahead":       now.AddDate(1, 0, 0),
+		"300 years ahead":    now.AddDate(300, 0, 0),
+		"300 years ago":      now.AddDate(-300, 0, 0),
+		"year 9999":          time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC),
+		"the Unix epoch":     time.Unix(0, 0),
+		"before year 1970":   time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC),
+		"a second too early": now.Add(-5*time.Minute - time.Second),
+		"a second too late":  now.Add(5*time.Minute + time.Second),
+	}
+	for _, p := range Builtin() {
+		if !p.SignsTimestamp {
+			continue
+		}
+		t.Run(p.Name, func(t *testing.T) {
+			t.Parallel()
+			signing, verifying, err := p.ExampleSecret()
+			if err != nil {
+				t.Fatal(err)
+			}
+			material, err := p.ParseSecret(verifying)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys := []Key{{ID: "k1", Material: material}}
+			signedSome := false
+			for name, ts := range distant {
+				in := SignInput{Body: ExampleBody(p, "evt_distant"), EventID: "evt_distant", Timestamp: ts, Method: "POST", URL: "https://hooks.example.com/in"}
+				signed, err := SignDelivery(p, in, []string{signing})
+				if err != nil {
+					continue
+				}
+				signedSome = true
+				_, err = p.Verify(&Request{Method: in.Method, URL: signed.URL, Headers: signed.Headers, Body: signed.Body}, keys, Params{Now: now, Tolerance: 5 * time.Minute})
+				if reason := ReasonOf(err); reason != ReasonTimestampOutOfTolerance && reason != ReasonMalformedSignature {
+					t.Errorf("timestamp %s (%s): got %v, want a timestamp or malformed-signature rejection", name, ts.Format(time.RFC3339), err)
+				}
+			}
+			if !signedSome {
+				t.Fatal("signed none of the times")
+			}
+		})
+	}
+}

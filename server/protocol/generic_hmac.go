@@ -579,10 +579,11 @@ func checkGenericTime(t, now time.Time, tol time.Duration) error {
 	switch {
 	case d > tol:
 		return Reject(ReasonTimestampOutOfTolerance, "timestamp is %ds old, more than the %s tolerance",
-			int64((d+time.Second-1)/time.Second), formatTolerance(tol))
-	case -d > tol:
+			ceilSeconds(d), formatTolerance(tol))
+	case d < -tol:
+		// t.Sub(now), not -d: negating a saturated minimum Duration overflows back to itself.
 		return Reject(ReasonTimestampOutOfTolerance, "timestamp is %ds in the future, more than the %s tolerance",
-			int64((-d+time.Second-1)/time.Second), formatTolerance(tol))
+			ceilSeconds(t.Sub(now)), formatTolerance(tol))
 	}
 	return nil
 }

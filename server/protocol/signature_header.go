@@ -244,9 +244,20 @@ func checkTimestampMillis(ms int64, now time.Time, tol time.Duration) error {
 	case d > tol:
 		return Reject(ReasonTimestampOutOfTolerance, "timestamp is %s old, more than the %s tolerance", formatMillis(d), formatTolerance(tol))
 	case d < -tol:
-		return Reject(ReasonTimestampOutOfTolerance, "timestamp is %s in the future, more than the %s tolerance", formatMillis(-d), formatTolerance(tol))
+		return Reject(ReasonTimestampOutOfTolerance, "timestamp is %s in the future, more than the %s tolerance",
+			formatMillis(time.UnixMilli(ms).Sub(now)), formatTolerance(tol))
 	}
 	return nil
+}
+
+// ceilSeconds rounds a non-negative duration up to whole seconds, without overflowing at the
+// largest Duration (a saturated time.Sub).
+func ceilSeconds(d time.Duration) int64 {
+	s := int64(d / time.Second)
+	if d%time.Second != 0 {
+		s++
+	}
+	return s
 }
 
 // formatMillis prints a distance in whole milliseconds ("412.5s").

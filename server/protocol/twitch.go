@@ -202,19 +202,12 @@ func checkSubsecondTimestamp(ts, now time.Time, tol time.Duration) error {
 	case d > tol:
 		return Reject(ReasonTimestampOutOfTolerance,
 			"timestamp is %ds old, more than the %s tolerance", ceilSeconds(d), formatTolerance(tol))
-	case -d > tol:
+	case d < -tol:
+		// ts.Sub(now), not -d: negating a saturated minimum Duration overflows back to itself.
 		return Reject(ReasonTimestampOutOfTolerance,
-			"timestamp is %ds in the future, more than the %s tolerance", ceilSeconds(-d), formatTolerance(tol))
+			"timestamp is %ds in the future, more than the %s tolerance", ceilSeconds(ts.Sub(now)), formatTolerance(tol))
 	}
 	return nil
-}
-
-func ceilSeconds(d time.Duration) int64 {
-	s := int64(d / time.Second)
-	if d%time.Second != 0 {
-		s++
-	}
-	return s
 }
 
 // signTwitch produces the headers Twitch sends with a notification: the message id, retry
