@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,6 +98,7 @@ type serveConfig struct {
 	maxPendingPerEndpoint int64
 	maxPendingTotal       int64
 	retention             server.Retention
+	pprof                 bool
 }
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
@@ -107,6 +109,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.maxPendingTotal, "max-pending-total", 0, "unfinished deliveries in all above which new events get RESOURCE_EXHAUSTED (0: no limit)")
 	fs.DurationVar(&c.retention.DedupeWindow, "dedupe-window", 30*24*time.Hour, "how long claims are kept; must outlast every provider's retries")
 	fs.DurationVar(&c.retention.AckedRetention, "inbox-retention", 7*24*time.Hour, "how long acked inbox records are kept")
+	fs.BoolVar(&c.pprof, "pprof", false, "also serve Go profiles under /debug/pprof/ on --http-listen (for profiling; off by default)")
 }
 
 func runServe(ctx context.Context, e env, args []string) error {
@@ -130,6 +133,9 @@ func runServe(ctx context.Context, e env, args []string) error {
 		if err := requireLoopback(sc.httpListen); err != nil {
 			return fmt.Errorf("--http-listen: %w", err)
 		}
+	}
+	if sc.pprof && sc.httpListen == "" {
+		return errors.New("--pprof needs --http-listen")
 	}
 	keyring, err := cfg.keyring(log)
 	if err != nil {
@@ -226,7 +232,11 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 			return nil, fmt.Errorf("listening on %s: %w", sc.httpListen, err)
 		}
 		r.httpAddr = hl.Addr().String()
-		r.http = &http.Server{Handler: srv.HTTPHandler(), ReadHeaderTimeout: 5 * time.Second}
+		handler := srv.HTTPHandler()
+		if sc.pprof {
+			handler = withPprof(handler)
+		}
+		r.http = &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 		go r.http.Serve(hl)
 	}
 	go func() {
@@ -258,6 +268,19 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 		}
 	}()
 	return r, nil
+}
+
+// withPprof serves the runtime profiles under /debug/pprof/ next to h. They reveal code paths
+// and timings, not request data, and like the rest of --http-listen they are loopback only.
+func withPprof(h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/", h)
+	return mux
 }
 
 // waitReady blocks until the store is open (or the context ends).
