@@ -1,9 +1,12 @@
 package crdb
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,13 +34,45 @@ RETURNING id, operation_key, received_at`
 const existingClaimSQL = `SELECT inbox_id, operation_key, first_received_at FROM claims
 WHERE scope = $1 AND event_id = $2`
 
+// claimBatchSQL claims every identity of a batch and stores the inbox records of those it
+// claimed, in one statement and so one round trip: the inbox rows are inserted only for the
+// claims the statement inserted, so the two tables never disagree, and an identity claimed
+// before writes nothing. The identities of one batch are distinct (commitClaims sees to it),
+// and sorted, so that two batches racing on the same identities lock them in the same order.
+// unnest over several arrays and ON CONFLICT DO NOTHING RETURNING in a CTE run on both
+// engines.
+const claimBatchSQL = `WITH input AS (
+	SELECT * FROM unnest($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TIMESTAMPTZ[],
+		$6::TEXT[], $7::TEXT[], $8::TEXT[], $9::TEXT[], $10::BYTEA[], $11::BYTEA[])
+		AS t (scope, event_id, inbox_id, operation_key, received_at, endpoint_id, secret_id, method,
+			url, headers, body)
+), c AS (
+	INSERT INTO claims (scope, event_id, inbox_id, operation_key, first_received_at)
+	SELECT scope, event_id, inbox_id, operation_key, received_at FROM input
+	ON CONFLICT (scope, event_id) DO NOTHING
+	RETURNING scope, event_id
+)
+INSERT INTO inbox (id, scope, event_id, endpoint_id, operation_key, secret_id, method, url, headers,
+	body, received_at, state, attempts, visible_at)
+SELECT i.inbox_id, i.scope, i.event_id, i.endpoint_id, i.operation_key, i.secret_id, i.method, i.url,
+	i.headers, i.body, i.received_at, 'pending', 0, i.received_at
+FROM input AS i JOIN c ON c.scope = i.scope AND c.event_id = i.event_id
+RETURNING scope, event_id`
+
+// existingClaimsSQL reads the claims of several identities at once.
+const existingClaimsSQL = `SELECT c.scope, c.event_id, c.inbox_id, c.operation_key, c.first_received_at
+FROM unnest($1::TEXT[], $2::TEXT[]) AS k (scope, event_id)
+JOIN claims AS c ON c.scope = k.scope AND c.event_id = k.event_id`
+
 // Claim atomically claims (d.Scope, d.EventID) and stores d as its inbox record.
 //
-// Concurrent claims share transactions (storage.ClaimBatcher): one commit, the expensive part
-// on both engines, for every claim queued meanwhile; each claim runs in its own savepoint. A
-// batch whose commit outcome is unknown (the connection broke during COMMIT, or CockroachDB
-// answered 40003) runs again with the same inbox ids; a claim then found held by its own inbox
-// id went through the first time and is reported accepted.
+// Concurrent claims share statements and transactions (storage.ClaimBatcher): a batch first
+// reads which of its identities are claimed already, without a transaction, then claims the
+// rest with one multi-row statement in one transaction, so a batch costs a handful of round
+// trips and one commit however many claims it holds. A batch whose commit outcome is unknown
+// (the connection broke during COMMIT, or CockroachDB answered 40003) runs again with the same
+// inbox ids; a claim then found held by its own inbox id went through the first time and is
+// reported accepted.
 func (s *Store) Claim(ctx context.Context, d storage.Delivery) (storage.ClaimResult, error) {
 	if err := validDelivery(d); err != nil {
 		return storage.ClaimResult{}, fmt.Errorf("crdb: claim: %w", err)
@@ -53,36 +88,214 @@ func (s *Store) Claim(ctx context.Context, d storage.Delivery) (storage.ClaimRes
 	return res, err
 }
 
-// commitClaims runs the batch in one transaction, each claim in a savepoint so that a claim
-// failing on its own (an inbox id reused) rolls back alone; any other failure fails the batch.
+// identity is the key of a claim.
+type identity struct{ scope, eventID string }
+
+// commitClaims claims a batch. An identity that appears more than once in the batch is
+// claimed by its first delivery; the later ones get the first one's outcome as duplicates.
+// If the multi-row statement fails on a unique violation (only an inbox id reused can cause
+// one), the batch runs again one claim per savepoint, so that only the offending claim fails.
 func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, []error, error) {
 	results := make([]storage.ClaimResult, len(batch))
 	errs := make([]error, len(batch))
-	// The batch outlives any one caller's context; the retry loop bounds it.
-	err := s.inTx(context.Background(), "claim", s.claimTx(), func(ctx context.Context, tx pgx.Tx) error {
-		for i, d := range batch {
-			sp, err := tx.Begin(ctx)
-			if err != nil {
-				return err
-			}
-			results[i], errs[i] = claimOne(ctx, sp, d)
-			if errs[i] != nil {
-				if sqlState(errs[i]) != codeUniqueViolation {
-					return errs[i]
-				}
-				errs[i] = mapError("claim", errs[i])
-				if err := sp.Rollback(ctx); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := sp.Commit(ctx); err != nil {
-				return err
-			}
+	first := make(map[identity]int, len(batch))
+	var unique []int // index of the first delivery of each identity
+	for i, d := range batch {
+		k := identity{d.Scope, d.EventID}
+		if _, seen := first[k]; !seen {
+			first[k] = i
+			unique = append(unique, i)
 		}
-		return nil
+	}
+	// The batch outlives any one caller's context; the retry loops bound it.
+	ctx := context.Background()
+	found, err := s.existingClaims(ctx, batch, unique)
+	if err != nil {
+		return nil, nil, err
+	}
+	var fresh []int
+	for _, i := range unique {
+		if c, ok := found[identity{batch[i].Scope, batch[i].EventID}]; ok {
+			results[i] = claimedBy(c, batch[i])
+		} else {
+			fresh = append(fresh, i)
+		}
+	}
+	if len(fresh) > 0 {
+		slices.SortFunc(fresh, func(a, b int) int {
+			return cmp.Or(strings.Compare(batch[a].Scope, batch[b].Scope), strings.Compare(batch[a].EventID, batch[b].EventID))
+		})
+		err := s.inTx(ctx, "claim", s.claimTx(), func(ctx context.Context, tx pgx.Tx) error {
+			return claimMany(ctx, tx, batch, fresh, results)
+		})
+		if sqlState(err) == codeUniqueViolation {
+			err = s.inTx(ctx, "claim", s.claimTx(), func(ctx context.Context, tx pgx.Tx) error {
+				return claimEach(ctx, tx, batch, fresh, results, errs)
+			})
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	for i, d := range batch {
+		j := first[identity{d.Scope, d.EventID}]
+		if j == i {
+			continue
+		}
+		// A later delivery of an identity in the batch: a duplicate of the first.
+		if errs[j] != nil {
+			errs[i] = errs[j]
+			continue
+		}
+		results[i] = results[j]
+		results[i].Accepted = results[j].InboxID == d.InboxID
+	}
+	return results, errs, nil
+}
+
+// existingClaims reads the claims already held for the deliveries batch[i], i in idx.
+func (s *Store) existingClaims(ctx context.Context, batch []storage.Delivery, idx []int) (map[identity]storage.ClaimResult, error) {
+	scopes, events := make([]string, len(idx)), make([]string, len(idx))
+	for j, i := range idx {
+		scopes[j], events[j] = batch[i].Scope, batch[i].EventID
+	}
+	var found map[identity]storage.ClaimResult
+	err := s.single(ctx, "claim", func(ctx context.Context, conn *pgx.Conn) error {
+		var err error
+		found, err = readClaims(ctx, conn, scopes, events)
+		return err
 	})
-	return results, errs, err
+	return found, err
+}
+
+func readClaims(ctx context.Context, q querier, scopes, events []string) (map[identity]storage.ClaimResult, error) {
+	rows, err := q.Query(ctx, existingClaimsSQL, scopes, events)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	found := make(map[identity]storage.ClaimResult, len(scopes))
+	for rows.Next() {
+		var k identity
+		var c storage.ClaimResult
+		if err := rows.Scan(&k.scope, &k.eventID, &c.InboxID, &c.OperationKey, &c.FirstReceivedAt); err != nil {
+			return nil, err
+		}
+		c.FirstReceivedAt = c.FirstReceivedAt.UTC()
+		found[k] = c
+	}
+	return found, rows.Err()
+}
+
+// claimedBy is the result for d of a claim found held: accepted only if d's own inbox id holds
+// it, which happens when an earlier run of d's batch committed after all.
+func claimedBy(c storage.ClaimResult, d storage.Delivery) storage.ClaimResult {
+	c.Accepted = c.InboxID == d.InboxID
+	return c
+}
+
+// claimMany claims batch[i], i in idx (distinct identities), with one multi-row statement,
+// then reads the claims of the identities someone else took meanwhile.
+func claimMany(ctx context.Context, tx pgx.Tx, batch []storage.Delivery, idx []int, results []storage.ClaimResult) error {
+	n := len(idx)
+	var (
+		scopes, events, inboxIDs, opKeys = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		endpoints, secrets, methods      = make([]string, n), make([]string, n), make([]string, n)
+		urls                             = make([]string, n)
+		received                         = make([]time.Time, n)
+		headers, bodies                  = make([][]byte, n), make([][]byte, n)
+	)
+	for j, i := range idx {
+		d := batch[i]
+		scopes[j], events[j], inboxIDs[j], opKeys[j] = d.Scope, d.EventID, d.InboxID, d.OperationKey
+		endpoints[j], secrets[j], methods[j], urls[j] = d.EndpointID, d.SecretID, d.Method, d.URL
+		received[j] = d.ReceivedAt
+		headers[j] = storage.EncodeHeaders(d.Headers)
+		// pgx sends a nil slice as NULL; the body is empty, not missing.
+		bodies[j] = d.Body
+		if bodies[j] == nil {
+			bodies[j] = []byte{}
+		}
+	}
+	rows, err := tx.Query(ctx, claimBatchSQL, scopes, events, inboxIDs, opKeys, received, endpoints,
+		secrets, methods, urls, headers, bodies)
+	if err != nil {
+		return err
+	}
+	inserted := make(map[identity]bool, n)
+	for rows.Next() {
+		var k identity
+		if err := rows.Scan(&k.scope, &k.eventID); err != nil {
+			rows.Close()
+			return err
+		}
+		inserted[k] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var taken []int
+	for _, i := range idx {
+		d := batch[i]
+		if inserted[identity{d.Scope, d.EventID}] {
+			results[i] = storage.ClaimResult{Accepted: true, InboxID: d.InboxID, OperationKey: d.OperationKey,
+				FirstReceivedAt: d.ReceivedAt.UTC().Truncate(time.Microsecond)}
+		} else {
+			taken = append(taken, i)
+		}
+	}
+	if len(taken) == 0 {
+		return nil
+	}
+	// Claimed by a concurrent transaction after our read, or by an earlier run of this batch
+	// whose commit outcome was unknown. ON CONFLICT waited for the claimant, so under READ
+	// COMMITTED a new statement sees its row.
+	scopes, events = scopes[:0], events[:0]
+	for _, i := range taken {
+		scopes, events = append(scopes, batch[i].Scope), append(events, batch[i].EventID)
+	}
+	found, err := readClaims(ctx, tx, scopes, events)
+	if err != nil {
+		return err
+	}
+	for _, i := range taken {
+		c, ok := found[identity{batch[i].Scope, batch[i].EventID}]
+		if !ok {
+			// The conflicting row must be visible once ON CONFLICT waited for its claimant.
+			// Treat a miss as a conflict and run the transaction again.
+			return fmt.Errorf("claim of %q not visible: %w", batch[i].EventID, errRunAgain)
+		}
+		results[i] = claimedBy(c, batch[i])
+	}
+	return nil
+}
+
+// claimEach claims batch[i], i in idx, one statement and savepoint per claim, so that a claim
+// failing on its own (an inbox id reused) rolls back alone and reports its error in errs; any
+// other failure fails the batch. It is the slow path after claimMany met a unique violation.
+func claimEach(ctx context.Context, tx pgx.Tx, batch []storage.Delivery, idx []int, results []storage.ClaimResult, errs []error) error {
+	for _, i := range idx {
+		sp, err := tx.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		results[i], errs[i] = claimOne(ctx, sp, batch[i])
+		if errs[i] != nil {
+			if sqlState(errs[i]) != codeUniqueViolation {
+				return errs[i]
+			}
+			errs[i] = mapError("claim", errs[i])
+			if err := sp.Rollback(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := sp.Commit(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // claimOne claims one delivery inside the batch's transaction.
