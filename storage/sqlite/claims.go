@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"strings"
 
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
 	"github.com/hookverify/hookverify/storage"
 )
 
@@ -41,26 +44,72 @@ func (s *Store) claimOnce(ctx context.Context, d storage.Delivery) (storage.Clai
 	return res, nil
 }
 
-// commitClaims runs every claim of the batch in one write transaction, each inside a savepoint
-// so that one claim's failure rolls back only that claim.
+// Statements of the claim path, prepared once on the writer connection (see claimStmts).
+const (
+	selectClaimSQL = `SELECT inbox_id, operation_key, first_received_at FROM claims
+		WHERE scope = ? AND event_id = ?`
+	insertClaimSQL = `INSERT INTO claims (scope, event_id, inbox_id, operation_key, first_received_at)
+		VALUES (?, ?, ?, ?, ?)`
+	insertInboxSQL = `INSERT INTO inbox (id, scope, event_id, endpoint_id, operation_key, secret_id,
+		method, url, headers, body, received_at, state, attempts, visible_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?)`
+)
+
+// claimStmts are the claim path's prepared statements: parsing them anew for every claim cost
+// more than running them.
+type claimStmts struct {
+	selectClaim, insertClaim, insertInbox *sql.Stmt
+}
+
+func prepareClaimStmts(ctx context.Context, db *sql.DB) (*claimStmts, error) {
+	var c claimStmts
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{{&c.selectClaim, selectClaimSQL}, {&c.insertClaim, insertClaimSQL}, {&c.insertInbox, insertInboxSQL}} {
+		stmt, err := db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			c.close()
+			return nil, err
+		}
+		*p.stmt = stmt
+	}
+	return &c, nil
+}
+
+func (c *claimStmts) close() {
+	for _, stmt := range []*sql.Stmt{c.selectClaim, c.insertClaim, c.insertInbox} {
+		if stmt != nil {
+			_ = stmt.Close()
+		}
+	}
+}
+
+// commitClaims runs every claim of the batch in one write transaction. The transaction holds
+// the write lock, so what a claim reads stays true until it writes; and a claim that fails on
+// its own (an inbox id reused) fails in its first write, a statement SQLite rolls back alone,
+// so it needs no savepoint. A later claim of an identity claimed earlier in the batch sees
+// that claim and is a duplicate of it.
 func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, []error, error) {
 	// The batch outlives any one caller's context; the busy timeout bounds it.
 	ctx := context.Background()
 	results := make([]storage.ClaimResult, len(batch))
 	errs := make([]error, len(batch))
 	err := s.write(ctx, "claim", func(tx *sql.Tx) error {
+		c := claimStmts{
+			selectClaim: tx.StmtContext(ctx, s.stmts.selectClaim),
+			insertClaim: tx.StmtContext(ctx, s.stmts.insertClaim),
+			insertInbox: tx.StmtContext(ctx, s.stmts.insertInbox),
+		}
 		for i, d := range batch {
-			if _, err := tx.ExecContext(ctx, "SAVEPOINT claim"); err != nil {
+			var err error
+			results[i], err = c.claim(ctx, d)
+			if errors.As(err, new(claimOwnError)) {
+				errs[i] = s.fail("claim", err)
+				continue
+			}
+			if err != nil {
 				return err
-			}
-			results[i], errs[i] = claimInTx(ctx, tx, d)
-			end := "RELEASE claim"
-			if errs[i] != nil {
-				errs[i] = s.fail("claim", errs[i])
-				end = "ROLLBACK TO claim; RELEASE claim"
-			}
-			if _, err := tx.ExecContext(ctx, end); err != nil {
-				return fmt.Errorf("ending the savepoint: %w", err)
 			}
 		}
 		return nil
@@ -68,39 +117,38 @@ func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, [
 	return results, errs, err
 }
 
-// claimInTx claims d inside tx; tx holds the write lock, so no other claim can slip in between
-// the claim insert and the inbox insert.
-func claimInTx(ctx context.Context, tx *sql.Tx, d storage.Delivery) (storage.ClaimResult, error) {
+// claimOwnError marks the failure of one claim that leaves the rest of the batch unharmed.
+type claimOwnError struct{ error }
+
+func (e claimOwnError) Unwrap() error { return e.error }
+
+// claim claims d with the statements of the batch's transaction, which holds the write lock.
+func (c claimStmts) claim(ctx context.Context, d storage.Delivery) (storage.ClaimResult, error) {
 	var res storage.ClaimResult
-	ins, err := tx.ExecContext(ctx, `INSERT INTO claims (scope, event_id, inbox_id, operation_key, first_received_at)
-		VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, event_id) DO NOTHING`,
-		d.Scope, d.EventID, d.InboxID, d.OperationKey, micros(d.ReceivedAt))
-	if err != nil {
-		return res, err
-	}
-	n, err := ins.RowsAffected()
-	if err != nil {
-		return res, err
-	}
-	if n == 0 {
-		var first int64
-		err := tx.QueryRowContext(ctx, `SELECT inbox_id, operation_key, first_received_at FROM claims
-			WHERE scope = ? AND event_id = ?`, d.Scope, d.EventID).Scan(&res.InboxID, &res.OperationKey, &first)
-		if err != nil {
-			return res, err
-		}
+	var first int64
+	err := c.selectClaim.QueryRowContext(ctx, d.Scope, d.EventID).Scan(&res.InboxID, &res.OperationKey, &first)
+	if err == nil {
 		res.FirstReceivedAt = fromMicros(first)
 		// Held by our own inbox id: an earlier attempt of this very claim committed.
 		res.Accepted = res.InboxID == d.InboxID
 		return res, nil
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO inbox (id, scope, event_id, endpoint_id, operation_key, secret_id,
-		method, url, headers, body, received_at, state, attempts, visible_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?)`,
-		d.InboxID, d.Scope, d.EventID, d.EndpointID, d.OperationKey, d.SecretID, d.Method, d.URL,
-		storage.EncodeHeaders(d.Headers), nonNil(d.Body), micros(d.ReceivedAt), micros(d.ReceivedAt))
+	if !errors.Is(err, sql.ErrNoRows) {
+		return res, err
+	}
+	// The inbox record first: if its id is taken, nothing at all was written for this claim.
+	_, err = c.insertInbox.ExecContext(ctx, d.InboxID, d.Scope, d.EventID, d.EndpointID, d.OperationKey,
+		d.SecretID, d.Method, d.URL, storage.EncodeHeaders(d.Headers), nonNil(d.Body), micros(d.ReceivedAt),
+		micros(d.ReceivedAt))
+	if se, ok := errors.AsType[*sqlite.Error](err); ok && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT {
+		return storage.ClaimResult{}, claimOwnError{fmt.Errorf("inbox record %q: %w", d.InboxID, err)}
+	}
 	if err != nil {
 		return storage.ClaimResult{}, fmt.Errorf("inbox record %q: %w", d.InboxID, err)
+	}
+	if _, err := c.insertClaim.ExecContext(ctx, d.Scope, d.EventID, d.InboxID, d.OperationKey, micros(d.ReceivedAt)); err != nil {
+		// The read above found no claim and the write lock kept others out: the batch is broken.
+		return storage.ClaimResult{}, err
 	}
 	return storage.ClaimResult{
 		Accepted:        true,

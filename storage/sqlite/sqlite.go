@@ -58,6 +58,7 @@ type Store struct {
 	reader *sql.DB
 	closed atomic.Bool
 	claims storage.ClaimBatcher
+	stmts  *claimStmts
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -115,6 +116,10 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := s.Migrate(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
+	}
+	if s.stmts, err = prepareClaimStmts(ctx, s.writer); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
 	}
 	return s, nil
 }
@@ -174,6 +179,9 @@ func (s *Store) Close() error {
 	var errs []error
 	if s.reader != nil {
 		errs = append(errs, s.reader.Close())
+	}
+	if s.stmts != nil {
+		s.stmts.close()
 	}
 	// The writer closes last: closing the last connection checkpoints the WAL into the file.
 	errs = append(errs, s.writer.Close())
