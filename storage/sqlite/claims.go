@@ -85,25 +85,42 @@ func (c *claimStmts) close() {
 	}
 }
 
-// commitClaims runs every claim of the batch in one write transaction. The transaction holds
-// the write lock, so what a claim reads stays true until it writes; and a claim that fails on
-// its own (an inbox id reused) fails in its first write, a statement SQLite rolls back alone,
-// so it needs no savepoint. A later claim of an identity claimed earlier in the batch sees
-// that claim and is a duplicate of it.
+// commitClaims first reads, without the write lock, which identities of the batch are claimed
+// already: a batch of redeliveries is answered by that read alone. The others are claimed in
+// one write transaction. The transaction holds the write lock, so what a claim reads there
+// stays true until it writes; and a claim that fails on its own (an inbox id reused) fails in
+// its first write, a statement SQLite rolls back alone, so it needs no savepoint. A later claim
+// of an identity claimed earlier in the batch sees that claim and is a duplicate of it.
 func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, []error, error) {
 	// The batch outlives any one caller's context; the busy timeout bounds it.
 	ctx := context.Background()
 	results := make([]storage.ClaimResult, len(batch))
 	errs := make([]error, len(batch))
-	err := s.write(ctx, "claim", func(tx *sql.Tx) error {
+	known, err := s.knownClaims(ctx, batch)
+	if err != nil {
+		return nil, nil, s.fail("claim", unavailable(err))
+	}
+	var fresh []int
+	for i, d := range batch {
+		if c, ok := known[identity{d.Scope, d.EventID}]; ok {
+			c.Accepted = c.InboxID == d.InboxID
+			results[i] = c
+		} else {
+			fresh = append(fresh, i)
+		}
+	}
+	if len(fresh) == 0 {
+		return results, errs, nil
+	}
+	err = s.write(ctx, "claim", func(tx *sql.Tx) error {
 		c := claimStmts{
 			selectClaim: tx.StmtContext(ctx, s.stmts.selectClaim),
 			insertClaim: tx.StmtContext(ctx, s.stmts.insertClaim),
 			insertInbox: tx.StmtContext(ctx, s.stmts.insertInbox),
 		}
-		for i, d := range batch {
+		for _, i := range fresh {
 			var err error
-			results[i], err = c.claim(ctx, d)
+			results[i], err = c.claim(ctx, batch[i])
 			if errors.As(err, new(claimOwnError)) {
 				errs[i] = s.fail("claim", err)
 				continue
@@ -115,6 +132,40 @@ func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, [
 		return nil
 	})
 	return results, errs, err
+}
+
+// identity is the key of a claim.
+type identity struct{ scope, eventID string }
+
+// knownClaims reads the claims held for the batch's identities, in one statement on the
+// read-only pool.
+func (s *Store) knownClaims(ctx context.Context, batch []storage.Delivery) (map[identity]storage.ClaimResult, error) {
+	var q strings.Builder
+	q.WriteString(`SELECT scope, event_id, inbox_id, operation_key, first_received_at FROM claims
+		WHERE (scope, event_id) IN (VALUES (?, ?)`)
+	q.WriteString(strings.Repeat(", (?, ?)", len(batch)-1))
+	q.WriteString(")")
+	args := make([]any, 0, 2*len(batch))
+	for _, d := range batch {
+		args = append(args, d.Scope, d.EventID)
+	}
+	rows, err := s.reader.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	known := make(map[identity]storage.ClaimResult)
+	for rows.Next() {
+		var k identity
+		var c storage.ClaimResult
+		var first int64
+		if err := rows.Scan(&k.scope, &k.eventID, &c.InboxID, &c.OperationKey, &first); err != nil {
+			return nil, err
+		}
+		c.FirstReceivedAt = fromMicros(first)
+		known[k] = c
+	}
+	return known, rows.Err()
 }
 
 // claimOwnError marks the failure of one claim that leaves the rest of the batch unharmed.
