@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hookverify/hookverify/storage"
 )
@@ -125,9 +126,14 @@ func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, [
 		slices.SortFunc(fresh, func(a, b int) int {
 			return cmp.Or(strings.Compare(batch[a].Scope, batch[b].Scope), strings.Compare(batch[a].EventID, batch[b].EventID))
 		})
-		err := s.inTx(ctx, "claim", s.claimTx(), func(ctx context.Context, tx pgx.Tx) error {
-			return claimMany(ctx, tx, batch, fresh, results)
-		})
+		var err error
+		if s.engine == EnginePostgreSQL {
+			err = s.claimPipelined(ctx, batch, fresh, results)
+		} else {
+			err = s.inTx(ctx, "claim", s.claimTx(), func(ctx context.Context, tx pgx.Tx) error {
+				return claimMany(ctx, tx, batch, fresh, results)
+			})
+		}
 		if sqlState(err) == codeUniqueViolation {
 			err = s.inTx(ctx, "claim", s.claimTx(), func(ctx context.Context, tx pgx.Tx) error {
 				return claimEach(ctx, tx, batch, fresh, results, errs)
@@ -194,9 +200,8 @@ func claimedBy(c storage.ClaimResult, d storage.Delivery) storage.ClaimResult {
 	return c
 }
 
-// claimMany claims batch[i], i in idx (distinct identities), with one multi-row statement,
-// then reads the claims of the identities someone else took meanwhile.
-func claimMany(ctx context.Context, tx pgx.Tx, batch []storage.Delivery, idx []int, results []storage.ClaimResult) error {
+// claimArgs returns claimBatchSQL's arguments for batch[i], i in idx.
+func claimArgs(batch []storage.Delivery, idx []int) []any {
 	n := len(idx)
 	var (
 		scopes, events, inboxIDs, opKeys = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -211,30 +216,47 @@ func claimMany(ctx context.Context, tx pgx.Tx, batch []storage.Delivery, idx []i
 		endpoints[j], secrets[j], methods[j], urls[j] = d.EndpointID, d.SecretID, d.Method, d.URL
 		received[j] = d.ReceivedAt
 		headers[j] = storage.EncodeHeaders(d.Headers)
-		// pgx sends a nil slice as NULL; the body is empty, not missing.
 		bodies[j] = d.Body
 		if bodies[j] == nil {
+			// pgx sends a nil slice as NULL; the body is empty, not missing.
 			bodies[j] = []byte{}
 		}
 	}
-	rows, err := tx.Query(ctx, claimBatchSQL, scopes, events, inboxIDs, opKeys, received, endpoints,
-		secrets, methods, urls, headers, bodies)
-	if err != nil {
-		return err
-	}
-	inserted := make(map[identity]bool, n)
+	return []any{scopes, events, inboxIDs, opKeys, received, endpoints, secrets, methods, urls, headers, bodies}
+}
+
+// collectIdentities reads the identities claimBatchSQL returns: those it claimed.
+func collectIdentities(rows pgx.Rows) (map[identity]bool, error) {
+	defer rows.Close()
+	inserted := make(map[identity]bool)
 	for rows.Next() {
 		var k identity
 		if err := rows.Scan(&k.scope, &k.eventID); err != nil {
-			rows.Close()
-			return err
+			return nil, err
 		}
 		inserted[k] = true
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	return inserted, rows.Err()
+}
+
+// claimMany claims batch[i], i in idx (distinct identities), with one multi-row statement in
+// tx, and settles their results.
+func claimMany(ctx context.Context, tx pgx.Tx, batch []storage.Delivery, idx []int, results []storage.ClaimResult) error {
+	rows, err := tx.Query(ctx, claimBatchSQL, claimArgs(batch, idx)...)
+	if err != nil {
 		return err
 	}
+	inserted, err := collectIdentities(rows)
+	if err != nil {
+		return err
+	}
+	return settleClaims(ctx, tx, batch, idx, inserted, results)
+}
+
+// settleClaims sets the results of batch[i], i in idx, once claimBatchSQL ran: accepted for
+// the identities it inserted, and for the others the claim that holds them, read in the same
+// transaction.
+func settleClaims(ctx context.Context, q querier, batch []storage.Delivery, idx []int, inserted map[identity]bool, results []storage.ClaimResult) error {
 	var taken []int
 	for _, i := range idx {
 		d := batch[i]
@@ -251,11 +273,11 @@ func claimMany(ctx context.Context, tx pgx.Tx, batch []storage.Delivery, idx []i
 	// Claimed by a concurrent transaction after our read, or by an earlier run of this batch
 	// whose commit outcome was unknown. ON CONFLICT waited for the claimant, so under READ
 	// COMMITTED a new statement sees its row.
-	scopes, events = scopes[:0], events[:0]
-	for _, i := range taken {
-		scopes, events = append(scopes, batch[i].Scope), append(events, batch[i].EventID)
+	scopes, events := make([]string, len(taken)), make([]string, len(taken))
+	for j, i := range taken {
+		scopes[j], events[j] = batch[i].Scope, batch[i].EventID
 	}
-	found, err := readClaims(ctx, tx, scopes, events)
+	found, err := readClaims(ctx, q, scopes, events)
 	if err != nil {
 		return err
 	}
@@ -269,6 +291,52 @@ func claimMany(ctx context.Context, tx pgx.Tx, batch []storage.Delivery, idx []i
 		results[i] = claimedBy(c, batch[i])
 	}
 	return nil
+}
+
+// claimPipelined is claimMany's transaction on PostgreSQL in two round trips rather than
+// four: BEGIN and the claim statement go out together as one pipeline, then COMMIT on its own,
+// as a simple query like every other commit of the store, so that its failure is told from a
+// failure of the work exactly as in inTx. Retries are inTx's.
+func (s *Store) claimPipelined(ctx context.Context, batch []storage.Delivery, idx []int, results []storage.ClaimResult) error {
+	return s.retry(ctx, "claim", true, func(conn *pgx.Conn) (phase, error) {
+		rollback := func(err error) (phase, error) {
+			if !conn.IsClosed() {
+				// pgxpool would destroy a connection left in a transaction; keep it instead.
+				_, _ = conn.Exec(ctx, "rollback")
+			}
+			return phaseWork, err
+		}
+		var b pgx.Batch
+		b.Queue("begin isolation level read committed")
+		b.Queue(claimBatchSQL, claimArgs(batch, idx)...)
+		br := conn.SendBatch(ctx, &b)
+		_, err := br.Exec()
+		var inserted map[identity]bool
+		if err == nil {
+			var rows pgx.Rows
+			if rows, err = br.Query(); err == nil {
+				inserted, err = collectIdentities(rows)
+			}
+		}
+		if err := cmp.Or(err, br.Close()); err != nil {
+			return rollback(err)
+		}
+		if err := settleClaims(ctx, conn, batch, idx, inserted, results); err != nil {
+			return rollback(err)
+		}
+		tag, err := conn.Exec(ctx, "commit")
+		switch {
+		case err != nil && pgconn.SafeToRetry(err):
+			// The COMMIT never left: the server rolls back when the connection goes.
+			return phaseWork, err
+		case err != nil:
+			return phaseCommit, err
+		case tag.String() != "COMMIT":
+			// PostgreSQL answers COMMIT of a failed transaction with ROLLBACK.
+			return phaseWork, pgx.ErrTxCommitRollback
+		}
+		return phaseWork, nil
+	})
 }
 
 // claimEach claims batch[i], i in idx, one statement and savepoint per claim, so that a claim

@@ -39,7 +39,7 @@ type Store struct {
 }
 
 // claimLanes is how many claim batches may commit at once.
-const claimLanes = 4
+const claimLanes = 8
 
 var _ storage.Store = (*Store)(nil)
 
@@ -48,7 +48,8 @@ const defaultConnectTimeout = 10 * time.Second
 
 // Open connects to the database at databaseURL (a postgres:// URL or key=value string),
 // detects the engine and applies every pending migration. The pgxpool pool opens at most
-// pool_max_conns connections (10 unless the URL says otherwise).
+// pool_max_conns connections (16 unless the URL says otherwise: twice the claim lanes, so
+// the other work always finds connections while every lane commits).
 func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	config, err := newPoolConfig(databaseURL)
 	if err != nil {
