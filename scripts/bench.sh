@@ -2,8 +2,9 @@
 # Reproducible throughput run: `scripts/bench.sh [duration] [workers]`.
 # Starts a throwaway PostgreSQL cluster on loopback (as the postgres user when run as root),
 # runs hookverify on it and on the embedded store, and drives each with `hookverify bench`
-# (new events, redeliveries, and the no-op gRPC baseline in the same run). Everything it starts
-# is stopped at exit.
+# (new events, redeliveries, and the no-op gRPC baseline in the same run), then drives new events
+# in an open loop at half the peak rate just measured, for the latency at that load. Everything
+# it starts is stopped at exit.
 set -euo pipefail
 duration=${1:-10s}
 workers=${2:-32}
@@ -37,9 +38,13 @@ run_on() { # name, extra serve flags...
 	pids+=($!)
 	for _ in $(seq 50); do "$bin" endpoint list --server "127.0.0.1:$port" >/dev/null 2>&1 && break; sleep 0.2; done
 	echo "== $name: new events =="
-	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix new=100 --baseline
+	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix new=100 --baseline | tee "$work/$name.new"
 	echo "== $name: redeliveries =="
 	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix dup=100 --baseline
+	local half
+	half=$(awk '$1 == "accepted" { printf "%d", $3 / 2 }' "$work/$name.new")
+	echo "== $name: new events, open loop at half the peak rate ($half/s) =="
+	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers 64 --mix new=100 --rate "$half"
 	echo
 }
 run_on postgres --database-url "postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable"
