@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -140,16 +141,19 @@ type identity struct{ scope, eventID string }
 // knownClaims reads the claims held for the batch's identities, in one statement on the
 // read-only pool.
 func (s *Store) knownClaims(ctx context.Context, batch []storage.Delivery) (map[identity]storage.ClaimResult, error) {
-	var q strings.Builder
-	q.WriteString(`SELECT scope, event_id, inbox_id, operation_key, first_received_at FROM claims
-		WHERE (scope, event_id) IN (VALUES (?, ?)`)
-	q.WriteString(strings.Repeat(", (?, ?)", len(batch)-1))
-	q.WriteString(")")
-	args := make([]any, 0, 2*len(batch))
+	stmt, size, err := s.lookups.forBatch(ctx, s.reader, len(batch))
+	if err != nil {
+		return nil, err
+	}
+	args := make([]any, 0, 2*size)
 	for _, d := range batch {
 		args = append(args, d.Scope, d.EventID)
 	}
-	rows, err := s.reader.QueryContext(ctx, q.String(), args...)
+	for len(args) < 2*size {
+		// Padding repeats the last identity, which changes nothing in an IN list.
+		args = append(args, args[len(args)-2], args[len(args)-1])
+	}
+	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -166,6 +170,45 @@ func (s *Store) knownClaims(ctx context.Context, batch []storage.Delivery) (map[
 		known[k] = c
 	}
 	return known, rows.Err()
+}
+
+// lookupStmts are the prepared statements of knownClaims, one per batch size rounded up to a
+// power of two: preparing the statement anew for every batch cost more than running it.
+type lookupStmts struct {
+	mu     sync.Mutex
+	bySize map[int]*sql.Stmt
+}
+
+// forBatch returns the statement for a batch of n identities and the number it takes.
+func (l *lookupStmts) forBatch(ctx context.Context, db *sql.DB, n int) (*sql.Stmt, int, error) {
+	size := 1
+	for size < n {
+		size *= 2
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if stmt, ok := l.bySize[size]; ok {
+		return stmt, size, nil
+	}
+	stmt, err := db.PrepareContext(ctx, `SELECT scope, event_id, inbox_id, operation_key, first_received_at
+		FROM claims WHERE (scope, event_id) IN (VALUES (?, ?)`+strings.Repeat(", (?, ?)", size-1)+`)`)
+	if err != nil {
+		return nil, 0, err
+	}
+	if l.bySize == nil {
+		l.bySize = make(map[int]*sql.Stmt)
+	}
+	l.bySize[size] = stmt
+	return stmt, size, nil
+}
+
+func (l *lookupStmts) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, stmt := range l.bySize {
+		_ = stmt.Close()
+	}
+	clear(l.bySize)
 }
 
 // claimOwnError marks the failure of one claim that leaves the rest of the batch unharmed.

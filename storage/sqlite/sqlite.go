@@ -53,12 +53,13 @@ const DefaultBusyTimeout = 10 * time.Second
 
 // Store is a storage.Store on a SQLite database file. It is safe for concurrent use.
 type Store struct {
-	path   string
-	writer *sql.DB
-	reader *sql.DB
-	closed atomic.Bool
-	claims storage.ClaimBatcher
-	stmts  *claimStmts
+	path    string
+	writer  *sql.DB
+	reader  *sql.DB
+	closed  atomic.Bool
+	claims  storage.ClaimBatcher
+	stmts   *claimStmts
+	lookups lookupStmts
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -183,6 +184,7 @@ func (s *Store) Close() error {
 	if s.stmts != nil {
 		s.stmts.close()
 	}
+	s.lookups.close()
 	// The writer closes last: closing the last connection checkpoints the WAL into the file.
 	errs = append(errs, s.writer.Close())
 	if err := errors.Join(errs...); err != nil {
