@@ -81,8 +81,7 @@ func (s *Store) Claim(ctx context.Context, d storage.Delivery) (storage.ClaimRes
 	if s.closed.Load() {
 		return storage.ClaimResult{}, fmt.Errorf("crdb: claim: %w", storage.ErrClosed)
 	}
-	lane := &s.claims[laneOf(d.Scope, d.EventID)]
-	res, err := lane.Submit(ctx, d, s.commitClaims)
+	res, err := s.lane(d.Scope, d.EventID).Submit(ctx, d, s.commitClaims)
 	if err != nil && !isSentinel(err) {
 		err = fmt.Errorf("crdb: claim: %w: %w", storage.ErrUnavailable, err)
 	}
@@ -468,6 +467,15 @@ func (s *Store) CountDeliveries(ctx context.Context, scope string) (int64, error
 		return conn.QueryRow(ctx, `SELECT count(*) FROM inbox WHERE scope = $1`, scope).Scan(&n)
 	})
 	return n, err
+}
+
+// lane returns the claim lane of an identity: the only one on PostgreSQL, one of claimLanes
+// on CockroachDB.
+func (s *Store) lane(scope, eventID string) *storage.ClaimBatcher {
+	if s.engine != EngineCockroachDB {
+		return &s.claims[0]
+	}
+	return &s.claims[laneOf(scope, eventID)]
 }
 
 // laneOf spreads identities over the claim lanes (FNV-1a); one identity always takes the same

@@ -18,7 +18,7 @@ var errPoolClosed = errors.New("crdb: connection pool closed")
 // (its default ShouldPing), so connections broken by a database restart are found and replaced
 // before a statement fails on them; the health check closes idle ones on a period.
 const (
-	defaultMaxConns   = 16
+	defaultMaxConns   = 10
 	pingTimeout       = 2 * time.Second
 	maxConnIdleTime   = 5 * time.Minute
 	maxConnLifetime   = time.Hour

@@ -33,13 +33,15 @@ type Store struct {
 	engine Engine
 	closed atomic.Bool
 	// claims are group-commit lanes: each lane commits one batch at a time, and the lanes
-	// commit in parallel on their own connections (PostgreSQL and CockroachDB run many
-	// transactions at once, unlike SQLite).
+	// commit in parallel on their own connections. See claimLanes.
 	claims [claimLanes]storage.ClaimBatcher
 }
 
-// claimLanes is how many claim batches may commit at once.
-const claimLanes = 8
+// claimLanes is how many claim batches may commit at once on CockroachDB, where a commit is
+// a consensus round whose latency parallel batches hide. PostgreSQL uses one lane: its commits
+// wait for the same WAL flush, so parallel batches only made each batch smaller, and measured
+// slower (scripts/bench.sh, BENCHMARKS.md).
+const claimLanes = 4
 
 var _ storage.Store = (*Store)(nil)
 
@@ -48,8 +50,7 @@ const defaultConnectTimeout = 10 * time.Second
 
 // Open connects to the database at databaseURL (a postgres:// URL or key=value string),
 // detects the engine and applies every pending migration. The pgxpool pool opens at most
-// pool_max_conns connections (16 unless the URL says otherwise: twice the claim lanes, so
-// the other work always finds connections while every lane commits).
+// pool_max_conns connections (10 unless the URL says otherwise).
 func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	config, err := newPoolConfig(databaseURL)
 	if err != nil {
