@@ -47,7 +47,7 @@ run_on() { # name, extra serve flags...
 	echo "== $name: redeliveries =="
 	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix dup=100 --baseline
 	local half
-	half=$(awk '$1 == "accepted" { printf "%d", $3 / 2 }' "$work/$name.new")
+	half=$(awk '$1 == "accepted" && NF >= 7 { printf "%d", $3 / 2; exit }' "$work/$name.new")
 	echo "== $name: new events, open loop at half the peak rate ($half/s) =="
 	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers 64 --mix new=100 --rate "$half"
 	echo

@@ -189,7 +189,7 @@ func drive(ctx context.Context, load loadShape, call func(context.Context, *mran
 	res := &benchResult{latencies: map[string][]time.Duration{}}
 	var wg sync.WaitGroup
 	start := time.Now()
-	end := start.Add(load.duration)
+	end, _ := ctx.Deadline()
 	var schedule chan time.Time
 	if load.rate > 0 {
 		schedule = make(chan time.Time, 1<<16)
@@ -209,8 +209,10 @@ func drive(ctx context.Context, load loadShape, call func(context.Context, *mran
 					}
 				}
 				label, err := call(ctx, r, i)
-				if ctx.Err() != nil || time.Now().After(end) {
-					break // a call cut short by the end of the phase is not counted
+				if ctx.Err() != nil || !time.Now().Before(end) {
+					// A call cut short by the end of the phase is not counted. gRPC may fail it
+					// with DeadlineExceeded before the context reports its end.
+					break
 				}
 				if err != nil {
 					errs++
