@@ -173,8 +173,12 @@ func (s *Store) existingClaims(ctx context.Context, batch []storage.Delivery, id
 	return found, err
 }
 
+// readClaims runs existingClaimsSQL. It is planned for every call (QueryExecModeExec, an
+// unnamed statement) rather than once per connection: a plan cached while the claims table was
+// small scans the whole table, and kept doing so as the table grew, which made a lookup of a
+// few identities cost milliseconds.
 func readClaims(ctx context.Context, q querier, scopes, events []string) (map[identity]storage.ClaimResult, error) {
-	rows, err := q.Query(ctx, existingClaimsSQL, scopes, events)
+	rows, err := q.Query(ctx, existingClaimsSQL, pgx.QueryExecModeExec, scopes, events)
 	if err != nil {
 		return nil, err
 	}
