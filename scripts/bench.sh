@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Reproducible throughput run: `scripts/bench.sh [duration] [workers]`.
+# HOOKVERIFY_BENCH_SERVER=path measures that server binary (an older build, say) with this
+# tree's load generator, for before/after comparisons under the same conditions.
 # Starts a throwaway PostgreSQL cluster on loopback (as the postgres user when run as root),
 # runs hookverify on it and on the embedded store, and drives each with `hookverify bench`
-# (new events, redeliveries, and the no-op gRPC baseline in the same run). Everything it starts
-# is stopped at exit.
+# (new events, redeliveries, and the no-op gRPC baseline in the same run), then drives new events
+# in an open loop at half the peak rate just measured, for the latency at that load. Everything
+# it starts is stopped at exit.
 set -euo pipefail
 duration=${1:-10s}
 workers=${2:-32}
 cd "$(dirname "$0")/.."
 go build -o bin/hookverify ./cmd/hookverify
 bin=$PWD/bin/hookverify
+server_bin=${HOOKVERIFY_BENCH_SERVER:-$bin}
 work=$(mktemp -d)
 chmod 755 "$work"
 pgbin=$(dirname "$(command -v initdb 2>/dev/null || ls /usr/lib/postgresql/*/bin/initdb | tail -n1)")
@@ -33,13 +37,19 @@ export HOOKVERIFY_MASTER_KEY=$(head -c 32 /dev/urandom | base64)
 run_on() { # name, extra serve flags...
 	local name=$1; shift
 	local port; port=$(free_port)
-	"$bin" serve --listen "127.0.0.1:$port" --log-level error "$@" 2>"$work/$name.log" &
+	"$server_bin" serve --listen "127.0.0.1:$port" --log-level error "$@" 2>"$work/$name.log" &
 	pids+=($!)
 	for _ in $(seq 50); do "$bin" endpoint list --server "127.0.0.1:$port" >/dev/null 2>&1 && break; sleep 0.2; done
+	# Other work on the machine distorts the figures; say how busy it was.
+	echo "== $name: load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "== $name: new events =="
-	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix new=100 --baseline
+	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix new=100 --baseline | tee "$work/$name.new"
 	echo "== $name: redeliveries =="
 	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix dup=100 --baseline
+	local half
+	half=$(awk '$1 == "accepted" && NF >= 7 { printf "%d", $3 / 2; exit }' "$work/$name.new")
+	echo "== $name: new events, open loop at half the peak rate ($half/s) =="
+	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers 64 --mix new=100 --rate "$half"
 	echo
 }
 run_on postgres --database-url "postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable"

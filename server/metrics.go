@@ -90,6 +90,21 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// verdictLabels and reasonLabels are the metric label of every enum value ("accepted",
+// "signature_mismatch"), computed once rather than per call.
+var (
+	verdictLabels = enumLabels(hookverifyv1.Verdict_name, "VERDICT_", func(v int32) hookverifyv1.Verdict { return hookverifyv1.Verdict(v) })
+	reasonLabels  = enumLabels(hookverifyv1.RejectReason_name, "REJECT_REASON_", func(v int32) hookverifyv1.RejectReason { return hookverifyv1.RejectReason(v) })
+)
+
+func enumLabels[E comparable](names map[int32]string, prefix string, enum func(int32) E) map[E]string {
+	labels := make(map[E]string, len(names))
+	for v, name := range names {
+		labels[enum(v)] = strings.ToLower(strings.TrimPrefix(name, prefix))
+	}
+	return labels
+}
+
 // observeVerdict counts one Verify answer. The endpoint label is only set for endpoints that
 // exist, so unknown ids sent by a misbehaving caller cannot blow up the label space.
 func (m *Metrics) observeVerdict(endpoint, provider string, resp *hookverifyv1.VerifyResponse, took time.Duration) {
@@ -98,10 +113,9 @@ func (m *Metrics) observeVerdict(endpoint, provider string, resp *hookverifyv1.V
 	}
 	reason := ""
 	if resp.GetRejectReason() != hookverifyv1.RejectReason_REJECT_REASON_UNSPECIFIED {
-		reason = strings.ToLower(strings.TrimPrefix(resp.GetRejectReason().String(), "REJECT_REASON_"))
+		reason = reasonLabels[resp.GetRejectReason()]
 	}
-	verdict := strings.ToLower(strings.TrimPrefix(resp.GetVerdict().String(), "VERDICT_"))
-	m.verdicts.WithLabelValues(endpoint, provider, verdict, reason).Inc()
+	m.verdicts.WithLabelValues(endpoint, provider, verdictLabels[resp.GetVerdict()], reason).Inc()
 	m.verifyLatency.Observe(took.Seconds())
 }
 

@@ -77,12 +77,22 @@ func successReply(p *protocol.Protocol, v hookverifyv1.Verdict) *hookverifyv1.Ht
 		}
 		return reply
 	}
-	name := "accepted"
+	body := acceptedBody
 	if v == hookverifyv1.Verdict_VERDICT_DUPLICATE {
-		name = "duplicate"
+		body = duplicateBody
 	}
-	return jsonReply(http.StatusOK, replyBody{Status: name})
+	return &hookverifyv1.HttpReply{
+		Status:  http.StatusOK,
+		Headers: []*hookverifyv1.HeaderField{{Name: "Content-Type", Value: "application/json"}},
+		Body:    body,
+	}
 }
+
+// The bodies of the default success replies, encoded once; never modified.
+var (
+	acceptedBody, _  = json.Marshal(replyBody{Status: "accepted"})
+	duplicateBody, _ = json.Marshal(replyBody{Status: "duplicate"})
+)
 
 // rejected builds a REJECTED response with its reply.
 func rejected(reason hookverifyv1.RejectReason, detail string) *hookverifyv1.VerifyResponse {

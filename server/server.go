@@ -206,6 +206,14 @@ func (s *Server) logInterceptor(ctx context.Context, req any, info *grpc.UnarySe
 	ctx = withRequestID(ctx)
 	start := time.Now()
 	resp, err := handler(ctx, req)
+	level := slog.LevelDebug
+	if err != nil {
+		level = slog.LevelInfo
+	}
+	if !s.log.Enabled(ctx, level) {
+		// The usual case for successful calls: build nothing that would be thrown away.
+		return resp, err
+	}
 	attrs := []any{"method", info.FullMethod, "code", status.Code(err).String(), "duration", time.Since(start)}
 	if v, ok := resp.(*hookverifyv1.VerifyResponse); ok {
 		attrs = append(attrs, "verdict", v.GetVerdict().String())
@@ -215,10 +223,6 @@ func (s *Server) logInterceptor(ctx context.Context, req any, info *grpc.UnarySe
 	}
 	if err != nil {
 		attrs = append(attrs, "err", status.Convert(err).Message())
-	}
-	level := slog.LevelDebug
-	if err != nil {
-		level = slog.LevelInfo
 	}
 	s.log.Log(ctx, level, "rpc", attrs...)
 	return resp, err

@@ -105,18 +105,20 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 		return rejected(hookverifyv1.RejectReason_REJECT_REASON_MALFORMED_PAYLOAD, detail), nil
 	}
 
-	// Redeliveries are common (providers retry whatever timed out), so a read answers them
-	// without a write transaction; only a miss goes on to claim. The claim still decides: two
-	// racing first deliveries both miss here and exactly one wins the insert.
-	claim, err := st.LookupClaim(ctx, endpoint.DedupeScope, result.EventID)
-	switch {
-	case err == nil:
-	case !isNotFound(err):
-		return nil, storageStatus(ctx, s.log, "verify", err)
-	default:
-		if why := s.overLimit(endpoint.ID); why != "" {
+	// The claim answers redeliveries too: the store reads which identities of a batch are
+	// claimed already and writes only the others, so a first delivery costs no separate read.
+	// Only while backpressure refuses new events does a read come first, so that redeliveries
+	// of accepted events still get DUPLICATE.
+	var claim storage.ClaimResult
+	if why := s.overLimit(endpoint.ID); why != "" {
+		claim, err = st.LookupClaim(ctx, endpoint.DedupeScope, result.EventID)
+		switch {
+		case isNotFound(err):
 			return nil, s.backpressure(endpoint.ID, why)
+		case err != nil:
+			return nil, storageStatus(ctx, s.log, "verify", err)
 		}
+	} else {
 		delivery := storage.Delivery{
 			InboxID:      uuid.NewString(),
 			Scope:        endpoint.DedupeScope,

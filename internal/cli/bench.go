@@ -35,6 +35,7 @@ func runBench(ctx context.Context, e env, args []string) error {
 	mix := fs.String("mix", "new=80,dup=15,forged=5", "share of new events, redeliveries and forged deliveries")
 	bodyBytes := fs.Int("body-bytes", 2048, "size of each delivery body")
 	baseline := fs.Bool("baseline", false, "also measure a no-op gRPC call (Health/Check) for comparison")
+	rate := fs.Float64("rate", 0, "open loop: start this many calls per second on a fixed schedule, whatever the answers' latency (0: closed loop, each worker calls again as soon as answered); latency then counts from the scheduled start, so queueing shows")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -42,9 +43,10 @@ func runBench(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *workers < 1 || *bodyBytes < 16 {
-		return errors.New("--workers must be at least 1 and --body-bytes at least 16")
+	if *workers < 1 || *bodyBytes < 16 || *rate < 0 {
+		return errors.New("--workers must be at least 1, --body-bytes at least 16 and --rate not negative")
 	}
+	load := loadShape{workers: *workers, duration: *duration, rate: *rate}
 	conn, err := client.Dial(*server, client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))
 	if err != nil {
 		return err
@@ -86,12 +88,16 @@ func runBench(ctx context.Context, e env, args []string) error {
 	forged := request("forged", "not-the-secret")
 
 	out := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(e.stdout, "hookverify bench: %s, %d workers, %s per phase, %d-byte bodies, mix %s\n\n", *server, *workers, *duration, *bodyBytes, *mix)
+	fmt.Fprintf(e.stdout, "hookverify bench: %s, %d workers, %s per phase, %d-byte bodies, mix %s", *server, *workers, *duration, *bodyBytes, *mix)
+	if *rate > 0 {
+		fmt.Fprintf(e.stdout, ", open loop at %.0f calls/s", *rate)
+	}
+	fmt.Fprint(e.stdout, "\n\n")
 	fmt.Fprintln(out, "phase\tcalls\tcalls/s\tp50\tp90\tp99\terrors\t")
 	var baseRate float64
 	if *baseline {
 		health := healthpb.NewHealthClient(conn.GRPC())
-		res := drive(ctx, *workers, *duration, func(ctx context.Context, _ *mrand.Rand, _ int64) (string, error) {
+		res := drive(ctx, load, func(ctx context.Context, _ *mrand.Rand, _ int64) (string, error) {
 			_, err := health.Check(ctx, &healthpb.HealthCheckRequest{})
 			return "noop", err
 		})
@@ -99,7 +105,7 @@ func runBench(ctx context.Context, e env, args []string) error {
 	}
 	var seq sync.Mutex
 	next := int64(0)
-	res := drive(ctx, *workers, *duration, func(ctx context.Context, r *mrand.Rand, _ int64) (string, error) {
+	res := drive(ctx, load, func(ctx context.Context, r *mrand.Rand, _ int64) (string, error) {
 		var req *hookverifyv1.VerifyRequest
 		switch pick := r.IntN(weights[0] + weights[1] + weights[2]); {
 		case pick < weights[0]:
@@ -163,27 +169,50 @@ type benchResult struct {
 	errors    int
 }
 
-// drive runs call from workers goroutines for d and collects latencies by the label call returns.
-func drive(ctx context.Context, workers int, d time.Duration, call func(context.Context, *mrand.Rand, int64) (string, error)) *benchResult {
-	ctx, cancel := context.WithTimeout(ctx, d)
+// loadShape is how drive calls: how many callers, for how long, and at what fixed rate (zero
+// for a closed loop).
+type loadShape struct {
+	workers  int
+	duration time.Duration
+	rate     float64
+}
+
+// drive runs call from load.workers goroutines for load.duration and collects latencies by
+// the label call returns. In a closed loop each worker calls again as soon as it is answered.
+// At a fixed rate the calls are started on a schedule instead, handed to whichever worker is
+// free, and each latency counts from the call's scheduled start, so that time spent waiting
+// for a free worker (the server falling behind) is counted rather than hidden.
+func drive(ctx context.Context, load loadShape, call func(context.Context, *mrand.Rand, int64) (string, error)) *benchResult {
+	ctx, cancel := context.WithTimeout(ctx, load.duration)
 	defer cancel()
 	var mu sync.Mutex
 	res := &benchResult{latencies: map[string][]time.Duration{}}
 	var wg sync.WaitGroup
 	start := time.Now()
-	end := start.Add(d)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	end, _ := ctx.Deadline()
+	var schedule chan time.Time
+	if load.rate > 0 {
+		schedule = make(chan time.Time, 1<<16)
+		wg.Go(func() { feed(ctx, schedule, start, load.rate) })
+	}
+	for w := range load.workers {
+		wg.Go(func() {
 			r := mrand.New(mrand.NewPCG(uint64(w), uint64(start.UnixNano())))
 			local := map[string][]time.Duration{}
 			errs := 0
 			for i := int64(0); ctx.Err() == nil; i++ {
 				t0 := time.Now()
+				if schedule != nil {
+					var ok bool
+					if t0, ok = <-schedule; !ok {
+						break
+					}
+				}
 				label, err := call(ctx, r, i)
-				if ctx.Err() != nil || time.Now().After(end) {
-					break // a call cut short by the end of the phase is not counted
+				if ctx.Err() != nil || !time.Now().Before(end) {
+					// A call cut short by the end of the phase is not counted. gRPC may fail it
+					// with DeadlineExceeded before the context reports its end.
+					break
 				}
 				if err != nil {
 					errs++
@@ -196,11 +225,37 @@ func drive(ctx context.Context, workers int, d time.Duration, call func(context.
 			}
 			res.errors += errs
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	res.elapsed = time.Since(start)
 	return res
+}
+
+// feed sends the scheduled start time of every call due at rate per second since start, until
+// ctx ends, then closes schedule. It wakes every millisecond and sends all calls due by then.
+func feed(ctx context.Context, schedule chan<- time.Time, start time.Time, rate float64) {
+	defer close(schedule)
+	interval := time.Duration(float64(time.Second) / rate)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for k := int64(0); ; {
+		due := start.Add(time.Duration(k) * interval)
+		for !due.After(time.Now()) {
+			select {
+			case schedule <- due:
+			case <-ctx.Done():
+				return
+			}
+			k++
+			due = start.Add(time.Duration(k) * interval)
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func (r *benchResult) verdicts() []string {

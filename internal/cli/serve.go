@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,6 +137,7 @@ type serveConfig struct {
 	auth                  authFlags
 	// bootstrapToken, when set, is stored as an admin token if none exists yet.
 	bootstrapToken string
+	pprof          bool
 }
 
 // cacheTTLOption maps the --cache-ttl flag to server.Options.CacheTTL, where zero means the
@@ -157,6 +159,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.retention.AckedRetention, "inbox-retention", 7*24*time.Hour, "how long acked inbox records are kept")
 	fs.DurationVar(&c.cacheTTL, "cache-ttl", server.DefaultCacheTTL, "bound on how long an endpoint or secret change made through another instance takes to reach this one (rotation, retirement); changes made here apply at once")
 	c.auth.register(fs)
+	fs.BoolVar(&c.pprof, "pprof", false, "also serve Go profiles under /debug/pprof/ on --http-listen (for profiling; off by default)")
 }
 
 func runServe(ctx context.Context, e env, args []string) error {
@@ -189,6 +192,9 @@ func runServe(ctx context.Context, e env, args []string) error {
 		if err := requireLoopback(sc.httpListen); err != nil {
 			return fmt.Errorf("--http-listen: %w", err)
 		}
+	}
+	if sc.pprof && sc.httpListen == "" {
+		return errors.New("--pprof needs --http-listen")
 	}
 	keyring, err := cfg.keyring(log)
 	if err != nil {
@@ -307,7 +313,11 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 			return nil, fmt.Errorf("listening on %s: %w", sc.httpListen, err)
 		}
 		r.httpAddr = hl.Addr().String()
-		r.http = &http.Server{Handler: srv.HTTPHandler(), ReadHeaderTimeout: 5 * time.Second}
+		handler := srv.HTTPHandler()
+		if sc.pprof {
+			handler = withPprof(handler)
+		}
+		r.http = &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 		go r.http.Serve(hl)
 	}
 	go func() {
@@ -345,6 +355,19 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 		}
 	}()
 	return r, nil
+}
+
+// withPprof serves the runtime profiles under /debug/pprof/ next to h. They reveal code paths
+// and timings, not request data, and like the rest of --http-listen they are loopback only.
+func withPprof(h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/", h)
+	return mux
 }
 
 // waitReady blocks until the store is open (or the context ends).

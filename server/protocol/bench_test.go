@@ -45,3 +45,38 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkVerifyEvery measures Verify of every registered protocol on its example delivery
+// (ExampleBody, signed by its own Sign with an example secret), so that a protocol whose
+// verification is unusually slow or allocates a lot shows up beside the others.
+func BenchmarkVerifyEvery(b *testing.B) {
+	now := time.Unix(1_767_000_000, 0)
+	params := Params{Now: now, Tolerance: 5 * time.Minute}
+	for _, p := range Builtin() {
+		b.Run(p.Name, func(b *testing.B) {
+			signing, verifying, err := p.ExampleSecret()
+			if err != nil {
+				b.Fatal(err)
+			}
+			material, err := p.ParseSecret(verifying)
+			if err != nil {
+				b.Fatal(err)
+			}
+			keys := []Key{{ID: "k1", Material: material}}
+			in := SignInput{Body: ExampleBody(p, "evt_bench_1"), EventID: "evt_bench_1", Timestamp: now, Method: "POST",
+				URL: "https://hooks.example.com/in?x=1"}
+			signed, err := SignDelivery(p, in, []string{signing})
+			if err != nil {
+				b.Fatal(err)
+			}
+			req := &Request{Method: in.Method, URL: signed.URL, Headers: signed.Headers, Body: signed.Body}
+			b.SetBytes(int64(len(req.Body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.Verify(req, keys, params); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

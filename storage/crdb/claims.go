@@ -1,12 +1,16 @@
 package crdb
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hookverify/hookverify/storage"
 )
@@ -31,13 +35,45 @@ RETURNING id, operation_key, received_at`
 const existingClaimSQL = `SELECT inbox_id, operation_key, first_received_at FROM claims
 WHERE scope = $1 AND event_id = $2`
 
+// claimBatchSQL claims every identity of a batch and stores the inbox records of those it
+// claimed, in one statement and so one round trip: the inbox rows are inserted only for the
+// claims the statement inserted, so the two tables never disagree, and an identity claimed
+// before writes nothing. The identities of one batch are distinct (commitClaims sees to it),
+// and sorted, so that two batches racing on the same identities lock them in the same order.
+// unnest over several arrays and ON CONFLICT DO NOTHING RETURNING in a CTE run on both
+// engines.
+const claimBatchSQL = `WITH input AS (
+	SELECT * FROM unnest($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TIMESTAMPTZ[],
+		$6::TEXT[], $7::TEXT[], $8::TEXT[], $9::TEXT[], $10::BYTEA[], $11::BYTEA[])
+		AS t (scope, event_id, inbox_id, operation_key, received_at, endpoint_id, secret_id, method,
+			url, headers, body)
+), c AS (
+	INSERT INTO claims (scope, event_id, inbox_id, operation_key, first_received_at)
+	SELECT scope, event_id, inbox_id, operation_key, received_at FROM input
+	ON CONFLICT (scope, event_id) DO NOTHING
+	RETURNING scope, event_id
+)
+INSERT INTO inbox (id, scope, event_id, endpoint_id, operation_key, secret_id, method, url, headers,
+	body, received_at, state, attempts, visible_at)
+SELECT i.inbox_id, i.scope, i.event_id, i.endpoint_id, i.operation_key, i.secret_id, i.method, i.url,
+	i.headers, i.body, i.received_at, 'pending', 0, i.received_at
+FROM input AS i JOIN c ON c.scope = i.scope AND c.event_id = i.event_id
+RETURNING scope, event_id`
+
+// existingClaimsSQL reads the claims of several identities at once.
+const existingClaimsSQL = `SELECT c.scope, c.event_id, c.inbox_id, c.operation_key, c.first_received_at
+FROM unnest($1::TEXT[], $2::TEXT[]) AS k (scope, event_id)
+JOIN claims AS c ON c.scope = k.scope AND c.event_id = k.event_id`
+
 // Claim atomically claims (d.Scope, d.EventID) and stores d as its inbox record.
 //
-// Concurrent claims share transactions (storage.ClaimBatcher): one commit, the expensive part
-// on both engines, for every claim queued meanwhile; each claim runs in its own savepoint. A
-// batch whose commit outcome is unknown (the connection broke during COMMIT, or CockroachDB
-// answered 40003) runs again with the same inbox ids; a claim then found held by its own inbox
-// id went through the first time and is reported accepted.
+// Concurrent claims share statements and transactions (storage.ClaimBatcher): a batch first
+// reads which of its identities are claimed already, without a transaction, then claims the
+// rest with one multi-row statement in one transaction, so a batch costs a handful of round
+// trips and one commit however many claims it holds. A batch whose commit outcome is unknown
+// (the connection broke during COMMIT, or CockroachDB answered 40003) runs again with the same
+// inbox ids; a claim then found held by its own inbox id went through the first time and is
+// reported accepted.
 func (s *Store) Claim(ctx context.Context, d storage.Delivery) (storage.ClaimResult, error) {
 	if err := validDelivery(d); err != nil {
 		return storage.ClaimResult{}, fmt.Errorf("crdb: claim: %w", err)
@@ -45,44 +81,292 @@ func (s *Store) Claim(ctx context.Context, d storage.Delivery) (storage.ClaimRes
 	if s.closed.Load() {
 		return storage.ClaimResult{}, fmt.Errorf("crdb: claim: %w", storage.ErrClosed)
 	}
-	lane := &s.claims[laneOf(d.Scope, d.EventID)]
-	res, err := lane.Submit(ctx, d, s.commitClaims)
+	res, err := s.lane(d.Scope, d.EventID).Submit(ctx, d, s.commitClaims)
 	if err != nil && !isSentinel(err) {
 		err = fmt.Errorf("crdb: claim: %w: %w", storage.ErrUnavailable, err)
 	}
 	return res, err
 }
 
-// commitClaims runs the batch in one transaction, each claim in a savepoint so that a claim
-// failing on its own (an inbox id reused) rolls back alone; any other failure fails the batch.
+// identity is the key of a claim.
+type identity struct{ scope, eventID string }
+
+// commitClaims claims a batch. An identity that appears more than once in the batch is
+// claimed by its first delivery; the later ones get the first one's outcome as duplicates.
+// If the multi-row statement fails on a unique violation (only an inbox id reused can cause
+// one), the batch runs again one claim per savepoint, so that only the offending claim fails.
 func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, []error, error) {
 	results := make([]storage.ClaimResult, len(batch))
 	errs := make([]error, len(batch))
-	// The batch outlives any one caller's context; the retry loop bounds it.
-	err := s.inTx(context.Background(), "claim", s.claimTx(), func(ctx context.Context, tx pgx.Tx) error {
-		for i, d := range batch {
-			sp, err := tx.Begin(ctx)
-			if err != nil {
-				return err
+	first := make(map[identity]int, len(batch))
+	var unique []int // index of the first delivery of each identity
+	for i, d := range batch {
+		k := identity{d.Scope, d.EventID}
+		if _, seen := first[k]; !seen {
+			first[k] = i
+			unique = append(unique, i)
+		}
+	}
+	// The batch outlives any one caller's context; the retry loops bound it.
+	ctx := context.Background()
+	found, err := s.existingClaims(ctx, batch, unique)
+	if err != nil {
+		return nil, nil, err
+	}
+	var fresh []int
+	for _, i := range unique {
+		if c, ok := found[identity{batch[i].Scope, batch[i].EventID}]; ok {
+			results[i] = claimedBy(c, batch[i])
+		} else {
+			fresh = append(fresh, i)
+		}
+	}
+	if len(fresh) > 0 {
+		slices.SortFunc(fresh, func(a, b int) int {
+			return cmp.Or(strings.Compare(batch[a].Scope, batch[b].Scope), strings.Compare(batch[a].EventID, batch[b].EventID))
+		})
+		var err error
+		if s.engine == EnginePostgreSQL {
+			err = s.claimPipelined(ctx, batch, fresh, results)
+		} else {
+			err = s.inTx(ctx, "claim", s.claimTx(), func(ctx context.Context, tx pgx.Tx) error {
+				return claimMany(ctx, tx, batch, fresh, results)
+			})
+		}
+		if sqlState(err) == codeUniqueViolation {
+			err = s.inTx(ctx, "claim", s.claimTx(), func(ctx context.Context, tx pgx.Tx) error {
+				return claimEach(ctx, tx, batch, fresh, results, errs)
+			})
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	for i, d := range batch {
+		j := first[identity{d.Scope, d.EventID}]
+		if j == i {
+			continue
+		}
+		// A later delivery of an identity in the batch: a duplicate of the first.
+		if errs[j] != nil {
+			errs[i] = errs[j]
+			continue
+		}
+		results[i] = results[j]
+		results[i].Accepted = results[j].InboxID == d.InboxID
+	}
+	return results, errs, nil
+}
+
+// existingClaims reads the claims already held for the deliveries batch[i], i in idx.
+func (s *Store) existingClaims(ctx context.Context, batch []storage.Delivery, idx []int) (map[identity]storage.ClaimResult, error) {
+	scopes, events := make([]string, len(idx)), make([]string, len(idx))
+	for j, i := range idx {
+		scopes[j], events[j] = batch[i].Scope, batch[i].EventID
+	}
+	var found map[identity]storage.ClaimResult
+	err := s.single(ctx, "claim", func(ctx context.Context, conn *pgx.Conn) error {
+		var err error
+		found, err = readClaims(ctx, conn, scopes, events)
+		return err
+	})
+	return found, err
+}
+
+// readClaims runs existingClaimsSQL. It is planned for every call (QueryExecModeExec, an
+// unnamed statement) rather than once per connection: a plan cached while the claims table was
+// small scans the whole table, and kept doing so as the table grew, which made a lookup of a
+// few identities cost milliseconds.
+func readClaims(ctx context.Context, q querier, scopes, events []string) (map[identity]storage.ClaimResult, error) {
+	rows, err := q.Query(ctx, existingClaimsSQL, pgx.QueryExecModeExec, scopes, events)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	found := make(map[identity]storage.ClaimResult, len(scopes))
+	for rows.Next() {
+		var k identity
+		var c storage.ClaimResult
+		if err := rows.Scan(&k.scope, &k.eventID, &c.InboxID, &c.OperationKey, &c.FirstReceivedAt); err != nil {
+			return nil, err
+		}
+		c.FirstReceivedAt = c.FirstReceivedAt.UTC()
+		found[k] = c
+	}
+	return found, rows.Err()
+}
+
+// claimedBy is the result for d of a claim found held: accepted only if d's own inbox id holds
+// it, which happens when an earlier run of d's batch committed after all.
+func claimedBy(c storage.ClaimResult, d storage.Delivery) storage.ClaimResult {
+	c.Accepted = c.InboxID == d.InboxID
+	return c
+}
+
+// claimArgs returns claimBatchSQL's arguments for batch[i], i in idx.
+func claimArgs(batch []storage.Delivery, idx []int) []any {
+	n := len(idx)
+	var (
+		scopes, events, inboxIDs, opKeys = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		endpoints, secrets, methods      = make([]string, n), make([]string, n), make([]string, n)
+		urls                             = make([]string, n)
+		received                         = make([]time.Time, n)
+		headers, bodies                  = make([][]byte, n), make([][]byte, n)
+	)
+	for j, i := range idx {
+		d := batch[i]
+		scopes[j], events[j], inboxIDs[j], opKeys[j] = d.Scope, d.EventID, d.InboxID, d.OperationKey
+		endpoints[j], secrets[j], methods[j], urls[j] = d.EndpointID, d.SecretID, d.Method, d.URL
+		received[j] = d.ReceivedAt
+		headers[j] = storage.EncodeHeaders(d.Headers)
+		bodies[j] = d.Body
+		if bodies[j] == nil {
+			// pgx sends a nil slice as NULL; the body is empty, not missing.
+			bodies[j] = []byte{}
+		}
+	}
+	return []any{scopes, events, inboxIDs, opKeys, received, endpoints, secrets, methods, urls, headers, bodies}
+}
+
+// collectIdentities reads the identities claimBatchSQL returns: those it claimed.
+func collectIdentities(rows pgx.Rows) (map[identity]bool, error) {
+	defer rows.Close()
+	inserted := make(map[identity]bool)
+	for rows.Next() {
+		var k identity
+		if err := rows.Scan(&k.scope, &k.eventID); err != nil {
+			return nil, err
+		}
+		inserted[k] = true
+	}
+	return inserted, rows.Err()
+}
+
+// claimMany claims batch[i], i in idx (distinct identities), with one multi-row statement in
+// tx, and settles their results.
+func claimMany(ctx context.Context, tx pgx.Tx, batch []storage.Delivery, idx []int, results []storage.ClaimResult) error {
+	rows, err := tx.Query(ctx, claimBatchSQL, claimArgs(batch, idx)...)
+	if err != nil {
+		return err
+	}
+	inserted, err := collectIdentities(rows)
+	if err != nil {
+		return err
+	}
+	return settleClaims(ctx, tx, batch, idx, inserted, results)
+}
+
+// settleClaims sets the results of batch[i], i in idx, once claimBatchSQL ran: accepted for
+// the identities it inserted, and for the others the claim that holds them, read in the same
+// transaction.
+func settleClaims(ctx context.Context, q querier, batch []storage.Delivery, idx []int, inserted map[identity]bool, results []storage.ClaimResult) error {
+	var taken []int
+	for _, i := range idx {
+		d := batch[i]
+		if inserted[identity{d.Scope, d.EventID}] {
+			results[i] = storage.ClaimResult{Accepted: true, InboxID: d.InboxID, OperationKey: d.OperationKey,
+				FirstReceivedAt: d.ReceivedAt.UTC().Truncate(time.Microsecond)}
+		} else {
+			taken = append(taken, i)
+		}
+	}
+	if len(taken) == 0 {
+		return nil
+	}
+	// Claimed by a concurrent transaction after our read, or by an earlier run of this batch
+	// whose commit outcome was unknown. ON CONFLICT waited for the claimant, so under READ
+	// COMMITTED a new statement sees its row.
+	scopes, events := make([]string, len(taken)), make([]string, len(taken))
+	for j, i := range taken {
+		scopes[j], events[j] = batch[i].Scope, batch[i].EventID
+	}
+	found, err := readClaims(ctx, q, scopes, events)
+	if err != nil {
+		return err
+	}
+	for _, i := range taken {
+		c, ok := found[identity{batch[i].Scope, batch[i].EventID}]
+		if !ok {
+			// The conflicting row must be visible once ON CONFLICT waited for its claimant.
+			// Treat a miss as a conflict and run the transaction again.
+			return fmt.Errorf("claim of %q not visible: %w", batch[i].EventID, errRunAgain)
+		}
+		results[i] = claimedBy(c, batch[i])
+	}
+	return nil
+}
+
+// claimPipelined is claimMany's transaction on PostgreSQL in two round trips rather than
+// four: BEGIN and the claim statement go out together as one pipeline, then COMMIT on its own,
+// as a simple query like every other commit of the store, so that its failure is told from a
+// failure of the work exactly as in inTx. Retries are inTx's.
+func (s *Store) claimPipelined(ctx context.Context, batch []storage.Delivery, idx []int, results []storage.ClaimResult) error {
+	return s.retry(ctx, "claim", true, func(conn *pgx.Conn) (phase, error) {
+		rollback := func(err error) (phase, error) {
+			if !conn.IsClosed() {
+				// pgxpool would destroy a connection left in a transaction; keep it instead.
+				_, _ = conn.Exec(ctx, "rollback")
 			}
-			results[i], errs[i] = claimOne(ctx, sp, d)
-			if errs[i] != nil {
-				if sqlState(errs[i]) != codeUniqueViolation {
-					return errs[i]
-				}
-				errs[i] = mapError("claim", errs[i])
-				if err := sp.Rollback(ctx); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := sp.Commit(ctx); err != nil {
-				return err
+			return phaseWork, err
+		}
+		var b pgx.Batch
+		b.Queue("begin isolation level read committed")
+		b.Queue(claimBatchSQL, claimArgs(batch, idx)...)
+		br := conn.SendBatch(ctx, &b)
+		_, err := br.Exec()
+		var inserted map[identity]bool
+		if err == nil {
+			var rows pgx.Rows
+			if rows, err = br.Query(); err == nil {
+				inserted, err = collectIdentities(rows)
 			}
 		}
-		return nil
+		if err := cmp.Or(err, br.Close()); err != nil {
+			return rollback(err)
+		}
+		if err := settleClaims(ctx, conn, batch, idx, inserted, results); err != nil {
+			return rollback(err)
+		}
+		tag, err := conn.Exec(ctx, "commit")
+		switch {
+		case err != nil && pgconn.SafeToRetry(err):
+			// The COMMIT never left: the server rolls back when the connection goes.
+			return phaseWork, err
+		case err != nil:
+			return phaseCommit, err
+		case tag.String() != "COMMIT":
+			// PostgreSQL answers COMMIT of a failed transaction with ROLLBACK.
+			return phaseWork, pgx.ErrTxCommitRollback
+		}
+		return phaseWork, nil
 	})
-	return results, errs, err
+}
+
+// claimEach claims batch[i], i in idx, one statement and savepoint per claim, so that a claim
+// failing on its own (an inbox id reused) rolls back alone and reports its error in errs; any
+// other failure fails the batch. It is the slow path after claimMany met a unique violation.
+func claimEach(ctx context.Context, tx pgx.Tx, batch []storage.Delivery, idx []int, results []storage.ClaimResult, errs []error) error {
+	for _, i := range idx {
+		sp, err := tx.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		results[i], errs[i] = claimOne(ctx, sp, batch[i])
+		if errs[i] != nil {
+			if sqlState(errs[i]) != codeUniqueViolation {
+				return errs[i]
+			}
+			errs[i] = mapError("claim", errs[i])
+			if err := sp.Rollback(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := sp.Commit(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // claimOne claims one delivery inside the batch's transaction.
@@ -187,6 +471,15 @@ func (s *Store) CountDeliveries(ctx context.Context, scope string) (int64, error
 		return conn.QueryRow(ctx, `SELECT count(*) FROM inbox WHERE scope = $1`, scope).Scan(&n)
 	})
 	return n, err
+}
+
+// lane returns the claim lane of an identity: the only one on PostgreSQL, one of claimLanes
+// on CockroachDB.
+func (s *Store) lane(scope, eventID string) *storage.ClaimBatcher {
+	if s.engine != EngineCockroachDB {
+		return &s.claims[0]
+	}
+	return &s.claims[laneOf(scope, eventID)]
 }
 
 // laneOf spreads identities over the claim lanes (FNV-1a); one identity always takes the same

@@ -33,12 +33,14 @@ type Store struct {
 	engine Engine
 	closed atomic.Bool
 	// claims are group-commit lanes: each lane commits one batch at a time, and the lanes
-	// commit in parallel on their own connections (PostgreSQL and CockroachDB run many
-	// transactions at once, unlike SQLite).
+	// commit in parallel on their own connections. See claimLanes.
 	claims [claimLanes]storage.ClaimBatcher
 }
 
-// claimLanes is how many claim batches may commit at once.
+// claimLanes is how many claim batches may commit at once on CockroachDB, where a commit is
+// a consensus round whose latency parallel batches hide. PostgreSQL uses one lane: its commits
+// wait for the same WAL flush, so parallel batches only made each batch smaller, and measured
+// slower (scripts/bench.sh, BENCHMARKS.md).
 const claimLanes = 4
 
 var _ storage.Store = (*Store)(nil)

@@ -34,3 +34,13 @@ func TestConformance(t *testing.T) {
 	// Every test has its own database, and the factory may be called concurrently.
 	storagetest.RunWith(t, newDatabase, storagetest.Options{Parallel: true})
 }
+
+// BenchmarkClaims runs on the harness's PostgreSQL, which shares the machine with the benchmark.
+func BenchmarkClaims(b *testing.B) {
+	s, err := Open(b.Context(), pgtest.Shared(b).NewDatabase(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	storagetest.BenchmarkClaims(b, s)
+}

@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/hookverify/hookverify/storage"
 )
@@ -41,26 +45,89 @@ func (s *Store) claimOnce(ctx context.Context, d storage.Delivery) (storage.Clai
 	return res, nil
 }
 
-// commitClaims runs every claim of the batch in one write transaction, each inside a savepoint
-// so that one claim's failure rolls back only that claim.
+// Statements of the claim path, prepared once on the writer connection (see claimStmts).
+const (
+	selectClaimSQL = `SELECT inbox_id, operation_key, first_received_at FROM claims
+		WHERE scope = ? AND event_id = ?`
+	insertClaimSQL = `INSERT INTO claims (scope, event_id, inbox_id, operation_key, first_received_at)
+		VALUES (?, ?, ?, ?, ?)`
+	insertInboxSQL = `INSERT INTO inbox (id, scope, event_id, endpoint_id, operation_key, secret_id,
+		method, url, headers, body, received_at, state, attempts, visible_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?)`
+)
+
+// claimStmts are the claim path's prepared statements: parsing them anew for every claim cost
+// more than running them.
+type claimStmts struct {
+	selectClaim, insertClaim, insertInbox *sql.Stmt
+}
+
+func prepareClaimStmts(ctx context.Context, db *sql.DB) (*claimStmts, error) {
+	var c claimStmts
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{{&c.selectClaim, selectClaimSQL}, {&c.insertClaim, insertClaimSQL}, {&c.insertInbox, insertInboxSQL}} {
+		stmt, err := db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			c.close()
+			return nil, err
+		}
+		*p.stmt = stmt
+	}
+	return &c, nil
+}
+
+func (c *claimStmts) close() {
+	for _, stmt := range []*sql.Stmt{c.selectClaim, c.insertClaim, c.insertInbox} {
+		if stmt != nil {
+			_ = stmt.Close()
+		}
+	}
+}
+
+// commitClaims first reads, without the write lock, which identities of the batch are claimed
+// already: a batch of redeliveries is answered by that read alone. The others are claimed in
+// one write transaction. The transaction holds the write lock, so what a claim reads there
+// stays true until it writes; and a claim that fails on its own (an inbox id reused) fails in
+// its first write, a statement SQLite rolls back alone, so it needs no savepoint. A later claim
+// of an identity claimed earlier in the batch sees that claim and is a duplicate of it.
 func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, []error, error) {
 	// The batch outlives any one caller's context; the busy timeout bounds it.
 	ctx := context.Background()
 	results := make([]storage.ClaimResult, len(batch))
 	errs := make([]error, len(batch))
-	err := s.write(ctx, "claim", func(tx *sql.Tx) error {
-		for i, d := range batch {
-			if _, err := tx.ExecContext(ctx, "SAVEPOINT claim"); err != nil {
+	known, err := s.knownClaims(ctx, batch)
+	if err != nil {
+		return nil, nil, s.fail("claim", unavailable(err))
+	}
+	var fresh []int
+	for i, d := range batch {
+		if c, ok := known[identity{d.Scope, d.EventID}]; ok {
+			c.Accepted = c.InboxID == d.InboxID
+			results[i] = c
+		} else {
+			fresh = append(fresh, i)
+		}
+	}
+	if len(fresh) == 0 {
+		return results, errs, nil
+	}
+	err = s.write(ctx, "claim", func(tx *sql.Tx) error {
+		c := claimStmts{
+			selectClaim: tx.StmtContext(ctx, s.stmts.selectClaim),
+			insertClaim: tx.StmtContext(ctx, s.stmts.insertClaim),
+			insertInbox: tx.StmtContext(ctx, s.stmts.insertInbox),
+		}
+		for _, i := range fresh {
+			var err error
+			results[i], err = c.claim(ctx, batch[i])
+			if errors.As(err, new(claimOwnError)) {
+				errs[i] = s.fail("claim", err)
+				continue
+			}
+			if err != nil {
 				return err
-			}
-			results[i], errs[i] = claimInTx(ctx, tx, d)
-			end := "RELEASE claim"
-			if errs[i] != nil {
-				errs[i] = s.fail("claim", errs[i])
-				end = "ROLLBACK TO claim; RELEASE claim"
-			}
-			if _, err := tx.ExecContext(ctx, end); err != nil {
-				return fmt.Errorf("ending the savepoint: %w", err)
 			}
 		}
 		return nil
@@ -68,39 +135,114 @@ func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, [
 	return results, errs, err
 }
 
-// claimInTx claims d inside tx; tx holds the write lock, so no other claim can slip in between
-// the claim insert and the inbox insert.
-func claimInTx(ctx context.Context, tx *sql.Tx, d storage.Delivery) (storage.ClaimResult, error) {
-	var res storage.ClaimResult
-	ins, err := tx.ExecContext(ctx, `INSERT INTO claims (scope, event_id, inbox_id, operation_key, first_received_at)
-		VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, event_id) DO NOTHING`,
-		d.Scope, d.EventID, d.InboxID, d.OperationKey, micros(d.ReceivedAt))
+// identity is the key of a claim.
+type identity struct{ scope, eventID string }
+
+// knownClaims reads the claims held for the batch's identities, in one statement on the
+// read-only pool.
+func (s *Store) knownClaims(ctx context.Context, batch []storage.Delivery) (map[identity]storage.ClaimResult, error) {
+	stmt, size, err := s.lookups.forBatch(ctx, s.reader, len(batch))
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	n, err := ins.RowsAffected()
+	args := make([]any, 0, 2*size)
+	for _, d := range batch {
+		args = append(args, d.Scope, d.EventID)
+	}
+	for len(args) < 2*size {
+		// Padding repeats the last identity, which changes nothing in an IN list.
+		args = append(args, args[len(args)-2], args[len(args)-1])
+	}
+	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	if n == 0 {
+	defer rows.Close()
+	known := make(map[identity]storage.ClaimResult)
+	for rows.Next() {
+		var k identity
+		var c storage.ClaimResult
 		var first int64
-		err := tx.QueryRowContext(ctx, `SELECT inbox_id, operation_key, first_received_at FROM claims
-			WHERE scope = ? AND event_id = ?`, d.Scope, d.EventID).Scan(&res.InboxID, &res.OperationKey, &first)
-		if err != nil {
-			return res, err
+		if err := rows.Scan(&k.scope, &k.eventID, &c.InboxID, &c.OperationKey, &first); err != nil {
+			return nil, err
 		}
+		c.FirstReceivedAt = fromMicros(first)
+		known[k] = c
+	}
+	return known, rows.Err()
+}
+
+// lookupStmts are the prepared statements of knownClaims, one per batch size rounded up to a
+// power of two: preparing the statement anew for every batch cost more than running it.
+type lookupStmts struct {
+	mu     sync.Mutex
+	bySize map[int]*sql.Stmt
+}
+
+// forBatch returns the statement for a batch of n identities and the number it takes.
+func (l *lookupStmts) forBatch(ctx context.Context, db *sql.DB, n int) (*sql.Stmt, int, error) {
+	size := 1
+	for size < n {
+		size *= 2
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if stmt, ok := l.bySize[size]; ok {
+		return stmt, size, nil
+	}
+	stmt, err := db.PrepareContext(ctx, `SELECT scope, event_id, inbox_id, operation_key, first_received_at
+		FROM claims WHERE (scope, event_id) IN (VALUES (?, ?)`+strings.Repeat(", (?, ?)", size-1)+`)`)
+	if err != nil {
+		return nil, 0, err
+	}
+	if l.bySize == nil {
+		l.bySize = make(map[int]*sql.Stmt)
+	}
+	l.bySize[size] = stmt
+	return stmt, size, nil
+}
+
+func (l *lookupStmts) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, stmt := range l.bySize {
+		_ = stmt.Close()
+	}
+	clear(l.bySize)
+}
+
+// claimOwnError marks the failure of one claim that leaves the rest of the batch unharmed.
+type claimOwnError struct{ error }
+
+func (e claimOwnError) Unwrap() error { return e.error }
+
+// claim claims d with the statements of the batch's transaction, which holds the write lock.
+func (c claimStmts) claim(ctx context.Context, d storage.Delivery) (storage.ClaimResult, error) {
+	var res storage.ClaimResult
+	var first int64
+	err := c.selectClaim.QueryRowContext(ctx, d.Scope, d.EventID).Scan(&res.InboxID, &res.OperationKey, &first)
+	if err == nil {
 		res.FirstReceivedAt = fromMicros(first)
 		// Held by our own inbox id: an earlier attempt of this very claim committed.
 		res.Accepted = res.InboxID == d.InboxID
 		return res, nil
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO inbox (id, scope, event_id, endpoint_id, operation_key, secret_id,
-		method, url, headers, body, received_at, state, attempts, visible_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?)`,
-		d.InboxID, d.Scope, d.EventID, d.EndpointID, d.OperationKey, d.SecretID, d.Method, d.URL,
-		storage.EncodeHeaders(d.Headers), nonNil(d.Body), micros(d.ReceivedAt), micros(d.ReceivedAt))
+	if !errors.Is(err, sql.ErrNoRows) {
+		return res, err
+	}
+	// The inbox record first: if its id is taken, nothing at all was written for this claim.
+	_, err = c.insertInbox.ExecContext(ctx, d.InboxID, d.Scope, d.EventID, d.EndpointID, d.OperationKey,
+		d.SecretID, d.Method, d.URL, storage.EncodeHeaders(d.Headers), nonNil(d.Body), micros(d.ReceivedAt),
+		micros(d.ReceivedAt))
+	if se, ok := errors.AsType[*sqlite.Error](err); ok && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT {
+		return storage.ClaimResult{}, claimOwnError{fmt.Errorf("inbox record %q: %w", d.InboxID, err)}
+	}
 	if err != nil {
 		return storage.ClaimResult{}, fmt.Errorf("inbox record %q: %w", d.InboxID, err)
+	}
+	if _, err := c.insertClaim.ExecContext(ctx, d.Scope, d.EventID, d.InboxID, d.OperationKey, micros(d.ReceivedAt)); err != nil {
+		// The read above found no claim and the write lock kept others out: the batch is broken.
+		return storage.ClaimResult{}, err
 	}
 	return storage.ClaimResult{
 		Accepted:        true,

@@ -53,11 +53,13 @@ const DefaultBusyTimeout = 10 * time.Second
 
 // Store is a storage.Store on a SQLite database file. It is safe for concurrent use.
 type Store struct {
-	path   string
-	writer *sql.DB
-	reader *sql.DB
-	closed atomic.Bool
-	claims storage.ClaimBatcher
+	path    string
+	writer  *sql.DB
+	reader  *sql.DB
+	closed  atomic.Bool
+	claims  storage.ClaimBatcher
+	stmts   *claimStmts
+	lookups lookupStmts
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -115,6 +117,10 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := s.Migrate(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
+	}
+	if s.stmts, err = prepareClaimStmts(ctx, s.writer); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
 	}
 	return s, nil
 }
@@ -175,6 +181,10 @@ func (s *Store) Close() error {
 	if s.reader != nil {
 		errs = append(errs, s.reader.Close())
 	}
+	if s.stmts != nil {
+		s.stmts.close()
+	}
+	s.lookups.close()
 	// The writer closes last: closing the last connection checkpoints the WAL into the file.
 	errs = append(errs, s.writer.Close())
 	if err := errors.Join(errs...); err != nil {

@@ -302,3 +302,12 @@ func TestHandlesRaceReadThenWriteTransactions(t *testing.T) {
 		t.Fatalf("ListSecrets: %d secrets, %v; want %d", len(list), err, n)
 	}
 }
+
+func BenchmarkClaims(b *testing.B) {
+	s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "hookverify.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	storagetest.BenchmarkClaims(b, s)
+}
