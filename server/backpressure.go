@@ -21,20 +21,32 @@ type inboxDepth struct {
 	total       int64
 }
 
+// MaxInboxMonitorShare bounds the time the inbox monitor spends scanning: after a scan that
+// took d it waits at least d/MaxInboxMonitorShare - d, so a large inbox (whose count grows with
+// every unfinished delivery) cannot turn the monitor into the server's main database load.
+const MaxInboxMonitorShare = 0.05
+
 // RunInboxMonitor refreshes the inbox depth used for backpressure and the inbox gauges every
-// interval until ctx ends. Limits are checked against this snapshot, so they may be overshot by
-// about one interval of traffic: that is the price of not counting rows on every delivery.
+// interval, or less often when one scan takes longer than MaxInboxMonitorShare of the time,
+// until ctx ends. Limits are checked against this snapshot, so they may be overshot by about
+// one interval of traffic: that is the price of not counting rows on every delivery.
 func (s *Server) RunInboxMonitor(ctx context.Context, interval time.Duration) {
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
 	for {
+		start := time.Now()
 		s.RefreshInboxDepth(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-time.After(monitorPause(interval, time.Since(start))):
 		}
 	}
+}
+
+// monitorPause is how long the monitor waits after a scan that took took: until interval has
+// passed since the scan began, or longer so that scanning is at most MaxInboxMonitorShare of
+// the time.
+func monitorPause(interval, took time.Duration) time.Duration {
+	return max(interval, time.Duration(float64(took)/MaxInboxMonitorShare)) - took
 }
 
 // RefreshInboxDepth reads the inbox statistics once; on failure it keeps the last snapshot.

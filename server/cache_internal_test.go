@@ -29,3 +29,16 @@ func TestEndpointCacheBounded(t *testing.T) {
 		t.Fatalf("after the sweep: %d entries, known cached %v; want only the new entry", len(c.entries), ok)
 	}
 }
+
+func TestMonitorPause(t *testing.T) {
+	for _, c := range []struct{ interval, took, want time.Duration }{
+		{time.Second, 10 * time.Millisecond, 990 * time.Millisecond}, // a small inbox: every second
+		{time.Second, 50 * time.Millisecond, 950 * time.Millisecond},
+		{time.Second, 100 * time.Millisecond, 1900 * time.Millisecond}, // 100 ms scans: one in 2 s
+		{time.Second, 2 * time.Second, 38 * time.Second},
+	} {
+		if got := monitorPause(c.interval, c.took); got != c.want {
+			t.Errorf("monitorPause(%v, %v) = %v, want %v", c.interval, c.took, got, c.want)
+		}
+	}
+}
