@@ -128,6 +128,7 @@ var migrations = []migration{
 	{24, "index inbox for the monitor",
 		`CREATE INDEX IF NOT EXISTS inbox_state_endpoint_id_visible_at_idx ON inbox (state, endpoint_id, visible_at)`},
 }
+
 // cockroachOnlyMigrations apply only on CockroachDB, after every step of migrations, for
 // features PostgreSQL lacks (a row-level TTL on inbox, for instance). The same rules hold.
 // Their versions start at 1_000_000 so that they never collide with the common steps, whose

@@ -103,6 +103,7 @@ var migrations = []string{
 	// covering index lets it read the index instead of every 2 KiB row.
 	24: `CREATE INDEX IF NOT EXISTS inbox_state_endpoint_id_visible_at ON inbox (state, endpoint_id, visible_at)`,
 }
+
 // Migrate applies the pending migrations. Each step runs in an IMMEDIATE transaction that
 // first checks schema_migrations, so processes migrating the same file at once apply each
 // step exactly once.
