@@ -126,9 +126,9 @@ func TestHostileInput(t *testing.T) {
 			build: func(int) *hookverifyv1.VerifyRequest {
 				return stripeReq("t="+now()+strings.Repeat(",v1="+strings.Repeat("ab", 32), 3500), []byte(`{"id":"evt_h"}`))
 			}},
-		{name: "invalid UTF-8 in a header value", repeat: 3, code: codes.Internal,
+		{name: "invalid UTF-8 in a header value", repeat: 3, code: codes.InvalidArgument,
 			raw: raw(stripeReq("t=1,v1=PLACEHOLDER", []byte(`{}`)), "PLACEHOLDER", "\xff\xfe\xfd\xfc\xfb\xfa\xf9\xf8\xf7\xf6\xf5")},
-		{name: "invalid UTF-8 in the endpoint id", repeat: 3, code: codes.Internal,
+		{name: "invalid UTF-8 in the endpoint id", repeat: 3, code: codes.InvalidArgument,
 			raw: raw(&hookverifyv1.VerifyRequest{EndpointId: "ENDPOINTID", Method: "POST"}, "ENDPOINTID", "\xc3\x28\xa0\xa1\xe2\x28\xa1\xf0\x28\x8c")},
 		{name: "invalid UTF-8 in the body of a JSON provider", repeat: 3, verdict: rejected, reasons: reason(hookverifyv1.RejectReason_REJECT_REASON_MALFORMED_PAYLOAD),
 			build: func(int) *hookverifyv1.VerifyRequest {

@@ -181,7 +181,8 @@ func (s *Server) NewGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 	if s.metrics != nil {
 		interceptors = append(interceptors, s.metrics.interceptor)
 	}
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize)}
+	interceptors = append(interceptors, rejectInvalidUTF8)
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize), grpc.ForceServerCodecV2(newUTF8ReportingCodec())}
 	if s.auth != nil {
 		interceptors = append(interceptors, s.authInterceptor)
 		opts = append(opts, grpc.ChainStreamInterceptor(s.authStreamInterceptor))
