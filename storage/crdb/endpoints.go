@@ -3,7 +3,6 @@ package crdb
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -45,32 +44,12 @@ func (s *Store) CreateEndpoint(ctx context.Context, e storage.Endpoint) error {
 
 // GetEndpoint returns the endpoint with the id, or ErrNotFound.
 func (s *Store) GetEndpoint(ctx context.Context, id string) (storage.Endpoint, error) {
-	var e storage.Endpoint
-	err := s.single(ctx, "get endpoint", func(ctx context.Context, conn *pgx.Conn) error {
-		rows, err := conn.Query(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = $1`, id)
-		if err != nil {
-			return err
-		}
-		e, err = pgx.CollectExactlyOneRow(rows, scanEndpoint)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return storage.ErrNotFound
-		}
-		return err
-	})
-	return e, err
+	return queryOne(ctx, s, "get endpoint", scanEndpoint, `SELECT `+endpointColumns+` FROM endpoints WHERE id = $1`, id)
 }
 
 // ListEndpoints returns every endpoint ordered by id.
 func (s *Store) ListEndpoints(ctx context.Context) ([]storage.Endpoint, error) {
-	var list []storage.Endpoint
-	err := s.single(ctx, "list endpoints", func(ctx context.Context, conn *pgx.Conn) error {
-		rows, err := conn.Query(ctx, `SELECT `+endpointColumns+` FROM endpoints`)
-		if err != nil {
-			return err
-		}
-		list, err = pgx.CollectRows(rows, scanEndpoint)
-		return err
-	})
+	list, err := queryAll(ctx, s, "list endpoints", scanEndpoint, `SELECT `+endpointColumns+` FROM endpoints`)
 	// Sorted here, by bytes, because ORDER BY follows the database's collation, which
 	// differs between servers and between PostgreSQL installations.
 	slices.SortFunc(list, func(a, b storage.Endpoint) int { return strings.Compare(a.ID, b.ID) })

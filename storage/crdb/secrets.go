@@ -154,15 +154,7 @@ func (s *Store) ResealSecret(ctx context.Context, endpointID, secretID, fromKeyI
 // ListSecrets returns every secret of the endpoint, retired ones included, ordered by
 // CreatedAt then ID.
 func (s *Store) ListSecrets(ctx context.Context, endpointID string) ([]storage.Secret, error) {
-	var list []storage.Secret
-	err := s.single(ctx, "list secrets", func(ctx context.Context, conn *pgx.Conn) error {
-		rows, err := conn.Query(ctx, `SELECT `+secretColumns+` FROM secrets WHERE endpoint_id = $1`, endpointID)
-		if err != nil {
-			return err
-		}
-		list, err = pgx.CollectRows(rows, scanSecret)
-		return err
-	})
+	list, err := queryAll(ctx, s, "list secrets", scanSecret, `SELECT `+secretColumns+` FROM secrets WHERE endpoint_id = $1`, endpointID)
 	if err != nil {
 		return nil, err
 	}

@@ -38,32 +38,12 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token) error {
 
 // TokenByHash returns the token with the hash, revoked or not, or ErrNotFound.
 func (s *Store) TokenByHash(ctx context.Context, hash []byte) (storage.Token, error) {
-	var t storage.Token
-	err := s.single(ctx, "token by hash", func(ctx context.Context, conn *pgx.Conn) error {
-		rows, err := conn.Query(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE token_hash = $1`, nonNilBytes(hash))
-		if err != nil {
-			return err
-		}
-		t, err = pgx.CollectExactlyOneRow(rows, scanToken)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return storage.ErrNotFound
-		}
-		return err
-	})
-	return t, err
+	return queryOne(ctx, s, "token by hash", scanToken, `SELECT `+tokenColumns+` FROM tokens WHERE token_hash = $1`, nonNilBytes(hash))
 }
 
 // ListTokens returns every token ordered by CreatedAt then ID.
 func (s *Store) ListTokens(ctx context.Context) ([]storage.Token, error) {
-	var list []storage.Token
-	err := s.single(ctx, "list tokens", func(ctx context.Context, conn *pgx.Conn) error {
-		rows, err := conn.Query(ctx, `SELECT `+tokenColumns+` FROM tokens`)
-		if err != nil {
-			return err
-		}
-		list, err = pgx.CollectRows(rows, scanToken)
-		return err
-	})
+	list, err := queryAll(ctx, s, "list tokens", scanToken, `SELECT `+tokenColumns+` FROM tokens`)
 	if err != nil {
 		return nil, err
 	}

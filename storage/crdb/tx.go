@@ -197,3 +197,35 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// queryOne runs a single-row read and scans it with scan; no row is ErrNotFound.
+func queryOne[T any](ctx context.Context, s *Store, op string, scan pgx.RowToFunc[T], sql string, args ...any) (T, error) {
+	var out T
+	err := s.single(ctx, op, func(ctx context.Context, conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectExactlyOneRow(rows, scan)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return storage.ErrNotFound
+		}
+		return err
+	})
+	return out, err
+}
+
+// queryAll runs a read and scans every row with scan. Callers sort the result themselves
+// where order matters, by bytes, since ORDER BY follows the database's collation.
+func queryAll[T any](ctx context.Context, s *Store, op string, scan pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
+	var out []T
+	err := s.single(ctx, op, func(ctx context.Context, conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, scan)
+		return err
+	})
+	return out, err
+}
