@@ -50,19 +50,9 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (storage.Endpoint, e
 func (s *Store) ListEndpoints(ctx context.Context) ([]storage.Endpoint, error) {
 	var list []storage.Endpoint
 	err := s.read("list endpoints", func(q queryer) error {
-		rows, err := q.QueryContext(ctx, `SELECT `+endpointColumns+` FROM endpoints ORDER BY id`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			e, err := scanEndpoint(rows)
-			if err != nil {
-				return err
-			}
-			list = append(list, e)
-		}
-		return rows.Err()
+		var err error
+		list, err = queryRows(ctx, q, scanEndpoint, `SELECT `+endpointColumns+` FROM endpoints ORDER BY id`)
+		return err
 	})
 	return list, err
 }

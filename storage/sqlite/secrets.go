@@ -176,18 +176,23 @@ func insertSecret(ctx context.Context, tx *sql.Tx, sec storage.Secret) error {
 }
 
 func querySecrets(ctx context.Context, q queryer, query string, args ...any) ([]storage.Secret, error) {
+	return queryRows(ctx, q, scanSecret, query, args...)
+}
+
+// queryRows runs a query and scans every row with scan.
+func queryRows[T any](ctx context.Context, q queryer, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var list []storage.Secret
+	var list []T
 	for rows.Next() {
-		sec, err := scanSecret(rows)
+		v, err := scan(rows)
 		if err != nil {
 			return nil, err
 		}
-		list = append(list, sec)
+		list = append(list, v)
 	}
 	return list, rows.Err()
 }

@@ -51,19 +51,9 @@ func (s *Store) TokenByHash(ctx context.Context, hash []byte) (storage.Token, er
 func (s *Store) ListTokens(ctx context.Context) ([]storage.Token, error) {
 	var list []storage.Token
 	err := s.read("list tokens", func(q queryer) error {
-		rows, err := q.QueryContext(ctx, `SELECT `+tokenColumns+` FROM tokens ORDER BY created_at, id`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			t, err := scanToken(rows)
-			if err != nil {
-				return err
-			}
-			list = append(list, t)
-		}
-		return rows.Err()
+		var err error
+		list, err = queryRows(ctx, q, scanToken, `SELECT `+tokenColumns+` FROM tokens ORDER BY created_at, id`)
+		return err
 	})
 	return list, err
 }
