@@ -31,7 +31,9 @@ const (
 )
 
 // faultProxy forwards connections to a PostgreSQL server and breaks the one that sends the
-// next COMMIT in the armed way, which is how a commit of unknown outcome looks to a client.
+// next COMMIT in the armed way, which is how a commit of unknown outcome looks to a client. A
+// COMMIT is either the simple query, which is how pgx ends a transaction, or the Sync that
+// ends a claim statement run outside a transaction, its own transaction (claimInOneStatement).
 type faultProxy struct {
 	t        *testing.T
 	upstream string
@@ -133,6 +135,9 @@ func (p *faultProxy) fromClient(client, server net.Conn, replyLost *atomic.Bool,
 	defer closeBoth()
 	r := bufio.NewReader(client)
 	startup := true // the startup message has no type byte
+	claimStatements := map[string]bool{} // prepared statement name: is it a claim
+	inTx := false                        // inside BEGIN ... COMMIT/ROLLBACK
+	claimBound := false                  // a claim statement was bound since the last Sync
 	for {
 		var head []byte
 		if startup {
@@ -152,7 +157,29 @@ func (p *faultProxy) fromClient(client, server net.Conn, replyLost *atomic.Bool,
 		if _, err := io.ReadFull(r, msg[len(head):]); err != nil {
 			return
 		}
-		if !startup && head[0] == 'Q' && isCommit(msg[5:]) {
+		commitPoint := false
+		if !startup {
+			switch body := msg[5:]; head[0] {
+			case 'Q':
+				query := strings.ToLower(strings.TrimSpace(strings.TrimRight(string(body), "\x00")))
+				commitPoint = query == "commit"
+				if strings.HasPrefix(query, "begin") {
+					inTx = true
+				} else if commitPoint || query == "rollback" {
+					inTx = false
+				}
+			case 'P': // Parse: name, query, ...
+				fields := strings.SplitN(string(body), "\x00", 3)
+				claimStatements[fields[0]] = len(fields) > 1 && strings.Contains(fields[1], "INSERT INTO claims")
+			case 'B': // Bind: portal, statement, ...
+				fields := strings.SplitN(string(body), "\x00", 3)
+				claimBound = claimBound || len(fields) > 1 && claimStatements[fields[1]]
+			case 'S': // Sync: outside a transaction, the bound statements commit now
+				commitPoint = claimBound && !inTx
+				claimBound = false
+			}
+		}
+		if commitPoint {
 			switch f := fault(p.armed.Swap(int32(noFault))); f {
 			case dropCommit:
 				p.fire(f)
@@ -189,10 +216,6 @@ func (p *faultProxy) fromServer(client, server net.Conn, replyLost *atomic.Bool,
 			return
 		}
 	}
-}
-
-func isCommit(query []byte) bool {
-	return strings.EqualFold(strings.TrimSpace(strings.TrimRight(string(query), "\x00")), "commit")
 }
 
 func TestCommitOfUnknownOutcome(t *testing.T) {

@@ -67,13 +67,15 @@ JOIN claims AS c ON c.scope = k.scope AND c.event_id = k.event_id`
 
 // Claim atomically claims (d.Scope, d.EventID) and stores d as its inbox record.
 //
-// Concurrent claims share statements and transactions (storage.ClaimBatcher): a batch first
-// reads which of its identities are claimed already, without a transaction, then claims the
-// rest with one multi-row statement in one transaction, so a batch costs a handful of round
-// trips and one commit however many claims it holds. A batch whose commit outcome is unknown
-// (the connection broke during COMMIT, or CockroachDB answered 40003) runs again with the same
-// inbox ids; a claim then found held by its own inbox id went through the first time and is
-// reported accepted.
+// Concurrent claims share statements and transactions (storage.ClaimBatcher): a batch claims
+// its identities with one multi-row statement, so it costs one commit however many claims it
+// holds. On PostgreSQL that statement runs on its own, its own transaction, so that a batch
+// of new events costs one round trip; after a batch that met a redelivery, the next batch
+// first reads which of its identities are claimed already, so that a run of redeliveries
+// writes nothing and sends no bodies. CockroachDB always reads first, then claims the rest in
+// a transaction. A batch whose commit outcome is unknown (the connection broke before the
+// answer, or CockroachDB answered 40003) runs again with the same inbox ids; a claim then
+// found held by its own inbox id went through the first time and is reported accepted.
 func (s *Store) Claim(ctx context.Context, d storage.Delivery) (storage.ClaimResult, error) {
 	if err := validDelivery(d); err != nil {
 		return storage.ClaimResult{}, fmt.Errorf("crdb: claim: %w", err)
@@ -109,16 +111,24 @@ func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, [
 	}
 	// The batch outlives any one caller's context; the retry loops bound it.
 	ctx := context.Background()
-	found, err := s.existingClaims(ctx, batch, unique)
-	if err != nil {
-		return nil, nil, err
-	}
 	var fresh []int
-	for _, i := range unique {
-		if c, ok := found[identity{batch[i].Scope, batch[i].EventID}]; ok {
-			results[i] = claimedBy(c, batch[i])
-		} else {
-			fresh = append(fresh, i)
+	if s.engine == EnginePostgreSQL && !s.claimsMetHeld.Load() {
+		// Most likely all new: claim at once, in one statement (see claimInOneStatement).
+		fresh = unique
+	} else {
+		// Read first, without a transaction, so that a batch of redeliveries writes nothing
+		// and sends no bodies: always on CockroachDB, and on PostgreSQL after a batch that
+		// met a redelivery.
+		found, err := s.existingClaims(ctx, batch, unique)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, i := range unique {
+			if c, ok := found[identity{batch[i].Scope, batch[i].EventID}]; ok {
+				results[i] = claimedBy(c, batch[i])
+			} else {
+				fresh = append(fresh, i)
+			}
 		}
 	}
 	if len(fresh) > 0 {
@@ -127,7 +137,7 @@ func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, [
 		})
 		var err error
 		if s.engine == EnginePostgreSQL {
-			err = s.claimPipelined(ctx, batch, fresh, results)
+			err = s.claimInOneStatement(ctx, batch, fresh, results)
 		} else {
 			err = s.inTx(ctx, "claim", s.claimTx(), func(ctx context.Context, tx pgx.Tx) error {
 				return claimMany(ctx, tx, batch, fresh, results)
@@ -141,6 +151,9 @@ func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, [
 		if err != nil {
 			return nil, nil, err
 		}
+	}
+	if s.engine == EnginePostgreSQL {
+		s.claimsMetHeld.Store(metHeld(unique, results, errs))
 	}
 	for i, d := range batch {
 		j := first[identity{d.Scope, d.EventID}]
@@ -257,8 +270,8 @@ func claimMany(ctx context.Context, tx pgx.Tx, batch []storage.Delivery, idx []i
 }
 
 // settleClaims sets the results of batch[i], i in idx, once claimBatchSQL ran: accepted for
-// the identities it inserted, and for the others the claim that holds them, read in the same
-// transaction.
+// the identities it inserted, and for the others the claim that holds them, read now (in the
+// same transaction if q is one).
 func settleClaims(ctx context.Context, q querier, batch []storage.Delivery, idx []int, inserted map[identity]bool, results []storage.ClaimResult) error {
 	var taken []int
 	for _, i := range idx {
@@ -296,50 +309,40 @@ func settleClaims(ctx context.Context, q querier, batch []storage.Delivery, idx 
 	return nil
 }
 
-// claimPipelined is claimMany's transaction on PostgreSQL in two round trips rather than
-// four: BEGIN and the claim statement go out together as one pipeline, then COMMIT on its own,
-// as a simple query like every other commit of the store, so that its failure is told from a
-// failure of the work exactly as in inTx. Retries are inTx's.
-func (s *Store) claimPipelined(ctx context.Context, batch []storage.Delivery, idx []int, results []storage.ClaimResult) error {
+// claimInOneStatement is claimMany on PostgreSQL in one round trip: claimBatchSQL outside an
+// explicit transaction is its own transaction, committed when it ends, so a batch of new events
+// costs one statement and one commit. The identities it found held (redeliveries, or claims
+// that raced with it) cost one more read. If the connection fails before the answer, the
+// statement may or may not have committed; retry runs it again, and a claim then found held
+// by its own inbox id went through the first time.
+func (s *Store) claimInOneStatement(ctx context.Context, batch []storage.Delivery, idx []int, results []storage.ClaimResult) error {
 	return s.retry(ctx, "claim", true, func(conn *pgx.Conn) (phase, error) {
-		rollback := func(err error) (phase, error) {
-			if !conn.IsClosed() {
-				// pgxpool would destroy a connection left in a transaction; keep it instead.
-				_, _ = conn.Exec(ctx, "rollback")
-			}
-			return phaseWork, err
-		}
-		var b pgx.Batch
-		b.Queue("begin isolation level read committed")
-		b.Queue(claimBatchSQL, claimArgs(batch, idx)...)
-		br := conn.SendBatch(ctx, &b)
-		_, err := br.Exec()
+		rows, err := conn.Query(ctx, claimBatchSQL, claimArgs(batch, idx)...)
 		var inserted map[identity]bool
 		if err == nil {
-			var rows pgx.Rows
-			if rows, err = br.Query(); err == nil {
-				inserted, err = collectIdentities(rows)
+			inserted, err = collectIdentities(rows)
+		}
+		if err != nil {
+			if conn.IsClosed() && !pgconn.SafeToRetry(err) {
+				// Sent, and no answer: like a COMMIT whose outcome is unknown.
+				return phaseCommit, err
 			}
-		}
-		if err := cmp.Or(err, br.Close()); err != nil {
-			return rollback(err)
-		}
-		if err := settleClaims(ctx, conn, batch, idx, inserted, results); err != nil {
-			return rollback(err)
-		}
-		tag, err := conn.Exec(ctx, "commit")
-		switch {
-		case err != nil && pgconn.SafeToRetry(err):
-			// The COMMIT never left: the server rolls back when the connection goes.
+			// Answered with an error: the statement, its own transaction, rolled back.
 			return phaseWork, err
-		case err != nil:
-			return phaseCommit, err
-		case tag.String() != "COMMIT":
-			// PostgreSQL answers COMMIT of a failed transaction with ROLLBACK.
-			return phaseWork, pgx.ErrTxCommitRollback
 		}
-		return phaseWork, nil
+		return phaseWork, settleClaims(ctx, conn, batch, idx, inserted, results)
 	})
+}
+
+// metHeld reports whether any claim of results[i], i in idx, was found held already: a
+// redelivery (or a lost race).
+func metHeld(idx []int, results []storage.ClaimResult, errs []error) bool {
+	for _, i := range idx {
+		if errs[i] == nil && !results[i].Accepted {
+			return true
+		}
+	}
+	return false
 }
 
 // claimEach claims batch[i], i in idx, one statement and savepoint per claim, so that a claim

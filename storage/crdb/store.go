@@ -35,6 +35,9 @@ type Store struct {
 	// claims are group-commit lanes: each lane commits one batch at a time, and the lanes
 	// commit in parallel on their own connections. See claimLanes.
 	claims [claimLanes]storage.ClaimBatcher
+	// claimsMetHeld says that the last claim batch on PostgreSQL found an identity claimed
+	// already, so the next one reads before it claims (see commitClaims).
+	claimsMetHeld atomic.Bool
 }
 
 // claimLanes is how many claim batches may commit at once on CockroachDB, where a commit is
