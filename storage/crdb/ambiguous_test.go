@@ -134,7 +134,7 @@ func (p *faultProxy) serve() {
 func (p *faultProxy) fromClient(client, server net.Conn, replyLost *atomic.Bool, closeBoth func()) {
 	defer closeBoth()
 	r := bufio.NewReader(client)
-	startup := true // the startup message has no type byte
+	startup := true                      // the startup message has no type byte
 	claimStatements := map[string]bool{} // prepared statement name: is it a claim
 	inTx := false                        // inside BEGIN ... COMMIT/ROLLBACK
 	claimBound := false                  // a claim statement was bound since the last Sync
