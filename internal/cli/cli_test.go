@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"flag"
 	"log/slog"
 	"net/http"
 	"os"
@@ -514,5 +515,36 @@ func TestMasterKeyRotationRunbook(t *testing.T) {
 	h := signHeaders(t, "--provider", "stripe", "--secret", secret, "--body", bodyFile)
 	if out := must("", "verify", "--endpoint", "rb", "--body", bodyFile, "-H", "Stripe-Signature: "+h.Get("Stripe-Signature")); !strings.Contains(out, "VERDICT_ACCEPTED") {
 		t.Fatalf("verify after the rotation:\n%s", out)
+	}
+}
+
+func TestGCPercentToSet(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		gogc    string
+		want    int
+		wantErr bool
+	}{
+		{"default", nil, "", defaultGCPercent, false},
+		{"GOGC in the environment wins over the default", nil, "150", 0, false},
+		{"the flag wins over GOGC", []string{"--gc-percent", "200"}, "150", 200, false},
+		{"the flag alone", []string{"--gc-percent", "100"}, "", 100, false},
+		{"zero is refused", []string{"--gc-percent", "0"}, "", 0, true},
+		{"negative is refused", []string{"--gc-percent", "-1"}, "", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GOGC", tc.gogc)
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			var sc serveConfig
+			sc.register(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			got, err := gcPercentToSet(fs, sc.gcPercent)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Fatalf("gcPercentToSet = %d, %v; want %d, error %v", got, err, tc.want, tc.wantErr)
+			}
+		})
 	}
 }
