@@ -16,7 +16,7 @@ bin=$PWD/bin/hookverify
 server_bin=${HOOKVERIFY_BENCH_SERVER:-$bin}
 work=$(mktemp -d)
 chmod 755 "$work"
-pgbin=$(dirname "$(command -v initdb 2>/dev/null || ls /usr/lib/postgresql/*/bin/initdb | tail -n1)")
+pgbin=$(dirname "$(readlink -f "$(command -v initdb 2>/dev/null || ls /usr/lib/postgresql/*/bin/initdb | tail -n1)")")
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 pids=()
 cleanup() {
@@ -48,6 +48,13 @@ run_on() { # name, extra serve flags...
 	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix dup=100 --baseline
 	local half
 	half=$(awk '$1 == "accepted" && NF >= 7 { printf "%d", $3 / 2; exit }' "$work/$name.new")
+	if [ "$name" = postgres ] && [ -z "${HOOKVERIFY_BENCH_NO_CHECKPOINT:-}" ]; then
+		# A fresh cluster has no WAL segments to recycle, so it creates and zero-fills a new 16 MiB
+		# one every couple of seconds under this load, stalling commits for tens of ms each
+		# time; a running server recycles them after every checkpoint. Checkpoint once, so the
+		# latency phase sees that steady state (BENCHMARKS.md gives the figure without it).
+		as_pg "$pgbin/psql" -h 127.0.0.1 -p "$pgport" -U postgres -qc checkpoint
+	fi
 	echo "== $name: new events, open loop at half the peak rate ($half/s) =="
 	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers 64 --mix new=100 --rate "$half"
 	echo
