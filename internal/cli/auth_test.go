@@ -227,3 +227,19 @@ func issueTo(t *testing.T, dir, name string, subject pkix.Name, ca *x509.Certifi
 	}
 	writePEM(t, filepath.Join(dir, name+".key"), "PRIVATE KEY", keyDER)
 }
+
+// TestBenchAgainstAnAuthenticatedServer: bench sends the token of the shared client flags, so
+// it can measure a server that requires one.
+func TestBenchAgainstAnAuthenticatedServer(t *testing.T) {
+	bootstrapToken := "bootstrap-" + strings.Repeat("c", 40)
+	addr := startAuthServer(t, serveConfig{auth: authFlags{requireAuth: true}, bootstrapToken: bootstrapToken})
+	args := []string{"bench", "--server", addr, "--duration", "200ms", "--workers", "2", "--mix", "new=80,dup=20"}
+	if code, _, errOut := run(t, "", args...); code != 1 || !strings.Contains(errOut, "Unauthenticated") {
+		t.Fatalf("bench without a token: exit %d, %q", code, errOut)
+	}
+	t.Setenv(tokenEnv, bootstrapToken)
+	code, out, errOut := run(t, "", args...)
+	if code != 0 || !strings.Contains(out, "accepted") || strings.Contains(out, "error:") {
+		t.Fatalf("bench with the admin token: exit %d, %q, stdout:\n%s", code, errOut, out)
+	}
+}

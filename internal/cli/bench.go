@@ -29,7 +29,8 @@ import (
 // server with the same concurrency, so results read as a ratio of what gRPC alone allows.
 func runBench(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "bench")
-	server := fs.String("server", "127.0.0.1:7700", "address of the hookverify server")
+	var remote remoteFlags
+	remote.register(fs)
 	workers := fs.Int("workers", 32, "concurrent callers")
 	duration := fs.Duration("duration", 10*time.Second, "how long each phase runs")
 	mix := fs.String("mix", "new=80,dup=15,forged=5", "share of new events, redeliveries and forged deliveries")
@@ -47,7 +48,8 @@ func runBench(ctx context.Context, e env, args []string) error {
 		return errors.New("--workers must be at least 1, --body-bytes at least 16 and --rate not negative")
 	}
 	load := loadShape{workers: *workers, duration: *duration, rate: *rate}
-	conn, err := client.Dial(*server, client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))
+	// The token needs the admin scope (the bench creates its own endpoint) and verify on it.
+	conn, err := remote.dial(client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))
 	if err != nil {
 		return err
 	}
@@ -62,10 +64,12 @@ func runBench(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := conn.Admin.CreateEndpoint(ctx, &hookverifyv1.CreateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: endpointID, Provider: "github"}}); err != nil {
+	setupCtx, cancel := context.WithTimeout(ctx, remote.timeout)
+	defer cancel()
+	if _, err := conn.Admin.CreateEndpoint(setupCtx, &hookverifyv1.CreateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: endpointID, Provider: "github"}}); err != nil {
 		return fmt.Errorf("creating the bench endpoint: %w", err)
 	}
-	if _, err := conn.Admin.AddSecret(ctx, &hookverifyv1.AddSecretRequest{EndpointId: endpointID, Secret: verifying}); err != nil {
+	if _, err := conn.Admin.AddSecret(setupCtx, &hookverifyv1.AddSecretRequest{EndpointId: endpointID, Secret: verifying}); err != nil {
 		return fmt.Errorf("adding its secret: %w", err)
 	}
 	body := []byte(`{"bench":"` + strings.Repeat("x", *bodyBytes-13) + `"}`)
@@ -81,14 +85,14 @@ func runBench(ctx context.Context, e env, args []string) error {
 	primed := make([]*hookverifyv1.VerifyRequest, 64)
 	for i := range primed {
 		primed[i] = request(fmt.Sprintf("prime-%d", i), secret)
-		if _, err := conn.Verifier.Verify(ctx, primed[i]); err != nil {
+		if _, err := conn.Verifier.Verify(setupCtx, primed[i]); err != nil {
 			return fmt.Errorf("priming: %w", err)
 		}
 	}
 	forged := request("forged", "not-the-secret")
 
 	out := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(e.stdout, "hookverify bench: %s, %d workers, %s per phase, %d-byte bodies, mix %s", *server, *workers, *duration, *bodyBytes, *mix)
+	fmt.Fprintf(e.stdout, "hookverify bench: %s, %d workers, %s per phase, %d-byte bodies, mix %s", remote.server, *workers, *duration, *bodyBytes, *mix)
 	if *rate > 0 {
 		fmt.Fprintf(e.stdout, ", open loop at %.0f calls/s", *rate)
 	}
