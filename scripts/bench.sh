@@ -5,8 +5,9 @@
 # Starts a throwaway PostgreSQL cluster on loopback (as the postgres user when run as root),
 # runs hookverify on it and on the embedded store, and drives each with `hookverify bench`
 # (new events, redeliveries, and the no-op gRPC baseline in the same run), then drives new events
-# in an open loop at half the peak rate just measured, for the latency at that load. Everything
-# it starts is stopped at exit.
+# in an open loop at half the peak rate just measured, for the latency at that load. Last, new
+# events on each store with group commit off (serve --commit-each-claim), the one commit per
+# delivery figure to compare with. Everything it starts is stopped at exit.
 set -euo pipefail
 duration=${1:-10s}
 workers=${2:-32}
@@ -14,6 +15,9 @@ cd "$(dirname "$0")/.."
 go build -o bin/hookverify ./cmd/hookverify
 bin=$PWD/bin/hookverify
 server_bin=${HOOKVERIFY_BENCH_SERVER:-$bin}
+# A collector target above Go's default: fewer collections of the small live heap (README,
+# --gc-percent). Empty for a server binary that predates the flag.
+serve_flags=${HOOKVERIFY_BENCH_SERVE_FLAGS---gc-percent 400}
 work=$(mktemp -d)
 chmod 755 "$work"
 pgbin=$(dirname "$(readlink -f "$(command -v initdb 2>/dev/null || ls /usr/lib/postgresql/*/bin/initdb | tail -n1)")")
@@ -37,11 +41,18 @@ export HOOKVERIFY_MASTER_KEY=$(head -c 32 /dev/urandom | base64)
 run_on() { # name, extra serve flags...
 	local name=$1; shift
 	local port; port=$(free_port)
-	"$server_bin" serve --listen "127.0.0.1:$port" --log-level error "$@" 2>"$work/$name.log" &
+	"$server_bin" serve --listen "127.0.0.1:$port" --log-level error $serve_flags "$@" 2>"$work/$name.log" &
 	pids+=($!)
 	for _ in $(seq 50); do "$bin" endpoint list --server "127.0.0.1:$port" >/dev/null 2>&1 && break; sleep 0.2; done
 	# Other work on the machine distorts the figures; say how busy it was.
 	echo "== $name: load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+	if [[ $name == *-each-claim ]]; then
+		# Group commit off: the one-commit-per-delivery figure, for comparison.
+		echo "== $name: new events, every claim committed alone =="
+		"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix new=100 --baseline
+		echo
+		return
+	fi
 	echo "== $name: new events =="
 	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix new=100 --baseline | tee "$work/$name.new"
 	echo "== $name: redeliveries =="
@@ -61,3 +72,5 @@ run_on() { # name, extra serve flags...
 }
 run_on postgres --database-url "postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable"
 run_on embedded --data-dir "$work/embedded"
+run_on postgres-each-claim --commit-each-claim --database-url "postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable"
+run_on embedded-each-claim --commit-each-claim --data-dir "$work/embedded-each-claim"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // MaxClaimBatch bounds how many claims share one transaction, so one commit never holds locks
@@ -22,7 +23,14 @@ type ClaimBatcher struct {
 	queue   []*claimCall
 	leading bool
 	batches int64
+	// each turns group commit off (CommitEachClaim).
+	each atomic.Bool
 }
+
+// CommitEachClaim turns group commit off: from now on every claim commits alone, in its own
+// transaction, at once and concurrently with the others, as claims did before group commit.
+// It exists to measure what group commit gains (`hookverify serve --commit-each-claim`).
+func (b *ClaimBatcher) CommitEachClaim() { b.each.Store(true) }
 
 // CommitBatch commits the deliveries as one transaction, in order, and returns each one's
 // result or its own error (an inbox id reused, say), or an error for the whole batch when the
@@ -51,6 +59,19 @@ func (b *ClaimBatcher) Batches() int64 {
 func (b *ClaimBatcher) Submit(ctx context.Context, d Delivery, commit CommitBatch) (ClaimResult, error) {
 	if err := ctx.Err(); err != nil {
 		return ClaimResult{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if b.each.Load() {
+		results, errs, err := commit([]Delivery{d})
+		if err != nil {
+			return ClaimResult{}, err
+		}
+		b.mu.Lock()
+		b.batches++
+		b.mu.Unlock()
+		if errs[0] != nil {
+			return ClaimResult{}, errs[0]
+		}
+		return results[0], nil
 	}
 	c := &claimCall{d: d, done: make(chan struct{}), lead: make(chan struct{})}
 	b.mu.Lock()

@@ -117,3 +117,53 @@ func TestClaimBatcher(t *testing.T) {
 		t.Fatalf("failed batch: %+v, %v", res, err)
 	}
 }
+
+// TestClaimBatcherCommittingEachClaim checks the mode without group commit: every claim is its
+// own batch, and claims commit concurrently rather than queueing behind each other.
+func TestClaimBatcherCommittingEachClaim(t *testing.T) {
+	t.Parallel()
+	var b ClaimBatcher
+	b.CommitEachClaim()
+	const callers = 4
+	var inFlight sync.WaitGroup
+	inFlight.Add(callers)
+	commit := func(batch []Delivery) ([]ClaimResult, []error, error) {
+		if len(batch) != 1 {
+			t.Errorf("a batch of %d claims, want 1", len(batch))
+		}
+		// Every caller's commit must be running at once for any of them to go on.
+		inFlight.Done()
+		inFlight.Wait()
+		if batch[0].EventID == "bad" {
+			return nil, []error{fmt.Errorf("claim: %w", ErrAlreadyExists)}, nil
+		}
+		return []ClaimResult{{Accepted: true, InboxID: batch[0].InboxID}}, []error{nil}, nil
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	for i := range callers {
+		id := fmt.Sprint(i)
+		if i == 0 {
+			id = "bad"
+		}
+		wg.Go(func() {
+			res, err := b.Submit(context.Background(), Delivery{EventID: id, InboxID: "in-" + id}, commit)
+			if err == nil && (!res.Accepted || res.InboxID != "in-"+id) {
+				err = fmt.Errorf("result %+v", res)
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	if !errors.Is(errs[0], ErrAlreadyExists) {
+		t.Errorf("the bad claim got %v, want its own error", errs[0])
+	}
+	for i, err := range errs[1:] {
+		if err != nil {
+			t.Errorf("claim %d: %v", i+1, err)
+		}
+	}
+	if b.Batches() != callers {
+		t.Errorf("Batches() = %d, want %d", b.Batches(), callers)
+	}
+}

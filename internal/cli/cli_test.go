@@ -526,8 +526,8 @@ func TestGCPercentToSet(t *testing.T) {
 		want    int
 		wantErr bool
 	}{
-		{"default", nil, "", defaultGCPercent, false},
-		{"GOGC in the environment wins over the default", nil, "150", 0, false},
+		{"Go's own by default", nil, "", 0, false},
+		{"GOGC in the environment is left alone", nil, "150", 0, false},
 		{"the flag wins over GOGC", []string{"--gc-percent", "200"}, "150", 200, false},
 		{"the flag alone", []string{"--gc-percent", "100"}, "", 100, false},
 		{"zero is refused", []string{"--gc-percent", "0"}, "", 0, true},

@@ -476,6 +476,14 @@ func (s *Store) CountDeliveries(ctx context.Context, scope string) (int64, error
 	return n, err
 }
 
+// CommitEachClaim turns group commit off: every claim then commits alone, concurrently with
+// the others (see storage.ClaimBatcher.CommitEachClaim). Call it before the store is used.
+func (s *Store) CommitEachClaim() {
+	for i := range s.claims {
+		s.claims[i].CommitEachClaim()
+	}
+}
+
 // lane returns the claim lane of an identity: the only one on PostgreSQL, one of claimLanes
 // on CockroachDB.
 func (s *Store) lane(scope, eventID string) *storage.ClaimBatcher {

@@ -35,6 +35,22 @@ func TestConformance(t *testing.T) {
 	storagetest.RunWith(t, newDatabase, storagetest.Options{Parallel: true})
 }
 
+// TestConformanceCommittingEachClaim runs the claim categories with group commit off
+// (serve --commit-each-claim), where claims commit concurrently, one per transaction.
+func TestConformanceCommittingEachClaim(t *testing.T) {
+	t.Parallel()
+	factory := func(t *testing.T) func(t *testing.T) storage.Store {
+		open := newDatabase(t)
+		return func(t *testing.T) storage.Store {
+			s := open(t)
+			s.(*Store).CommitEachClaim()
+			return s
+		}
+	}
+	storagetest.RunWith(t, factory, storagetest.Options{Parallel: true,
+		Skip: storagetest.ClaimPathOnly("only the claim path changes with group commit off")})
+}
+
 // BenchmarkClaims runs on the harness's PostgreSQL, which shares the machine with the benchmark.
 func BenchmarkClaims(b *testing.B) {
 	s, err := Open(b.Context(), pgtest.Shared(b).NewDatabase(b))

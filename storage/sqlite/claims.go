@@ -35,6 +35,11 @@ func (s *Store) Claim(ctx context.Context, d storage.Delivery) (storage.ClaimRes
 	return storage.ClaimResult{}, err
 }
 
+// CommitEachClaim turns group commit off: every claim then commits alone, in its own
+// transaction on the single writer (see storage.ClaimBatcher.CommitEachClaim). Call it
+// before the store is used.
+func (s *Store) CommitEachClaim() { s.claims.CommitEachClaim() }
+
 // claimOnce queues the claim for the next group commit (storage.ClaimBatcher: one
 // transaction, so one fsync, for every claim queued meanwhile) and waits for its outcome.
 func (s *Store) claimOnce(ctx context.Context, d storage.Delivery) (storage.ClaimResult, error) {

@@ -148,3 +148,14 @@ func openClosing(t *testing.T, open func(t *testing.T) storage.Store) storage.St
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
+
+// ClaimPathOnly returns an Options.Skip that skips every category but those that claim
+// (Claims, Concurrency, Durability), for running the suite again in a mode that changes only
+// the claim path, such as group commit turned off.
+func ClaimPathOnly(reason string) map[Category]string {
+	skip := make(map[Category]string)
+	for _, c := range []Category{Endpoints, Secrets, Closed, Migrate, Ping, Inbox, Retention, Audit, Tokens} {
+		skip[c] = reason
+	}
+	return skip
+}
