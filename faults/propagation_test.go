@@ -12,7 +12,9 @@ import (
 // TestRotationReachesOtherProcesses runs two server processes on one PostgreSQL database with
 // --cache-ttl 1s. A rotation and a retirement made through one reach the other within the
 // bound, with no restart: the other accepts the new secret and rejects the retired one. The
-// wait is polled against a generous deadline (no timing assertion); the elapsed time is logged.
+// wait is polled; it must end within the TTL plus a slack for polling and a loaded machine
+// (the cached entry expires at most one TTL after the change, and the first call after that
+// reloads it), and the elapsed time is logged.
 func TestRotationReachesOtherProcesses(t *testing.T) {
 	t.Parallel()
 	const ttl = time.Second
@@ -57,12 +59,19 @@ func TestRotationReachesOtherProcesses(t *testing.T) {
 	}
 	changed := time.Now()
 
+	// Slack beyond the TTL: one poll interval, and scheduling on a machine busy with the rest of
+	// the suite. Breaking the bound (no expiry, a refresh only every few TTLs) still fails.
+	const slack = ttl/10 + 1500*time.Millisecond
 	deadline := changed.Add(10 * ttl)
 	for n := 0; ; n++ {
 		newOK := verdict(rotated, "evt-new-"+time.Now().Format(time.RFC3339Nano)) == hookverifyv1.Verdict_VERDICT_ACCEPTED
 		oldRefused := verdict(old, "evt-old-"+time.Now().Format(time.RFC3339Nano)) == hookverifyv1.Verdict_VERDICT_REJECTED
 		if newOK && oldRefused {
-			t.Logf("the other process applied the rotation %v after it was made (bound %v)", time.Since(changed).Round(time.Millisecond), ttl)
+			took := time.Since(changed)
+			t.Logf("the other process applied the rotation %v after it was made (bound %v)", took.Round(time.Millisecond), ttl)
+			if took > ttl+slack {
+				t.Fatalf("the rotation took %v to reach the other process, beyond the bound %v (+%v slack)", took, ttl, slack)
+			}
 			break
 		}
 		if time.Now().After(deadline) {

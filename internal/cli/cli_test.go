@@ -480,6 +480,7 @@ func TestMasterKeyRotationRunbook(t *testing.T) {
 	const secret = "whsec_runbook_secret"
 	must("", "endpoint", "create", "--id", "rb", "--provider", "stripe")
 	must(secret, "secret", "add", "--endpoint", "rb")
+	must("", "endpoint", "create", "--id", "elsewhere", "--provider", "github")
 	var listed struct {
 		Secrets []struct{ Fingerprint, MasterKeyID string } `json:"secrets"`
 	}
@@ -502,6 +503,16 @@ func TestMasterKeyRotationRunbook(t *testing.T) {
 	if out := must("", "audit", "--endpoint", "rb", "--since", "1h"); !strings.Contains(out, `"secret.rekey"`) ||
 		!strings.Contains(out, `"secret.add"`) || !strings.Contains(out, `"actor": "local"`) {
 		t.Fatalf("audit printed:\n%s", out)
+	}
+	// The filters exclude too: another endpoint's events, and everything before --until.
+	if out := must("", "audit", "--endpoint", "rb"); strings.Contains(out, `"elsewhere"`) {
+		t.Fatalf("audit --endpoint rb shows another endpoint's events:\n%s", out)
+	}
+	if out := must("", "audit"); !strings.Contains(out, `"elsewhere"`) {
+		t.Fatalf("audit without filters lacks the other endpoint's creation:\n%s", out)
+	}
+	if out := must("", "audit", "--until", "1h"); strings.Contains(out, `"action"`) {
+		t.Fatalf("audit --until 1h (an hour ago) shows events:\n%s", out)
 	}
 	stop()
 

@@ -288,6 +288,9 @@ func (c *Cluster) Start(tb testing.TB) {
 func (c *Cluster) mustOwn(tb testing.TB, what string) {
 	tb.Helper()
 	switch {
+	case c.local == nil && os.Getenv("CI") == "true":
+		// CI must not lose the outage tests to a stray setting.
+		tb.Fatalf("pgtest: cannot %s the external server named by %s; under CI=true leave it unset", what, EnvDatabaseURL)
 	case c.local == nil:
 		tb.Skipf("pgtest: cannot %s the external server named by %s", what, EnvDatabaseURL)
 	case c.shared:
