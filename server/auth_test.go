@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"log/slog"
+	"maps"
 	"math/big"
 	"net"
 	"path/filepath"
@@ -104,6 +105,8 @@ func (ca *testCA) issue(t *testing.T, subject pkix.Name, notBefore, notAfter tim
 var (
 	edgeSubject     = pkix.Name{CommonName: "edge-acme", Organization: []string{"Acme"}}
 	unlistedSubject = pkix.Name{CommonName: "stranger"}
+	// adminSubject is mapped to the admin scope: a certificate caller that changes things.
+	adminSubject = pkix.Name{CommonName: "ops-admin", Organization: []string{"Acme"}}
 )
 
 const authCacheTTL = 300 * time.Millisecond
@@ -133,6 +136,12 @@ func newAuthEnv(t *testing.T) *authEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return newAuthEnvOn(t, st)
+}
+
+// newAuthEnvOn builds the authenticated world on st, an empty, migrated store.
+func newAuthEnvOn(t *testing.T, st storage.Store) *authEnv {
+	t.Helper()
 	key, err := secretbox.NewKey()
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +201,10 @@ func (e *authEnv) startInstance(t *testing.T, cacheTTL time.Duration) string {
 		Keyring: e.keyring, Protocols: protocol.Default(), Now: e.clock.Now, Metrics: e.metrics,
 		Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Auth: &server.AuthConfig{
-			CertScopes:    map[string][]server.Scope{edgeSubject.String(): {{Kind: server.ScopeVerify, Endpoints: "acme-*"}}},
+			CertScopes: map[string][]server.Scope{
+				edgeSubject.String():  {{Kind: server.ScopeVerify, Endpoints: "acme-*"}},
+				adminSubject.String(): {{Kind: server.ScopeAdmin}},
+			},
 			TokenCacheTTL: cacheTTL,
 		},
 	})
@@ -218,18 +230,18 @@ func (e *authEnv) startInstance(t *testing.T, cacheTTL time.Duration) string {
 }
 
 // dial connects to the env's first instance over TLS, presenting cert when it is not nil.
-func (e *authEnv) dial(t *testing.T, cert *tls.Certificate) *grpc.ClientConn {
+func (e *authEnv) dial(t *testing.T, cert *tls.Certificate, opts ...grpc.DialOption) *grpc.ClientConn {
 	t.Helper()
-	return e.dialAddr(t, e.addr, cert)
+	return e.dialAddr(t, e.addr, cert, opts...)
 }
 
-func (e *authEnv) dialAddr(t *testing.T, addr string, cert *tls.Certificate) *grpc.ClientConn {
+func (e *authEnv) dialAddr(t *testing.T, addr string, cert *tls.Certificate, opts ...grpc.DialOption) *grpc.ClientConn {
 	t.Helper()
 	cfg := &tls.Config{RootCAs: e.ca.pool(), MinVersion: tls.VersionTLS12}
 	if cert != nil {
 		cfg.Certificates = []tls.Certificate{*cert}
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	conn, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(cfg))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,6 +270,59 @@ func allowed(t *testing.T, what string, err error) {
 	}
 }
 
+// authFailureKey is one series of hookverify_auth_failures_total.
+type authFailureKey struct{ code, method string }
+
+// authFailureCounts reads hookverify_auth_failures_total from the registry, by code and method.
+func authFailureCounts(t *testing.T, m *server.Metrics) map[authFailureKey]float64 {
+	t.Helper()
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[authFailureKey]float64{}
+	for _, f := range families {
+		if f.GetName() != "hookverify_auth_failures_total" {
+			continue
+		}
+		for _, series := range f.GetMetric() {
+			var k authFailureKey
+			for _, l := range series.GetLabel() {
+				switch l.GetName() {
+				case "code":
+					k.code = l.GetValue()
+				case "method":
+					k.method = l.GetValue()
+				}
+			}
+			counts[k] += series.GetCounter().GetValue()
+		}
+	}
+	return counts
+}
+
+// authFailureDelta returns the series that moved from before to after, by how much.
+func authFailureDelta(before, after map[authFailureKey]float64) map[authFailureKey]float64 {
+	delta := map[authFailureKey]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			delta[k] = d
+		}
+	}
+	return delta
+}
+
+// authFailuresWithCode sums the series of one code ("PermissionDenied", "Unauthenticated").
+func authFailuresWithCode(counts map[authFailureKey]float64, code string) float64 {
+	var sum float64
+	for k, v := range counts {
+		if k.code == code {
+			sum += v
+		}
+	}
+	return sum
+}
+
 // verifyReq is a delivery that fails signature checks: enough to see whether Verify lets
 // the caller in.
 func verifyReq(endpointID string) *hookverifyv1.VerifyRequest {
@@ -268,7 +333,14 @@ func verifyReq(endpointID string) *hookverifyv1.VerifyRequest {
 func TestAuthScopeDecisions(t *testing.T) {
 	t.Parallel()
 	e := newAuthEnv(t)
-	conn := e.dial(t, nil)
+	// lastMethod is the full method of the last call made on conn, to check the metric's
+	// method label. The decisions run one at a time.
+	var lastMethod string
+	conn := e.dial(t, nil, grpc.WithUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
+		invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		lastMethod = method
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}))
 	verifier := hookverifyv1.NewVerifierServiceClient(conn)
 	admin := hookverifyv1.NewAdminServiceClient(conn)
 	inbox := hookverifyv1.NewInboxServiceClient(conn)
@@ -387,16 +459,43 @@ func TestAuthScopeDecisions(t *testing.T) {
 		{"verify does not allow acking", ack("verify-all", "inbox-acme-orders"), false},
 		{"admin allows acking", ack("admin", "inbox-globex-orders"), true},
 	}
+	// Every decision is counted in hookverify_auth_failures_total: a denial once, under
+	// PermissionDenied and the method called; an allowed call not at all.
+	beforeDecisions := authFailureCounts(t, e.metrics)
+	denials := 0
 	for _, d := range decisions {
+		if !d.allow {
+			denials++
+		}
 		t.Run(d.name, func(t *testing.T) {
+			before := authFailureCounts(t, e.metrics)
+			lastMethod = ""
 			err := d.call()
+			delta := authFailureDelta(before, authFailureCounts(t, e.metrics))
 			if d.allow {
 				allowed(t, d.name, err)
+				if len(delta) != 0 {
+					t.Errorf("allowed call counted as an auth failure: %v", delta)
+				}
 				return
 			}
 			refusedWith(t, d.name, err, codes.PermissionDenied)
+			want := map[authFailureKey]float64{{code: "PermissionDenied", method: lastMethod}: 1}
+			if lastMethod == "" || !maps.Equal(delta, want) {
+				t.Errorf("hookverify_auth_failures_total moved by %v, want %v", delta, want)
+			}
 		})
 	}
+	t.Run("permission denials are counted", func(t *testing.T) {
+		after := authFailureCounts(t, e.metrics)
+		got := authFailuresWithCode(after, "PermissionDenied") - authFailuresWithCode(beforeDecisions, "PermissionDenied")
+		if got < float64(denials) {
+			t.Errorf("hookverify_auth_failures_total{code=PermissionDenied} rose by %v over %d denied decisions, want at least %d", got, denials, denials)
+		}
+		if got := authFailuresWithCode(after, "Unauthenticated") - authFailuresWithCode(beforeDecisions, "Unauthenticated"); got != 0 {
+			t.Errorf("hookverify_auth_failures_total{code=Unauthenticated} rose by %v; every caller here is authenticated", got)
+		}
+	})
 
 	t.Run("denials do not tell existing from missing endpoints or deliveries", func(t *testing.T) {
 		pairs := [][2]func() error{

@@ -65,9 +65,13 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (stora
 	}
 	var t storage.Token
 	err := s.inTx(ctx, "revoke token", writeTx, func(ctx context.Context, tx pgx.Tx) error {
-		// COALESCE keeps the first revocation time, which makes revoking idempotent.
-		rows, err := tx.Query(ctx, `UPDATE tokens SET revoked_at = COALESCE(revoked_at, $2)
-			WHERE id = $1 RETURNING `+tokenColumns, id, at)
+		// Only a token not revoked yet changes, which keeps the first revocation time and makes
+		// revoking idempotent; only that change is recorded.
+		tag, err := tx.Exec(ctx, `UPDATE tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL`, id, at)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE id = $1`, id)
 		if err != nil {
 			return err
 		}
@@ -75,7 +79,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (stora
 		if errors.Is(err, pgx.ErrNoRows) {
 			return storage.ErrNotFound
 		}
-		if err != nil {
+		if err != nil || tag.RowsAffected() == 0 {
 			return err
 		}
 		return recordAudit(ctx, tx)

@@ -66,16 +66,21 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (stora
 	}
 	var t storage.Token
 	err := s.write(ctx, "revoke token", func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`,
-			micros(at), id); err != nil {
+		res, err := tx.ExecContext(ctx, `UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`,
+			micros(at), id)
+		if err != nil {
 			return err
 		}
-		var err error
+		revoked, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
 		t, err = scanToken(tx.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE id = ?`, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("token %q: %w", id, storage.ErrNotFound)
 		}
-		if err != nil {
+		if err != nil || revoked == 0 {
+			// Revoked before: nothing changed, so nothing to record.
 			return err
 		}
 		return recordAudit(ctx, tx)

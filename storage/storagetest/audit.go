@@ -67,6 +67,19 @@ func testAudit(t *testing.T, h harness) {
 		}
 	})
 
+	t.Run("revoking a revoked token changes nothing and records nothing", func(t *testing.T) {
+		s := h.fresh(t)
+		must(t, s.CreateToken(t.Context(), storage.Token{ID: "tok-1", Name: "edge", Hash: []byte("hash-1"),
+			Scopes: []string{"verify:ep-1"}, CreatedAt: at(0)}), "CreateToken")
+		first := auditEvent("a1", "token.revoke", "", "", at(time.Second))
+		_, err := s.RevokeToken(storage.WithAuditEvent(t.Context(), first), "tok-1", at(time.Second))
+		must(t, err, "RevokeToken")
+		again := auditEvent("a2", "token.revoke", "", "", at(time.Minute))
+		_, err = s.RevokeToken(storage.WithAuditEvent(t.Context(), again), "tok-1", at(time.Minute))
+		must(t, err, "second RevokeToken")
+		wantSame(t, []storage.AuditEvent{first}, listAudit(t, s, storage.AuditFilter{Limit: 10}), "audit events")
+	})
+
 	t.Run("a change whose event cannot be recorded does not happen", func(t *testing.T) {
 		s := h.fresh(t)
 		createEndpoint(t, s, newEndpoint("ep-1"))
