@@ -301,17 +301,6 @@ func authFailureCounts(t *testing.T, m *server.Metrics) map[authFailureKey]float
 	return counts
 }
 
-// authFailureDelta returns the series that moved from before to after, by how much.
-func authFailureDelta(before, after map[authFailureKey]float64) map[authFailureKey]float64 {
-	delta := map[authFailureKey]float64{}
-	for k, v := range after {
-		if d := v - before[k]; d != 0 {
-			delta[k] = d
-		}
-	}
-	return delta
-}
-
 // authFailuresWithCode sums the series of one code ("PermissionDenied", "Unauthenticated").
 func authFailuresWithCode(counts map[authFailureKey]float64, code string) float64 {
 	var sum float64
@@ -471,7 +460,7 @@ func TestAuthScopeDecisions(t *testing.T) {
 			before := authFailureCounts(t, e.metrics)
 			lastMethod = ""
 			err := d.call()
-			delta := authFailureDelta(before, authFailureCounts(t, e.metrics))
+			delta := countsSince(before, authFailureCounts(t, e.metrics))
 			if d.allow {
 				allowed(t, d.name, err)
 				if len(delta) != 0 {
@@ -588,25 +577,9 @@ func TestAuthUnauthenticated(t *testing.T) {
 	})
 
 	t.Run("refusals are counted and tokens never logged", func(t *testing.T) {
-		families, err := e.metrics.Registry.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		counts := map[string]float64{}
-		for _, f := range families {
-			if f.GetName() != "hookverify_auth_failures_total" {
-				continue
-			}
-			for _, m := range f.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "code" {
-						counts[l.GetValue()] += m.GetCounter().GetValue()
-					}
-				}
-			}
-		}
-		if counts["Unauthenticated"] < float64(2*len(headers)) {
-			t.Errorf("hookverify_auth_failures_total{code=Unauthenticated} = %v, want at least %d", counts["Unauthenticated"], 2*len(headers))
+		unauthenticated := authFailuresWithCode(authFailureCounts(t, e.metrics), "Unauthenticated")
+		if unauthenticated < float64(2*len(headers)) {
+			t.Errorf("hookverify_auth_failures_total{code=Unauthenticated} = %v, want at least %d", unauthenticated, 2*len(headers))
 		}
 		logs := string(e.logs.Bytes())
 		for name, token := range e.tokens {

@@ -55,21 +55,10 @@ func (c *countingStore) ListEndpoints(ctx context.Context) ([]storage.Endpoint, 
 	return c.Store.ListEndpoints(ctx)
 }
 
-// readsSince returns how many reads of each kind happened between two snapshots, omitting zeros.
-func readsSince(before, after map[string]int) map[string]int {
-	out := map[string]int{}
-	for k, v := range after {
-		if d := v - before[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
-}
-
 // wantReads fails unless exactly the reads in want (and no others) happened between the snapshots.
 func wantReads(t *testing.T, what string, before, after map[string]int, want map[string]int) {
 	t.Helper()
-	got := readsSince(before, after)
+	got := countsSince(before, after)
 	for k, n := range want {
 		if got[k] != n {
 			t.Errorf("%s: %d %s call(s), want %d (all reads: %v)", what, got[k], k, n, got)
@@ -157,7 +146,7 @@ func TestVerifyReadsSecretsFromTheCache(t *testing.T) {
 		"GetEndpoint " + unknown: 1,
 	})
 	t.Logf("100 verifies (%d accepted, %d duplicate, %d forged, %d unknown endpoint): reads %v",
-		accepted, duplicates, rejected, unknowns, readsSince(before, afterCached))
+		accepted, duplicates, rejected, unknowns, countsSince(before, afterCached))
 
 	// Part 2: the short-TTL instance loads once, then reloads exactly once after the TTL. The
 	// long-TTL instance, asked after the same sleep, still reads nothing.

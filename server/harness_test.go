@@ -569,3 +569,15 @@ func eventID(p provider) string {
 	}
 	return "msg_" + randomAlnum(27)
 }
+
+// countsSince returns how much each count moved between two snapshots, omitting those that did
+// not move (metric series, store reads).
+func countsSince[K comparable, V int | float64](before, after map[K]V) map[K]V {
+	moved := map[K]V{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			moved[k] = d
+		}
+	}
+	return moved
+}

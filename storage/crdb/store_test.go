@@ -39,15 +39,7 @@ func TestConformance(t *testing.T) {
 // (serve --commit-each-claim), where claims commit concurrently, one per transaction.
 func TestConformanceCommittingEachClaim(t *testing.T) {
 	t.Parallel()
-	factory := func(t *testing.T) func(t *testing.T) storage.Store {
-		open := newDatabase(t)
-		return func(t *testing.T) storage.Store {
-			s := open(t)
-			s.(*Store).CommitEachClaim()
-			return s
-		}
-	}
-	storagetest.RunWith(t, factory, storagetest.Options{Parallel: true,
+	storagetest.RunWith(t, storagetest.CommittingEachClaim(newDatabase), storagetest.Options{Parallel: true,
 		Skip: storagetest.ClaimPathOnly("only the claim path changes with group commit off")})
 }
 

@@ -42,15 +42,7 @@ func TestConformance(t *testing.T) {
 // (serve --commit-each-claim), where every claim is its own write transaction.
 func TestConformanceCommittingEachClaim(t *testing.T) {
 	t.Parallel()
-	eachClaim := func(t *testing.T) func(t *testing.T) storage.Store {
-		open := factory(t)
-		return func(t *testing.T) storage.Store {
-			s := open(t)
-			s.(*sqlite.Store).CommitEachClaim()
-			return s
-		}
-	}
-	storagetest.RunWith(t, eachClaim, storagetest.Options{Parallel: true,
+	storagetest.RunWith(t, storagetest.CommittingEachClaim(factory), storagetest.Options{Parallel: true,
 		Skip: storagetest.ClaimPathOnly("only the claim path changes with group commit off")})
 }
 

@@ -159,3 +159,20 @@ func ClaimPathOnly(reason string) map[Category]string {
 	}
 	return skip
 }
+
+// CommittingEachClaim wraps a factory so that every store it opens has group commit turned off
+// (serve --commit-each-claim), for running the claim categories in that mode too.
+func CommittingEachClaim(newStore Factory) Factory {
+	return func(t *testing.T) func(t *testing.T) storage.Store {
+		open := newStore(t)
+		return func(t *testing.T) storage.Store {
+			s := open(t)
+			each, ok := s.(interface{ CommitEachClaim() })
+			if !ok {
+				t.Fatalf("storagetest: %T cannot turn group commit off", s)
+			}
+			each.CommitEachClaim()
+			return s
+		}
+	}
+}
