@@ -31,22 +31,34 @@ func checkAnswer(t *testing.T, err error) {
 	}
 }
 
-// checkHeaderMutationRejected replaces byte pos of the named (signed) header of a delivery we
-// signed and checks the result is rejected. Unlike checkMutation it allows rejections before
-// the signature check, such as a timestamp that no longer parses.
-func checkHeaderMutationRejected(t *testing.T, p *Protocol, keys []Key, params Params, req *Request, name string, pos uint16, repl byte) {
+// mutateHeader returns req with byte pos (modulo its length) of the named header, which our
+// own signing produced, replaced by repl, and that byte's index; changed is false when the
+// byte already was repl.
+func mutateHeader(t *testing.T, req *Request, name string, pos uint16, repl byte) (mutated *Request, i int, changed bool) {
 	t.Helper()
 	orig := header(req, name)
 	if len(orig) == 0 {
 		t.Fatalf("Sign produced no %s", name)
 	}
-	i := int(pos) % len(orig)
+	i = int(pos) % len(orig)
 	if orig[i] == repl {
+		return req, i, false
+	}
+	b := []byte(orig)
+	b[i] = repl
+	return withHeader(req, name, string(b)), i, true
+}
+
+// checkHeaderMutationRejected replaces byte pos of the named (signed) header of a delivery we
+// signed and checks the result is rejected. Unlike checkMutation it allows rejections before
+// the signature check, such as a timestamp that no longer parses.
+func checkHeaderMutationRejected(t *testing.T, p *Protocol, keys []Key, params Params, req *Request, name string, pos uint16, repl byte) {
+	t.Helper()
+	mreq, i, changed := mutateHeader(t, req, name, pos, repl)
+	if !changed {
 		return
 	}
-	mutated := []byte(orig)
-	mutated[i] = repl
-	res, err := p.Verify(withHeader(req, name, string(mutated)), keys, params)
+	res, err := p.Verify(mreq, keys, params)
 	if err == nil {
 		t.Fatalf("accepted with %s byte %d changed to %q: %+v", name, i, repl, res)
 	}
@@ -61,17 +73,10 @@ func checkMutation(t *testing.T, p *Protocol, keys []Key, params Params, req *Re
 	if err != nil && signatureStage(ReasonOf(err)) {
 		t.Fatalf("our own signature does not authenticate: %v", err)
 	}
-	orig := header(req, name)
-	if len(orig) == 0 {
-		t.Fatalf("Sign produced no %s", name)
-	}
-	i := int(pos) % len(orig)
-	if orig[i] == repl {
+	mreq, i, changed := mutateHeader(t, req, name, pos, repl)
+	if !changed {
 		return
 	}
-	mutated := []byte(orig)
-	mutated[i] = repl
-	mreq := withHeader(req, name, string(mutated))
 	res, err := p.Verify(mreq, keys, params)
 	if err == nil {
 		t.Fatalf("accepted with %s byte %d changed to %q: %+v", name, i, repl, res)
