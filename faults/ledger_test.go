@@ -22,6 +22,7 @@ import (
 
 // answer is what one Verify call got back.
 type answer struct {
+	event   string
 	verdict hookverifyv1.Verdict
 	opKey   string
 	inboxID string
@@ -82,7 +83,7 @@ func (l *ledger) verify(ctx context.Context, conn *client.Conn, e endpoint, id s
 	req := e.delivery(nil, id)
 	sent := time.Now()
 	resp, err := conn.Verifier.Verify(ctx, req)
-	a := answer{code: status.Code(err), final: final, err: err, sent: sent, got: time.Now()}
+	a := answer{event: id, code: status.Code(err), final: final, err: err, sent: sent, got: time.Now()}
 	if err == nil {
 		a.verdict, a.opKey, a.inboxID = resp.GetVerdict(), resp.GetOperationKey(), resp.GetInboxId()
 	} else {
@@ -93,6 +94,18 @@ func (l *ledger) verify(ctx context.Context, conn *client.Conn, e endpoint, id s
 	l.events[id] = append(l.events[id], a)
 	l.mu.Unlock()
 	return a
+}
+
+// acceptance returns the ACCEPTED answer the event got, if it got one.
+func (l *ledger) acceptance(id string) (answer, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, a := range l.events[id] {
+		if a.verdict == hookverifyv1.Verdict_VERDICT_ACCEPTED {
+			return a, true
+		}
+	}
+	return answer{}, false
 }
 
 // answersBetween returns the answers to calls sent at or after from and answered before to.

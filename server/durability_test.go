@@ -161,20 +161,28 @@ func TestStorageDown(t *testing.T) {
 		p := stripeProvider
 		secret, _ := e.setup(t, p, "shop")
 		known := e.deliver(t, p, "shop", eventID(p), secret)
-		e.accept(t, known)
+		first := e.accept(t, known)
+		// A second instance on the same store without the claim cache, its endpoint cache
+		// warmed by a redelivery (which it answers from the store and does not remember).
+		e.options = func(o *server.Options) { o.ClaimCacheSize = -1 }
+		forgetful := e.start(t, e.store)
+		forgetful.duplicate(t, known, first)
 		if err := e.store.Close(); err != nil {
 			t.Fatalf("close: %v", err)
 		}
-		for name, req := range map[string]*hookverifyv1.VerifyRequest{
-			"new event":   e.deliver(t, p, "shop", eventID(p), secret),
-			"redelivery":  known,
-			"no endpoint": withEndpoint(known, "nope"),
+		for name, call := range map[string]func() error{
+			"new event":                   func() error { _, err := e.call(t, e.deliver(t, p, "shop", eventID(p), secret)); return err },
+			"no endpoint":                 func() error { _, err := e.call(t, withEndpoint(known, "nope")); return err },
+			"redelivery, claim cache off": func() error { _, err := forgetful.call(t, known); return err },
+			"new event, claim cache off":  func() error { _, err := forgetful.call(t, e.deliver(t, p, "shop", eventID(p), secret)); return err },
 		} {
-			_, err := e.call(t, req)
-			if status.Code(err) != codes.Unavailable {
+			if err := call(); status.Code(err) != codes.Unavailable {
 				t.Errorf("%s: Verify = %v, want UNAVAILABLE", name, err)
 			}
 		}
+		// The instance that accepted the event remembers its claim, committed before the store
+		// went away, and answers its redelivery without the store: DUPLICATE of that claim.
+		e.duplicate(t, known, first)
 		// A forgery needs no storage to be refused: the endpoint and its secrets are cached
 		// (server.DefaultCacheTTL), so it is rejected; what matters is that it is never accepted.
 		resp, err := e.call(t, e.deliver(t, p, "shop", eventID(p), p.newSecret()))
@@ -198,14 +206,14 @@ func TestStorageDown(t *testing.T) {
 
 		cluster.Stop(t)
 		pending := e.deliver(t, p, "shop", eventID(p), secret)
-		for name, req := range map[string]*hookverifyv1.VerifyRequest{"new event": pending, "redelivery": known} {
-			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-			resp, err := e.verifier.Verify(ctx, req)
-			cancel()
-			if status.Code(err) != codes.Unavailable {
-				t.Fatalf("%s with PostgreSQL stopped: Verify = %v, %v; want UNAVAILABLE", name, resp, err)
-			}
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		resp, err := e.verifier.Verify(ctx, pending)
+		cancel()
+		if status.Code(err) != codes.Unavailable {
+			t.Fatalf("new event with PostgreSQL stopped: Verify = %v, %v; want UNAVAILABLE", resp, err)
 		}
+		// A redelivery of the event accepted before is answered from the claim cache.
+		e.duplicate(t, known, first)
 
 		cluster.Start(t)
 		// The pool may need a few attempts to replace its dead connections; every answer

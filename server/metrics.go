@@ -25,6 +25,7 @@ type Metrics struct {
 	secretUses    *prometheus.CounterVec
 	verifyLatency prometheus.Histogram
 	claimLatency  prometheus.Histogram
+	claimCacheHit prometheus.Counter
 	rpcs          *prometheus.CounterVec
 	rpcLatency    *prometheus.HistogramVec
 	inboxPending  *prometheus.GaugeVec
@@ -55,6 +56,8 @@ func NewMetrics() *Metrics {
 			Help: "Verify latency, answered calls only.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
 		claimLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookverify_storage_claim_duration_seconds",
 			Help: "Time to commit a claim and its inbox record.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		claimCacheHit: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_claim_cache_hits_total",
+			Help: "Redeliveries answered DUPLICATE from the claims this instance remembers, without a database read."}),
 		rpcs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_grpc_requests_total",
 			Help: "gRPC calls by method and status code."}, []string{"method", "code"}),
 		rpcLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hookverify_grpc_request_duration_seconds",
@@ -84,7 +87,7 @@ func NewMetrics() *Metrics {
 		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_auth_failures_total",
 			Help: "Calls refused UNAUTHENTICATED or PERMISSION_DENIED, by code and method."}, []string{"code", "method"}),
 	}
-	r.MustRegister(m.verdicts, m.secretUses, m.verifyLatency, m.claimLatency, m.rpcs, m.rpcLatency, m.inboxPending, m.inboxLeased,
+	r.MustRegister(m.verdicts, m.secretUses, m.verifyLatency, m.claimLatency, m.claimCacheHit, m.rpcs, m.rpcLatency, m.inboxPending, m.inboxLeased,
 		m.inboxDead, m.inboxOldest, m.redeliveries, m.leaseExpiries, m.deadLettered, m.acks, m.backpressure, m.sweptInbox, m.sweptClaims, m.authFailures,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
@@ -128,6 +131,12 @@ func (m *Metrics) observeSecretUse(endpoint, secretID string) {
 func (m *Metrics) observeClaim(took time.Duration) {
 	if m != nil {
 		m.claimLatency.Observe(took.Seconds())
+	}
+}
+
+func (m *Metrics) observeClaimCacheHit() {
+	if m != nil {
+		m.claimCacheHit.Inc()
 	}
 }
 

@@ -66,6 +66,8 @@ func (s *Server) SweepOnce(ctx context.Context, r Retention) (storage.SweepResul
 	if !ok {
 		return storage.SweepResult{}, nil
 	}
+	// Claims this instance remembers must not outlive the ones the sweep deletes.
+	s.claims.sweptAfter(r.DedupeWindow)
 	now := s.clock()
 	req := storage.SweepRequest{AckedBefore: now.Add(-r.AckedRetention), ClaimsBefore: now.Add(-r.DedupeWindow), Batch: r.Batch}
 	var total storage.SweepResult

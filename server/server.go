@@ -65,6 +65,14 @@ type Options struct {
 	// CacheTTL bounds how long endpoint and secret changes made through other instances take
 	// to reach this one (default DefaultCacheTTL; negative disables the cache).
 	CacheTTL time.Duration
+	// ClaimCacheSize is how many committed claims this instance remembers to answer
+	// redeliveries of them without a database read (default DefaultClaimCacheSize; negative
+	// turns the cache off). ClaimCacheTTL is how long each is trusted (default
+	// DefaultClaimCacheTTL; negative turns it off). DedupeWindow must be the retention's
+	// (default DefaultDedupeWindow): no entry is trusted once its claim is half that old.
+	ClaimCacheSize int
+	ClaimCacheTTL  time.Duration
+	DedupeWindow   time.Duration
 	// Auth turns caller authentication and authorization on; nil leaves every call open as
 	// LocalPrincipal, the loopback-only development mode.
 	Auth *AuthConfig
@@ -87,6 +95,7 @@ type Server struct {
 	store       atomic.Pointer[storeHolder]
 	depth       atomic.Pointer[inboxDepth]
 	cache       *endpointCache
+	claims      *claimCache
 	uses        *secretUses
 	auth        *authenticator
 
@@ -126,6 +135,7 @@ func New(opts Options) (*Server, error) {
 	default:
 		s.cache = newEndpointCache(opts.CacheTTL)
 	}
+	s.claims = newClaimCache(orDefault(opts.ClaimCacheSize, DefaultClaimCacheSize), orDefault(opts.ClaimCacheTTL, DefaultClaimCacheTTL), opts.DedupeWindow)
 	s.maxPendingPerEndpoint, s.maxPendingTotal = opts.MaxPendingPerEndpoint, opts.MaxPendingTotal
 	s.maxAttempts = opts.MaxAttempts
 	if s.maxAttempts <= 0 {
@@ -227,4 +237,13 @@ func (s *Server) logInterceptor(ctx context.Context, req any, info *grpc.UnarySe
 	}
 	s.log.Log(ctx, level, "rpc", attrs...)
 	return resp, err
+}
+
+// orDefault is v, or def when v is zero (an option left unset).
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
 }

@@ -105,12 +105,20 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 		return rejected(hookverifyv1.RejectReason_REJECT_REASON_MALFORMED_PAYLOAD, detail), nil
 	}
 
-	// The claim answers redeliveries too: the store reads which identities of a batch are
-	// claimed already and writes only the others, so a first delivery costs no separate read.
-	// Only while backpressure refuses new events does a read come first, so that redeliveries
-	// of accepted events still get DUPLICATE.
-	var claim storage.ClaimResult
-	if why := s.overLimit(endpoint.ID); why != "" {
+	// A redelivery of a claim this instance has seen recently is answered from memory
+	// (claimCache says why that is exact). Otherwise the claim answers redeliveries too: the
+	// store reads which identities of a batch are claimed already and writes only the others,
+	// so a first delivery costs no separate read. Only while backpressure refuses new events
+	// does a read come first, so that redeliveries of accepted events still get DUPLICATE.
+	claim, remembered := s.claims.get(endpoint.DedupeScope, result.EventID, now)
+	var why string
+	if !remembered {
+		why = s.overLimit(endpoint.ID)
+	}
+	switch {
+	case remembered:
+		s.metrics.observeClaimCacheHit()
+	case why != "":
 		claim, err = st.LookupClaim(ctx, endpoint.DedupeScope, result.EventID)
 		switch {
 		case isNotFound(err):
@@ -118,7 +126,8 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 		case err != nil:
 			return nil, storageStatus(ctx, s.log, "verify", err)
 		}
-	} else {
+		s.claims.put(endpoint.DedupeScope, result.EventID, claim)
+	default:
 		delivery := storage.Delivery{
 			InboxID:      uuid.NewString(),
 			Scope:        endpoint.DedupeScope,
@@ -141,6 +150,7 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 		if err != nil {
 			return nil, storageStatus(ctx, s.log, "verify", err)
 		}
+		s.claims.put(endpoint.DedupeScope, result.EventID, claim)
 	}
 	resp := &hookverifyv1.VerifyResponse{
 		Verdict:         hookverifyv1.Verdict_VERDICT_ACCEPTED,

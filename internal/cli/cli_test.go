@@ -18,6 +18,7 @@ import (
 	"github.com/stripe/stripe-go/v84/webhook"
 
 	"github.com/hookverify/hookverify/internal/pgtest"
+	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/secretbox"
 )
 
@@ -557,5 +558,28 @@ func TestGCPercentToSet(t *testing.T) {
 				t.Fatalf("gcPercentToSet = %d, %v; want %d, error %v", got, err, tc.want, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestCacheFlagsToOptions checks that zero on the command line turns a cache off, where zero in
+// server.Options would mean the default.
+func TestCacheFlagsToOptions(t *testing.T) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var sc serveConfig
+	sc.register(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if sc.claimCacheSize != server.DefaultClaimCacheSize || sc.claimCacheTTL != server.DefaultClaimCacheTTL || sc.cacheTTL != server.DefaultCacheTTL {
+		t.Errorf("defaults: claim cache %d, %v; endpoint cache %v", sc.claimCacheSize, sc.claimCacheTTL, sc.cacheTTL)
+	}
+	if offWhenZero(sc.claimCacheSize) != server.DefaultClaimCacheSize || offWhenZero(sc.cacheTTL) != server.DefaultCacheTTL {
+		t.Error("a flag left at its default does not reach the options unchanged")
+	}
+	if err := fs.Parse([]string{"--claim-cache", "0", "--claim-cache-ttl", "0", "--cache-ttl", "0"}); err != nil {
+		t.Fatal(err)
+	}
+	if offWhenZero(sc.claimCacheSize) >= 0 || offWhenZero(sc.claimCacheTTL) >= 0 || offWhenZero(sc.cacheTTL) >= 0 {
+		t.Error("a flag of zero does not turn its cache off (a negative option)")
 	}
 }
