@@ -5,9 +5,10 @@
 # Starts a throwaway PostgreSQL cluster on loopback (as the postgres user when run as root),
 # runs hookverify on it and on the embedded store, and drives each with `hookverify bench`
 # (new events, redeliveries, and the no-op gRPC baseline in the same run), then drives new events
-# in an open loop at half the peak rate just measured, for the latency at that load. Last, new
-# events on each store with group commit off (serve --commit-each-claim), the one commit per
-# delivery figure to compare with. Everything it starts is stopped at exit.
+# in an open loop at half the peak rate just measured, for the latency at that load. Then
+# redeliveries with the claim cache off (serve --claim-cache 0: each one read from the database),
+# and last, new events on each store with group commit off (serve --commit-each-claim), the one
+# commit per delivery figure to compare with. Everything it starts is stopped at exit.
 set -euo pipefail
 duration=${1:-10s}
 workers=${2:-32}
@@ -53,6 +54,14 @@ run_on() { # name, extra serve flags...
 		echo
 		return
 	fi
+	if [[ $name == *-no-claim-cache ]]; then
+		# Every redelivery read from the database: what one costs when the instance does not
+		# remember its claim (another instance's, or an evicted one).
+		echo "== $name: redeliveries, claim cache off =="
+		"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix dup=100 --baseline
+		echo
+		return
+	fi
 	echo "== $name: new events =="
 	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix new=100 --baseline | tee "$work/$name.new"
 	echo "== $name: redeliveries =="
@@ -72,5 +81,7 @@ run_on() { # name, extra serve flags...
 }
 run_on postgres --database-url "postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable"
 run_on embedded --data-dir "$work/embedded"
+run_on postgres-no-claim-cache --claim-cache 0 --database-url "postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable"
+run_on embedded-no-claim-cache --claim-cache 0 --data-dir "$work/embedded-no-claim-cache"
 run_on postgres-each-claim --commit-each-claim --database-url "postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable"
 run_on embedded-each-claim --commit-each-claim --data-dir "$work/embedded-each-claim"

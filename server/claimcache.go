@@ -2,6 +2,7 @@ package server
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookverify/hookverify/storage"
@@ -39,8 +40,19 @@ type cachedClaim struct {
 // sweep assumes anyway. Only claims the store has returned (committed, or read back) enter
 // it; a miss costs what it did without the cache, the claim in the store. It is bounded: when
 // full, the oldest insertion makes way (FIFO, kept in a ring of keys).
+//
+// It is not consulted while the store is failing: from a failed claim until a claim that
+// started after that failure succeeds, every redelivery goes to the store, so that during an
+// outage callers get UNAVAILABLE for everything, as without the cache, rather than a mix. (A
+// remembered claim was committed, so DUPLICATE would be true then too; the rule keeps outages
+// simple to reason about and to test.)
 type claimCache struct {
 	ttl time.Duration
+	// base is the monotonic origin of failedAt and okStartedAt (nanoseconds since base, plus
+	// one so that zero means never).
+	base        time.Time
+	failedAt    atomic.Int64 // when the latest store failure was seen
+	okStartedAt atomic.Int64 // the latest start of a store call that succeeded
 
 	mu      sync.Mutex
 	maxAge  time.Duration // claims older than this are not trusted: half the dedupe window
@@ -58,13 +70,48 @@ func newClaimCache(size int, ttl, dedupeWindow time.Duration) *claimCache {
 	if dedupeWindow <= 0 {
 		dedupeWindow = DefaultDedupeWindow
 	}
-	return &claimCache{ttl: ttl, maxAge: dedupeWindow / 2, entries: make(map[claimKey]cachedClaim), ring: make([]claimKey, 0, size)}
+	return &claimCache{ttl: ttl, base: time.Now(), maxAge: dedupeWindow / 2, entries: make(map[claimKey]cachedClaim), ring: make([]claimKey, 0, size)}
+}
+
+// storeCallStarted returns the time to pass to storeCallEnded for a store call starting now.
+func (c *claimCache) storeCallStarted() int64 {
+	if c == nil {
+		return 0
+	}
+	return int64(time.Since(c.base)) + 1
+}
+
+// storeCallEnded records the outcome of a claim or claim lookup that started at started: a
+// failure stops the cache from answering until a call started after it succeeds.
+func (c *claimCache) storeCallEnded(started int64, err error) {
+	if c == nil {
+		return
+	}
+	latest := &c.okStartedAt
+	at := started
+	if err != nil {
+		latest, at = &c.failedAt, int64(time.Since(c.base))+1
+	}
+	for {
+		old := latest.Load()
+		if old >= at || latest.CompareAndSwap(old, at) {
+			return
+		}
+	}
+}
+
+// storeHealthy reports whether no store failure has been seen since the start of the latest
+// successful store call.
+func (c *claimCache) storeHealthy() bool {
+	failed := c.failedAt.Load()
+	return failed == 0 || c.okStartedAt.Load() > failed
 }
 
 // get returns the cached claim of (scope, eventID), if it is there and still to be trusted at
-// now (monotonic time for the TTL, the server's clock for the claim's age).
+// now (monotonic time for the TTL, the server's clock for the claim's age), and the store is
+// not failing.
 func (c *claimCache) get(scope, eventID string, now time.Time) (storage.ClaimResult, bool) {
-	if c == nil {
+	if c == nil || !c.storeHealthy() {
 		return storage.ClaimResult{}, false
 	}
 	k := claimKey{scope, eventID}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -103,5 +104,24 @@ func TestClaimCacheOff(t *testing.T) {
 		if _, ok := c.get("s", "e", time.Now()); ok || c.len() != 0 {
 			t.Fatal("a nil cache remembered a claim")
 		}
+	}
+}
+
+func TestClaimCacheSilentWhileTheStoreFails(t *testing.T) {
+	now := time.Now()
+	c := newClaimCache(10, time.Hour, DefaultDedupeWindow)
+	c.put("s", "e", claimAt("i", now))
+	early := c.storeCallStarted() // a call in flight when the store fails
+	c.storeCallEnded(c.storeCallStarted(), errors.New("connection refused"))
+	if _, ok := c.get("s", "e", now); ok {
+		t.Fatal("the cache answered after a store failure")
+	}
+	c.storeCallEnded(early, nil)
+	if _, ok := c.get("s", "e", now); ok {
+		t.Fatal("a success of a call started before the failure made the cache answer again")
+	}
+	c.storeCallEnded(c.storeCallStarted(), nil)
+	if _, ok := c.get("s", "e", now); !ok {
+		t.Fatal("a success started after the failure did not make the cache answer again")
 	}
 }

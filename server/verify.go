@@ -62,6 +62,7 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 	}
 	cached, err := s.lookup(ctx, st, req.GetEndpointId())
 	if err != nil {
+		s.claims.storeCallEnded(0, err)
 		return nil, storageStatus(ctx, s.log, "verify", err)
 	}
 	if !cached.found {
@@ -119,7 +120,13 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 	case remembered:
 		s.metrics.observeClaimCacheHit()
 	case why != "":
+		started := s.claims.storeCallStarted()
 		claim, err = st.LookupClaim(ctx, endpoint.DedupeScope, result.EventID)
+		if isNotFound(err) {
+			s.claims.storeCallEnded(started, nil) // the store answered
+		} else {
+			s.claims.storeCallEnded(started, err)
+		}
 		switch {
 		case isNotFound(err):
 			return nil, s.backpressure(endpoint.ID, why)
@@ -144,9 +151,10 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 		for i, h := range req.GetHeaders() {
 			delivery.Headers[i] = storage.Header{Name: h.GetName(), Value: h.GetValue()}
 		}
-		claimStart := time.Now()
+		claimStart, started := time.Now(), s.claims.storeCallStarted()
 		claim, err = st.Claim(ctx, delivery)
 		s.metrics.observeClaim(time.Since(claimStart))
+		s.claims.storeCallEnded(started, err)
 		if err != nil {
 			return nil, storageStatus(ctx, s.log, "verify", err)
 		}
