@@ -73,22 +73,15 @@ func newClaimCache(size int, ttl, dedupeWindow time.Duration) *claimCache {
 	return &claimCache{ttl: ttl, base: time.Now(), maxAge: dedupeWindow / 2, entries: make(map[claimKey]cachedClaim), ring: make([]claimKey, 0, size)}
 }
 
-// storeCallStarted returns the time to pass to storeCallEnded for a store call starting now.
-func (c *claimCache) storeCallStarted() int64 {
-	if c == nil {
-		return 0
-	}
-	return int64(time.Since(c.base)) + 1
-}
-
-// storeCallEnded records the outcome of a claim or claim lookup that started at started: a
-// failure stops the cache from answering until a call started after it succeeds.
-func (c *claimCache) storeCallEnded(started int64, err error) {
+// storeCallEnded records the outcome of a store call (a claim, a claim lookup, an endpoint
+// load) that started at started: a failure stops the cache from answering until a call started
+// after it succeeds.
+func (c *claimCache) storeCallEnded(started time.Time, err error) {
 	if c == nil {
 		return
 	}
 	latest := &c.okStartedAt
-	at := started
+	at := int64(started.Sub(c.base)) + 1
 	if err != nil {
 		latest, at = &c.failedAt, int64(time.Since(c.base))+1
 	}

@@ -111,8 +111,9 @@ func TestClaimCacheSilentWhileTheStoreFails(t *testing.T) {
 	now := time.Now()
 	c := newClaimCache(10, time.Hour, DefaultDedupeWindow)
 	c.put("s", "e", claimAt("i", now))
-	early := c.storeCallStarted() // a call in flight when the store fails
-	c.storeCallEnded(c.storeCallStarted(), errors.New("connection refused"))
+	early := time.Now() // a call in flight when the store fails
+	time.Sleep(time.Millisecond)
+	c.storeCallEnded(time.Now(), errors.New("connection refused"))
 	if _, ok := c.get("s", "e", now); ok {
 		t.Fatal("the cache answered after a store failure")
 	}
@@ -120,7 +121,8 @@ func TestClaimCacheSilentWhileTheStoreFails(t *testing.T) {
 	if _, ok := c.get("s", "e", now); ok {
 		t.Fatal("a success of a call started before the failure made the cache answer again")
 	}
-	c.storeCallEnded(c.storeCallStarted(), nil)
+	time.Sleep(time.Millisecond) // so that the next call surely starts after the failure
+	c.storeCallEnded(time.Now(), nil)
 	if _, ok := c.get("s", "e", now); !ok {
 		t.Fatal("a success started after the failure did not make the cache answer again")
 	}

@@ -62,7 +62,7 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 	}
 	cached, err := s.lookup(ctx, st, req.GetEndpointId())
 	if err != nil {
-		s.claims.storeCallEnded(0, err)
+		s.claims.storeCallEnded(time.Now(), err)
 		return nil, storageStatus(ctx, s.log, "verify", err)
 	}
 	if !cached.found {
@@ -120,7 +120,7 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 	case remembered:
 		s.metrics.observeClaimCacheHit()
 	case why != "":
-		started := s.claims.storeCallStarted()
+		started := time.Now()
 		claim, err = st.LookupClaim(ctx, endpoint.DedupeScope, result.EventID)
 		if isNotFound(err) {
 			s.claims.storeCallEnded(started, nil) // the store answered
@@ -151,10 +151,10 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 		for i, h := range req.GetHeaders() {
 			delivery.Headers[i] = storage.Header{Name: h.GetName(), Value: h.GetValue()}
 		}
-		claimStart, started := time.Now(), s.claims.storeCallStarted()
+		claimStart := time.Now()
 		claim, err = st.Claim(ctx, delivery)
 		s.metrics.observeClaim(time.Since(claimStart))
-		s.claims.storeCallEnded(started, err)
+		s.claims.storeCallEnded(claimStart, err)
 		if err != nil {
 			return nil, storageStatus(ctx, s.log, "verify", err)
 		}
