@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -135,7 +136,8 @@ func New(opts Options) (*Server, error) {
 	default:
 		s.cache = newEndpointCache(opts.CacheTTL)
 	}
-	s.claims = newClaimCache(orDefault(opts.ClaimCacheSize, DefaultClaimCacheSize), orDefault(opts.ClaimCacheTTL, DefaultClaimCacheTTL), opts.DedupeWindow)
+	// cmp.Or: an unset (zero) option takes the default.
+	s.claims = newClaimCache(cmp.Or(opts.ClaimCacheSize, DefaultClaimCacheSize), cmp.Or(opts.ClaimCacheTTL, DefaultClaimCacheTTL), opts.DedupeWindow)
 	s.maxPendingPerEndpoint, s.maxPendingTotal = opts.MaxPendingPerEndpoint, opts.MaxPendingTotal
 	s.maxAttempts = opts.MaxAttempts
 	if s.maxAttempts <= 0 {
@@ -237,13 +239,4 @@ func (s *Server) logInterceptor(ctx context.Context, req any, info *grpc.UnarySe
 	}
 	s.log.Log(ctx, level, "rpc", attrs...)
 	return resp, err
-}
-
-// orDefault is v, or def when v is zero (an option left unset).
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
