@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -47,22 +48,35 @@ type requestIDKey struct{}
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
 // withRequestID gives the call a request id: the caller's x-request-id metadata when sane,
-// else a random one. Logs written with the context carry it (see NewLogHandler).
+// else a random one. Logs written with the context carry it (see NewLogHandler). The id is
+// settled when first asked for: most calls log nothing, and then neither is the metadata read
+// nor a random id drawn.
 func withRequestID(ctx context.Context) context.Context {
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		if ids := md.Get("x-request-id"); len(ids) > 0 && requestIDPattern.MatchString(ids[0]) {
-			return context.WithValue(ctx, requestIDKey{}, ids[0])
-		}
-	}
-	var b [8]byte
-	rand.Read(b[:])
-	return context.WithValue(ctx, requestIDKey{}, hex.EncodeToString(b[:]))
+	return context.WithValue(ctx, requestIDKey{}, &requestID{})
 }
 
-// RequestID returns the call's request id, or "".
+// requestID is a call's id, fixed by the first RequestID and the same for every later one.
+type requestID struct {
+	once sync.Once
+	id   string
+}
+
+// RequestID returns the call's request id, or "" outside a call.
 func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+	r, _ := ctx.Value(requestIDKey{}).(*requestID)
+	if r == nil {
+		return ""
+	}
+	r.once.Do(func() {
+		if ids := metadata.ValueFromIncomingContext(ctx, "x-request-id"); len(ids) > 0 && requestIDPattern.MatchString(ids[0]) {
+			r.id = ids[0]
+			return
+		}
+		var b [8]byte
+		rand.Read(b[:])
+		r.id = hex.EncodeToString(b[:])
+	})
+	return r.id
 }
 
 // NewLogHandler wraps h so every record logged with a call's context carries its request_id.

@@ -40,7 +40,7 @@ func ParseScope(text string) (Scope, error) {
 			return Scope{}, fmt.Errorf("scope %q: want %s:<endpoint id>, %s:<prefix>* or %s:*", text, kind, kind, kind)
 		}
 		prefix, isPrefix := strings.CutSuffix(endpoints, "*")
-		if isPrefix && !scopePrefixPattern.MatchString(prefix) || !isPrefix && !idPattern.MatchString(endpoints) {
+		if isPrefix && !scopePrefixPattern.MatchString(prefix) || !isPrefix && !validID(endpoints) {
 			return Scope{}, fmt.Errorf("scope %q: the endpoint must be an endpoint id, a prefix ending in * or *", text)
 		}
 		return Scope{Kind: kind, Endpoints: endpoints}, nil

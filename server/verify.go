@@ -54,7 +54,7 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 	if err != nil {
 		return nil, err
 	}
-	if !idPattern.MatchString(req.GetEndpointId()) {
+	if !validID(req.GetEndpointId()) {
 		// No endpoint can have this id (CreateEndpoint refuses it), so there is nothing to
 		// look up: an id with NUL or a byte PostgreSQL refuses must not reach the database,
 		// nor the endpoint cache.
