@@ -12,11 +12,11 @@ const maxEncodedHeaders = 1 << 16
 // a BYTEA/BLOB column: a uvarint count, then for each header the uvarint length and bytes of its
 // name and of its value. JSON is not used because it would alter invalid UTF-8.
 func EncodeHeaders(headers []Header) []byte {
-	size := binary.MaxVarintLen64
-	for _, h := range headers {
-		size += 2*binary.MaxVarintLen64 + len(h.Name) + len(h.Value)
-	}
-	buf := make([]byte, 0, size)
+	return AppendHeaders(make([]byte, 0, EncodedHeadersBound(headers)), headers)
+}
+
+// AppendHeaders appends EncodeHeaders(headers) to buf.
+func AppendHeaders(buf []byte, headers []Header) []byte {
 	buf = binary.AppendUvarint(buf, uint64(len(headers)))
 	for _, h := range headers {
 		buf = binary.AppendUvarint(buf, uint64(len(h.Name)))
@@ -25,6 +25,15 @@ func EncodeHeaders(headers []Header) []byte {
 		buf = append(buf, h.Value...)
 	}
 	return buf
+}
+
+// EncodedHeadersBound is at least len(EncodeHeaders(headers)).
+func EncodedHeadersBound(headers []Header) int {
+	size := binary.MaxVarintLen64
+	for _, h := range headers {
+		size += 2*binary.MaxVarintLen64 + len(h.Name) + len(h.Value)
+	}
+	return size
 }
 
 // DecodeHeaders reverses EncodeHeaders. It returns an error for truncated or oversized input.

@@ -216,53 +216,10 @@ func claimedBy(c storage.ClaimResult, d storage.Delivery) storage.ClaimResult {
 	return c
 }
 
-// claimArgs returns claimBatchSQL's arguments for batch[i], i in idx.
-func claimArgs(batch []storage.Delivery, idx []int) []any {
-	n := len(idx)
-	var (
-		scopes, events, inboxIDs, opKeys = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		endpoints, secrets, methods      = make([]string, n), make([]string, n), make([]string, n)
-		urls                             = make([]string, n)
-		received                         = make([]time.Time, n)
-		headers, bodies                  = make([][]byte, n), make([][]byte, n)
-	)
-	for j, i := range idx {
-		d := batch[i]
-		scopes[j], events[j], inboxIDs[j], opKeys[j] = d.Scope, d.EventID, d.InboxID, d.OperationKey
-		endpoints[j], secrets[j], methods[j], urls[j] = d.EndpointID, d.SecretID, d.Method, d.URL
-		received[j] = d.ReceivedAt
-		headers[j] = storage.EncodeHeaders(d.Headers)
-		bodies[j] = d.Body
-		if bodies[j] == nil {
-			// pgx sends a nil slice as NULL; the body is empty, not missing.
-			bodies[j] = []byte{}
-		}
-	}
-	return []any{scopes, events, inboxIDs, opKeys, received, endpoints, secrets, methods, urls, headers, bodies}
-}
-
-// collectIdentities reads the identities claimBatchSQL returns: those it claimed.
-func collectIdentities(rows pgx.Rows) (map[identity]bool, error) {
-	defer rows.Close()
-	inserted := make(map[identity]bool)
-	for rows.Next() {
-		var k identity
-		if err := rows.Scan(&k.scope, &k.eventID); err != nil {
-			return nil, err
-		}
-		inserted[k] = true
-	}
-	return inserted, rows.Err()
-}
-
 // claimMany claims batch[i], i in idx (distinct identities), with one multi-row statement in
 // tx, and settles their results.
 func claimMany(ctx context.Context, tx pgx.Tx, batch []storage.Delivery, idx []int, results []storage.ClaimResult) error {
-	rows, err := tx.Query(ctx, claimBatchSQL, claimArgs(batch, idx)...)
-	if err != nil {
-		return err
-	}
-	inserted, err := collectIdentities(rows)
+	inserted, err := runClaimBatch(ctx, tx.Conn(), batch, idx)
 	if err != nil {
 		return err
 	}
@@ -317,11 +274,7 @@ func settleClaims(ctx context.Context, q querier, batch []storage.Delivery, idx 
 // by its own inbox id went through the first time.
 func (s *Store) claimInOneStatement(ctx context.Context, batch []storage.Delivery, idx []int, results []storage.ClaimResult) error {
 	return s.retry(ctx, "claim", true, func(conn *pgx.Conn) (phase, error) {
-		rows, err := conn.Query(ctx, claimBatchSQL, claimArgs(batch, idx)...)
-		var inserted map[identity]bool
-		if err == nil {
-			inserted, err = collectIdentities(rows)
-		}
+		inserted, err := runClaimBatch(ctx, conn, batch, idx)
 		if err != nil {
 			if conn.IsClosed() && !pgconn.SafeToRetry(err) {
 				// Sent, and no answer: like a COMMIT whose outcome is unknown.
