@@ -74,8 +74,8 @@ func encodeClaimBatch(batch []storage.Delivery, idx []int) [][]byte {
 	}
 	buf := make([]byte, 0, size)
 	params := make([][]byte, 0, claimBatchParams)
-	// Every array is appended whole before the next starts, and buf never grows past its
-	// capacity, so the slices taken of it stay put.
+	// Each array is appended whole before its slice is taken, so the slices stay valid even if
+	// buf had to grow; sized as above, it never does.
 	text := func(field func(d *storage.Delivery) string) {
 		start := len(buf)
 		buf = appendArrayHeader(buf, oidText, len(idx))
