@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 )
 
 // Reading fields of JSON bodies and writing JSON strings into example bodies.
@@ -47,14 +48,23 @@ func jsonObjectField(obj map[string]json.RawMessage, key string) map[string]json
 // jsonBodyString returns the non-empty string at path (object keys, matched exactly, one level
 // per element) in the JSON object body. A body that is not a JSON object is a malformed
 // payload; a missing, non-string or empty value is a missing event id.
+//
+// It answers exactly as decoding the body into map[string]json.RawMessage would (a document
+// json.Unmarshal refuses is malformed; of repeated keys the last counts; keys compare once
+// unescaped), without building the maps: the body is checked with json.Valid and then only
+// the members on the path are read. Decoding a 2 KiB Stripe event into a map took about eight
+// times as long as verifying its signature, on every delivery.
 func jsonBodyString(body []byte, path ...string) (string, error) {
-	obj, err := jsonObject(body)
-	if err != nil {
-		return "", err
+	if !json.Valid(body) {
+		return "", Reject(ReasonMalformedPayload, "body is not a JSON object")
+	}
+	obj, ok := jsonObjectBytes(body)
+	if !ok {
+		return "", Reject(ReasonMalformedPayload, "body is not a JSON object")
 	}
 	name := strings.Join(path, ".")
 	for i, key := range path {
-		raw, ok := obj[key]
+		raw, ok := jsonMember(obj, key)
 		if !ok {
 			return "", Reject(ReasonMissingEventID, "body has no %q field", name)
 		}
@@ -68,12 +78,119 @@ func jsonBodyString(body []byte, path ...string) (string, error) {
 			}
 			return s, nil
 		}
-		obj = nil
-		if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		if obj, ok = jsonObjectBytes(raw); !ok {
 			return "", Reject(ReasonMissingEventID, "body field %q is not an object", strings.Join(path[:i+1], "."))
 		}
 	}
 	return "", Reject(ReasonMissingEventID, "no identity path")
+}
+
+// jsonObjectBytes returns the valid JSON value v without surrounding space if it is an object.
+func jsonObjectBytes(v []byte) ([]byte, bool) {
+	v = bytes.Trim(v, jsonSpace)
+	return v, len(v) > 0 && v[0] == '{'
+}
+
+// jsonSpace is the white space JSON allows between tokens.
+const jsonSpace = " \t\r\n"
+
+// jsonMember returns the raw value of the last member named key of obj, a valid JSON object,
+// and whether there is one. Member names compare after unescaping, as encoding/json does for
+// map keys (invalid UTF-8 becomes U+FFFD).
+func jsonMember(obj []byte, key string) ([]byte, bool) {
+	var found []byte
+	ok := false
+	i := skipJSONSpace(obj, 1) // past '{'
+	for i < len(obj) && obj[i] == '"' {
+		end := skipJSONString(obj, i)
+		name := obj[i:end]
+		i = skipJSONSpace(obj, end) + 1 // past ':'
+		start := skipJSONSpace(obj, i)
+		i = skipJSONValue(obj, start)
+		if jsonNameIs(name, key) {
+			found, ok = obj[start:i], true
+		}
+		i = skipJSONSpace(obj, i)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipJSONSpace(obj, i+1)
+		}
+	}
+	return found, ok
+}
+
+// jsonNameIs reports whether the quoted JSON string name, unescaped, is key.
+func jsonNameIs(name []byte, key string) bool {
+	inner := name[1 : len(name)-1]
+	plain := true
+	for _, c := range inner {
+		if c == '\\' || c >= utf8.RuneSelf {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return string(inner) == key
+	}
+	var s string
+	return json.Unmarshal(name, &s) == nil && s == key
+}
+
+// The skip functions step over one token of a document json.Valid accepted, so they need not
+// check it again; each returns the index just past what it skipped.
+
+func skipJSONSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// skipJSONString skips the string whose opening quote is at b[i].
+func skipJSONString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++ // the escaped byte; a \uXXXX's hex digits are plain bytes
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// skipJSONValue skips the value starting at b[i]: a string, an object or array (nested to any
+// depth), or a number or literal.
+func skipJSONValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipJSONString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipJSONString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	default:
+		for i < len(b) && !strings.ContainsRune(",}] \t\r\n", rune(b[i])) {
+			i++
+		}
+		return i
+	}
 }
 
 // jsonQuote is s as a JSON string literal, quotes included.

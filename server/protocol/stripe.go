@@ -3,7 +3,6 @@ package protocol
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -152,24 +151,7 @@ func stripeMessage(ts int64, body []byte) func(hash.Hash) {
 }
 
 // stripeEventID returns the top-level "id" of a Stripe event body; the key match is exact.
-func stripeEventID(body []byte) (string, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil || top == nil {
-		return "", Reject(ReasonMalformedPayload, "body is not a JSON object")
-	}
-	raw, ok := top["id"]
-	if !ok {
-		return "", Reject(ReasonMissingEventID, `body has no "id" field`)
-	}
-	var id string
-	if err := json.Unmarshal(raw, &id); err != nil {
-		return "", Reject(ReasonMissingEventID, `body field "id" is not a string`)
-	}
-	if id == "" {
-		return "", Reject(ReasonMissingEventID, `body field "id" is empty`)
-	}
-	return id, nil
-}
+func stripeEventID(body []byte) (string, error) { return jsonBodyString(body, "id") }
 
 // signStripe produces the Stripe-Signature header Stripe would send: one t and one v1 per
 // secret, in the order given (Stripe signs with every unexpired secret). It does not add the
