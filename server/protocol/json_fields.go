@@ -51,11 +51,11 @@ func jsonObjectField(obj map[string]json.RawMessage, key string) map[string]json
 //
 // It answers exactly as decoding the body into map[string]json.RawMessage would (a document
 // json.Unmarshal refuses is malformed; of repeated keys the last counts; keys compare once
-// unescaped), without building the maps: the body is checked with json.Valid and then only
-// the members on the path are read. Decoding a 2 KiB Stripe event into a map took about eight
-// times as long as verifying its signature, on every delivery.
+// unescaped), without building the maps: the body is checked with validJSON (json.Valid's
+// answer, faster) and then only the members on the path are read. Decoding a 2 KiB Stripe
+// event into maps took about five times as long as verifying its signature, on every delivery.
 func jsonBodyString(body []byte, path ...string) (string, error) {
-	if !json.Valid(body) {
+	if !validJSON(body) {
 		return "", Reject(ReasonMalformedPayload, "body is not a JSON object")
 	}
 	obj, ok := jsonObjectBytes(body)
