@@ -236,7 +236,7 @@ func verifyHubSpotLegacy(req *Request, raw string, keys []Key) (string, error) {
 
 // hubspotEventID derives the identity from the (authenticated) body; see IdentitySource.
 func hubspotEventID(body []byte) (string, error) {
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	trimmed := bytes.TrimLeft(body, jsonSpace)
 	if len(trimmed) == 0 {
 		return "", Reject(ReasonMissingEventID, "body is empty, so it names no event")
 	}

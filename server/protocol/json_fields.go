@@ -102,7 +102,7 @@ func jsonMember(obj []byte, key string) ([]byte, bool) {
 	ok := false
 	i := skipJSONSpace(obj, 1) // past '{'
 	for i < len(obj) && obj[i] == '"' {
-		end := skipJSONString(obj, i)
+		end := scanJSONString(obj, i)
 		name := obj[i:end]
 		i = skipJSONSpace(obj, end) + 1 // past ':'
 		start := skipJSONSpace(obj, i)
@@ -135,25 +135,13 @@ func jsonNameIs(name []byte, key string) bool {
 	return json.Unmarshal(name, &s) == nil && s == key
 }
 
-// The skip functions step over one token of a document json.Valid accepted, so they need not
-// check it again; each returns the index just past what it skipped.
+// The skip functions step over one token of a document validJSON accepted, so they need not
+// check it again; each returns the index just past what it skipped. Strings are stepped over
+// with scanJSONString, whose checks then always pass.
 
 func skipJSONSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
 		i++
-	}
-	return i
-}
-
-// skipJSONString skips the string whose opening quote is at b[i].
-func skipJSONString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++ // the escaped byte; a \uXXXX's hex digits are plain bytes
-		case '"':
-			return i + 1
-		}
 	}
 	return i
 }
@@ -166,13 +154,13 @@ func skipJSONValue(b []byte, i int) int {
 	}
 	switch b[i] {
 	case '"':
-		return skipJSONString(b, i)
+		return scanJSONString(b, i)
 	case '{', '[':
 		depth := 0
 		for i < len(b) {
 			switch b[i] {
 			case '"':
-				i = skipJSONString(b, i)
+				i = scanJSONString(b, i)
 				continue
 			case '{', '[':
 				depth++
@@ -207,7 +195,7 @@ func jsonEscape(s string) string {
 
 // looksLikeJSONObject reports whether body's first non-space byte opens a JSON object.
 func looksLikeJSONObject(body []byte) bool {
-	t := bytes.TrimLeft(body, " \t\r\n")
+	t := bytes.TrimLeft(body, jsonSpace)
 	return len(t) > 0 && t[0] == '{'
 }
 

@@ -97,7 +97,7 @@ type mailgunSignature struct {
 // mailgunFind extracts the signature fields from a JSON or form body. Its errors are *Rejection.
 func mailgunFind(body []byte) (mailgunSignature, error) {
 	var s mailgunSignature
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	trimmed := bytes.TrimLeft(body, jsonSpace)
 	if len(trimmed) > 0 && trimmed[0] == '{' {
 		top, err := jsonObject(body)
 		if err != nil {
@@ -204,7 +204,7 @@ func signMailgunBody(in SignInput, secrets []string) ([]byte, error) {
 // mailgunEmbed signs timestamp + token with key and puts the three fields into body.
 func mailgunEmbed(body, key []byte, ts, token string) ([]byte, error) {
 	sig := hex.EncodeToString(hmacSum(sha256.New, key, mailgunMessage(ts, token)))
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	trimmed := bytes.TrimLeft(body, jsonSpace)
 	if len(trimmed) > 0 && trimmed[0] == '{' {
 		var top map[string]json.RawMessage
 		if err := json.Unmarshal(body, &top); err != nil || top == nil {
@@ -236,7 +236,7 @@ func signMailgun(in SignInput, secrets []string) (Headers, error) {
 	if _, err := parseMailgunSecret(secrets[0]); err != nil {
 		return nil, fmt.Errorf("mailgun: %w", err)
 	}
-	trimmed := bytes.TrimLeft(in.Body, " \t\r\n")
+	trimmed := bytes.TrimLeft(in.Body, jsonSpace)
 	if len(trimmed) > 0 && trimmed[0] == '{' {
 		return Headers{{Name: "Content-Type", Value: "application/json"}}, nil
 	}
