@@ -142,14 +142,7 @@ func newAuthEnv(t *testing.T) *authEnv {
 // newAuthEnvOn builds the authenticated world on st, an empty, migrated store.
 func newAuthEnvOn(t *testing.T, st storage.Store) *authEnv {
 	t.Helper()
-	key, err := secretbox.NewKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kr, err := secretbox.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, kr := mustKeyring(t)
 	e := &authEnv{store: st, clock: &clock{now: time.Now().UTC().Truncate(time.Second)}, keyring: kr, logs: &syncBuffer{},
 		ca: newTestCA(t, "hookverify test CA"), tokens: map[string]string{}, ids: map[string]string{}, inboxIDs: map[string]string{}}
 	e.admin = "bootstrap-" + strings.Repeat("x", 40)

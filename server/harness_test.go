@@ -172,14 +172,7 @@ func newEnv(t *testing.T, b backend) *env {
 // newEnvOn makes an env whose first server uses st (which may be nil: no store yet).
 func newEnvOn(t *testing.T, b backend, dsn string, st storage.Store) *env {
 	t.Helper()
-	key, err := secretbox.NewKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kr, err := secretbox.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, kr := mustKeyring(t)
 	e := &env{
 		backend:    b,
 		dsn:        dsn,
@@ -580,4 +573,25 @@ func countsSince[K comparable, V int | float64](before, after map[K]V) map[K]V {
 		}
 	}
 	return moved
+}
+
+// mustKey returns a fresh master key.
+func mustKey(tb testing.TB) []byte {
+	tb.Helper()
+	key, err := secretbox.NewKey()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return key
+}
+
+// mustKeyring returns a fresh master key and a keyring holding only it.
+func mustKeyring(tb testing.TB) ([]byte, *secretbox.Keyring) {
+	tb.Helper()
+	key := mustKey(tb)
+	kr, err := secretbox.NewKeyring(key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return key, kr
 }

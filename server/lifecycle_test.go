@@ -176,10 +176,8 @@ func TestRekeyWhileServing(t *testing.T) {
 			secrets = append(secrets, s1, s2)
 		}
 		oldKey := e.masterKey
-		newKey, err := secretbox.NewKey()
-		if err != nil {
-			t.Fatal(err)
-		}
+		newKey := mustKey(t)
+		var err error
 		if e.keyring, err = secretbox.NewKeyring(newKey, oldKey); err != nil {
 			t.Fatal(err)
 		}
@@ -257,13 +255,4 @@ func TestRekeyWhileServing(t *testing.T) {
 		_, err = both.admin.RekeySecrets(t.Context(), &hookverifyv1.RekeySecretsRequest{MaxSecrets: -1})
 		wantCode(t, err, codes.InvalidArgument)
 	})
-}
-
-func mustKey(t *testing.T) []byte {
-	t.Helper()
-	key, err := secretbox.NewKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key
 }

@@ -19,7 +19,6 @@ import (
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/protocol"
-	"github.com/hookverify/hookverify/server/secretbox"
 	"github.com/hookverify/hookverify/storage/sqlite"
 )
 
@@ -39,14 +38,7 @@ func BenchmarkVerifyRPC(b *testing.B) {
 	if err := st.Migrate(ctx); err != nil {
 		b.Fatal(err)
 	}
-	key, err := secretbox.NewKey()
-	if err != nil {
-		b.Fatal(err)
-	}
-	kr, err := secretbox.NewKeyring(key)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, kr := mustKeyring(b)
 	srv, err := server.New(server.Options{Keyring: kr, Protocols: protocol.Default(),
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
