@@ -12,8 +12,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
-
-	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
 
 // invalidUTF8Field is the field number of the marker utf8ReportingCodec leaves on a request
@@ -33,14 +31,6 @@ func newUTF8ReportingCodec() utf8ReportingCodec {
 }
 
 func (c utf8ReportingCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	if req, ok := v.(*hookverifyv1.VerifyRequest); ok {
-		wire := data.MaterializeToBuffer(mem.DefaultBufferPool())
-		decoded := decodeVerifyRequest(wire.ReadOnlyData(), req)
-		wire.Free()
-		if decoded {
-			return nil
-		}
-	}
 	err := c.CodecV2.Unmarshal(data, v)
 	m, ok := v.(proto.Message)
 	if err == nil || !ok || !strings.Contains(err.Error(), "invalid UTF-8") {
