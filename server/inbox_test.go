@@ -244,6 +244,11 @@ func TestOperationalHTTP(t *testing.T) {
 			`hookverify_inbox_oldest_pending_age_seconds{endpoint="seen"}`,
 			`hookverify_grpc_requests_total{code="OK",method="/hookverify.v1.VerifierService/Verify"}`,
 			`hookverify_storage_claim_duration_seconds_count 1`,
+			// One accepted delivery: one batch of one claim, committed.
+			`hookverify_storage_claim_batch_size_count 1`,
+			`hookverify_storage_claim_batch_size_sum 1`,
+			`hookverify_storage_claim_batch_duration_seconds_count 1`,
+			`hookverify_storage_claim_batch_failures_total 0`,
 		} {
 			if !strings.Contains(body, want) {
 				t.Errorf("/metrics lacks %s", want)

@@ -147,13 +147,19 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// SetStore hands the server an open, migrated store and reports SERVING. Passing nil reports
-// NOT_SERVING again (used while shutting down).
+// SetStore hands the server an open, migrated store and reports SERVING; with metrics, the
+// store's claim batches are recorded too. Passing nil reports NOT_SERVING again (used while
+// shutting down).
 func (s *Server) SetStore(st storage.Store) {
 	if st == nil {
 		s.store.Store(nil)
 		s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 		return
+	}
+	if batches, ok := st.(interface {
+		ObserveClaimBatches(func(storage.ClaimBatchStats))
+	}); ok && s.metrics != nil {
+		batches.ObserveClaimBatches(s.metrics.observeClaimBatch)
 	}
 	s.store.Store(&storeHolder{st})
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)

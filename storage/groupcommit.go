@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // MaxClaimBatch bounds how many claims share one transaction, so one commit never holds locks
@@ -25,6 +26,34 @@ type ClaimBatcher struct {
 	batches int64
 	// each turns group commit off (CommitEachClaim).
 	each atomic.Bool
+	// observe, when set, is told about every batch (ObserveBatches).
+	observe atomic.Pointer[func(ClaimBatchStats)]
+}
+
+// ClaimBatchStats describes one batch commit, for metrics: how many claims it held, how long
+// the commit took, and whether it committed.
+type ClaimBatchStats struct {
+	Claims    int
+	Took      time.Duration
+	Committed bool
+}
+
+// ObserveBatches has f called after every batch commit (or failure), from the goroutine that
+// committed it, so f must be quick. With group commit off each claim is a batch of one. The sum
+// of Took over a second is the share of that second the claim pipeline was busy: near 1, claims
+// queue behind the batch in flight and the database's commit and row costs set the pace.
+func (b *ClaimBatcher) ObserveBatches(f func(ClaimBatchStats)) { b.observe.Store(&f) }
+
+// timeCommit runs commit on batch and reports it to the observer, if any.
+func (b *ClaimBatcher) timeCommit(batch []Delivery, commit CommitBatch) ([]ClaimResult, []error, error) {
+	observe := b.observe.Load()
+	if observe == nil {
+		return commit(batch)
+	}
+	start := time.Now()
+	results, errs, err := commit(batch)
+	(*observe)(ClaimBatchStats{Claims: len(batch), Took: time.Since(start), Committed: err == nil})
+	return results, errs, err
 }
 
 // CommitEachClaim turns group commit off: from now on every claim commits alone, in its own
@@ -61,7 +90,7 @@ func (b *ClaimBatcher) Submit(ctx context.Context, d Delivery, commit CommitBatc
 		return ClaimResult{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if b.each.Load() {
-		results, errs, err := commit([]Delivery{d})
+		results, errs, err := b.timeCommit([]Delivery{d}, commit)
 		if err != nil {
 			return ClaimResult{}, err
 		}
@@ -137,7 +166,7 @@ func (b *ClaimBatcher) commit(batch []*claimCall, commit CommitBatch) {
 	for i, c := range batch {
 		deliveries[i] = c.d
 	}
-	results, errs, err := commit(deliveries)
+	results, errs, err := b.timeCommit(deliveries, commit)
 	b.mu.Lock()
 	if err == nil {
 		b.batches++

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestClaimBatcher checks group commit with a scripted commit function: claims queued while a
@@ -165,5 +166,39 @@ func TestClaimBatcherCommittingEachClaim(t *testing.T) {
 	}
 	if b.Batches() != callers {
 		t.Errorf("Batches() = %d, want %d", b.Batches(), callers)
+	}
+}
+
+// TestClaimBatcherObserver: the observer hears of every batch, with its size and whether it
+// committed, with group commit on and off, and nothing is observed before it is set.
+func TestClaimBatcherObserver(t *testing.T) {
+	t.Parallel()
+	commit := func(batch []Delivery) ([]ClaimResult, []error, error) {
+		if batch[0].EventID == "fail-batch" {
+			return nil, nil, fmt.Errorf("commit: %w", ErrUnavailable)
+		}
+		time.Sleep(time.Millisecond) // so that the observed time can be checked
+		return make([]ClaimResult, len(batch)), make([]error, len(batch)), nil
+	}
+	for _, each := range []bool{false, true} {
+		var b ClaimBatcher
+		if each {
+			b.CommitEachClaim()
+		}
+		if _, err := b.Submit(t.Context(), Delivery{EventID: "unobserved"}, commit); err != nil {
+			t.Fatal(err)
+		}
+		var seen []ClaimBatchStats
+		b.ObserveBatches(func(s ClaimBatchStats) { seen = append(seen, s) })
+		if _, err := b.Submit(t.Context(), Delivery{EventID: "ok"}, commit); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Submit(t.Context(), Delivery{EventID: "fail-batch"}, commit); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("failed batch: %v", err)
+		}
+		if len(seen) != 2 || seen[0].Claims != 1 || !seen[0].Committed || seen[1].Claims != 1 || seen[1].Committed ||
+			seen[0].Took < time.Millisecond {
+			t.Fatalf("commit each claim %v: observed %+v, want a committed batch of 1, then a failed one", each, seen)
+		}
 	}
 }

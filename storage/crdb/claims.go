@@ -437,6 +437,14 @@ func (s *Store) CommitEachClaim() {
 	}
 }
 
+// ObserveClaimBatches has f told about every claim batch of every lane (see
+// storage.ClaimBatcher.ObserveBatches). Safe to call while claims run.
+func (s *Store) ObserveClaimBatches(f func(storage.ClaimBatchStats)) {
+	for i := range s.claims {
+		s.claims[i].ObserveBatches(f)
+	}
+}
+
 // lane returns the claim lane of an identity: the only one on PostgreSQL, one of claimLanes
 // on CockroachDB.
 func (s *Store) lane(scope, eventID string) *storage.ClaimBatcher {

@@ -40,6 +40,10 @@ func (s *Store) Claim(ctx context.Context, d storage.Delivery) (storage.ClaimRes
 // before the store is used.
 func (s *Store) CommitEachClaim() { s.claims.CommitEachClaim() }
 
+// ObserveClaimBatches has f told about every claim batch (see
+// storage.ClaimBatcher.ObserveBatches). Safe to call while claims run.
+func (s *Store) ObserveClaimBatches(f func(storage.ClaimBatchStats)) { s.claims.ObserveBatches(f) }
+
 // claimOnce queues the claim for the next group commit (storage.ClaimBatcher: one
 // transaction, so one fsync, for every claim queued meanwhile) and waits for its outcome.
 func (s *Store) claimOnce(ctx context.Context, d storage.Delivery) (storage.ClaimResult, error) {
