@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -253,6 +255,23 @@ func TestOperationalHTTP(t *testing.T) {
 			if !strings.Contains(body, want) {
 				t.Errorf("/metrics lacks %s", want)
 			}
+		}
+	})
+}
+
+// TestInboxIDsAreTimeOrdered: both stores ask for time-ordered inbox ids (UUIDv7, see
+// storage.InboxIDSource), so new inbox rows append to the primary key's index.
+func TestInboxIDsAreTimeOrdered(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		secret, _ := e.setup(t, githubProvider, "ordered")
+		prev := ""
+		for i := range 3 {
+			id := e.accept(t, e.deliver(t, githubProvider, "ordered", fmt.Sprintf("evt-%d", i), secret)).GetInboxId()
+			if u, err := uuid.Parse(id); err != nil || u.Version() != 7 || id <= prev {
+				t.Fatalf("inbox id %q after %q (%v): want a UUIDv7 sorting after the one before", id, prev, err)
+			}
+			prev = id
 		}
 	})
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -136,7 +135,7 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 		s.claims.put(endpoint.DedupeScope, result.EventID, claim)
 	default:
 		delivery := storage.Delivery{
-			InboxID:      uuid.NewString(),
+			InboxID:      storage.NewInboxID(st),
 			Scope:        endpoint.DedupeScope,
 			EventID:      result.EventID,
 			EndpointID:   endpoint.ID,

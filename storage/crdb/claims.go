@@ -437,6 +437,15 @@ func (s *Store) CommitEachClaim() {
 	}
 }
 
+// NewInboxID returns a time-ordered inbox id on PostgreSQL and a random one on CockroachDB,
+// where time-ordered keys would make one range take every insert (see storage.InboxIDSource).
+func (s *Store) NewInboxID() string {
+	if s.engine == EngineCockroachDB {
+		return storage.RandomInboxID()
+	}
+	return storage.TimeOrderedInboxID()
+}
+
 // ObserveClaimBatches has f told about every claim batch of every lane (see
 // storage.ClaimBatcher.ObserveBatches). Safe to call while claims run.
 func (s *Store) ObserveClaimBatches(f func(storage.ClaimBatchStats)) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/cockroach-go/v2/crdb/crdbpgxv5"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -191,6 +192,17 @@ func cockroachPathStore(t *testing.T, url string) *Store {
 	s := &Store{pool: p, engine: EngineCockroachDB}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// TestInboxIDForm: time-ordered inbox ids on PostgreSQL, random ones on CockroachDB (see
+// storage.InboxIDSource).
+func TestInboxIDForm(t *testing.T) {
+	for engine, want := range map[Engine]uuid.Version{EnginePostgreSQL: 7, EngineCockroachDB: 4} {
+		id := (&Store{engine: engine}).NewInboxID()
+		if u, err := uuid.Parse(id); err != nil || u.Version() != want {
+			t.Errorf("%s: inbox id %q (%v), want a UUIDv%d", engine, id, err, want)
+		}
+	}
 }
 
 func TestCockroachDBPathsOnPostgreSQL(t *testing.T) {

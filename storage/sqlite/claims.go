@@ -40,6 +40,9 @@ func (s *Store) Claim(ctx context.Context, d storage.Delivery) (storage.ClaimRes
 // before the store is used.
 func (s *Store) CommitEachClaim() { s.claims.CommitEachClaim() }
 
+// NewInboxID returns a time-ordered inbox id (see storage.InboxIDSource).
+func (s *Store) NewInboxID() string { return storage.TimeOrderedInboxID() }
+
 // ObserveClaimBatches has f told about every claim batch (see
 // storage.ClaimBatcher.ObserveBatches). Safe to call while claims run.
 func (s *Store) ObserveClaimBatches(f func(storage.ClaimBatchStats)) { s.claims.ObserveBatches(f) }

@@ -1,0 +1,34 @@
+package storage
+
+import "github.com/google/uuid"
+
+// InboxIDSource is implemented by stores that choose the form of the inbox ids the server
+// generates for them (Delivery.InboxID). An inbox id is the inbox's primary key, so its form
+// decides where each new row lands in that index:
+//   - time-ordered ids (UUIDv7) append to the index: a batch of claims dirties a page or two of
+//     it. That suits SQLite, which writes every page a commit dirtied to its WAL (random ids
+//     made new events 15-48 % slower there, BENCHMARKS.md), and PostgreSQL, which logs a full
+//     image of each page first modified after a checkpoint;
+//   - random ids (UUIDv4) spread inserts over the index. That suits CockroachDB, where
+//     time-ordered keys would send every insert to the same range.
+//
+// A store without it gets random ids. Either form is 122 (v4) or 74 (v7) random bits, so inbox
+// ids stay unguessable and never collide.
+type InboxIDSource interface {
+	NewInboxID() string
+}
+
+// TimeOrderedInboxID returns a UUIDv7: its first 48 bits are the time in milliseconds, and
+// ids from one process sort in the order they were made.
+func TimeOrderedInboxID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// RandomInboxID returns a UUIDv4.
+func RandomInboxID() string { return uuid.NewString() }
+
+// NewInboxID returns an inbox id in the form st prefers (InboxIDSource), random otherwise.
+func NewInboxID(st any) string {
+	if src, ok := st.(InboxIDSource); ok {
+		return src.NewInboxID()
+	}
+	return RandomInboxID()
+}
