@@ -6,9 +6,10 @@ import "github.com/google/uuid"
 // generates for them (Delivery.InboxID). An inbox id is the inbox's primary key, so its form
 // decides where each new row lands in that index:
 //   - time-ordered ids (UUIDv7) append to the index: a batch of claims dirties a page or two of
-//     it. That suits SQLite, which writes every page a commit dirtied to its WAL (random ids
-//     made new events 15-48 % slower there, BENCHMARKS.md), and PostgreSQL, which logs a full
-//     image of each page first modified after a checkpoint;
+//     it. That suits SQLite, which writes every page a commit dirtied to its WAL (time-ordered
+//     ids gave 15-48 % more new events per second than random ones, BENCHMARKS.md), and
+//     PostgreSQL, which logs a full image of each page first modified after a checkpoint (no
+//     difference showed in 15-second runs there);
 //   - random ids (UUIDv4) spread inserts over the index. That suits CockroachDB, where
 //     time-ordered keys would send every insert to the same range.
 //
