@@ -169,8 +169,8 @@ func TestClaimBatcherCommittingEachClaim(t *testing.T) {
 	}
 }
 
-// TestClaimBatcherObserver: the observer hears of every batch, with its size and whether it
-// committed, with group commit on and off, and nothing is observed before it is set.
+// TestClaimBatcherObserver: once set, the observer hears of every batch, with its size, its
+// commit time and whether it committed, with group commit on and off.
 func TestClaimBatcherObserver(t *testing.T) {
 	t.Parallel()
 	commit := func(batch []Delivery) ([]ClaimResult, []error, error) {
