@@ -8,7 +8,8 @@
 # in an open loop at half the peak rate just measured, for the latency at that load. Then
 # redeliveries with the claim cache off (serve --claim-cache 0: each one read from the database),
 # and last, new events on each store with group commit off (serve --commit-each-claim), the one
-# commit per delivery figure to compare with. Everything it starts is stopped at exit.
+# commit per delivery figure to compare with. After each phase of new events it prints what the
+# server's metrics say of its claim batches. Everything it starts is stopped at exit.
 set -euo pipefail
 duration=${1:-10s}
 workers=${2:-32}
@@ -39,10 +40,44 @@ pgport=$(free_port)
 as_pg "$pgbin/pg_ctl" -D "$work/pg" -w -o "-p $pgport -k $work/pg -c listen_addresses=127.0.0.1" -l "$work/pg/log" start >/dev/null
 export HOOKVERIFY_MASTER_KEY=$(head -c 32 /dev/urandom | base64)
 
+# batch_totals prints the server's claim batch counters (batches, claims, seconds committing),
+# zeros for a server without them or without curl.
+batch_totals() { # metrics port
+	{ command -v curl >/dev/null && curl -s "http://127.0.0.1:$1/metrics" || true; } | awk '
+		/^hookverify_storage_claim_batch_size_count / { n = $2 }
+		/^hookverify_storage_claim_batch_size_sum / { c = $2 }
+		/^hookverify_storage_claim_batch_duration_seconds_sum / { t = $2 }
+		END { printf "%d %d %f\n", n, c, t }'
+}
+# measured runs a bench phase and then says how the claim pipeline behaved during it: claims per
+# batch, and the share of the phase's $duration a batch was committing (near 100 %: claims queue
+# behind the batch in flight). A --baseline phase before it commits nothing; the load
+# generator's 64 priming claims count, a second's worth of batches at most.
+measured() { # metrics port, bench arguments...
+	local hport=$1; shift
+	local before after
+	before=$(batch_totals "$hport")
+	"$bin" bench "$@"
+	after=$(batch_totals "$hport")
+	echo "$before $after $phase_seconds" | awk '{
+		n = $4 - $1; busy = ($6 - $3) / $7
+		if (n == 0) exit
+		printf "claim pipeline: %d batches, %.1f claims per batch, ", n, ($5 - $2) / n
+		# With group commit off, commits overlap: say how many were in flight on average.
+		if (busy <= 1.05) printf "committing %.0f %% of the phase\n", 100 * busy
+		else printf "%.1f commits in flight on average\n", busy
+	}'
+}
+phase_seconds=$(python3 -c '
+import re, sys
+units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+parts = re.findall(r"([0-9.]+)(ms|s|m|h)", sys.argv[1])
+print(sum(float(v) * units[u] for v, u in parts) or 1)' "$duration")
+
 run_on() { # name, extra serve flags...
 	local name=$1; shift
-	local port; port=$(free_port)
-	"$server_bin" serve --listen "127.0.0.1:$port" --log-level error $serve_flags "$@" 2>"$work/$name.log" &
+	local port hport; port=$(free_port); hport=$(free_port)
+	"$server_bin" serve --listen "127.0.0.1:$port" --http-listen "127.0.0.1:$hport" --log-level error $serve_flags "$@" 2>"$work/$name.log" &
 	pids+=($!)
 	for _ in $(seq 50); do "$bin" endpoint list --server "127.0.0.1:$port" >/dev/null 2>&1 && break; sleep 0.2; done
 	# Other work on the machine distorts the figures; say how busy it was.
@@ -50,7 +85,7 @@ run_on() { # name, extra serve flags...
 	if [[ $name == *-each-claim ]]; then
 		# Group commit off: the one-commit-per-delivery figure, for comparison.
 		echo "== $name: new events, every claim committed alone =="
-		"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix new=100 --baseline
+		measured "$hport" --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix new=100 --baseline
 		echo
 		return
 	fi
@@ -63,7 +98,7 @@ run_on() { # name, extra serve flags...
 		return
 	fi
 	echo "== $name: new events =="
-	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix new=100 --baseline | tee "$work/$name.new"
+	measured "$hport" --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix new=100 --baseline | tee "$work/$name.new"
 	echo "== $name: redeliveries =="
 	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix dup=100 --baseline
 	local half
@@ -76,7 +111,7 @@ run_on() { # name, extra serve flags...
 		as_pg "$pgbin/psql" -h 127.0.0.1 -p "$pgport" -U postgres -qc checkpoint
 	fi
 	echo "== $name: new events, open loop at half the peak rate ($half/s) =="
-	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers 64 --mix new=100 --rate "$half"
+	measured "$hport" --server "127.0.0.1:$port" --duration "$duration" --workers 64 --mix new=100 --rate "$half"
 	echo
 }
 run_on postgres --database-url "postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable"
