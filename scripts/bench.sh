@@ -63,9 +63,10 @@ measured() { # metrics port, bench arguments...
 		n = $4 - $1; busy = ($6 - $3) / $7
 		if (n == 0) exit
 		printf "claim pipeline: %d batches, %.1f claims per batch, ", n, ($5 - $2) / n
-		# With group commit off, commits overlap: say how many were in flight on average.
+		# With group commit off, claims commit concurrently (on SQLite, most of them wait for
+		# the single writer): say how many were under way on average.
 		if (busy <= 1.05) printf "committing %.0f %% of the phase\n", 100 * busy
-		else printf "%.1f commits in flight on average\n", busy
+		else printf "%.1f commits under way on average (running or waiting)\n", busy
 	}'
 }
 phase_seconds=$(python3 -c '

@@ -156,9 +156,7 @@ func (s *Server) SetStore(st storage.Store) {
 		s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 		return
 	}
-	if batches, ok := st.(interface {
-		ObserveClaimBatches(func(storage.ClaimBatchStats))
-	}); ok && s.metrics != nil {
+	if batches, ok := st.(storage.ClaimBatchReporter); ok && s.metrics != nil {
 		batches.ObserveClaimBatches(s.metrics.observeClaimBatch)
 	}
 	s.store.Store(&storeHolder{st})

@@ -38,8 +38,14 @@ type ClaimBatchStats struct {
 	Committed bool
 }
 
+// ClaimBatchReporter is implemented by stores whose claims go through a ClaimBatcher: f is told
+// about every batch (see ClaimBatcher.ObserveBatches).
+type ClaimBatchReporter interface {
+	ObserveClaimBatches(f func(ClaimBatchStats))
+}
+
 // ObserveBatches has f called after every batch commit (or failure), from the goroutine that
-// committed it, so f must be quick. With group commit off each claim is a batch of one. The sum
+// committed it, so f must be quick; it replaces any observer set before. With group commit off each claim is a batch of one. The sum
 // of Took over a second is the share of that second the claim pipeline was busy: near 1, claims
 // queue behind the batch in flight and the database's commit and row costs set the pace.
 func (b *ClaimBatcher) ObserveBatches(f func(ClaimBatchStats)) { b.observe.Store(&f) }

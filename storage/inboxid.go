@@ -13,8 +13,9 @@ import "github.com/google/uuid"
 //   - random ids (UUIDv4) spread inserts over the index. That suits CockroachDB, where
 //     time-ordered keys would send every insert to the same range.
 //
-// A store without it gets random ids. Either form is 122 (v4) or 74 (v7) random bits, so inbox
-// ids stay unguessable and never collide.
+// A store without it gets random ids. A v4 id holds 122 random bits and a v7 id 62 (after the
+// millisecond and a sub-millisecond counter), so inbox ids stay unguessable and never collide;
+// acting on a leased delivery needs its lease token besides.
 type InboxIDSource interface {
 	NewInboxID() string
 }

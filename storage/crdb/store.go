@@ -46,7 +46,11 @@ type Store struct {
 // slower (scripts/bench.sh, BENCHMARKS.md).
 const claimLanes = 4
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store              = (*Store)(nil)
+	_ storage.ClaimBatchReporter = (*Store)(nil)
+	_ storage.InboxIDSource      = (*Store)(nil)
+)
 
 // defaultConnectTimeout bounds a connection attempt when the URL sets no connect_timeout.
 const defaultConnectTimeout = 10 * time.Second

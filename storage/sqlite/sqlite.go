@@ -62,7 +62,11 @@ type Store struct {
 	lookups lookupStmts
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store              = (*Store)(nil)
+	_ storage.ClaimBatchReporter = (*Store)(nil)
+	_ storage.InboxIDSource      = (*Store)(nil)
+)
 
 // Open opens the database file at path with the default options, creating it if needed, and
 // migrates it to the current schema.
