@@ -69,20 +69,26 @@ func jsonBodyString(body []byte, path ...string) (string, error) {
 			return "", Reject(ReasonMissingEventID, "body has no %q field", name)
 		}
 		if i == len(path)-1 {
-			var s string
-			if err := json.Unmarshal(raw, &s); err != nil {
-				return "", Reject(ReasonMissingEventID, "body field %q is not a string", name)
-			}
-			if s == "" {
-				return "", Reject(ReasonMissingEventID, "body field %q is empty", name)
-			}
-			return s, nil
+			return jsonIDString(raw, name)
 		}
 		if obj, ok = jsonObjectBytes(raw); !ok {
 			return "", Reject(ReasonMissingEventID, "body field %q is not an object", strings.Join(path[:i+1], "."))
 		}
 	}
 	return "", Reject(ReasonMissingEventID, "no identity path")
+}
+
+// jsonIDString returns raw, the value at the body path name, as a non-empty JSON string, or the
+// missing-event-id rejection that says why it is not one.
+func jsonIDString(raw []byte, name string) (string, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", Reject(ReasonMissingEventID, "body field %q is not a string", name)
+	}
+	if s == "" {
+		return "", Reject(ReasonMissingEventID, "body field %q is empty", name)
+	}
+	return s, nil
 }
 
 // jsonObjectBytes returns the valid JSON value v without surrounding space if it is an object.

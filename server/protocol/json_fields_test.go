@@ -9,6 +9,7 @@ import (
 
 // jsonBodyStringByMaps is how jsonBodyString used to read the body, decoding every level into
 // map[string]json.RawMessage: the oracle the scanning version must agree with on any input.
+// Both decode the value they find with jsonIDString.
 func jsonBodyStringByMaps(body []byte, path ...string) (string, error) {
 	obj, err := jsonObject(body)
 	if err != nil {
@@ -21,14 +22,7 @@ func jsonBodyStringByMaps(body []byte, path ...string) (string, error) {
 			return "", Reject(ReasonMissingEventID, "body has no %q field", name)
 		}
 		if i == len(path)-1 {
-			var s string
-			if err := json.Unmarshal(raw, &s); err != nil {
-				return "", Reject(ReasonMissingEventID, "body field %q is not a string", name)
-			}
-			if s == "" {
-				return "", Reject(ReasonMissingEventID, "body field %q is empty", name)
-			}
-			return s, nil
+			return jsonIDString(raw, name) // the leaf is decoded alike; finding it is what differs
 		}
 		obj = nil
 		if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
