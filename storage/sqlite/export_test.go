@@ -15,7 +15,7 @@ func Pragmas(ctx context.Context, s *Store) map[string]string {
 			out[pool+".error"] = err.Error()
 			continue
 		}
-		for _, name := range []string{"journal_mode", "synchronous", "foreign_keys", "busy_timeout", "query_only"} {
+		for _, name := range []string{"journal_mode", "synchronous", "foreign_keys", "busy_timeout", "query_only", "page_size"} {
 			var v any
 			if err := conn.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v); err != nil {
 				out[pool+"."+name] = "error: " + err.Error()

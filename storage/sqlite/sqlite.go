@@ -46,10 +46,21 @@ type Options struct {
 	BusyTimeout time.Duration
 	// MaxReaders bounds the read-only connections. Default: GOMAXPROCS, at least 4.
 	MaxReaders int
+	// PageSize is the page size, in bytes, of a database file this store creates (a power of
+	// two from 512 to 65536). An existing file keeps the page size it was created with.
+	// Default DefaultPageSize.
+	PageSize int
 }
 
 // DefaultBusyTimeout is the BusyTimeout used when Options leaves it zero.
 const DefaultBusyTimeout = 10 * time.Second
+
+// DefaultPageSize is the PageSize used when Options leaves it zero: 8 KiB rather than SQLite's
+// 4 KiB. A 2 KiB delivery then shares its page with others instead of filling one alone, so a
+// batch of new events writes fewer WAL frames, one system call each: 5-7 % more accepted
+// deliveries per second on a new database in BENCHMARKS.md, where 16 KiB gained no more
+// and would quadruple what an ack, which changes one row, writes to the log.
+const DefaultPageSize = 8192
 
 // Store is a storage.Store on a SQLite database file. It is safe for concurrent use.
 type Store struct {
@@ -88,18 +99,33 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.MaxReaders <= 0 {
 		opts.MaxReaders = max(4, runtime.GOMAXPROCS(0))
 	}
+	if opts.PageSize == 0 {
+		opts.PageSize = DefaultPageSize
+	}
+	if opts.PageSize < 512 || opts.PageSize > 65536 || opts.PageSize&(opts.PageSize-1) != 0 {
+		return nil, fmt.Errorf("sqlite: open %s: %w: page size %d, want a power of two from 512 to 65536", path, storage.ErrInvalid, opts.PageSize)
+	}
 	// Create the file ourselves so that it is private: it holds sealed secrets and raw
 	// deliveries. SQLite gives the -wal and -shm files the mode of the database file.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
 	}
-	if err := f.Close(); err != nil {
+	info, err := f.Stat()
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
+	}
+	if info.Size() == 0 {
+		if err := initFile(ctx, path, opts); err != nil {
+			return nil, err
+		}
 	}
 
 	s := &Store{path: path}
-	if s.writer, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, false)); err != nil {
+	if s.writer, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, writerConn)); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
 	}
 	// One writer connection: SQLite admits one writer at a time anyway, and queueing in Go
@@ -112,7 +138,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = s.writer.Close()
 		return nil, err
 	}
-	if s.reader, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, true)); err != nil {
+	if s.reader, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, readerConn)); err != nil {
 		_ = s.writer.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
 	}
@@ -129,16 +155,48 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// initFile gives an empty database file its page size and WAL mode. SQLite fixes the page size
+// when it first writes the file, which the journal_mode pragma of the writer's data source name
+// would do with the default size: the driver runs those pragmas in name order, so page_size
+// cannot simply go there too. If another process initialises the file first, the page_size
+// statement here changes nothing and the file keeps that process's size.
+func initFile(ctx context.Context, path string, opts Options) error {
+	db, err := sql.Open("sqlite", dsn(path, opts.BusyTimeout, initConn))
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
+	}
+	defer db.Close()
+	for _, stmt := range []string{fmt.Sprintf("PRAGMA page_size = %d", opts.PageSize), "PRAGMA journal_mode = WAL"} {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// connRole is what a connection is opened for.
+type connRole int
+
+const (
+	readerConn connRole = iota // read-only pool
+	writerConn                 // the single writer, WAL mode, IMMEDIATE transactions
+	initConn                   // initFile's connection: sets nothing that writes the file
+)
+
 // dsn builds the driver's data source name. The path goes through a file: URI, escaped, so that
 // no character of it can be read as a parameter.
-func dsn(path string, busyTimeout time.Duration, readOnly bool) string {
+func dsn(path string, busyTimeout time.Duration, role connRole) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(FULL)")
-	if readOnly {
+	switch role {
+	case readerConn:
 		q.Set("_query_only", "1")
-	} else {
+	case writerConn:
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Set("_txlock", "immediate")
 	}

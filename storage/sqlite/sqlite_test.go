@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -101,6 +102,7 @@ func TestConnectionSettings(t *testing.T) {
 		"synchronous":  "2", // FULL
 		"foreign_keys": "1",
 		"busy_timeout": "10000",
+		"page_size":    strconv.Itoa(sqlite.DefaultPageSize),
 	}
 	got := sqlite.Pragmas(t.Context(), s)
 	for name, w := range want {
@@ -125,6 +127,45 @@ func TestOpenOptions(t *testing.T) {
 	defer s.Close()
 	if g := sqlite.Pragmas(t.Context(), s)["writer.busy_timeout"]; g != "1500" {
 		t.Errorf("busy_timeout = %q, want 1500", g)
+	}
+}
+
+// A new file gets the chosen page size; an existing file keeps its own, whatever the option
+// says, and works as before.
+func TestPageSize(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pageSize := func(path string, opts sqlite.Options) string {
+		t.Helper()
+		s, err := sqlite.OpenWith(t.Context(), path, opts)
+		if err != nil {
+			t.Fatalf("OpenWith %+v: %v", opts, err)
+		}
+		defer s.Close()
+		if err := s.CreateEndpoint(t.Context(), storage.Endpoint{ID: "ep-" + strconv.Itoa(opts.PageSize), Provider: "github", DedupeScope: "s", CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+			t.Fatalf("CreateEndpoint with %+v: %v", opts, err)
+		}
+		got := sqlite.Pragmas(t.Context(), s)
+		if got["writer.page_size"] != got["reader.page_size"] || got["writer.journal_mode"] != "wal" {
+			t.Fatalf("pragmas %v", got)
+		}
+		return got["writer.page_size"]
+	}
+	old := filepath.Join(dir, "old.db")
+	if g := pageSize(old, sqlite.Options{PageSize: 4096}); g != "4096" {
+		t.Errorf("new file with PageSize 4096: page_size %s", g)
+	}
+	if g := pageSize(old, sqlite.Options{}); g != "4096" {
+		t.Errorf("4 KiB file reopened with the default: page_size %s, want it kept", g)
+	}
+	if g := pageSize(filepath.Join(dir, "big.db"), sqlite.Options{PageSize: 16384}); g != "16384" {
+		t.Errorf("new file with PageSize 16384: page_size %s", g)
+	}
+	for _, bad := range []int{-1, 256, 3000, 131072} {
+		_, err := sqlite.OpenWith(t.Context(), filepath.Join(dir, "bad.db"), sqlite.Options{PageSize: bad})
+		if !errors.Is(err, storage.ErrInvalid) {
+			t.Errorf("PageSize %d: err %v, want ErrInvalid", bad, err)
+		}
 	}
 }
 
@@ -318,4 +359,13 @@ func BenchmarkClaims(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = s.Close() })
 	storagetest.BenchmarkClaims(b, s)
+}
+
+func BenchmarkLeaseAck(b *testing.B) {
+	s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "hookverify.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	storagetest.BenchmarkLeaseAck(b, s)
 }
