@@ -44,11 +44,16 @@ func TestConformanceCommittingEachClaim(t *testing.T) {
 }
 
 // BenchmarkClaims runs on the harness's PostgreSQL, which shares the machine with the benchmark.
-func BenchmarkClaims(b *testing.B) {
+func BenchmarkClaims(b *testing.B) { storagetest.BenchmarkClaims(b, openBenchStore(b)) }
+
+// BenchmarkLeaseAck runs on the harness's PostgreSQL, like BenchmarkClaims.
+func BenchmarkLeaseAck(b *testing.B) { storagetest.BenchmarkLeaseAck(b, openBenchStore(b)) }
+
+func openBenchStore(b *testing.B) *Store {
 	s, err := Open(b.Context(), pgtest.Shared(b).NewDatabase(b))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = s.Close() })
-	storagetest.BenchmarkClaims(b, s)
+	return s
 }

@@ -352,20 +352,15 @@ func TestHandlesRaceReadThenWriteTransactions(t *testing.T) {
 	}
 }
 
-func BenchmarkClaims(b *testing.B) {
-	s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "hookverify.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
-	storagetest.BenchmarkClaims(b, s)
-}
+func BenchmarkClaims(b *testing.B) { storagetest.BenchmarkClaims(b, openBenchStore(b)) }
 
-func BenchmarkLeaseAck(b *testing.B) {
+func BenchmarkLeaseAck(b *testing.B) { storagetest.BenchmarkLeaseAck(b, openBenchStore(b)) }
+
+func openBenchStore(b *testing.B) *sqlite.Store {
 	s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "hookverify.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = s.Close() })
-	storagetest.BenchmarkLeaseAck(b, s)
+	return s
 }
