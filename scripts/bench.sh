@@ -79,7 +79,11 @@ run_on() { # name, extra serve flags...
 	local name=$1; shift
 	local port hport; port=$(free_port); hport=$(free_port)
 	"$server_bin" serve --listen "127.0.0.1:$port" --http-listen "127.0.0.1:$hport" --log-level error $serve_flags "$@" 2>"$work/$name.log" &
-	pids+=($!)
+	local pid=$!
+	pids+=("$pid")
+	# Each run ends with its server stopped and its data dropped (finish_run), so that no run
+	# shares the machine with the background work of the ones before it: an idle server's
+	# inbox monitor, PostgreSQL's autovacuum and checkpoint writes of a large inbox.
 	for _ in $(seq 50); do "$bin" endpoint list --server "127.0.0.1:$port" >/dev/null 2>&1 && break; sleep 0.2; done
 	# Other work on the machine distorts the figures; say how busy it was.
 	echo "== $name: load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -88,6 +92,7 @@ run_on() { # name, extra serve flags...
 		echo "== $name: new events, every claim committed alone =="
 		measured "$hport" --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix new=100 --baseline
 		echo
+		finish_run "$name" "$pid"
 		return
 	fi
 	if [[ $name == *-no-claim-cache ]]; then
@@ -96,6 +101,7 @@ run_on() { # name, extra serve flags...
 		echo "== $name: redeliveries, claim cache off =="
 		"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix dup=100 --baseline
 		echo
+		finish_run "$name" "$pid"
 		return
 	fi
 	echo "== $name: new events =="
@@ -114,10 +120,27 @@ run_on() { # name, extra serve flags...
 	echo "== $name: new events, open loop at half the peak rate ($half/s) =="
 	measured "$hport" --server "127.0.0.1:$port" --duration "$duration" --workers 64 --mix new=100 --rate "$half"
 	echo
+	finish_run "$name" "$pid"
 }
-run_on postgres --database-url "postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable"
+# finish_run stops a run's server and drops what it stored: the PostgreSQL database named after
+# the run (then a checkpoint writes out what is left dirty), or the embedded data directory.
+finish_run() { # name, server pid
+	kill "$2" 2>/dev/null || true
+	wait "$2" 2>/dev/null || true
+	if [[ $1 == postgres* ]]; then
+		as_pg "$pgbin/psql" -h 127.0.0.1 -p "$pgport" -U postgres -qc "DROP DATABASE \"run-$1\"" -c checkpoint
+	else
+		rm -rf "${work:?}/$1"
+	fi
+}
+# pg_url creates a database for one run and prints its URL.
+pg_url() { # name
+	as_pg "$pgbin/psql" -h 127.0.0.1 -p "$pgport" -U postgres -qc "CREATE DATABASE \"run-$1\"" >/dev/null
+	echo "postgres://postgres@127.0.0.1:$pgport/run-$1?sslmode=disable"
+}
+run_on postgres --database-url "$(pg_url postgres)"
 run_on embedded --data-dir "$work/embedded"
-run_on postgres-no-claim-cache --claim-cache 0 --database-url "postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable"
+run_on postgres-no-claim-cache --claim-cache 0 --database-url "$(pg_url postgres-no-claim-cache)"
 run_on embedded-no-claim-cache --claim-cache 0 --data-dir "$work/embedded-no-claim-cache"
-run_on postgres-each-claim --commit-each-claim --database-url "postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable"
+run_on postgres-each-claim --commit-each-claim --database-url "$(pg_url postgres-each-claim)"
 run_on embedded-each-claim --commit-each-claim --data-dir "$work/embedded-each-claim"
