@@ -66,12 +66,17 @@ const (
 	insertInboxSQL = `INSERT INTO inbox (id, scope, event_id, endpoint_id, operation_key, secret_id,
 		method, url, headers, body, received_at, state, attempts, visible_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?)`
+	countPendingSQL = `INSERT INTO inbox_pending (endpoint_id, n) VALUES (?, ?)
+		ON CONFLICT (endpoint_id) DO UPDATE SET n = n + excluded.n`
 )
 
-// claimStmts are the claim path's prepared statements: parsing them anew for every claim cost
-// more than running them.
+// claimStmts are the claim path's prepared statements (and addPending's): parsing them anew
+// for every claim cost more than running them.
 type claimStmts struct {
-	selectClaim, insertClaim, insertInbox *sql.Stmt
+	selectClaim, insertClaim, insertInbox, countPending *sql.Stmt
+	// inserted counts the inbox records a batch's transaction added, per endpoint: the batch
+	// adds them to inbox_pending before it commits (migration 25).
+	inserted map[string]int64
 }
 
 func prepareClaimStmts(ctx context.Context, db *sql.DB) (*claimStmts, error) {
@@ -79,7 +84,7 @@ func prepareClaimStmts(ctx context.Context, db *sql.DB) (*claimStmts, error) {
 	for _, p := range []struct {
 		stmt **sql.Stmt
 		sql  string
-	}{{&c.selectClaim, selectClaimSQL}, {&c.insertClaim, insertClaimSQL}, {&c.insertInbox, insertInboxSQL}} {
+	}{{&c.selectClaim, selectClaimSQL}, {&c.insertClaim, insertClaimSQL}, {&c.insertInbox, insertInboxSQL}, {&c.countPending, countPendingSQL}} {
 		stmt, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
 			c.close()
@@ -91,7 +96,7 @@ func prepareClaimStmts(ctx context.Context, db *sql.DB) (*claimStmts, error) {
 }
 
 func (c *claimStmts) close() {
-	for _, stmt := range []*sql.Stmt{c.selectClaim, c.insertClaim, c.insertInbox} {
+	for _, stmt := range []*sql.Stmt{c.selectClaim, c.insertClaim, c.insertInbox, c.countPending} {
 		if stmt != nil {
 			_ = stmt.Close()
 		}
@@ -130,6 +135,7 @@ func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, [
 			selectClaim: tx.StmtContext(ctx, s.stmts.selectClaim),
 			insertClaim: tx.StmtContext(ctx, s.stmts.insertClaim),
 			insertInbox: tx.StmtContext(ctx, s.stmts.insertInbox),
+			inserted:    make(map[string]int64, 1),
 		}
 		for _, i := range fresh {
 			var err error
@@ -142,7 +148,7 @@ func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, [
 				return err
 			}
 		}
-		return nil
+		return s.addPending(ctx, tx, c.inserted)
 	})
 	return results, errs, err
 }
@@ -256,6 +262,7 @@ func (c claimStmts) claim(ctx context.Context, d storage.Delivery) (storage.Clai
 		// The read above found no claim and the write lock kept others out: the batch is broken.
 		return storage.ClaimResult{}, err
 	}
+	c.inserted[d.EndpointID]++
 	return storage.ClaimResult{
 		Accepted:        true,
 		InboxID:         d.InboxID,

@@ -148,6 +148,10 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	if err := s.recountPending(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	if s.stmts, err = prepareClaimStmts(ctx, s.writer); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
