@@ -12,21 +12,30 @@ import (
 	"github.com/hookverify/hookverify/storage"
 )
 
-// BenchmarkClaims measures the claim path of the store s: new events and redeliveries, each
-// from one caller at a time (every claim its own commit) and from 32 concurrent callers (group
-// commit shares commits between them). Deliveries carry a 2 KiB body and three headers, like
-// the bench command's. The store must be empty; the benchmark creates its endpoint.
-func BenchmarkClaims(b *testing.B, s storage.Store) {
+// benchDeliveries creates the benchmarks' endpoint in s and returns a maker of its deliveries:
+// a 2 KiB JSON body and three headers, like the bench command's.
+func benchDeliveries(b *testing.B, s storage.Store) func(eventID, inboxID string) storage.Delivery {
 	e := newEndpoint("bench")
 	if err := s.CreateEndpoint(b.Context(), e); err != nil {
 		b.Fatal(err)
 	}
 	body := []byte(`{"bench":"` + strings.Repeat("x", 2048-13) + `"}`)
-	var seq atomic.Int64
-	deliver := func(eventID string) storage.Delivery {
-		d := newDelivery(e.ID, e.DedupeScope, eventID, fmt.Sprintf("inbox-%d", seq.Add(1)))
+	return func(eventID, inboxID string) storage.Delivery {
+		d := newDelivery(e.ID, e.DedupeScope, eventID, inboxID)
 		d.Body = body
 		return d
+	}
+}
+
+// BenchmarkClaims measures the claim path of the store s: new events and redeliveries, each
+// from one caller at a time (every claim its own commit) and from 32 concurrent callers (group
+// commit shares commits between them). Deliveries carry a 2 KiB body and three headers, like
+// the bench command's. The store must be empty; the benchmark creates its endpoint.
+func BenchmarkClaims(b *testing.B, s storage.Store) {
+	var seq atomic.Int64
+	newBenchDelivery := benchDeliveries(b, s)
+	deliver := func(eventID string) storage.Delivery {
+		return newBenchDelivery(eventID, fmt.Sprintf("inbox-%d", seq.Add(1)))
 	}
 	const known = 64
 	for i := range known {
@@ -85,11 +94,7 @@ func BenchmarkClaims(b *testing.B, s storage.Store) {
 // 2 KiB deliveries between timed stretches, 32 concurrent claims at a time. The store must be
 // empty; the benchmark creates its endpoint.
 func BenchmarkLeaseAck(b *testing.B, s storage.Store) {
-	e := newEndpoint("bench")
-	if err := s.CreateEndpoint(b.Context(), e); err != nil {
-		b.Fatal(err)
-	}
-	body := []byte(`{"bench":"` + strings.Repeat("x", 2048-13) + `"}`)
+	deliver := benchDeliveries(b, s)
 	var seq atomic.Int64
 	fill := func(n int) {
 		var wg sync.WaitGroup
@@ -98,8 +103,7 @@ func BenchmarkLeaseAck(b *testing.B, s storage.Store) {
 			wg.Go(func() {
 				for i := w; i < n; i += 32 {
 					id := seq.Add(1)
-					d := newDelivery(e.ID, e.DedupeScope, fmt.Sprintf("evt-%d", id), fmt.Sprintf("inbox-%012d", id))
-					d.Body = body
+					d := deliver(fmt.Sprintf("evt-%d", id), fmt.Sprintf("inbox-%012d", id))
 					if _, err := s.Claim(b.Context(), d); err != nil {
 						failed.Store(err)
 						return
