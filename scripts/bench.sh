@@ -127,20 +127,28 @@ run_on() { # name, extra serve flags...
 finish_run() { # name, server pid
 	kill "$2" 2>/dev/null || true
 	wait "$2" 2>/dev/null || true
+	local kept=()
+	for p in "${pids[@]}"; do [ "$p" = "$2" ] || kept+=("$p"); done
+	pids=("${kept[@]}")
 	if [[ $1 == postgres* ]]; then
-		as_pg "$pgbin/psql" -h 127.0.0.1 -p "$pgport" -U postgres -qc "DROP DATABASE \"run-$1\"" -c checkpoint
+		as_pg "$pgbin/psql" -h 127.0.0.1 -p "$pgport" -U postgres -v ON_ERROR_STOP=1 -q \
+			-c "DROP DATABASE \"run-$1\" WITH (FORCE)" -c checkpoint
 	else
 		rm -rf "${work:?}/$1"
 	fi
 }
 # pg_url creates a database for one run and prints its URL.
+# (Called on a line of its own: set -e does not stop at a failing substitution inside arguments.)
 pg_url() { # name
-	as_pg "$pgbin/psql" -h 127.0.0.1 -p "$pgport" -U postgres -qc "CREATE DATABASE \"run-$1\"" >/dev/null
+	as_pg "$pgbin/psql" -h 127.0.0.1 -p "$pgport" -U postgres -v ON_ERROR_STOP=1 -qc "CREATE DATABASE \"run-$1\"" >/dev/null
 	echo "postgres://postgres@127.0.0.1:$pgport/run-$1?sslmode=disable"
 }
-run_on postgres --database-url "$(pg_url postgres)"
+url=$(pg_url postgres)
+run_on postgres --database-url "$url"
 run_on embedded --data-dir "$work/embedded"
-run_on postgres-no-claim-cache --claim-cache 0 --database-url "$(pg_url postgres-no-claim-cache)"
+url=$(pg_url postgres-no-claim-cache)
+run_on postgres-no-claim-cache --claim-cache 0 --database-url "$url"
 run_on embedded-no-claim-cache --claim-cache 0 --data-dir "$work/embedded-no-claim-cache"
-run_on postgres-each-claim --commit-each-claim --database-url "$(pg_url postgres-each-claim)"
+url=$(pg_url postgres-each-claim)
+run_on postgres-each-claim --commit-each-claim --database-url "$url"
 run_on embedded-each-claim --commit-each-claim --data-dir "$work/embedded-each-claim"

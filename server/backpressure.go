@@ -22,14 +22,16 @@ type inboxDepth struct {
 }
 
 // MaxInboxMonitorShare bounds the time the inbox monitor spends scanning: after a scan that
-// took d it waits at least d/MaxInboxMonitorShare - d, so a large inbox (whose count grows with
-// every unfinished delivery) cannot turn the monitor into the server's main database load.
+// took d it waits at least d/MaxInboxMonitorShare - d, so a large inbox (whose count, where the
+// store counts rows at each scan, grows with every unfinished delivery) cannot turn the monitor
+// into the server's main database load. (The SQLite store keeps its pending counts as it
+// writes; PostgreSQL counts at each scan.)
 const MaxInboxMonitorShare = 0.05
 
 // RunInboxMonitor refreshes the inbox depth used for backpressure and the inbox gauges every
 // interval, or less often when one scan takes longer than MaxInboxMonitorShare of the time,
 // until ctx ends. Limits are checked against this snapshot, so they may be overshot by about
-// one interval of traffic: that is the price of not counting rows on every delivery.
+// one interval of traffic: that is the price of not reading the counts on every delivery.
 func (s *Server) RunInboxMonitor(ctx context.Context, interval time.Duration) {
 	for {
 		start := time.Now()

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,12 +65,22 @@ func TestInboxUpgradeKeepsDeliveriesLeasable(t *testing.T) {
 // TestInboxCountsFollowEveryChange drives the inbox through random claims (some of them
 // repeats), leases (with and without an endpoint filter, some expiring), acks, nacks (some to
 // dead), requeues and sweeps, and after every step compares InboxStats, which reads the
-// pending counts kept by the claim batches and the triggers of migration 25, with a count of
-// the inbox itself. It then checks that Open recounts a table that went wrong.
+// pending counts that those writes keep (migration 25), with a count of the inbox itself. Some
+// claims reuse an inbox id and fail on their own, in a batch with others that commit, and the
+// writes go through two stores on the file, as two processes would. It then checks that Open
+// recounts a table that went wrong.
 func TestInboxCountsFollowEveryChange(t *testing.T) {
 	t.Parallel()
 	s, path := openTemp(t)
 	ctx := t.Context()
+	// A second store on the same file, as a second process would open it: the writes of both
+	// keep one set of counts.
+	other, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	stores := []*sqlite.Store{s, other}
 	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +128,7 @@ func TestInboxCountsFollowEveryChange(t *testing.T) {
 		}
 	}
 	r := rand.New(rand.NewPCG(1, 2))
+	writer := func() *sqlite.Store { return stores[r.IntN(len(stores))] }
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	type lease struct{ inboxID, token string }
 	var leased []lease
@@ -129,6 +141,8 @@ func TestInboxCountsFollowEveryChange(t *testing.T) {
 		case op < 4: // claims, concurrent so that they share batches, some of them repeats
 			what = "claims"
 			var wg sync.WaitGroup
+			var reusedFailed atomic.Int64
+			before := seq // ids of earlier steps only: this step's claims race each other
 			for range 1 + r.IntN(8) {
 				seq++
 				ep := endpoints[r.IntN(len(endpoints))]
@@ -136,16 +150,28 @@ func TestInboxCountsFollowEveryChange(t *testing.T) {
 				if r.IntN(4) == 0 {
 					eventID = fmt.Sprintf("evt-%d", r.IntN(seq)+1) // maybe claimed already
 				}
-				d := storage.Delivery{InboxID: fmt.Sprintf("inbox-%d", seq), Scope: ep, EventID: eventID, EndpointID: ep,
+				inboxID := fmt.Sprintf("inbox-%d", seq)
+				reused := before > 0 && r.IntN(6) == 0
+				if reused {
+					// An inbox id taken already (unless its claim was a repeat): this claim alone fails.
+					inboxID = fmt.Sprintf("inbox-%d", r.IntN(before)+1)
+				}
+				d := storage.Delivery{InboxID: inboxID, Scope: ep, EventID: eventID, EndpointID: ep,
 					OperationKey: fmt.Sprintf("op-%d", seq), Method: "POST", URL: "https://example.com/" + ep, Body: []byte("{}"),
 					ReceivedAt: now.Add(-time.Duration(r.IntN(100)) * time.Second)}
+				w := writer()
 				wg.Go(func() {
-					if _, err := s.Claim(ctx, d); err != nil {
+					_, err := w.Claim(ctx, d)
+					switch {
+					case err != nil && reused:
+						reusedFailed.Add(1)
+					case err != nil:
 						t.Errorf("Claim: %v", err)
 					}
 				})
 			}
 			wg.Wait()
+			done["claim of a reused inbox id"] += int(reusedFailed.Load())
 		case op < 6: // a lease, sometimes of one endpoint only, with short leases that expire
 			what = "lease"
 			req := storage.LeaseRequest{Max: 1 + r.IntN(4), Visibility: time.Duration(1+r.IntN(40)) * time.Second,
@@ -153,7 +179,7 @@ func TestInboxCountsFollowEveryChange(t *testing.T) {
 			if r.IntN(2) == 0 {
 				req.EndpointIDs = []string{endpoints[r.IntN(len(endpoints))]}
 			}
-			res, err := s.Lease(ctx, req)
+			res, err := writer().Lease(ctx, req)
 			if err != nil {
 				t.Fatalf("Lease: %v", err)
 			}
@@ -167,12 +193,12 @@ func TestInboxCountsFollowEveryChange(t *testing.T) {
 			switch r.IntN(3) {
 			case 0:
 				what = "ack"
-				if err := s.Ack(ctx, l.inboxID, l.token, now); err != nil {
+				if err := writer().Ack(ctx, l.inboxID, l.token, now); err != nil {
 					what = "ack of a lost lease"
 				}
 			default:
 				what = "nack"
-				isDead, err := s.Nack(ctx, l.inboxID, l.token, now.Add(10*time.Second), 1+r.IntN(2), "failed", now)
+				isDead, err := writer().Nack(ctx, l.inboxID, l.token, now.Add(10*time.Second), 1+r.IntN(2), "failed", now)
 				switch {
 				case err != nil:
 					what = "nack of a lost lease"
@@ -190,19 +216,19 @@ func TestInboxCountsFollowEveryChange(t *testing.T) {
 				what = "no dead letter to requeue"
 				break
 			}
-			if err := s.Requeue(ctx, letters[r.IntN(len(letters))].InboxID, now); err != nil {
+			if err := writer().Requeue(ctx, letters[r.IntN(len(letters))].InboxID, now); err != nil {
 				t.Fatalf("Requeue: %v", err)
 			}
 		default:
 			what = "sweep"
-			if _, err := s.Sweep(ctx, storage.SweepRequest{AckedBefore: now, ClaimsBefore: now.Add(-time.Hour), Batch: 1 + r.IntN(5)}); err != nil {
+			if _, err := writer().Sweep(ctx, storage.SweepRequest{AckedBefore: now, ClaimsBefore: now.Add(-time.Hour), Batch: 1 + r.IntN(5)}); err != nil {
 				t.Fatalf("Sweep: %v", err)
 			}
 		}
 		check(fmt.Sprintf("step %d (%s)", step, what))
 		done[what]++
 	}
-	for _, what := range []string{"claims", "lease", "ack", "nack", "nack to dead", "requeue", "sweep"} {
+	for _, what := range []string{"claims", "claim of a reused inbox id", "lease", "ack", "nack", "nack to dead", "requeue", "sweep"} {
 		if done[what] < 3 {
 			t.Errorf("%q happened %d times in the run, want at least 3: %v", what, done[what], done)
 		}
@@ -215,8 +241,10 @@ func TestInboxCountsFollowEveryChange(t *testing.T) {
 	if _, err := raw.ExecContext(ctx, `UPDATE inbox_pending SET n = n + 7`); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
+	for _, st := range stores {
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if s, err = sqlite.Open(ctx, path); err != nil {
 		t.Fatal(err)
