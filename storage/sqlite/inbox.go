@@ -80,10 +80,7 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 			return err
 		}
 
-		args = []any{now, now, req.MaxAttempts}
-		filter = filterSQL(req.InboxFilter, &args)
-		args = append(args, req.Max)
-		expired, err := pickLeasable(ctx, tx, filter, args)
+		expired, err := pickLeasable(ctx, tx, req, now)
 		if err != nil || len(expired) == 0 {
 			return err
 		}
@@ -117,13 +114,26 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 	return result, nil
 }
 
-// pickLeasable returns the ids of the deliveries Lease takes, each with whether it was still
-// leased (its lease having expired) rather than pending. args bind now, now, the attempts
-// limit, the filter's values and the limit.
-func pickLeasable(ctx context.Context, tx *sql.Tx, filter string, args []any) (map[string]bool, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id, state = 'leased' FROM inbox
-		WHERE ((state = 'pending' AND visible_at <= ?) OR (state = 'leased' AND leased_until <= ?))
-			AND attempts < ?`+filter+`
+// pickLeasable returns the ids of the deliveries a lease at now takes: up to req.Max of those
+// leasable, oldest VisibleAt first, each with whether it was still leased (its lease having
+// expired) rather than pending.
+func pickLeasable(ctx context.Context, tx *sql.Tx, req storage.LeaseRequest, now int64) (map[string]bool, error) {
+	// Pending deliveries and expired leases are picked apart, each in the order of the
+	// (state, visible_at, id) index and only as many as the lease takes, then merged. One
+	// WHERE with (pending OR expired) made SQLite collect and sort every pending delivery
+	// first: 0.5 s per lease with 137,000 waiting, just when workers must catch up.
+	var args []any
+	branch := func(isLeased int, due string) string {
+		args = append(args, now, req.MaxAttempts)
+		filter := filterSQL(req.InboxFilter, &args)
+		args = append(args, req.Max)
+		return fmt.Sprintf(`SELECT * FROM (SELECT id, visible_at, %d AS was_leased FROM inbox
+			WHERE %s AND attempts < ?%s ORDER BY visible_at, id LIMIT ?)`, isLeased, due, filter)
+	}
+	pending := branch(0, "state = 'pending' AND visible_at <= ?")
+	expiredLeases := branch(1, "state = 'leased' AND leased_until <= ?")
+	args = append(args, req.Max)
+	rows, err := tx.QueryContext(ctx, `SELECT id, was_leased FROM (`+pending+` UNION ALL `+expiredLeases+`)
 		ORDER BY visible_at, id LIMIT ?`, args...)
 	if err != nil {
 		return nil, err

@@ -88,11 +88,13 @@ func BenchmarkClaims(b *testing.B, s storage.Store) {
 	}
 }
 
-// BenchmarkLeaseAck measures the worker path of the store s: each iteration leases up to 10
+// BenchmarkLeaseAck measures the worker path of the store s: each iteration leases 10
 // deliveries and acks each in its own call, as a worker does, so one iteration is 11
-// transactions; the time per delivery is reported as ns/delivery. The inbox is filled with
-// 2 KiB deliveries between timed stretches, 32 concurrent claims at a time. The store must be
-// empty; the benchmark creates its endpoint.
+// transactions; the time per delivery is reported as ns/delivery. It runs with one worker and
+// with 8 at once. A backlog of 10,000 pending 2 KiB deliveries waits behind the ones leased,
+// as when workers catch up after an outage: a lease must not cost more as the backlog grows.
+// The inbox is filled before each timed run, 32 concurrent claims at a time. The store must
+// be empty; the benchmark creates its endpoint.
 func BenchmarkLeaseAck(b *testing.B, s storage.Store) {
 	deliver := benchDeliveries(b, s)
 	var seq atomic.Int64
@@ -116,29 +118,61 @@ func BenchmarkLeaseAck(b *testing.B, s storage.Store) {
 			b.Fatal(err)
 		}
 	}
-	const perLease = 10
+	const (
+		perLease = 10
+		backlog  = 10000
+	)
 	now := at(time.Hour)
-	delivered := 0
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		b.StopTimer()
-		if i%100 == 0 {
-			fill(100 * perLease)
-		}
-		b.StartTimer()
-		res, err := s.Lease(b.Context(), leaseReq(fmt.Sprintf("tok-%d", i), now, perLease))
+	var tokens atomic.Int64
+	// leaseAndAck reports rather than stops: RunParallel's goroutines may not call FailNow.
+	leaseAndAck := func(b *testing.B) bool {
+		token := fmt.Sprintf("tok-%d", tokens.Add(1))
+		res, err := s.Lease(b.Context(), leaseReq(token, now, perLease))
 		if err != nil {
-			b.Fatal(err)
+			b.Error(err)
+			return false
 		}
 		if len(res.Deliveries) != perLease {
-			b.Fatalf("lease %d: got %d deliveries, want %d", i, len(res.Deliveries), perLease)
+			b.Errorf("lease %s: got %d deliveries, want %d", token, len(res.Deliveries), perLease)
+			return false
 		}
 		for _, d := range res.Deliveries {
-			if err := s.Ack(b.Context(), d.InboxID, fmt.Sprintf("tok-%d", i), now); err != nil {
-				b.Fatal(err)
+			if err := s.Ack(b.Context(), d.InboxID, token, now); err != nil {
+				b.Error(err)
+				return false
 			}
 		}
-		delivered += len(res.Deliveries)
+		return true
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(delivered, 1)), "ns/delivery")
+	pending := 0 // deliveries the runs so far left waiting
+	for _, workers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("%d-workers", workers), func(b *testing.B) {
+			if need := b.N*perLease + backlog; pending < need {
+				fill(need - pending)
+				pending = need
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			if workers == 1 {
+				for range b.N {
+					if !leaseAndAck(b) {
+						return
+					}
+				}
+			} else {
+				// RunParallel starts parallelism × GOMAXPROCS goroutines.
+				b.SetParallelism(max(1, workers/runtime.GOMAXPROCS(0)))
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if !leaseAndAck(b) {
+							return
+						}
+					}
+				})
+			}
+			b.StopTimer()
+			pending -= b.N * perLease
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perLease), "ns/delivery")
+		})
+	}
 }
