@@ -82,12 +82,14 @@ func validLease(req storage.LeaseRequest) error {
 // Lease moves expired leases that used their attempts to dead, then leases up to req.Max
 // leasable deliveries, in one transaction.
 //
-// The candidates are picked and locked in a CTE with FOR UPDATE SKIP LOCKED, so concurrent
-// leases skip each other's rows instead of queueing; a CTE because PostgreSQL may run a
-// LIMIT subquery inside WHERE more than once and so lease more than req.Max. The UPDATE
-// checks leasability again, so that a row another transaction leased between the pick and
-// the lock (or an engine that ignored SKIP LOCKED) is never leased twice. The CTE also
-// carries each row's state as locked, which tells an expired lease from a pending delivery.
+// The candidates are picked and locked in CTEs with FOR UPDATE SKIP LOCKED, so concurrent
+// leases skip each other's rows instead of queueing; CTEs because PostgreSQL may run a
+// LIMIT subquery inside WHERE more than once and so lease more than req.Max. Up to req.Max
+// pending deliveries and req.Max expired leases are locked, the oldest req.Max of them
+// leased; the others stay locked until the commit, and concurrent leases skip them. The
+// UPDATE checks leasability again, so that a row another transaction leased between the pick
+// and the lock (or an engine that ignored SKIP LOCKED) is never leased twice. The CTEs also
+// carry each row's state as locked, which tells an expired lease from a pending delivery.
 func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.LeaseResult, error) {
 	if err := validLease(req); err != nil {
 		return storage.LeaseResult{}, fmt.Errorf("crdb: lease: %w", err)
@@ -108,13 +110,23 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 
 		var lp params
 		now, maxAttempts = lp.add(req.Now), lp.add(int64(req.MaxAttempts))
-		filter := filterSQL(req.InboxFilter, &lp)
-		rows, err := tx.Query(ctx, `WITH picked AS (
-			SELECT id AS picked_id, state AS picked_state FROM inbox
-			WHERE `+leasable(now, maxAttempts)+filter+`
+		filter, limit := filterSQL(req.InboxFilter, &lp), lp.add(int64(req.Max))
+		// Pending deliveries and expired leases are picked (and locked) apart, each in the
+		// order of the (state, visible_at, id) index and only as many as the lease takes, then
+		// merged. One WHERE with (pending OR expired) made PostgreSQL collect and sort every
+		// pending delivery first: a lease cost more the larger the backlog.
+		candidates := func(due string) string {
+			return `SELECT id, visible_at, state FROM inbox WHERE ` + due + ` AND attempts < ` + maxAttempts + filter + `
+				ORDER BY visible_at, id LIMIT ` + limit + ` FOR UPDATE SKIP LOCKED`
+		}
+		rows, err := tx.Query(ctx, `WITH pending AS (`+candidates(`state = 'pending' AND visible_at <= `+now)+`),
+		expired AS (`+candidates(`state = 'leased' AND leased_until <= `+now)+`),
+		picked AS (
+			SELECT id AS picked_id, state AS picked_state FROM (
+				SELECT * FROM pending UNION ALL SELECT * FROM expired
+			) AS candidates
 			ORDER BY visible_at, id
-			LIMIT `+lp.add(int64(req.Max))+`
-			FOR UPDATE SKIP LOCKED
+			LIMIT `+limit+`
 		)
 		UPDATE inbox SET state = 'leased', lease_token = `+lp.add(req.LeaseToken)+`,
 			leased_until = `+lp.add(req.Now.Add(req.Visibility))+`, attempts = attempts + 1
