@@ -8,22 +8,143 @@ import (
 	"time"
 )
 
-// MaxClaimBatch bounds how many claims share one transaction, so one commit never holds locks
-// for long.
+// MaxClaimBatch bounds how many claims (or other operations, see Batcher) share one
+// transaction, so one commit never holds locks for long.
 const MaxClaimBatch = 128
 
-// ClaimBatcher is group commit for claims, shared by the backends. A commit is the expensive
-// part of a claim (an fsync on SQLite and PostgreSQL, a consensus round on CockroachDB), so
-// concurrent claims queue here and the first of them, the leader, commits everything queued in
-// one transaction. An idle store adds no latency: a lone claim is its own batch at once. Every
-// caller is answered only after the transaction holding its claim has committed; if the commit
-// fails, every claim of the batch fails with the commit's error, and none is reported accepted.
-// The zero value is ready to use.
-type ClaimBatcher struct {
+// Batcher is group commit for any kind of write whose cost is mostly its commit: concurrent
+// calls of Submit queue here and the first of them, the leader, commits everything queued in
+// one transaction (at most MaxClaimBatch), then hands the lead to the next queued caller. An
+// idle store adds no latency: a lone call is its own batch at once. Every caller is answered
+// only after the transaction holding its item has committed; if the commit fails, every item
+// of the batch fails with the commit's error. The zero value is ready to use.
+type Batcher[T, R any] struct {
 	mu      sync.Mutex
-	queue   []*claimCall
+	queue   []*batchCall[T, R]
 	leading bool
 	batches int64
+}
+
+// Commit commits the items as one transaction, in order, and returns each one's result or its
+// own error, or an error for the whole batch when the transaction did not commit.
+type Commit[T, R any] func(batch []T) ([]R, []error, error)
+
+type batchCall[T, R any] struct {
+	item T
+	res  R
+	err  error
+	done chan struct{}
+	// lead is closed to hand this waiting caller the leader's role.
+	lead chan struct{}
+}
+
+// Batches reports how many batch transactions committed (for tests and curiosity).
+func (b *Batcher[T, R]) Batches() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.batches
+}
+
+// Submit queues item and returns its outcome once its batch committed (or failed). A caller
+// whose context ends while still queued is withdrawn with an ErrUnavailable error; one already
+// in a batch waits for that batch, which is quick, so its outcome is never left unknown.
+func (b *Batcher[T, R]) Submit(ctx context.Context, item T, commit Commit[T, R]) (R, error) {
+	var zero R
+	if err := ctx.Err(); err != nil {
+		return zero, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	c := &batchCall[T, R]{item: item, done: make(chan struct{}), lead: make(chan struct{})}
+	b.mu.Lock()
+	b.queue = append(b.queue, c)
+	lead := !b.leading
+	b.leading = true
+	b.mu.Unlock()
+	if !lead {
+		select {
+		case <-c.done:
+			return c.res, c.err
+		case <-c.lead:
+		case <-ctx.Done():
+			if b.withdraw(c) {
+				return zero, fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+			}
+			// Already taken into a batch, or handed the lead: see it through.
+			select {
+			case <-c.done:
+				return c.res, c.err
+			case <-c.lead:
+			}
+		}
+	}
+	// Leading: commit one batch (it holds our own item: we are first in the queue, or were
+	// handed the lead as its first), then pass the lead on to the next queued caller.
+	b.mu.Lock()
+	n := min(len(b.queue), MaxClaimBatch)
+	batch := b.queue[:n:n]
+	b.queue = b.queue[n:]
+	b.mu.Unlock()
+	b.commit(batch, commit)
+	b.mu.Lock()
+	if len(b.queue) > 0 {
+		close(b.queue[0].lead)
+	} else {
+		b.leading = false
+	}
+	b.mu.Unlock()
+	<-c.done
+	return c.res, c.err
+}
+
+// withdraw removes a caller that gave up while still queued; false if it is no longer queued.
+func (b *Batcher[T, R]) withdraw(c *batchCall[T, R]) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, q := range b.queue {
+		if q == c {
+			if i == 0 {
+				// The head may be handed the lead at any moment; let it lead instead.
+				return false
+			}
+			b.queue = append(b.queue[:i:i], b.queue[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+func (b *Batcher[T, R]) commit(batch []*batchCall[T, R], commit Commit[T, R]) {
+	items := make([]T, len(batch))
+	for i, c := range batch {
+		items[i] = c.item
+	}
+	results, errs, err := commit(items)
+	b.mu.Lock()
+	if err == nil {
+		b.batches++
+	}
+	b.mu.Unlock()
+	for i, c := range batch {
+		switch {
+		case err != nil:
+			c.err = err
+		case errs[i] != nil:
+			c.err = errs[i]
+		default:
+			c.res = results[i]
+		}
+		close(c.done)
+	}
+}
+
+// ClaimBatcher is group commit for claims, shared by the backends: a Batcher of deliveries,
+// with batch statistics and a switch to turn it off. A commit is the expensive part of a claim
+// (an fsync on SQLite and PostgreSQL, a consensus round on CockroachDB), so concurrent claims
+// share one transaction; none is reported accepted unless its batch committed. The zero value
+// is ready to use.
+type ClaimBatcher struct {
+	batcher Batcher[Delivery, ClaimResult]
+	// committedAlone counts the claims committed with group commit off.
+	committedAlone atomic.Int64
 	// each turns group commit off (CommitEachClaim).
 	each atomic.Bool
 	// observe, when set, is told about every batch (ObserveBatches).
@@ -45,9 +166,10 @@ type ClaimBatchReporter interface {
 }
 
 // ObserveBatches has f called after every batch commit (or failure), from the goroutine that
-// committed it, so f must be quick; it replaces any observer set before. With group commit off each claim is a batch of one. The sum
-// of Took over a second is the share of that second the claim pipeline was busy: near 1, claims
-// queue behind the batch in flight and the database's commit and row costs set the pace.
+// committed it, so f must be quick; it replaces any observer set before. With group commit off
+// each claim is a batch of one. The sum of Took over a second is the share of that second the
+// claim pipeline was busy: near 1, claims queue behind the batch in flight and the database's
+// commit and row costs set the pace.
 func (b *ClaimBatcher) ObserveBatches(f func(ClaimBatchStats)) { b.observe.Store(&f) }
 
 // timeCommit runs commit on batch and reports it to the observer, if any.
@@ -70,27 +192,13 @@ func (b *ClaimBatcher) CommitEachClaim() { b.each.Store(true) }
 // CommitBatch commits the deliveries as one transaction, in order, and returns each one's
 // result or its own error (an inbox id reused, say), or an error for the whole batch when the
 // transaction did not commit.
-type CommitBatch func(batch []Delivery) ([]ClaimResult, []error, error)
-
-type claimCall struct {
-	d    Delivery
-	res  ClaimResult
-	err  error
-	done chan struct{}
-	// lead is closed to hand this waiting caller the leader's role.
-	lead chan struct{}
-}
+type CommitBatch = Commit[Delivery, ClaimResult]
 
 // Batches reports how many batch transactions committed (for tests and curiosity).
-func (b *ClaimBatcher) Batches() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.batches
-}
+func (b *ClaimBatcher) Batches() int64 { return b.batcher.Batches() + b.committedAlone.Load() }
 
-// Submit queues d and returns its outcome once its batch committed (or failed). A caller whose
-// context ends while still queued is withdrawn with an ErrUnavailable error; one already in a
-// batch waits for that batch, which is quick, so its outcome is never left unknown.
+// Submit queues d and returns its outcome once its batch committed (or failed); see
+// Batcher.Submit.
 func (b *ClaimBatcher) Submit(ctx context.Context, d Delivery, commit CommitBatch) (ClaimResult, error) {
 	if err := ctx.Err(); err != nil {
 		return ClaimResult{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -100,93 +208,13 @@ func (b *ClaimBatcher) Submit(ctx context.Context, d Delivery, commit CommitBatc
 		if err != nil {
 			return ClaimResult{}, err
 		}
-		b.mu.Lock()
-		b.batches++
-		b.mu.Unlock()
+		b.committedAlone.Add(1)
 		if errs[0] != nil {
 			return ClaimResult{}, errs[0]
 		}
 		return results[0], nil
 	}
-	c := &claimCall{d: d, done: make(chan struct{}), lead: make(chan struct{})}
-	b.mu.Lock()
-	b.queue = append(b.queue, c)
-	lead := !b.leading
-	b.leading = true
-	b.mu.Unlock()
-	if !lead {
-		select {
-		case <-c.done:
-			return c.res, c.err
-		case <-c.lead:
-		case <-ctx.Done():
-			if b.withdraw(c) {
-				return ClaimResult{}, fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
-			}
-			// Already taken into a batch, or handed the lead: see it through.
-			select {
-			case <-c.done:
-				return c.res, c.err
-			case <-c.lead:
-			}
-		}
-	}
-	// Leading: commit one batch (it holds our own claim: we are first in the queue, or were
-	// handed the lead as its first), then pass the lead on to the next queued caller.
-	b.mu.Lock()
-	n := min(len(b.queue), MaxClaimBatch)
-	batch := b.queue[:n:n]
-	b.queue = b.queue[n:]
-	b.mu.Unlock()
-	b.commit(batch, commit)
-	b.mu.Lock()
-	if len(b.queue) > 0 {
-		close(b.queue[0].lead)
-	} else {
-		b.leading = false
-	}
-	b.mu.Unlock()
-	<-c.done
-	return c.res, c.err
-}
-
-// withdraw removes a caller that gave up while still queued; false if it is no longer queued.
-func (b *ClaimBatcher) withdraw(c *claimCall) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for i, q := range b.queue {
-		if q == c {
-			if i == 0 {
-				// The head may be handed the lead at any moment; let it lead instead.
-				return false
-			}
-			b.queue = append(b.queue[:i:i], b.queue[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
-
-func (b *ClaimBatcher) commit(batch []*claimCall, commit CommitBatch) {
-	deliveries := make([]Delivery, len(batch))
-	for i, c := range batch {
-		deliveries[i] = c.d
-	}
-	results, errs, err := b.timeCommit(deliveries, commit)
-	b.mu.Lock()
-	if err == nil {
-		b.batches++
-	}
-	b.mu.Unlock()
-	for i, c := range batch {
-		switch {
-		case err != nil:
-			c.err = err
-		case errs[i] != nil:
-			c.err = errs[i]
-		default:
-			c.res = results[i]
-		}
-		close(c.done)
-	}
+	return b.batcher.Submit(ctx, d, func(batch []Delivery) ([]ClaimResult, []error, error) {
+		return b.timeCommit(batch, commit)
+	})
 }

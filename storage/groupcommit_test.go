@@ -69,9 +69,9 @@ func TestClaimBatcher(t *testing.T) {
 		go submit(id)
 	}
 	for { // wait until all four are queued
-		b.mu.Lock()
-		n := len(b.queue)
-		b.mu.Unlock()
+		b.batcher.mu.Lock()
+		n := len(b.batcher.queue)
+		b.batcher.mu.Unlock()
 		if n == len(ids) {
 			break
 		}
@@ -83,9 +83,9 @@ func TestClaimBatcher(t *testing.T) {
 		gaveUp <- err
 	}()
 	for {
-		b.mu.Lock()
-		n := len(b.queue)
-		b.mu.Unlock()
+		b.batcher.mu.Lock()
+		n := len(b.batcher.queue)
+		b.batcher.mu.Unlock()
 		if n == len(ids)+1 {
 			break
 		}
