@@ -50,3 +50,6 @@ func CreateSchemaAt(ctx context.Context, db *sql.DB, version int) error {
 	}
 	return nil
 }
+
+// AckBatches is how many write transactions Ack has committed.
+func AckBatches(s *Store) int64 { return s.acks.Batches() }

@@ -174,24 +174,74 @@ func (s *Store) settle(ctx context.Context, op, inboxID string, update func(tx *
 		if err != nil || matched {
 			return err
 		}
-		var exists bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM inbox WHERE id = ?)`, inboxID).Scan(&exists); err != nil {
-			return err
-		}
-		if !exists {
-			return fmt.Errorf("inbox record %q: %w", inboxID, storage.ErrNotFound)
-		}
-		return fmt.Errorf("inbox record %q: %w", inboxID, storage.ErrLeaseLost)
+		return missedLease(ctx, tx, inboxID)
 	})
 }
 
+// missedLease says why a statement on the live lease of a delivery matched no row: the
+// delivery does not exist (ErrNotFound) or is not leased under that token any more
+// (ErrLeaseLost). Any other error is the transaction's.
+func missedLease(ctx context.Context, tx *sql.Tx, inboxID string) error {
+	var exists bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM inbox WHERE id = ?)`, inboxID).Scan(&exists); err != nil {
+		return err
+	}
+	if !exists {
+		return fmt.Errorf("inbox record %q: %w", inboxID, storage.ErrNotFound)
+	}
+	return fmt.Errorf("inbox record %q: %w", inboxID, storage.ErrLeaseLost)
+}
+
+// ackCall is one Ack waiting to share a commit (Store.acks).
+type ackCall struct {
+	inboxID, leaseToken string
+	now                 int64
+}
+
 // Ack marks a delivery leased under leaseToken done.
+//
+// Concurrent acks share one write transaction, as claims do (storage.Batcher): each was a
+// commit, an fsync, of its own, and with the one writer eight workers acked no faster than
+// one (BENCHMARKS.md). Each ack still gets its own answer, and none before its batch commits.
 func (s *Store) Ack(ctx context.Context, inboxID, leaseToken string, now time.Time) error {
-	return s.settle(ctx, "ack", inboxID, func(tx *sql.Tx) (bool, error) {
-		res, err := tx.ExecContext(ctx, `UPDATE inbox SET state = 'acked', acked_at = ?, lease_token = NULL,
-			leased_until = NULL WHERE `+onLiveLease, micros(now), inboxID, leaseToken, micros(now))
-		return affected(res, err)
+	_, err := s.acks.Submit(ctx, ackCall{inboxID, leaseToken, micros(now)}, s.commitAcks)
+	return s.fail("ack", err)
+}
+
+// commitAcks acks a batch in one write transaction. An ack of a missing delivery or a lost
+// lease fails alone; any other failure fails the batch.
+func (s *Store) commitAcks(batch []ackCall) ([]struct{}, []error, error) {
+	// The batch outlives any one caller's context; the busy timeout bounds it.
+	ctx := context.Background()
+	errs := make([]error, len(batch))
+	err := s.inWriteTx(ctx, func(tx *sql.Tx) error {
+		clear(errs)
+		ack, err := tx.PrepareContext(ctx, `UPDATE inbox SET state = 'acked', acked_at = ?, lease_token = NULL,
+			leased_until = NULL WHERE `+onLiveLease)
+		if err != nil {
+			return err
+		}
+		defer ack.Close()
+		for i, a := range batch {
+			matched, err := affected(ack.ExecContext(ctx, a.now, a.inboxID, a.leaseToken, a.now))
+			if err != nil {
+				return err
+			}
+			if matched {
+				continue
+			}
+			err = missedLease(ctx, tx, a.inboxID)
+			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrLeaseLost) {
+				return err
+			}
+			errs[i] = err
+		}
+		return nil
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return make([]struct{}, len(batch)), errs, nil
 }
 
 // Nack ends a lease early: the delivery is leasable again at retryAt, or dead once it used

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -251,4 +252,64 @@ func TestInboxCountsFollowEveryChange(t *testing.T) {
 	}
 	defer s.Close()
 	check("after reopening")
+}
+
+// TestConcurrentAcksShareCommits acks 40 leased deliveries at once, with 5 acks under a wrong
+// token and 5 of missing deliveries among them: every ack gets its own answer, all 40 are
+// acked, and the acks took fewer commits than there were acks.
+func TestConcurrentAcksShareCommits(t *testing.T) {
+	t.Parallel()
+	s, _ := openTemp(t)
+	ctx := t.Context()
+	if err := s.CreateEndpoint(ctx, storage.Endpoint{ID: "ep", Provider: "github", DedupeScope: "ep", CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 40 {
+		if _, err := s.Claim(ctx, storage.Delivery{InboxID: fmt.Sprintf("inbox-%d", i), Scope: "ep", EventID: fmt.Sprint(i),
+			EndpointID: "ep", OperationKey: "op", Method: "POST", URL: "u", Body: []byte("{}"), ReceivedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type ack struct {
+		inboxID, token string
+		want           error
+	}
+	var acks []ack
+	for l := range 4 {
+		token := fmt.Sprintf("tok-%d", l)
+		res, err := s.Lease(ctx, storage.LeaseRequest{Max: 10, Visibility: time.Minute, MaxAttempts: 3, LeaseToken: token, Now: now})
+		if err != nil || len(res.Deliveries) != 10 {
+			t.Fatalf("lease %d: %d deliveries, %v", l, len(res.Deliveries), err)
+		}
+		for i, d := range res.Deliveries {
+			acks = append(acks, ack{d.InboxID, token, nil})
+			if i == 0 {
+				acks = append(acks, ack{d.InboxID, "not-" + token, storage.ErrLeaseLost})
+			}
+		}
+	}
+	acks = append(acks, ack{"inbox-0", "tok-x", storage.ErrLeaseLost})
+	for i := range 5 {
+		acks = append(acks, ack{fmt.Sprintf("missing-%d", i), "tok-0", storage.ErrNotFound})
+	}
+	before := sqlite.AckBatches(s)
+	errs := make([]error, len(acks))
+	var wg sync.WaitGroup
+	for i, a := range acks {
+		wg.Go(func() { errs[i] = s.Ack(ctx, a.inboxID, a.token, now) })
+	}
+	wg.Wait()
+	for i, a := range acks {
+		if (a.want == nil) != (errs[i] == nil) || (a.want != nil && !errors.Is(errs[i], a.want)) {
+			t.Errorf("Ack(%s, %s) = %v, want %v", a.inboxID, a.token, errs[i], a.want)
+		}
+	}
+	stats, err := s.InboxStats(ctx)
+	if err != nil || len(stats) != 0 {
+		t.Errorf("InboxStats after the acks = %+v, %v; want nothing unfinished", stats, err)
+	}
+	if commits := sqlite.AckBatches(s) - before; commits >= int64(len(acks)) || commits < 1 {
+		t.Errorf("%d acks took %d commits, want fewer (and at least one)", len(acks), commits)
+	}
 }

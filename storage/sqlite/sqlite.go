@@ -69,6 +69,7 @@ type Store struct {
 	reader  *sql.DB
 	closed  atomic.Bool
 	claims  storage.ClaimBatcher
+	acks    storage.Batcher[ackCall, struct{}]
 	stmts   *claimStmts
 	lookups lookupStmts
 }
@@ -277,19 +278,25 @@ type queryer interface {
 // write runs fn in one IMMEDIATE transaction on the writer connection and commits it. A
 // failure to begin or to commit wraps storage.ErrUnavailable; fn's errors are mapped by fail.
 func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	return s.fail(op, s.inWriteTx(ctx, fn))
+}
+
+// inWriteTx is write without the mapping of its error (fail), for callers that map each
+// outcome themselves.
+func (s *Store) inWriteTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if s.closed.Load() {
-		return s.fail(op, storage.ErrClosed)
+		return storage.ErrClosed
 	}
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return s.fail(op, unavailable(err))
+		return unavailable(err)
 	}
 	defer func() { _ = tx.Rollback() }()
 	if err := fn(tx); err != nil {
-		return s.fail(op, err)
+		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return s.fail(op, unavailable(err))
+		return unavailable(err)
 	}
 	return nil
 }
