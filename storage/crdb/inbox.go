@@ -25,11 +25,13 @@ const leasedColumns = `id, scope, event_id, endpoint_id, operation_key, secret_i
 	body, received_at, state, attempts, lease_token, leased_until, visible_at, last_error`
 
 // leasable is the condition for a delivery Lease may hand out, given the bind parameters of
-// now and of the attempts limit.
+// now and of the attempts limit: a pending delivery that is due, or an expired lease.
 func leasable(now, maxAttempts string) string {
-	return `((state = 'pending' AND visible_at <= ` + now + `) OR (state = 'leased' AND leased_until <= ` + now + `))
-		AND attempts < ` + maxAttempts
+	return `((` + duePending(now) + `) OR (` + expiredLease(now) + `)) AND attempts < ` + maxAttempts
 }
+
+func duePending(now string) string   { return `state = 'pending' AND visible_at <= ` + now }
+func expiredLease(now string) string { return `state = 'leased' AND leased_until <= ` + now }
 
 // inboxTx is how the inbox methods run. On PostgreSQL, READ COMMITTED: every statement
 // re-checks its conditions on the latest version of a row it waited for, so conditional
@@ -119,8 +121,8 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 			return `SELECT id, visible_at, state FROM inbox WHERE ` + due + ` AND attempts < ` + maxAttempts + filter + `
 				ORDER BY visible_at, id LIMIT ` + limit + ` FOR UPDATE SKIP LOCKED`
 		}
-		rows, err := tx.Query(ctx, `WITH pending AS (`+candidates(`state = 'pending' AND visible_at <= `+now)+`),
-		expired AS (`+candidates(`state = 'leased' AND leased_until <= `+now)+`),
+		rows, err := tx.Query(ctx, `WITH pending AS (`+candidates(duePending(now))+`),
+		expired AS (`+candidates(expiredLease(now))+`),
 		picked AS (
 			SELECT id AS picked_id, state AS picked_state FROM (
 				SELECT * FROM pending UNION ALL SELECT * FROM expired
