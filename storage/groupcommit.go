@@ -23,6 +23,8 @@ type Batcher[T, R any] struct {
 	queue   []*batchCall[T, R]
 	leading bool
 	batches int64
+	// committing is the size of the batch being committed.
+	committing int
 }
 
 // Commit commits the items as one transaction, in order, and returns each one's result or its
@@ -43,6 +45,14 @@ func (b *Batcher[T, R]) Batches() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.batches
+}
+
+// Waiting reports how many callers wait for their outcome, queued or in the batch being
+// committed (for tests).
+func (b *Batcher[T, R]) Waiting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue) + b.committing
 }
 
 // Submit queues item and returns its outcome once its batch committed (or failed). A caller
@@ -82,6 +92,7 @@ func (b *Batcher[T, R]) Submit(ctx context.Context, item T, commit Commit[T, R])
 	n := min(len(b.queue), MaxClaimBatch)
 	batch := b.queue[:n:n]
 	b.queue = b.queue[n:]
+	b.committing = n
 	b.mu.Unlock()
 	b.commit(batch, commit)
 	b.mu.Lock()
@@ -122,6 +133,7 @@ func (b *Batcher[T, R]) commit(batch []*batchCall[T, R], commit Commit[T, R]) {
 	if err == nil {
 		b.batches++
 	}
+	b.committing = 0
 	b.mu.Unlock()
 	for i, c := range batch {
 		switch {

@@ -53,3 +53,6 @@ func CreateSchemaAt(ctx context.Context, db *sql.DB, version int) error {
 
 // AckBatches is how many write transactions Ack has committed.
 func AckBatches(s *Store) int64 { return s.acks.Batches() }
+
+// AcksWaiting is how many acks wait for their outcome, queued or committing.
+func AcksWaiting(s *Store) int { return s.acks.Waiting() }
