@@ -2,11 +2,15 @@ package crdb
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hookverify/hookverify/internal/pgtest"
 	"github.com/hookverify/hookverify/storage"
+	"github.com/hookverify/hookverify/storage/storagetest"
 )
 
 // TestInboxUpgradeKeepsDeliveriesLeasable migrates a database holding inbox records written
@@ -134,10 +138,100 @@ func TestInboxOnCockroachDBPaths(t *testing.T) {
 	if want := (storage.SweepResult{InboxDeleted: 1, ClaimsDeleted: 1}); err != nil || res != want {
 		t.Fatalf("Sweep = %+v, %v; want %+v", res, err, want)
 	}
+
+	// A batch of acks, as concurrent acks share one (run here as one batch, sequentially).
+	req.LeaseToken, req.MaxAttempts, req.Now = "tok-6", 5, now.Add(time.Hour)
+	if leased, err = leaseDeliveries(t, s, req); err != nil || len(leased) != 1 || leased[0].InboxID != "inbox-2" {
+		t.Fatalf("Lease before the batch = %+v, %v; want inbox-2", leased, err)
+	}
+	batch := []ackCall{{"inbox-2", "tok-x", req.Now}, {"inbox-2", "tok-6", req.Now}, {"inbox-9", "tok-6", req.Now},
+		{"inbox-2", "tok-6", req.Now}}
+	_, errs, err := s.commitAcks(batch)
+	if err != nil {
+		t.Fatalf("commitAcks: %v", err)
+	}
+	for i, want := range []error{storage.ErrLeaseLost, nil, storage.ErrNotFound, storage.ErrLeaseLost} {
+		if (want == nil) != (errs[i] == nil) || !errors.Is(errs[i], want) {
+			t.Errorf("ack %+v of the batch: %v, want %v", batch[i], errs[i], want)
+		}
+	}
+	if stats, err := s.InboxStats(t.Context()); err != nil || len(stats) != 0 {
+		t.Fatalf("InboxStats after the batch = %+v, %v; want nothing unfinished", stats, err)
+	}
 }
 
 func leaseDeliveries(t *testing.T, s storage.InboxStore, req storage.LeaseRequest) ([]storage.LeasedDelivery, error) {
 	t.Helper()
 	result, err := s.Lease(t.Context(), req)
 	return result.Deliveries, err
+}
+
+// TestConcurrentAcksShareCommits runs storagetest.AcksShareCommits with another transaction
+// holding a lock on the inbox table that keeps every update waiting (reads go on).
+func TestConcurrentAcksShareCommits(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Shared(t).NewDatabase(t)
+	s := open(t, url)
+	storagetest.AcksShareCommits(t, s, storagetest.AckBatching{
+		Block: func(t *testing.T) func() {
+			conn := connect(t, url)
+			tx, err := conn.Begin(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(t.Context(), `LOCK TABLE inbox IN EXCLUSIVE MODE`); err != nil {
+				t.Fatal(err)
+			}
+			return func() {
+				if err := tx.Rollback(t.Context()); err != nil {
+					t.Error(err)
+				}
+			}
+		},
+		Batches: s.acks.Batches,
+		Waiting: s.acks.Waiting,
+	})
+}
+
+// TestLiveLeaseStatementsUseThePrimaryKey: the statements that change one delivery find it by
+// its primary key even when the statistics are stale, here taken while every delivery was
+// pending, before all of them were leased (or died). Written plainly, PostgreSQL then chose
+// the state index and read every leased (or dead) delivery to find one.
+func TestLiveLeaseStatementsUseThePrimaryKey(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Shared(t).NewDatabase(t)
+	open(t, url)
+	conn := connect(t, url)
+	exec(t, conn, `ALTER TABLE inbox SET (autovacuum_enabled = false)`)
+	exec(t, conn, `INSERT INTO inbox (id, scope, event_id, endpoint_id, operation_key, secret_id, method, url,
+		headers, body, received_at, state, attempts, visible_at)
+		SELECT 'inbox-' || i, 'ep-1', 'evt-' || i, 'ep-1', 'op-' || i, 'sec', 'POST', 'u', '', '{}', $1, 'pending', 0, $1
+		FROM generate_series(1, 20000) AS i`, base)
+	exec(t, conn, `ANALYZE inbox`)
+	plan := func(t *testing.T, sql string, args ...any) string {
+		t.Helper()
+		rows, err := conn.Query(t.Context(), `EXPLAIN `+sql, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(lines, "\n")
+	}
+	wantPrimaryKey := func(t *testing.T, what, plan string) {
+		t.Helper()
+		if !strings.Contains(plan, "inbox_pkey") {
+			t.Errorf("%s does not find the delivery by its primary key:\n%s", what, plan)
+		}
+	}
+	now := base.Add(time.Minute)
+	exec(t, conn, `UPDATE inbox SET state = 'leased', lease_token = 'tok', leased_until = $1`, now.Add(time.Hour))
+	wantPrimaryKey(t, "Ack, Nack and ExtendLease's condition", plan(t,
+		`UPDATE inbox SET leased_until = $4 WHERE `+onLiveLease, "inbox-7", "tok", now, now))
+	wantPrimaryKey(t, "the batch ack", plan(t, ackBatchSQL, []string{"inbox-7", "inbox-8"}, []string{"tok", "tok"},
+		[]time.Time{now, now}))
+	exec(t, conn, `UPDATE inbox SET state = 'dead', lease_token = NULL, leased_until = NULL`)
+	wantPrimaryKey(t, "Requeue", plan(t, requeueSQL, "inbox-7", now))
 }

@@ -38,6 +38,8 @@ type Store struct {
 	// claimsMetHeld says that the last claim batch on PostgreSQL found an identity claimed
 	// already, so the next one reads before it claims (see commitClaims).
 	claimsMetHeld atomic.Bool
+	// acks is group commit for Ack (see Ack).
+	acks storage.Batcher[ackCall, struct{}]
 }
 
 // claimLanes is how many claim batches may commit at once on CockroachDB, where a commit is

@@ -49,6 +49,8 @@ func BenchmarkClaims(b *testing.B) { storagetest.BenchmarkClaims(b, openBenchSto
 // BenchmarkLeaseAck runs on the harness's PostgreSQL, like BenchmarkClaims.
 func BenchmarkLeaseAck(b *testing.B) { storagetest.BenchmarkLeaseAck(b, openBenchStore(b)) }
 
+func BenchmarkAcks(b *testing.B) { storagetest.BenchmarkAcks(b, openBenchStore(b)) }
+
 func openBenchStore(b *testing.B) *Store {
 	s, err := Open(b.Context(), pgtest.Shared(b).NewDatabase(b))
 	if err != nil {

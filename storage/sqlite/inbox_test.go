@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"database/sql"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/hookverify/hookverify/storage"
 	"github.com/hookverify/hookverify/storage/sqlite"
+	"github.com/hookverify/hookverify/storage/storagetest"
 )
 
 // TestInboxUpgradeKeepsDeliveriesLeasable migrates a database holding inbox records written
@@ -254,88 +254,35 @@ func TestInboxCountsFollowEveryChange(t *testing.T) {
 	check("after reopening")
 }
 
-// TestConcurrentAcksShareCommits acks 40 leased deliveries at once, with 5 acks under a wrong
-// token and 5 of missing deliveries among them, while another connection holds the write lock
-// so that they queue: every ack gets its own answer, all 40 are acked, and once the lock is
-// released the acks take at most two commits (the batch that waited for the lock, then all
-// the rest).
+// TestConcurrentAcksShareCommits runs storagetest.AcksShareCommits with another connection
+// holding SQLite's write lock.
 func TestConcurrentAcksShareCommits(t *testing.T) {
 	t.Parallel()
 	s, path := openTemp(t)
-	ctx := t.Context()
-	if err := s.CreateEndpoint(ctx, storage.Endpoint{ID: "ep", Provider: "github", DedupeScope: "ep", CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range 40 {
-		if _, err := s.Claim(ctx, storage.Delivery{InboxID: fmt.Sprintf("inbox-%d", i), Scope: "ep", EventID: fmt.Sprint(i),
-			EndpointID: "ep", OperationKey: "op", Method: "POST", URL: "u", Body: []byte("{}"), ReceivedAt: now}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	type ack struct {
-		inboxID, token string
-		want           error
-	}
-	var acks []ack
-	for l := range 4 {
-		token := fmt.Sprintf("tok-%d", l)
-		res, err := s.Lease(ctx, storage.LeaseRequest{Max: 10, Visibility: time.Minute, MaxAttempts: 3, LeaseToken: token, Now: now})
-		if err != nil || len(res.Deliveries) != 10 {
-			t.Fatalf("lease %d: %d deliveries, %v", l, len(res.Deliveries), err)
-		}
-		for i, d := range res.Deliveries {
-			acks = append(acks, ack{d.InboxID, token, nil})
-			if i == 0 {
-				acks = append(acks, ack{d.InboxID, "not-" + token, storage.ErrLeaseLost})
+	storagetest.AcksShareCommits(t, s, storagetest.AckBatching{
+		// Another connection holds the write lock; the first batch waits for it (busy
+		// timeout 10 s).
+		Block: func(t *testing.T) func() {
+			raw, err := sql.Open("sqlite", "file:"+path)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	}
-	acks = append(acks, ack{"inbox-0", "tok-x", storage.ErrLeaseLost})
-	for i := range 5 {
-		acks = append(acks, ack{fmt.Sprintf("missing-%d", i), "tok-0", storage.ErrNotFound})
-	}
-	raw, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	lock, err := raw.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if _, err := lock.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	before := sqlite.AckBatches(s)
-	errs := make([]error, len(acks))
-	var wg sync.WaitGroup
-	for i, a := range acks {
-		wg.Go(func() { errs[i] = s.Ack(ctx, a.inboxID, a.token, now) })
-	}
-	// The first batch waits for the lock (busy timeout 10 s); the other acks queue behind it.
-	for deadline := time.Now().Add(5 * time.Second); sqlite.AcksWaiting(s) < len(acks); {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d acks waiting, want %d", sqlite.AcksWaiting(s), len(acks))
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if _, err := lock.ExecContext(ctx, "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
-	for i, a := range acks {
-		if (a.want == nil) != (errs[i] == nil) || (a.want != nil && !errors.Is(errs[i], a.want)) {
-			t.Errorf("Ack(%s, %s) = %v, want %v", a.inboxID, a.token, errs[i], a.want)
-		}
-	}
-	stats, err := s.InboxStats(ctx)
-	if err != nil || len(stats) != 0 {
-		t.Errorf("InboxStats after the acks = %+v, %v; want nothing unfinished", stats, err)
-	}
-	// Two, unless the batch that waited for the lock had taken every ack already.
-	if commits := sqlite.AckBatches(s) - before; commits < 1 || commits > 2 {
-		t.Errorf("%d acks took %d commits, want 2 (or 1)", len(acks), commits)
-	}
+			lock, err := raw.Conn(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := lock.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+				t.Fatal(err)
+			}
+			return func() {
+				if _, err := lock.ExecContext(t.Context(), "ROLLBACK"); err != nil {
+					t.Error(err)
+				}
+				lock.Close()
+				raw.Close()
+			}
+		},
+		Batches: func() int64 { return sqlite.AckBatches(s) },
+		Waiting: func() int { return sqlite.AcksWaiting(s) },
+	})
 }

@@ -356,6 +356,8 @@ func BenchmarkClaims(b *testing.B) { storagetest.BenchmarkClaims(b, openBenchSto
 
 func BenchmarkLeaseAck(b *testing.B) { storagetest.BenchmarkLeaseAck(b, openBenchStore(b)) }
 
+func BenchmarkAcks(b *testing.B) { storagetest.BenchmarkAcks(b, openBenchStore(b)) }
+
 func openBenchStore(b *testing.B) *sqlite.Store {
 	s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "hookverify.db"))
 	if err != nil {

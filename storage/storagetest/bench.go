@@ -88,17 +88,12 @@ func BenchmarkClaims(b *testing.B, s storage.Store) {
 	}
 }
 
-// BenchmarkLeaseAck measures the worker path of the store s: each iteration leases 10
-// deliveries and acks each in its own call, as a worker does, so one iteration is 11
-// transactions; the time per delivery is reported as ns/delivery. It runs with one worker and
-// with 8 at once. A backlog of 10,000 pending 2 KiB deliveries waits behind the ones leased,
-// as when workers catch up after an outage: a lease must not cost more as the backlog grows.
-// The inbox is filled before each timed run, 32 concurrent claims at a time. The store must
-// be empty; the benchmark creates its endpoint.
-func BenchmarkLeaseAck(b *testing.B, s storage.Store) {
+// inboxFiller creates the benchmarks' endpoint in s and returns a function that claims n
+// new deliveries to it, 32 concurrent claims at a time.
+func inboxFiller(b *testing.B, s storage.Store) func(n int) {
 	deliver := benchDeliveries(b, s)
 	var seq atomic.Int64
-	fill := func(n int) {
+	return func(n int) {
 		var wg sync.WaitGroup
 		var failed atomic.Value
 		for w := range 32 {
@@ -118,6 +113,17 @@ func BenchmarkLeaseAck(b *testing.B, s storage.Store) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkLeaseAck measures the worker path of the store s: each iteration leases 10
+// deliveries and acks each in its own call, as a worker does, so one iteration is 11
+// transactions; the time per delivery is reported as ns/delivery. It runs with one worker and
+// with 8 at once. A backlog of 10,000 pending 2 KiB deliveries waits behind the ones leased,
+// as when workers catch up after an outage: a lease must not cost more as the backlog grows.
+// The inbox is filled before each timed run, 32 concurrent claims at a time. The store must
+// be empty; the benchmark creates its endpoint.
+func BenchmarkLeaseAck(b *testing.B, s storage.Store) {
+	fill := inboxFiller(b, s)
 	const (
 		perLease = 10
 		backlog  = 10000
@@ -175,4 +181,44 @@ func BenchmarkLeaseAck(b *testing.B, s storage.Store) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perLease), "ns/delivery")
 		})
 	}
+}
+
+// BenchmarkAcks measures acks alone: 8 workers ack deliveries leased before the clock started,
+// each ack its own call, as workers that finish their deliveries at the same time do. The
+// store must be empty; the benchmark creates its endpoint.
+func BenchmarkAcks(b *testing.B, s storage.Store) {
+	fill := inboxFiller(b, s)
+	const workers = 8
+	now := at(time.Hour)
+	round := 0
+	b.Run(fmt.Sprintf("%d-workers", workers), func(b *testing.B) {
+		round++
+		token := fmt.Sprintf("tok-%d", round)
+		fill(b.N)
+		var leased []storage.LeasedDelivery
+		for len(leased) < b.N {
+			res, err := s.Lease(b.Context(), leaseReq(token, now, min(500, b.N-len(leased))))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(res.Deliveries) == 0 {
+				b.Fatalf("leased %d deliveries, want %d", len(leased), b.N)
+			}
+			leased = append(leased, res.Deliveries...)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for i := w; i < len(leased); i += workers {
+					if err := s.Ack(b.Context(), leased[i].InboxID, token, now); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	})
 }

@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -227,6 +228,14 @@ func testInbox(t *testing.T, h harness) {
 		lease(t, s, req)
 		wantErr(t, s.Ack(t.Context(), "d1", "tok-1", t0.Add(req.Visibility)), storage.ErrLeaseLost, "late Ack")
 		wantIDs(t, lease(t, s, leaseReq("tok-2", t0.Add(req.Visibility), 1)), "lease after the late ack", "d1")
+	})
+
+	t.Run("concurrent acks are each answered as if alone", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		acks := concurrentAcks(t, s)
+		errs := make([]error, len(acks))
+		race(len(acks), func(i int) { errs[i] = s.Ack(t.Context(), acks[i].inboxID, acks[i].token, ackNow) })
+		checkConcurrentAcks(t, s, acks, errs)
 	})
 
 	t.Run("nack makes the delivery leasable again at retryAt, not before", func(t *testing.T) {
@@ -642,4 +651,111 @@ func testRetention(t *testing.T, h harness) {
 		req = storage.SweepRequest{AckedBefore: t0.Add(2 * time.Hour), ClaimsBefore: t0, Batch: 10}
 		wantSame(t, storage.SweepResult{InboxDeleted: 1, ClaimsDeleted: 1}, sweep(t, s, req), "second sweep")
 	})
+}
+
+// ackNow is when the acks of concurrentAcks run: within their leases.
+var ackNow = at(time.Hour)
+
+// ackCall is one ack of concurrentAcks and the error it should get.
+type ackCall struct {
+	inboxID, token string
+	want           error
+	// twin is the index of the same ack made twice at once: one of the two acks, the other
+	// loses the lease it ended (-1 if none).
+	twin int
+}
+
+// concurrentAcks leases 40 deliveries of ep-1 in four leases and returns acks of them to run
+// at once at ackNow: one per delivery, and among them acks with a wrong token, with the token of
+// another lease, of deliveries that do not exist, and the same ack twice.
+func concurrentAcks(t *testing.T, s storage.Store) []ackCall {
+	t.Helper()
+	for i := range 40 {
+		deliver(t, s, "ep-1", "ep-1", fmt.Sprintf("d%02d", i), at(time.Duration(i)*time.Millisecond))
+	}
+	var acks []ackCall
+	for l := range 4 {
+		token := fmt.Sprintf("tok-%d", l)
+		for i, d := range lease(t, s, leaseReq(token, ackNow, 10)) {
+			acks = append(acks, ackCall{d.InboxID, token, nil, -1})
+			switch i {
+			case 0:
+				acks = append(acks, ackCall{d.InboxID, "not-" + token, storage.ErrLeaseLost, -1})
+			case 1:
+				acks = append(acks, ackCall{d.InboxID, fmt.Sprintf("tok-%d", (l+1)%4), storage.ErrLeaseLost, -1})
+			case 2:
+				acks[len(acks)-1].twin = len(acks)
+				acks = append(acks, ackCall{d.InboxID, token, nil, len(acks) - 1})
+			}
+		}
+	}
+	for i := range 5 {
+		acks = append(acks, ackCall{fmt.Sprintf("missing-%d", i), "tok-0", storage.ErrNotFound, -1})
+	}
+	return acks
+}
+
+// checkConcurrentAcks checks the answers errs to the acks of concurrentAcks, and that they
+// left nothing unfinished.
+func checkConcurrentAcks(t *testing.T, s storage.Store, acks []ackCall, errs []error) {
+	t.Helper()
+	for i, a := range acks {
+		if a.twin >= 0 {
+			if i < a.twin && (errs[i] == nil) == (errs[a.twin] == nil) {
+				t.Errorf("the same Ack(%s, %s) twice = %v and %v, want one nil and one lease lost", a.inboxID, a.token, errs[i], errs[a.twin])
+			}
+			if errs[i] != nil {
+				wantErr(t, errs[i], storage.ErrLeaseLost, "the second of the same Ack "+a.inboxID)
+			}
+			continue
+		}
+		if (a.want == nil) != (errs[i] == nil) || (a.want != nil && !errors.Is(errs[i], a.want)) {
+			t.Errorf("Ack(%s, %s) = %v, want %v", a.inboxID, a.token, errs[i], a.want)
+		}
+	}
+	wantStats(t, s, "stats after the acks")
+}
+
+// AckBatching shows a test how a store group-commits acks.
+type AckBatching struct {
+	// Block makes every write to the inbox wait until release is called.
+	Block func(t *testing.T) (release func())
+	// Batches counts the transactions acks committed; Waiting counts the acks waiting for
+	// their outcome, queued or committing.
+	Batches func() int64
+	Waiting func() int
+}
+
+// AcksShareCommits checks that concurrent acks on the store share commits and are still each
+// answered alone: it runs the acks of concurrentAcks while b.Block holds the inbox, so that the
+// first batch waits and every other ack queues behind it, then releases it and expects at most
+// two commits. s must be empty.
+func AcksShareCommits(t *testing.T, s storage.Store, b AckBatching) {
+	t.Helper()
+	for _, e := range []string{"ep-1", "ep-2", "ep-3"} {
+		createEndpoint(t, s, newEndpoint(e))
+	}
+	acks := concurrentAcks(t, s)
+	release := b.Block(t)
+	before := b.Batches()
+	errs := make([]error, len(acks))
+	var wg sync.WaitGroup
+	for i, a := range acks {
+		wg.Go(func() { errs[i] = s.Ack(t.Context(), a.inboxID, a.token, ackNow) })
+	}
+	for deadline := time.Now().Add(10 * time.Second); b.Waiting() < len(acks); {
+		if time.Now().After(deadline) {
+			release()
+			wg.Wait()
+			t.Fatalf("%d acks waiting, want %d", b.Waiting(), len(acks))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	wg.Wait()
+	checkConcurrentAcks(t, s, acks, errs)
+	// Two, unless the batch that waited had taken every ack already.
+	if commits := b.Batches() - before; commits < 1 || commits > 2 {
+		t.Errorf("%d acks took %d commits, want 2 (or 1)", len(acks), commits)
+	}
 }
