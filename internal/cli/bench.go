@@ -17,6 +17,7 @@ import (
 
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/hookverify/hookverify/client"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
@@ -36,6 +37,8 @@ func runBench(ctx context.Context, e env, args []string) error {
 	mix := fs.String("mix", "new=80,dup=15,forged=5", "share of new events, redeliveries and forged deliveries")
 	bodyBytes := fs.Int("body-bytes", 2048, "size of each delivery body")
 	baseline := fs.Bool("baseline", false, "also measure a no-op gRPC call (Health/Check) for comparison")
+	drain := fs.Int("drain", 0, "also run this many workers during the phase that lease the bench's deliveries and ack each one, as workers do, and report how fast they drain the inbox (needs the inbox scope)")
+	leaseSize := fs.Int("lease-size", 10, "deliveries each --drain worker leases at a time (1 to 100)")
 	rate := fs.Float64("rate", 0, "open loop: start this many calls per second on a fixed schedule, whatever the answers' latency (0: closed loop, each worker calls again as soon as answered); latency then counts from the scheduled start, so queueing shows")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -44,8 +47,8 @@ func runBench(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *workers < 1 || *bodyBytes < 16 || *rate < 0 {
-		return errors.New("--workers must be at least 1, --body-bytes at least 16 and --rate not negative")
+	if *workers < 1 || *bodyBytes < 16 || *rate < 0 || *drain < 0 || *leaseSize < 1 || *leaseSize > 100 {
+		return errors.New("--workers must be at least 1, --body-bytes at least 16, --rate and --drain not negative and --lease-size from 1 to 100")
 	}
 	load := loadShape{workers: *workers, duration: *duration, rate: *rate}
 	// The token needs the admin scope (the bench creates its own endpoint) and verify on it.
@@ -101,7 +104,7 @@ func runBench(ctx context.Context, e env, args []string) error {
 	var baseRate float64
 	if *baseline {
 		health := healthpb.NewHealthClient(conn.GRPC())
-		res := drive(ctx, load, func(ctx context.Context, _ *mrand.Rand, _ int64) (string, error) {
+		res := drive(ctx, load, func(ctx context.Context, _ int, _ *mrand.Rand) (string, error) {
 			_, err := health.Check(ctx, &healthpb.HealthCheckRequest{})
 			return "noop", err
 		})
@@ -109,7 +112,7 @@ func runBench(ctx context.Context, e env, args []string) error {
 	}
 	var seq sync.Mutex
 	next := int64(0)
-	res := drive(ctx, load, func(ctx context.Context, r *mrand.Rand, _ int64) (string, error) {
+	produce := func(ctx context.Context, _ int, r *mrand.Rand) (string, error) {
 		var req *hookverifyv1.VerifyRequest
 		switch pick := r.IntN(weights[0] + weights[1] + weights[2]); {
 		case pick < weights[0]:
@@ -128,8 +131,21 @@ func runBench(ctx context.Context, e env, args []string) error {
 			return "error:" + status.Code(err).String(), err
 		}
 		return strings.ToLower(strings.TrimPrefix(resp.GetVerdict().String(), "VERDICT_")), nil
-	})
+	}
+	inbox := hookverifyv1.NewInboxServiceClient(conn.GRPC())
+	var res, drained *benchResult
+	var phase sync.WaitGroup
+	phase.Go(func() { res = drive(ctx, load, produce) })
+	if *drain > 0 {
+		phase.Go(func() {
+			drained = drive(ctx, loadShape{workers: *drain, duration: load.duration}, drainer(inbox, endpointID, *drain, *leaseSize))
+		})
+	}
+	phase.Wait()
 	res.print(out)
+	if drained != nil {
+		drained.print(out)
+	}
 	out.Flush()
 	if *baseline && baseRate > 0 {
 		fmt.Fprintln(e.stdout, "\nratio to the no-op gRPC baseline (calls/s):")
@@ -138,7 +154,59 @@ func runBench(ctx context.Context, e env, args []string) error {
 		}
 		fmt.Fprintf(e.stdout, "  %-10s %.2fx\n", "all", res.rate("")/baseRate)
 	}
+	printBacklog(ctx, e, inbox, endpointID, remote.timeout)
 	return nil
+}
+
+// drainer returns the call of `workers` drain workers: each leases up to leaseSize of the
+// endpoint's deliveries ("lease"; "lease (empty)" when there was none, after which it waits
+// 10 ms as a polling worker would) and then acks them one call at a time ("acked"), so the
+// "acked" row's calls/s is the rate the inbox drains.
+func drainer(inbox hookverifyv1.InboxServiceClient, endpointID string, workers, leaseSize int) func(context.Context, int, *mrand.Rand) (string, error) {
+	leased := make([][]*hookverifyv1.InboxDelivery, workers) // each worker's own
+	return func(ctx context.Context, w int, _ *mrand.Rand) (string, error) {
+		if len(leased[w]) == 0 {
+			resp, err := inbox.Lease(ctx, &hookverifyv1.LeaseRequest{EndpointIds: []string{endpointID},
+				MaxDeliveries: int32(leaseSize), VisibilityTimeout: durationpb.New(time.Minute)})
+			if err != nil {
+				return "error:lease:" + status.Code(err).String(), err
+			}
+			if leased[w] = resp.GetDeliveries(); len(leased[w]) == 0 {
+				select {
+				case <-ctx.Done():
+				case <-time.After(10 * time.Millisecond):
+				}
+				return "lease (empty)", nil
+			}
+			return "lease", nil
+		}
+		d := leased[w][0]
+		leased[w] = leased[w][1:]
+		if _, err := inbox.Ack(ctx, &hookverifyv1.AckRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken()}); err != nil {
+			return "error:ack:" + status.Code(err).String(), err
+		}
+		return "acked", nil
+	}
+}
+
+// printBacklog prints what the phase left in the bench endpoint's inbox: the deliveries
+// accepted but not yet acked, and how long the oldest has waited.
+func printBacklog(ctx context.Context, e env, inbox hookverifyv1.InboxServiceClient, endpointID string, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := inbox.GetInboxStats(ctx, &hookverifyv1.GetInboxStatsRequest{})
+	if err != nil {
+		fmt.Fprintf(e.stdout, "\ninbox after the phase: unknown (%v)\n", status.Convert(err).Message())
+		return
+	}
+	for _, s := range resp.GetEndpoints() {
+		if s.GetEndpointId() == endpointID {
+			fmt.Fprintf(e.stdout, "\ninbox after the phase: %d pending (the oldest for %s), %d leased\n",
+				s.GetPending(), s.GetOldestPendingAge().AsDuration().Round(time.Millisecond), s.GetLeased())
+			return
+		}
+	}
+	fmt.Fprintln(e.stdout, "\ninbox after the phase: empty")
 }
 
 func parseMix(s string) ([3]int, error) {
@@ -186,7 +254,7 @@ type loadShape struct {
 // At a fixed rate the calls are started on a schedule instead, handed to whichever worker is
 // free, and each latency counts from the call's scheduled start, so that time spent waiting
 // for a free worker (the server falling behind) is counted rather than hidden.
-func drive(ctx context.Context, load loadShape, call func(context.Context, *mrand.Rand, int64) (string, error)) *benchResult {
+func drive(ctx context.Context, load loadShape, call func(ctx context.Context, worker int, r *mrand.Rand) (string, error)) *benchResult {
 	ctx, cancel := context.WithTimeout(ctx, load.duration)
 	defer cancel()
 	var mu sync.Mutex
@@ -204,7 +272,7 @@ func drive(ctx context.Context, load loadShape, call func(context.Context, *mran
 			r := mrand.New(mrand.NewPCG(uint64(w), uint64(start.UnixNano())))
 			local := map[string][]time.Duration{}
 			errs := 0
-			for i := int64(0); ctx.Err() == nil; i++ {
+			for ctx.Err() == nil {
 				t0 := time.Now()
 				if schedule != nil {
 					var ok bool
@@ -212,7 +280,7 @@ func drive(ctx context.Context, load loadShape, call func(context.Context, *mran
 						break
 					}
 				}
-				label, err := call(ctx, r, i)
+				label, err := call(ctx, w, r)
 				if ctx.Err() != nil || !time.Now().Before(end) {
 					// A call cut short by the end of the phase is not counted. gRPC may fail it
 					// with DeadlineExceeded before the context reports its end.

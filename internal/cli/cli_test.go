@@ -413,11 +413,11 @@ func TestInboxCommands(t *testing.T) {
 
 func TestBenchCommand(t *testing.T) {
 	remote, _ := startTestServer(t)
-	code, out, errOut := run(t, "", append([]string{"bench", "--duration", "300ms", "--workers", "4", "--baseline", "--mix", "new=60,dup=30,forged=10"}, remote...)...)
+	code, out, errOut := run(t, "", append([]string{"bench", "--duration", "300ms", "--workers", "4", "--baseline", "--mix", "new=60,dup=30,forged=10", "--drain", "2"}, remote...)...)
 	if code != 0 {
 		t.Fatalf("bench exited %d: %s", code, errOut)
 	}
-	for _, want := range []string{"noop", "accepted", "duplicate", "rejected", "ratio to the no-op gRPC baseline"} {
+	for _, want := range []string{"noop", "accepted", "duplicate", "rejected", "ratio to the no-op gRPC baseline", "acked", "inbox after the phase: "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("bench output lacks %q:\n%s", want, out)
 		}
@@ -427,6 +427,9 @@ func TestBenchCommand(t *testing.T) {
 	}
 	if code, _, _ := run(t, "", "bench", "--mix", "new=0"); code != 1 {
 		t.Errorf("bench with an all-zero mix: exit %d, want 1", code)
+	}
+	if code, _, _ := run(t, "", "bench", "--lease-size", "101"); code != 1 {
+		t.Errorf("bench with --lease-size 101: exit %d, want 1", code)
 	}
 }
 
