@@ -107,9 +107,10 @@ func TestMigrationList(t *testing.T) {
 				t.Errorf("%s: migration %d holds more than one statement", name, m.version)
 			}
 			// A data step is idempotent through its WHERE, which only matches rows not yet
-			// converted; a schema step through IF NOT EXISTS.
+			// converted; a schema step through IF NOT EXISTS, or IF EXISTS for a DROP.
 			dataStep := strings.HasPrefix(m.sql, "UPDATE ") && strings.Contains(m.sql, " WHERE ")
-			if !dataStep && !strings.Contains(m.sql, "IF NOT EXISTS") {
+			dropStep := strings.HasPrefix(m.sql, "DROP ") && strings.Contains(m.sql, " IF EXISTS ")
+			if !dataStep && !dropStep && !strings.Contains(m.sql, "IF NOT EXISTS") {
 				t.Errorf("%s: migration %d is not idempotent (no IF NOT EXISTS)", name, m.version)
 			}
 		}

@@ -58,7 +58,12 @@ func (p *params) add(v any) string {
 // A delivery must match every non-empty list.
 func filterSQL(f storage.InboxFilter, p *params) string {
 	var b strings.Builder
-	if len(f.EndpointIDs) > 0 {
+	switch len(f.EndpointIDs) {
+	case 0:
+	case 1:
+		// Equality, not = ANY: an index scan on = ANY returns rows out of order.
+		b.WriteString(" AND endpoint_id = " + p.add(f.EndpointIDs[0]))
+	default:
 		b.WriteString(" AND endpoint_id = ANY(" + p.add(f.EndpointIDs) + ")")
 	}
 	if len(f.Scopes) > 0 {
@@ -112,14 +117,21 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 
 		var lp params
 		now, maxAttempts = lp.add(req.Now), lp.add(int64(req.MaxAttempts))
-		filter, limit := filterSQL(req.InboxFilter, &lp), lp.add(int64(req.Max))
+		limit := lp.add(int64(req.Max))
+		filters := req.ByEndpoint()
 		// Pending deliveries and expired leases are picked (and locked) apart, each in the
-		// order of the (state, visible_at, id) index and only as many as the lease takes, then
-		// merged. One WHERE with (pending OR expired) made PostgreSQL collect and sort every
-		// pending delivery first: a lease cost more the larger the backlog.
+		// order of the (state, visible_at, id) index, or of (state, endpoint_id, visible_at,
+		// id) one endpoint at a time, and only as many as the lease takes, then merged. One
+		// WHERE with (pending OR expired) made PostgreSQL collect and sort every pending
+		// delivery first: a lease cost more the larger the backlog.
 		candidates := func(due string) string {
-			return `SELECT id, visible_at, state FROM inbox WHERE ` + due + ` AND attempts < ` + maxAttempts + filter + `
-				ORDER BY visible_at, id LIMIT ` + limit + ` FOR UPDATE SKIP LOCKED`
+			branches := make([]string, len(filters))
+			for i, f := range filters {
+				branches[i] = `SELECT * FROM (SELECT id, visible_at, state FROM inbox WHERE ` + due + ` AND attempts < ` +
+					maxAttempts + filterSQL(f, &lp) + ` ORDER BY visible_at, id LIMIT ` + limit +
+					` FOR UPDATE SKIP LOCKED) AS b` + strconv.Itoa(i)
+			}
+			return strings.Join(branches, ` UNION ALL `)
 		}
 		rows, err := tx.Query(ctx, `WITH pending AS (`+candidates(duePending(now))+`),
 		expired AS (`+candidates(expiredLease(now))+`),

@@ -119,6 +119,13 @@ var migrations = []string{
 	) STRICT, WITHOUT ROWID;
 	INSERT INTO inbox_pending (endpoint_id, n)
 		SELECT endpoint_id, count(*) FROM inbox WHERE state = 'pending' GROUP BY endpoint_id`,
+	// A lease filtered by endpoint picks each endpoint's due deliveries in (visible_at, id)
+	// order along this index (storage.InboxFilter.ByEndpoint). Before it, SQLite took such a
+	// lease along (state, visible_at, id) and skipped every due delivery of the other
+	// endpoints: 0.3 s per lease of an endpoint with nothing waiting behind 137,000 pending
+	// deliveries of another. It serves InboxStats too, so the index of step 24 goes.
+	26: `CREATE INDEX IF NOT EXISTS inbox_state_endpoint_id_visible_at_id ON inbox (state, endpoint_id, visible_at, id);
+	DROP INDEX IF EXISTS inbox_state_endpoint_id_visible_at`,
 }
 
 // recountPendingSQL sets inbox_pending from the inbox itself.

@@ -118,8 +118,10 @@ func inboxFiller(b *testing.B, s storage.Store) func(n int) {
 // BenchmarkLeaseAck measures the worker path of the store s: each iteration leases 10
 // deliveries and acks each in its own call, as a worker does, so one iteration is 11
 // transactions; the time per delivery is reported as ns/delivery. It runs with one worker and
-// with 8 at once. A backlog of 10,000 pending 2 KiB deliveries waits behind the ones leased,
-// as when workers catch up after an outage: a lease must not cost more as the backlog grows.
+// with 8 at once, and with one worker leasing by endpoint. A backlog of 10,000 pending 2 KiB
+// deliveries waits behind the ones leased, as when workers catch up after an outage: a lease
+// must not cost more as the backlog grows. Last, "empty-endpoint" leases (ns/op per lease)
+// for an endpoint with nothing waiting, while the backlog waits for another.
 // The inbox is filled before each timed run, 32 concurrent claims at a time. The store must
 // be empty; the benchmark creates its endpoint.
 func BenchmarkLeaseAck(b *testing.B, s storage.Store) {
@@ -131,9 +133,11 @@ func BenchmarkLeaseAck(b *testing.B, s storage.Store) {
 	now := at(time.Hour)
 	var tokens atomic.Int64
 	// leaseAndAck reports rather than stops: RunParallel's goroutines may not call FailNow.
-	leaseAndAck := func(b *testing.B) bool {
+	leaseAndAck := func(b *testing.B, filter storage.InboxFilter) bool {
 		token := fmt.Sprintf("tok-%d", tokens.Add(1))
-		res, err := s.Lease(b.Context(), leaseReq(token, now, perLease))
+		req := leaseReq(token, now, perLease)
+		req.InboxFilter = filter
+		res, err := s.Lease(b.Context(), req)
 		if err != nil {
 			b.Error(err)
 			return false
@@ -151,8 +155,18 @@ func BenchmarkLeaseAck(b *testing.B, s storage.Store) {
 		return true
 	}
 	pending := 0 // deliveries the runs so far left waiting
-	for _, workers := range []int{1, 8} {
-		b.Run(fmt.Sprintf("%d-workers", workers), func(b *testing.B) {
+	for _, run := range []struct {
+		name    string
+		workers int
+		filter  storage.InboxFilter
+	}{
+		{"1-workers", 1, storage.InboxFilter{}},
+		{"8-workers", 8, storage.InboxFilter{}},
+		// Leasing by endpoint, as workers of one endpoint do.
+		{"1-workers-by-endpoint", 1, storage.InboxFilter{EndpointIDs: []string{"bench"}}},
+	} {
+		workers := run.workers
+		b.Run(run.name, func(b *testing.B) {
 			if need := b.N*perLease + backlog; pending < need {
 				fill(need - pending)
 				pending = need
@@ -161,7 +175,7 @@ func BenchmarkLeaseAck(b *testing.B, s storage.Store) {
 			b.ResetTimer()
 			if workers == 1 {
 				for range b.N {
-					if !leaseAndAck(b) {
+					if !leaseAndAck(b, run.filter) {
 						return
 					}
 				}
@@ -170,7 +184,7 @@ func BenchmarkLeaseAck(b *testing.B, s storage.Store) {
 				b.SetParallelism(max(1, workers/runtime.GOMAXPROCS(0)))
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
-						if !leaseAndAck(b) {
+						if !leaseAndAck(b, run.filter) {
 							return
 						}
 					}
@@ -181,6 +195,23 @@ func BenchmarkLeaseAck(b *testing.B, s storage.Store) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perLease), "ns/delivery")
 		})
 	}
+	// A worker of an endpoint with nothing waiting, while the backlog waits for another.
+	b.Run("empty-endpoint", func(b *testing.B) {
+		if pending < backlog {
+			fill(backlog - pending)
+			pending = backlog
+		}
+		req := leaseReq("tok-idle", now, perLease)
+		req.EndpointIDs = []string{"idle"}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			res, err := s.Lease(b.Context(), req)
+			if err != nil || len(res.Deliveries) != 0 {
+				b.Fatalf("lease of an idle endpoint: %d deliveries, %v", len(res.Deliveries), err)
+			}
+		}
+	})
 }
 
 // BenchmarkAcks measures acks alone: 8 workers ack deliveries leased before the clock started,

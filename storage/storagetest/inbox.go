@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -163,9 +164,17 @@ func testInbox(t *testing.T, h harness) {
 				EndpointIDs: []string{"ep-1", "ep-2"}, Scopes: []string{"scope-c"}}, []string{"c2", "c1"}},
 			{"unknown endpoint", storage.InboxFilter{EndpointIDs: []string{"ep-9"}}, nil},
 			{"unknown scope", storage.InboxFilter{Scopes: []string{"ep-1"}}, nil},
+			{"an endpoint named twice", storage.InboxFilter{EndpointIDs: []string{"ep-2", "ep-2"}}, []string{"b2", "c2"}},
+			{"more endpoints than are picked one by one", storage.InboxFilter{EndpointIDs: append(
+				[]string{"ep-3", "ep-1"}, manyEndpoints(storage.MaxEndpointPicks)...)}, []string{"a1", "c3", "c1"}},
+			{"the oldest of all the endpoints, up to Max", storage.InboxFilter{EndpointIDs: []string{"ep-2", "ep-1"}}, []string{"a1", "b2"}},
 		}
 		for i, c := range cases {
-			req := leaseReq(fmt.Sprintf("tok-%d", i), t0, 10)
+			max := 10
+			if strings.HasPrefix(c.name, "the oldest") {
+				max = 2
+			}
+			req := leaseReq(fmt.Sprintf("tok-%d", i), t0, max)
 			req.InboxFilter = c.filter
 			req.MaxAttempts = 100
 			got := lease(t, s, req)
@@ -651,6 +660,15 @@ func testRetention(t *testing.T, h harness) {
 		req = storage.SweepRequest{AckedBefore: t0.Add(2 * time.Hour), ClaimsBefore: t0, Batch: 10}
 		wantSame(t, storage.SweepResult{InboxDeleted: 1, ClaimsDeleted: 1}, sweep(t, s, req), "second sweep")
 	})
+}
+
+// manyEndpoints returns n ids of endpoints that do not exist.
+func manyEndpoints(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("ep-none-%d", i)
+	}
+	return ids
 }
 
 // ackNow is when the acks of concurrentAcks run: within their leases.
