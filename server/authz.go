@@ -134,12 +134,12 @@ func (s *Server) needDelivery(ctx context.Context, scopes scopeSet, inboxID stri
 	if err != nil {
 		return err
 	}
-	d, err := st.GetDelivery(ctx, inboxID)
+	endpointID, err := st.DeliveryEndpoint(ctx, inboxID)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return denied("unknown inbox id")
 	case err != nil:
 		return storageStatus(ctx, s.log, "authorize", err)
 	}
-	return needEndpoints(scopes, ScopeInbox, []string{d.EndpointID})
+	return needEndpoints(scopes, ScopeInbox, []string{endpointID})
 }

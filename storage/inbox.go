@@ -39,6 +39,10 @@ type InboxStore interface {
 	// Requeue moves a dead delivery back to pending, visible at now, with its attempts reset to
 	// zero. ErrNotFound if no dead delivery has the id.
 	Requeue(ctx context.Context, inboxID string, now time.Time) error
+	// DeliveryEndpoint returns the endpoint id of the inbox record with the id, or
+	// ErrNotFound. Authorizing a worker's ack (which names only the inbox id) needs nothing
+	// else, and GetDelivery would read the whole body.
+	DeliveryEndpoint(ctx context.Context, inboxID string) (string, error)
 	// InboxStats returns per-endpoint counts by state and the oldest pending VisibleAt, for
 	// endpoints that have any pending, leased or dead delivery, ordered by endpoint id.
 	InboxStats(ctx context.Context) ([]EndpointInboxStats, error)

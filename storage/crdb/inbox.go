@@ -526,3 +526,8 @@ func scanLeasedInto(row pgx.CollectableRow, d *storage.LeasedDelivery, extra ...
 	}
 	return nil
 }
+
+// DeliveryEndpoint returns the endpoint id of the inbox record with the id, or ErrNotFound.
+func (s *Store) DeliveryEndpoint(ctx context.Context, inboxID string) (string, error) {
+	return queryOne(ctx, s, "delivery endpoint", pgx.RowTo[string], `SELECT endpoint_id FROM inbox WHERE id = $1`, inboxID)
+}

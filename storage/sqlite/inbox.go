@@ -487,3 +487,16 @@ func collectLeased(rows *sql.Rows) ([]storage.LeasedDelivery, error) {
 	}
 	return list, rows.Err()
 }
+
+// DeliveryEndpoint returns the endpoint id of the inbox record with the id, or ErrNotFound.
+func (s *Store) DeliveryEndpoint(ctx context.Context, inboxID string) (string, error) {
+	var endpointID string
+	err := s.read("delivery endpoint", func(q queryer) error {
+		err := q.QueryRowContext(ctx, `SELECT endpoint_id FROM inbox WHERE id = ?`, inboxID).Scan(&endpointID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("inbox record %q: %w", inboxID, storage.ErrNotFound)
+		}
+		return err
+	})
+	return endpointID, err
+}

@@ -230,6 +230,24 @@ func testInbox(t *testing.T, h harness) {
 		wantSame(t, d1, getDelivery(t, s, "d1"), "acked delivery")
 	})
 
+	t.Run("delivery endpoint names the endpoint of a delivery in any state", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		deliver(t, s, "ep-2", "scope-x", "d1", at(time.Second))
+		wantEndpoint := func(what string) {
+			t.Helper()
+			got, err := s.DeliveryEndpoint(t.Context(), "d1")
+			must(t, err, "DeliveryEndpoint "+what)
+			wantSame(t, "ep-2", got, "DeliveryEndpoint "+what)
+		}
+		wantEndpoint("pending")
+		lease(t, s, leaseReq("tok-1", t0, 1))
+		wantEndpoint("leased")
+		ack(t, s, "d1", "tok-1", t0)
+		wantEndpoint("acked")
+		_, err := s.DeliveryEndpoint(t.Context(), "nope")
+		wantErr(t, err, storage.ErrNotFound, "DeliveryEndpoint of an unknown delivery")
+	})
+
 	t.Run("an ack after the lease expired is lost even if nobody leased it again", func(t *testing.T) {
 		s := inboxFixture(t, h)
 		deliver(t, s, "ep-1", "ep-1", "d1", at(time.Second))
