@@ -5,7 +5,8 @@
 # Starts a throwaway PostgreSQL cluster on loopback (as the postgres user when run as root),
 # runs hookverify on it and on the embedded store, and drives each with `hookverify bench`
 # (new events, redeliveries, and the no-op gRPC baseline in the same run), then drives new events
-# in an open loop at half the peak rate just measured, for the latency at that load. Then
+# in an open loop at half the peak rate just measured, for the latency at that load, and once
+# more with 16 workers leasing and acking, to see whether they keep up with that intake. Then
 # redeliveries with the claim cache off (serve --claim-cache 0: each one read from the database),
 # and last, new events on each store with group commit off (serve --commit-each-claim), the one
 # commit per delivery figure to compare with. After each phase of new events it prints what the
@@ -119,6 +120,10 @@ run_on() { # name, extra serve flags...
 	fi
 	echo "== $name: new events, open loop at half the peak rate ($half/s) =="
 	measured "$hport" --server "127.0.0.1:$port" --duration "$duration" --workers 64 --mix new=100 --rate "$half"
+	# Intake is half the story: do workers keep up? The same load, with 16 workers leasing and
+	# acking over gRPC; the backlog left at the end says whether they did.
+	echo "== $name: the same, with 16 workers draining the inbox =="
+	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers 64 --mix new=100 --rate "$half" --drain 16
 	echo
 	finish_run "$name" "$pid"
 }

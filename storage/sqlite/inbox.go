@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -65,14 +66,24 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 		return storage.LeaseResult{}, s.fail("lease", err)
 	}
 	now := micros(req.Now)
+	deadArgs := []any{now, now, req.MaxAttempts}
+	deadSQL := `UPDATE inbox SET state = 'dead', dead_at = ?, lease_token = NULL,
+		leased_until = NULL, last_error = 'lease expired'
+		WHERE state = 'leased' AND leased_until <= ? AND attempts >= ?` + filterSQL(req.InboxFilter, &deadArgs)
+	pickSQL, pickArgs := pickLeasable(req, now)
+	var stmts [3]*sql.Stmt
+	for i, text := range []string{deadSQL, pickSQL, leaseSQL} {
+		stmt, done, err := s.prepared(ctx, text)
+		if err != nil {
+			return storage.LeaseResult{}, s.fail("lease", unavailable(err))
+		}
+		defer done()
+		stmts[i] = stmt
+	}
 	var result storage.LeaseResult
 	err := s.write(ctx, "lease", func(tx *sql.Tx) error {
 		result = storage.LeaseResult{}
-		args := []any{now, now, req.MaxAttempts}
-		filter := filterSQL(req.InboxFilter, &args)
-		dead, err := tx.ExecContext(ctx, `UPDATE inbox SET state = 'dead', dead_at = ?, lease_token = NULL,
-			leased_until = NULL, last_error = 'lease expired'
-			WHERE state = 'leased' AND leased_until <= ? AND attempts >= ?`+filter, args...)
+		dead, err := tx.StmtContext(ctx, stmts[0]).ExecContext(ctx, deadArgs...)
 		if err != nil {
 			return fmt.Errorf("dead-letter expired leases: %w", err)
 		}
@@ -80,18 +91,20 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 			return err
 		}
 
-		expired, err := pickLeasable(ctx, tx, req, now)
+		expired, err := pickedLeasable(tx.StmtContext(ctx, stmts[1]).QueryContext(ctx, pickArgs...))
 		if err != nil || len(expired) == 0 {
 			return err
 		}
-		args = []any{req.LeaseToken, micros(req.Now.Add(req.Visibility))}
+		ids := make([]string, 0, len(expired))
 		for id := range expired {
-			args = append(args, id)
+			ids = append(ids, id)
 		}
-		rows, err := tx.QueryContext(ctx, `UPDATE inbox SET state = 'leased', lease_token = ?, leased_until = ?,
-			attempts = attempts + 1
-			WHERE id IN (?`+strings.Repeat(", ?", len(expired)-1)+`)
-			RETURNING `+leasedColumns, args...)
+		idList, err := json.Marshal(ids)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.StmtContext(ctx, stmts[2]).QueryContext(ctx, req.LeaseToken,
+			micros(req.Now.Add(req.Visibility)), string(idList))
 		if err != nil {
 			return err
 		}
@@ -114,17 +127,22 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 	return result, nil
 }
 
-// pickLeasable returns the ids of the deliveries a lease at now takes: up to req.Max of those
-// leasable, oldest VisibleAt first, each with whether it was still leased (its lease having
-// expired) rather than pending.
-func pickLeasable(ctx context.Context, tx *sql.Tx, req storage.LeaseRequest, now int64) (map[string]bool, error) {
+// leaseSQL leases the deliveries whose ids the JSON array holds: one text, and so one
+// prepared statement, whatever their number.
+const leaseSQL = `UPDATE inbox SET state = 'leased', lease_token = ?, leased_until = ?, attempts = attempts + 1
+	WHERE id IN (SELECT value FROM json_each(?))
+	RETURNING ` + leasedColumns
+
+// pickLeasable returns the query, and its arguments, of the deliveries a lease at now takes:
+// up to req.Max of those leasable, oldest VisibleAt first, each with whether it was still
+// leased (its lease having expired) rather than pending.
+func pickLeasable(req storage.LeaseRequest, now int64) (string, []any) {
 	// Pending deliveries and expired leases are picked apart, each in the order of the
 	// (state, visible_at, id) index, or of (state, endpoint_id, visible_at, id), and only as
-	// many as the lease takes, then merged. One
-	// WHERE with (pending OR expired) made SQLite collect and sort every pending delivery
-	// first: 0.5 s per lease with 137,000 waiting, just when workers must catch up.
-	// A filter by endpoint is picked one endpoint at a time, along (state, endpoint_id,
-	// visible_at, id): see storage.InboxFilter.ByEndpoint.
+	// many as the lease takes, then merged. One WHERE with (pending OR expired) made SQLite
+	// collect and sort every pending delivery first: 0.5 s per lease with 137,000 waiting,
+	// just when workers must catch up. A filter by endpoint is picked one endpoint at a
+	// time: see storage.InboxFilter.ByEndpoint.
 	var args []any
 	var branches []string
 	for _, due := range []struct {
@@ -140,8 +158,12 @@ func pickLeasable(ctx context.Context, tx *sql.Tx, req storage.LeaseRequest, now
 		}
 	}
 	args = append(args, req.Max)
-	rows, err := tx.QueryContext(ctx, `SELECT id, was_leased FROM (`+strings.Join(branches, ` UNION ALL `)+`)
-		ORDER BY visible_at, id LIMIT ?`, args...)
+	return `SELECT id, was_leased FROM (` + strings.Join(branches, ` UNION ALL `) + `)
+		ORDER BY visible_at, id LIMIT ?`, args
+}
+
+// pickedLeasable reads pickLeasable's answer: each id, with whether its lease had expired.
+func pickedLeasable(rows *sql.Rows, err error) (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -215,20 +237,25 @@ func (s *Store) Ack(ctx context.Context, inboxID, leaseToken string, now time.Ti
 	return s.fail("ack", err)
 }
 
+// ackSQL acks a delivery whose lease is live; its arguments are now, the inbox id, the lease
+// token and now again.
+const ackSQL = `UPDATE inbox SET state = 'acked', acked_at = ?, lease_token = NULL, leased_until = NULL
+	WHERE ` + onLiveLease
+
 // commitAcks acks a batch in one write transaction. An ack of a missing delivery or a lost
 // lease fails alone; any other failure fails the batch.
 func (s *Store) commitAcks(batch []ackCall) ([]struct{}, []error, error) {
 	// The batch outlives any one caller's context; the busy timeout bounds it.
 	ctx := context.Background()
 	errs := make([]error, len(batch))
-	err := s.inWriteTx(ctx, func(tx *sql.Tx) error {
+	stmt, done, err := s.prepared(ctx, ackSQL)
+	if err != nil {
+		return nil, nil, unavailable(err)
+	}
+	defer done()
+	err = s.inWriteTx(ctx, func(tx *sql.Tx) error {
 		clear(errs)
-		ack, err := tx.PrepareContext(ctx, `UPDATE inbox SET state = 'acked', acked_at = ?, lease_token = NULL,
-			leased_until = NULL WHERE `+onLiveLease)
-		if err != nil {
-			return err
-		}
-		defer ack.Close()
+		ack := tx.StmtContext(ctx, stmt)
 		for i, a := range batch {
 			matched, err := affected(ack.ExecContext(ctx, a.now, a.inboxID, a.leaseToken, a.now))
 			if err != nil {

@@ -72,6 +72,8 @@ type Store struct {
 	acks    storage.Batcher[ackCall, struct{}]
 	stmts   *claimStmts
 	lookups lookupStmts
+	// writeStmts are the other write paths' prepared statements (Store.stmt).
+	writeStmts stmtCache
 }
 
 var (
@@ -261,6 +263,7 @@ func (s *Store) Close() error {
 		s.stmts.close()
 	}
 	s.lookups.close()
+	s.writeStmts.close()
 	// The writer closes last: closing the last connection checkpoints the WAL into the file.
 	errs = append(errs, s.writer.Close())
 	if err := errors.Join(errs...); err != nil {
