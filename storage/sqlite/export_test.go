@@ -56,3 +56,14 @@ func AckBatches(s *Store) int64 { return s.acks.Batches() }
 
 // AcksWaiting is how many acks wait for their outcome, queued or committing.
 func AcksWaiting(s *Store) int { return s.acks.Waiting() }
+
+// Prepared is Store.prepared; CachedStmts is how many statements its cache holds.
+func Prepared(s *Store, ctx context.Context, text string) (*sql.Stmt, func(), error) {
+	return s.prepared(ctx, text)
+}
+
+func CachedStmts(s *Store) int {
+	s.writeStmts.mu.Lock()
+	defer s.writeStmts.mu.Unlock()
+	return len(s.writeStmts.byText)
+}

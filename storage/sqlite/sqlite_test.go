@@ -366,3 +366,40 @@ func openBenchStore(b *testing.B) *sqlite.Store {
 	b.Cleanup(func() { _ = s.Close() })
 	return s
 }
+
+// TestPreparedStatementsAreBounded: the writer's statement cache keeps at most 256 texts; past
+// that, a statement is prepared for one use and closed by its done function.
+func TestPreparedStatementsAreBounded(t *testing.T) {
+	t.Parallel()
+	s, _ := openTemp(t)
+	ctx := t.Context()
+	run := func(text string) (*sql.Stmt, func()) {
+		t.Helper()
+		stmt, done, err := sqlite.Prepared(s, ctx, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := stmt.QueryRowContext(ctx).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("%s = %d, %v", text, n, err)
+		}
+		return stmt, done
+	}
+	for i := range 300 {
+		_, done := run(fmt.Sprintf("SELECT 1 -- %d", i))
+		done()
+	}
+	if got := sqlite.CachedStmts(s); got != 256 {
+		t.Errorf("%d statements cached, want 256", got)
+	}
+	first, done := run("SELECT 1 -- 0")
+	done()
+	if again, _ := run("SELECT 1 -- 0"); again != first {
+		t.Error("a cached text was prepared again")
+	}
+	extra, done := run("SELECT 1 -- one more")
+	done()
+	if err := extra.QueryRowContext(ctx).Scan(new(int)); err == nil {
+		t.Error("a statement past the bound was not closed by done")
+	}
+}
