@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hookverify/hookverify/storage"
 )
@@ -273,17 +272,12 @@ func settleClaims(ctx context.Context, q querier, batch []storage.Delivery, idx 
 // statement may or may not have committed; retry runs it again, and a claim then found held
 // by its own inbox id went through the first time.
 func (s *Store) claimInOneStatement(ctx context.Context, batch []storage.Delivery, idx []int, results []storage.ClaimResult) error {
-	return s.retry(ctx, "claim", true, func(conn *pgx.Conn) (phase, error) {
+	return s.inOneTrip(ctx, "claim", true, func(ctx context.Context, conn *pgx.Conn) error {
 		inserted, err := runClaimBatch(ctx, conn, batch, idx)
 		if err != nil {
-			if conn.IsClosed() && !pgconn.SafeToRetry(err) {
-				// Sent, and no answer: like a COMMIT whose outcome is unknown.
-				return phaseCommit, err
-			}
-			// Answered with an error: the statement, its own transaction, rolled back.
-			return phaseWork, err
+			return err
 		}
-		return phaseWork, settleClaims(ctx, conn, batch, idx, inserted, results)
+		return settleClaims(ctx, conn, batch, idx, inserted, results)
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hookverify/hookverify/storage"
 )
@@ -101,67 +102,113 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 	if err := validLease(req); err != nil {
 		return storage.LeaseResult{}, fmt.Errorf("crdb: lease: %w", err)
 	}
+	deadSQL, deadArgs := deadLetterExpired(req)
+	leaseSQL, leaseArgs := leaseLeasable(req)
 	var result storage.LeaseResult
-	err := s.inTx(ctx, "lease", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error {
-		result = storage.LeaseResult{}
-		var dp params
-		now, maxAttempts := dp.add(req.Now), dp.add(int64(req.MaxAttempts))
-		dead, err := tx.Exec(ctx, `UPDATE inbox SET state = 'dead', dead_at = `+now+`, lease_token = NULL,
-			leased_until = NULL, last_error = 'lease expired'
-			WHERE state = 'leased' AND leased_until <= `+now+` AND attempts >= `+maxAttempts+
-			filterSQL(req.InboxFilter, &dp), dp...)
-		if err != nil {
-			return fmt.Errorf("dead-letter expired leases: %w", err)
-		}
-		result.ExpiredToDead = dead.RowsAffected()
-
-		var lp params
-		now, maxAttempts = lp.add(req.Now), lp.add(int64(req.MaxAttempts))
-		limit := lp.add(int64(req.Max))
-		filters := req.ByEndpoint()
-		// Pending deliveries and expired leases are picked (and locked) apart, each in the
-		// order of the (state, visible_at, id) index, or of (state, endpoint_id, visible_at,
-		// id) one endpoint at a time, and only as many as the lease takes, then merged. One
-		// WHERE with (pending OR expired) made PostgreSQL collect and sort every pending
-		// delivery first: a lease cost more the larger the backlog.
-		candidates := func(due string) string {
-			branches := make([]string, len(filters))
-			for i, f := range filters {
-				branches[i] = `SELECT * FROM (SELECT id, visible_at, state FROM inbox WHERE ` + due + ` AND attempts < ` +
-					maxAttempts + filterSQL(f, &lp) + ` ORDER BY visible_at, id LIMIT ` + limit +
-					` FOR UPDATE SKIP LOCKED) AS b` + strconv.Itoa(i)
-			}
-			return strings.Join(branches, ` UNION ALL `)
-		}
-		rows, err := tx.Query(ctx, `WITH pending AS (`+candidates(duePending(now))+`),
-		expired AS (`+candidates(expiredLease(now))+`),
-		picked AS (
-			SELECT id AS picked_id, state AS picked_state FROM (
-				SELECT * FROM pending UNION ALL SELECT * FROM expired
-			) AS candidates
-			ORDER BY visible_at, id
-			LIMIT `+limit+`
-		)
-		UPDATE inbox SET state = 'leased', lease_token = `+lp.add(req.LeaseToken)+`,
-			leased_until = `+lp.add(req.Now.Add(req.Visibility))+`, attempts = attempts + 1
-		FROM picked
-		WHERE id = picked_id AND `+leasable(now, maxAttempts)+`
-		RETURNING `+leasedColumns+`, picked_state = 'leased'`, lp...)
-		if err != nil {
-			return err
-		}
+	collect := func(dead pgconn.CommandTag, rows pgx.Rows) error {
+		result = storage.LeaseResult{ExpiredToDead: dead.RowsAffected()}
+		var err error
 		result.Deliveries, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (storage.LeasedDelivery, error) {
 			var d storage.LeasedDelivery
 			err := scanLeasedInto(row, &d, &d.PreviousLeaseExpired)
 			return d, err
 		})
 		return err
-	})
+	}
+	var err error
+	if s.engine == EnginePostgreSQL {
+		// Both statements in one round trip, one implicit transaction: BEGIN and COMMIT of
+		// their own made a lease four round trips, and with workers draining the inbox
+		// leases took more of the server's time than new events (BENCHMARKS.md).
+		err = s.inOneTrip(ctx, "lease", false, func(ctx context.Context, conn *pgx.Conn) error {
+			var b pgx.Batch
+			b.Queue(deadSQL, deadArgs...)
+			b.Queue(leaseSQL, leaseArgs...)
+			br := conn.SendBatch(ctx, &b)
+			defer br.Close()
+			dead, err := br.Exec()
+			if err != nil {
+				return fmt.Errorf("dead-letter expired leases: %w", err)
+			}
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			if err := collect(dead, rows); err != nil {
+				return err
+			}
+			return br.Close()
+		})
+	} else {
+		err = s.inTx(ctx, "lease", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error {
+			dead, err := tx.Exec(ctx, deadSQL, deadArgs...)
+			if err != nil {
+				return fmt.Errorf("dead-letter expired leases: %w", err)
+			}
+			rows, err := tx.Query(ctx, leaseSQL, leaseArgs...)
+			if err != nil {
+				return err
+			}
+			return collect(dead, rows)
+		})
+	}
 	if err != nil {
 		return storage.LeaseResult{}, err
 	}
 	sortLeased(result.Deliveries)
 	return result, nil
+}
+
+// deadLetterExpired is the first statement of a lease, and its arguments: every matching
+// delivery whose lease expired and which used its attempts moves to dead.
+func deadLetterExpired(req storage.LeaseRequest) (string, []any) {
+	var p params
+	now, maxAttempts := p.add(req.Now), p.add(int64(req.MaxAttempts))
+	sql := `UPDATE inbox SET state = 'dead', dead_at = ` + now + `, lease_token = NULL,
+		leased_until = NULL, last_error = 'lease expired'
+		WHERE state = 'leased' AND leased_until <= ` + now + ` AND attempts >= ` + maxAttempts +
+		filterSQL(req.InboxFilter, &p)
+	return sql, p
+}
+
+// leaseLeasable is the second statement of a lease, and its arguments: it leases up to
+// req.Max leasable deliveries, oldest first, and returns them with whether each was taken
+// over from an expired lease.
+func leaseLeasable(req storage.LeaseRequest) (string, []any) {
+	var lp params
+	now, maxAttempts := lp.add(req.Now), lp.add(int64(req.MaxAttempts))
+	limit := lp.add(int64(req.Max))
+	filters := req.ByEndpoint()
+	// Pending deliveries and expired leases are picked (and locked) apart, each in the
+	// order of the (state, visible_at, id) index, or of (state, endpoint_id, visible_at,
+	// id) one endpoint at a time, and only as many as the lease takes, then merged. One
+	// WHERE with (pending OR expired) made PostgreSQL collect and sort every pending
+	// delivery first: a lease cost more the larger the backlog.
+	candidates := func(due string) string {
+		branches := make([]string, len(filters))
+		for i, f := range filters {
+			branches[i] = `SELECT * FROM (SELECT id, visible_at, state FROM inbox WHERE ` + due + ` AND attempts < ` +
+				maxAttempts + filterSQL(f, &lp) + ` ORDER BY visible_at, id LIMIT ` + limit +
+				` FOR UPDATE SKIP LOCKED) AS b` + strconv.Itoa(i)
+		}
+		return strings.Join(branches, ` UNION ALL `)
+	}
+	// (Built before the return: the arguments grow as the text is built.)
+	sql := `WITH pending AS (` + candidates(duePending(now)) + `),
+		expired AS (` + candidates(expiredLease(now)) + `),
+		picked AS (
+			SELECT id AS picked_id, state AS picked_state FROM (
+				SELECT * FROM pending UNION ALL SELECT * FROM expired
+			) AS candidates
+			ORDER BY visible_at, id
+			LIMIT ` + limit + `
+		)
+		UPDATE inbox SET state = 'leased', lease_token = ` + lp.add(req.LeaseToken) + `,
+			leased_until = ` + lp.add(req.Now.Add(req.Visibility)) + `, attempts = attempts + 1
+		FROM picked
+		WHERE id = picked_id AND ` + leasable(now, maxAttempts) + `
+		RETURNING ` + leasedColumns + `, picked_state = 'leased'`
+	return sql, lp
 }
 
 // sortLeased orders deliveries by VisibleAt, then by id bytes (not the database's collation).
@@ -236,19 +283,12 @@ func (s *Store) Ack(ctx context.Context, inboxID, leaseToken string, now time.Ti
 	return err
 }
 
-// ackOne acks one delivery in a transaction of its own.
-func (s *Store) ackOne(a ackCall) error {
-	return s.settle(context.Background(), "ack", a.inboxID, func(ctx context.Context, tx pgx.Tx) (bool, error) {
-		tag, err := tx.Exec(ctx, `UPDATE inbox SET state = 'acked', acked_at = $3, lease_token = NULL,
-			leased_until = NULL WHERE `+onLiveLease, a.inboxID, a.leaseToken, a.now)
-		return tag.RowsAffected() > 0, err
-	})
-}
-
 // ackBatchSQL acks every delivery of a batch whose lease is live, each at its own now, and
 // returns the ones it acked. The (id, lease token) pairs of one batch are distinct, so a
 // delivery is acked at most once (only its live token can match). IS TRUE keeps the planner
-// on the primary key, as in onLiveLease.
+// on the primary key, as in onLiveLease. It is planned for every batch (QueryExecModeExec),
+// like readClaims: a plan cached while the inbox was small scanned the whole table, and went
+// on doing so as it grew (BenchmarkAcks took 760 µs an ack instead of 90).
 const ackBatchSQL = `UPDATE inbox SET state = 'acked', acked_at = a.ack_time, lease_token = NULL, leased_until = NULL
 FROM unnest($1::TEXT[], $2::TEXT[], $3::TIMESTAMPTZ[]) AS a (id, lease_token, ack_time)
 WHERE inbox.id = a.id AND inbox.lease_token = a.lease_token AND (inbox.state = 'leased') IS TRUE
@@ -261,40 +301,21 @@ RETURNING inbox.id, a.lease_token`
 // repeated within the batch is answered as if it ran after the first: lease lost if the first
 // acked, else the first one's error.
 func (s *Store) commitAcks(batch []ackCall) ([]struct{}, []error, error) {
-	if len(batch) == 1 {
-		// A lone ack takes the one-row statement: with the batch statement one worker's
-		// lease and acks took a third longer per delivery (BenchmarkLeaseAck, BENCHMARKS.md).
-		err := s.ackOne(batch[0])
-		if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrLeaseLost) {
-			return make([]struct{}, 1), []error{err}, nil
-		}
-		return make([]struct{}, 1), make([]error, 1), err
+	if s.engine == EnginePostgreSQL {
+		return s.commitAcksInOneTrip(batch)
 	}
-	type pair struct{ inboxID, leaseToken string }
-	first := make(map[pair]int, len(batch))
-	ids := make([]string, 0, len(batch))
-	tokens := make([]string, 0, len(batch))
-	nows := make([]time.Time, 0, len(batch))
-	for i, a := range batch {
-		k := pair{a.inboxID, a.leaseToken}
-		if _, seen := first[k]; seen {
-			continue
-		}
-		first[k] = i
-		ids = append(ids, a.inboxID)
-		tokens = append(tokens, a.leaseToken)
-		nows = append(nows, a.now)
-	}
+	d := distinctAcks(batch)
+	ids, tokens, nows := d.ids, d.tokens, d.nows
 	errs := make([]error, len(batch))
 	// The batch outlives any one caller's context; the retry loop bounds it.
 	err := s.inTx(context.Background(), "ack", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error {
 		clear(errs)
-		rows, err := tx.Query(ctx, ackBatchSQL, ids, tokens, nows)
+		rows, err := tx.Query(ctx, ackBatchSQL, pgx.QueryExecModeExec, ids, tokens, nows)
 		if err != nil {
 			return err
 		}
-		acked := make(map[pair]bool, len(ids))
-		var k pair
+		acked := make(map[ackPair]bool, len(ids))
+		var k ackPair
 		if _, err := pgx.ForEachRow(rows, []any{&k.inboxID, &k.leaseToken}, func() error {
 			acked[k] = true
 			return nil
@@ -303,7 +324,7 @@ func (s *Store) commitAcks(batch []ackCall) ([]struct{}, []error, error) {
 		}
 		var missed []string
 		for i := range ids {
-			if !acked[pair{ids[i], tokens[i]}] {
+			if !acked[ackPair{ids[i], tokens[i]}] {
 				missed = append(missed, ids[i])
 			}
 		}
@@ -321,18 +342,99 @@ func (s *Store) commitAcks(batch []ackCall) ([]struct{}, []error, error) {
 				return err
 			}
 		}
-		for i, a := range batch {
-			k := pair{a.inboxID, a.leaseToken}
-			switch j := first[k]; {
-			case j != i && acked[k]:
-				// The first ack of the pair ended the lease.
-				errs[i] = mapError("ack", missedLease(a.inboxID, true))
-			case j != i:
-				errs[i] = errs[j]
-			case !acked[k]:
-				errs[i] = mapError("ack", missedLease(a.inboxID, exists[a.inboxID]))
-			}
+		d.answer(batch, acked, exists, errs)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return make([]struct{}, len(batch)), errs, nil
+}
+
+// ackPair is what one ack names.
+type ackPair struct{ inboxID, leaseToken string }
+
+// ackArgs are the distinct acks of a batch, as the arrays of ackBatchSQL, and the first ack
+// in the batch of each pair.
+type ackArgs struct {
+	ids, tokens []string
+	nows        []time.Time
+	first       map[ackPair]int
+}
+
+func distinctAcks(batch []ackCall) ackArgs {
+	d := ackArgs{first: make(map[ackPair]int, len(batch))}
+	for i, a := range batch {
+		k := ackPair{a.inboxID, a.leaseToken}
+		if _, seen := d.first[k]; seen {
+			continue
 		}
+		d.first[k] = i
+		d.ids = append(d.ids, a.inboxID)
+		d.tokens = append(d.tokens, a.leaseToken)
+		d.nows = append(d.nows, a.now)
+	}
+	return d
+}
+
+// answer sets errs[i] for each ack of the batch that did not go through, given which pairs
+// were acked and which deliveries exist. A repeated ack is answered as if it ran after the
+// first: lease lost if the first acked, else the first one's error.
+func (d ackArgs) answer(batch []ackCall, acked map[ackPair]bool, exists map[string]bool, errs []error) {
+	for i, a := range batch {
+		k := ackPair{a.inboxID, a.leaseToken}
+		switch j := d.first[k]; {
+		case j != i && acked[k]:
+			// The first ack of the pair ended the lease.
+			errs[i] = mapError("ack", missedLease(a.inboxID, true))
+		case j != i:
+			errs[i] = errs[j]
+		case !acked[k]:
+			errs[i] = mapError("ack", missedLease(a.inboxID, exists[a.inboxID]))
+		}
+	}
+}
+
+// ackOneSQL acks one delivery whose lease is live and says whether it did, and whether the
+// delivery exists (as it was before the UPDATE, where an acked delivery exists).
+const ackOneSQL = `WITH acked AS (
+	UPDATE inbox SET state = 'acked', acked_at = $3, lease_token = NULL, leased_until = NULL
+	WHERE ` + onLiveLease + `
+	RETURNING id
+)
+SELECT EXISTS (SELECT 1 FROM acked), EXISTS (SELECT 1 FROM inbox WHERE id = $1)`
+
+// commitAcksInOneTrip is commitAcks on PostgreSQL: one ackOneSQL per ack, all sent at once
+// and run as one implicit transaction, so a batch costs one round trip. BEGIN and COMMIT of
+// their own made it three or four. One statement per ack, rather than ackBatchSQL's one per
+// batch, because a plan of ackBatchSQL cached while the inbox was small scanned the whole
+// table as it grew (760 µs an ack in BenchmarkAcks), and planning it anew for every batch
+// cost more than the one-row statements, whose cached plan is a primary key lookup.
+func (s *Store) commitAcksInOneTrip(batch []ackCall) ([]struct{}, []error, error) {
+	d := distinctAcks(batch)
+	errs := make([]error, len(batch))
+	err := s.inOneTrip(context.Background(), "ack", false, func(ctx context.Context, conn *pgx.Conn) error {
+		clear(errs)
+		var b pgx.Batch
+		for i := range d.ids {
+			b.Queue(ackOneSQL, d.ids[i], d.tokens[i], d.nows[i])
+		}
+		br := conn.SendBatch(ctx, &b)
+		defer br.Close()
+		acked := make(map[ackPair]bool, len(d.ids))
+		exists := make(map[string]bool, len(d.ids))
+		for i := range d.ids {
+			var ok, found bool
+			if err := br.QueryRow().Scan(&ok, &found); err != nil {
+				return err
+			}
+			acked[ackPair{d.ids[i], d.tokens[i]}] = ok
+			exists[d.ids[i]] = exists[d.ids[i]] || found
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		d.answer(batch, acked, exists, errs)
 		return nil
 	})
 	if err != nil {

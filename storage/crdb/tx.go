@@ -80,6 +80,24 @@ func (s *Store) inTx(ctx context.Context, op string, opts txOptions, fn func(ctx
 	})
 }
 
+// inOneTrip runs fn's statements on PostgreSQL as one implicit transaction: one statement
+// outside an explicit transaction, or several sent together with one Sync (pgx's SendBatch),
+// commit when they end, so they cost one round trip and no BEGIN or COMMIT of their own. If
+// the connection fails once they were sent, before the answer, they may or may not have
+// committed, as after a COMMIT whose outcome is unknown: only idempotent work runs again.
+// Not for CockroachDB, whose retries need inTx.
+func (s *Store) inOneTrip(ctx context.Context, op string, idempotent bool, fn func(ctx context.Context, conn *pgx.Conn) error) error {
+	return s.retry(ctx, op, idempotent, func(conn *pgx.Conn) (phase, error) {
+		err := fn(ctx, conn)
+		if err != nil && conn.IsClosed() && !pgconn.SafeToRetry(err) {
+			// Sent, and no answer.
+			return phaseCommit, err
+		}
+		// Answered, with an error or not: an error rolled the implicit transaction back.
+		return phaseWork, err
+	})
+}
+
 // single runs one statement outside an explicit transaction; a single statement is atomic on
 // both engines and needs no commit of ours. Lost connections are retried like in inTx.
 func (s *Store) single(ctx context.Context, op string, fn func(ctx context.Context, conn *pgx.Conn) error) error {
