@@ -33,7 +33,8 @@ const (
 // faultProxy forwards connections to a PostgreSQL server and breaks the one that sends the
 // next COMMIT in the armed way, which is how a commit of unknown outcome looks to a client. A
 // COMMIT is either the simple query, which is how pgx ends a transaction, or the Sync that
-// ends a claim statement run outside a transaction, its own transaction (claimInOneStatement).
+// ends statements run outside a transaction, their own implicit transaction: a claim batch
+// (claimInOneStatement), a lease or a batch of acks on PostgreSQL (inOneTrip).
 type faultProxy struct {
 	t        *testing.T
 	upstream string
@@ -135,9 +136,9 @@ func (p *faultProxy) fromClient(client, server net.Conn, replyLost *atomic.Bool,
 	defer closeBoth()
 	r := bufio.NewReader(client)
 	startup := true                      // the startup message has no type byte
-	claimStatements := map[string]bool{} // prepared statement name: is it a claim
+	writeStatements := map[string]bool{} // prepared statement name: does it write (see isWrite)
 	inTx := false                        // inside BEGIN ... COMMIT/ROLLBACK
-	claimBound := false                  // a claim statement was bound since the last Sync
+	writeBound := false                  // a writing statement was bound since the last Sync
 	for {
 		var head []byte
 		if startup {
@@ -170,13 +171,13 @@ func (p *faultProxy) fromClient(client, server net.Conn, replyLost *atomic.Bool,
 				}
 			case 'P': // Parse: name, query, ...
 				fields := strings.SplitN(string(body), "\x00", 3)
-				claimStatements[fields[0]] = len(fields) > 1 && strings.Contains(fields[1], "INSERT INTO claims")
+				writeStatements[fields[0]] = len(fields) > 1 && isWrite(fields[1])
 			case 'B': // Bind: portal, statement, ...
 				fields := strings.SplitN(string(body), "\x00", 3)
-				claimBound = claimBound || len(fields) > 1 && claimStatements[fields[1]]
+				writeBound = writeBound || len(fields) > 1 && writeStatements[fields[1]]
 			case 'S': // Sync: outside a transaction, the bound statements commit now
-				commitPoint = claimBound && !inTx
-				claimBound = false
+				commitPoint = writeBound && !inTx
+				writeBound = false
 			}
 		}
 		if commitPoint {
@@ -194,6 +195,12 @@ func (p *faultProxy) fromClient(client, server net.Conn, replyLost *atomic.Bool,
 			return
 		}
 	}
+}
+
+// isWrite reports a statement the store runs outside a transaction that writes: a claim
+// batch, a lease's or an ack's UPDATE of the inbox.
+func isWrite(query string) bool {
+	return strings.Contains(query, "INSERT INTO claims") || strings.Contains(query, "UPDATE inbox")
 }
 
 // fromServer forwards the server's bytes until a reply is to be lost.
@@ -263,5 +270,42 @@ func TestCommitOfUnknownOutcome(t *testing.T) {
 		}
 	})
 
+	t.Run("ack whose reply was lost reports the unknown outcome, and acked", func(t *testing.T) {
+		leased := leaseOne(t, s, "tok-a")
+		proxy.arm(dropReply)
+		err := s.Ack(t.Context(), leased.InboxID, "tok-a", base.Add(time.Minute))
+		proxy.wantFired(t, dropReply)
+		if !errors.Is(err, storage.ErrUnavailable) {
+			t.Fatalf("Ack whose reply was lost = %v, want ErrUnavailable", err)
+		}
+		if err := s.Ack(t.Context(), leased.InboxID, "tok-a", base.Add(time.Minute)); !errors.Is(err, storage.ErrLeaseLost) {
+			t.Fatalf("Ack again = %v, want ErrLeaseLost: the first one went through", err)
+		}
+	})
+
+	t.Run("ack that never reached the server reports the unknown outcome, and did not ack", func(t *testing.T) {
+		leased := leaseOne(t, s, "tok-b")
+		proxy.arm(dropCommit)
+		err := s.Ack(t.Context(), leased.InboxID, "tok-b", base.Add(time.Minute))
+		proxy.wantFired(t, dropCommit)
+		if !errors.Is(err, storage.ErrUnavailable) {
+			t.Fatalf("Ack whose commit was dropped = %v, want ErrUnavailable", err)
+		}
+		if err := s.Ack(t.Context(), leased.InboxID, "tok-b", base.Add(time.Minute)); err != nil {
+			t.Fatalf("Ack again = %v, want it to ack now", err)
+		}
+	})
+
 	wantCount(t, s, 2)
+}
+
+// leaseOne leases the oldest delivery of s under token, at base + 1 minute, for an hour.
+func leaseOne(t *testing.T, s *Store, token string) storage.LeasedDelivery {
+	t.Helper()
+	res, err := s.Lease(t.Context(), storage.LeaseRequest{Max: 1, Visibility: time.Hour, MaxAttempts: 5,
+		LeaseToken: token, Now: base.Add(time.Minute)})
+	if err != nil || len(res.Deliveries) != 1 {
+		t.Fatalf("Lease %s = %+v, %v; want one delivery", token, res, err)
+	}
+	return res.Deliveries[0]
 }
