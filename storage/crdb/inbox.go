@@ -301,53 +301,26 @@ RETURNING inbox.id, a.lease_token`
 // repeated within the batch is answered as if it ran after the first: lease lost if the first
 // acked, else the first one's error.
 func (s *Store) commitAcks(batch []ackCall) ([]struct{}, []error, error) {
-	if s.engine == EnginePostgreSQL {
-		return s.commitAcksInOneTrip(batch)
-	}
 	d := distinctAcks(batch)
-	ids, tokens, nows := d.ids, d.tokens, d.nows
-	errs := make([]error, len(batch))
-	// The batch outlives any one caller's context; the retry loop bounds it.
-	err := s.inTx(context.Background(), "ack", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error {
-		clear(errs)
-		rows, err := tx.Query(ctx, ackBatchSQL, pgx.QueryExecModeExec, ids, tokens, nows)
-		if err != nil {
-			return err
-		}
-		acked := make(map[ackPair]bool, len(ids))
-		var k ackPair
-		if _, err := pgx.ForEachRow(rows, []any{&k.inboxID, &k.leaseToken}, func() error {
-			acked[k] = true
-			return nil
-		}); err != nil {
-			return err
-		}
-		var missed []string
-		for i := range ids {
-			if !acked[ackPair{ids[i], tokens[i]}] {
-				missed = append(missed, ids[i])
-			}
-		}
-		exists := make(map[string]bool, len(missed))
-		if len(missed) > 0 {
-			rows, err = tx.Query(ctx, `SELECT id FROM inbox WHERE id = ANY($1::TEXT[])`, missed)
-			if err != nil {
-				return err
-			}
-			var id string
-			if _, err := pgx.ForEachRow(rows, []any{&id}, func() error {
-				exists[id] = true
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
-		d.answer(batch, acked, exists, errs)
-		return nil
-	})
+	var o ackOutcome
+	// The batch outlives any one caller's context; the retry loops bound it.
+	var err error
+	if s.engine == EnginePostgreSQL {
+		err = s.inOneTrip(context.Background(), "ack", false, func(ctx context.Context, conn *pgx.Conn) error {
+			o = ackOutcome{acked: map[ackPair]bool{}, exists: map[string]bool{}}
+			return ackInOnePipeline(ctx, conn, d, o)
+		})
+	} else {
+		err = s.inTx(context.Background(), "ack", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error {
+			o = ackOutcome{acked: map[ackPair]bool{}, exists: map[string]bool{}}
+			return ackInOneStatement(ctx, tx, d, o)
+		})
+	}
 	if err != nil {
 		return nil, nil, err
 	}
+	errs := make([]error, len(batch))
+	d.answer(batch, o, errs)
 	return make([]struct{}, len(batch)), errs, nil
 }
 
@@ -360,6 +333,13 @@ type ackArgs struct {
 	ids, tokens []string
 	nows        []time.Time
 	first       map[ackPair]int
+}
+
+// ackOutcome is what a batch's transaction found: the pairs it acked, and which of the
+// deliveries named exist.
+type ackOutcome struct {
+	acked  map[ackPair]bool
+	exists map[string]bool
 }
 
 func distinctAcks(batch []ackCall) ackArgs {
@@ -377,22 +357,57 @@ func distinctAcks(batch []ackCall) ackArgs {
 	return d
 }
 
-// answer sets errs[i] for each ack of the batch that did not go through, given which pairs
-// were acked and which deliveries exist. A repeated ack is answered as if it ran after the
-// first: lease lost if the first acked, else the first one's error.
-func (d ackArgs) answer(batch []ackCall, acked map[ackPair]bool, exists map[string]bool, errs []error) {
+// answer sets errs[i] for each ack of the batch that did not go through. A repeated ack is
+// answered as if it ran after the first: lease lost if the first acked, else the first one's
+// error.
+func (d ackArgs) answer(batch []ackCall, o ackOutcome, errs []error) {
 	for i, a := range batch {
 		k := ackPair{a.inboxID, a.leaseToken}
 		switch j := d.first[k]; {
-		case j != i && acked[k]:
+		case j != i && o.acked[k]:
 			// The first ack of the pair ended the lease.
 			errs[i] = mapError("ack", missedLease(a.inboxID, true))
 		case j != i:
 			errs[i] = errs[j]
-		case !acked[k]:
-			errs[i] = mapError("ack", missedLease(a.inboxID, exists[a.inboxID]))
+		case !o.acked[k]:
+			errs[i] = mapError("ack", missedLease(a.inboxID, o.exists[a.inboxID]))
 		}
 	}
+}
+
+// ackInOneStatement runs ackBatchSQL in tx, then reads which of the deliveries it did not
+// ack exist. CockroachDB's path.
+func ackInOneStatement(ctx context.Context, tx pgx.Tx, d ackArgs, o ackOutcome) error {
+	rows, err := tx.Query(ctx, ackBatchSQL, pgx.QueryExecModeExec, d.ids, d.tokens, d.nows)
+	if err != nil {
+		return err
+	}
+	var k ackPair
+	if _, err := pgx.ForEachRow(rows, []any{&k.inboxID, &k.leaseToken}, func() error {
+		o.acked[k] = true
+		return nil
+	}); err != nil {
+		return err
+	}
+	var missed []string
+	for i := range d.ids {
+		if !o.acked[ackPair{d.ids[i], d.tokens[i]}] {
+			missed = append(missed, d.ids[i])
+		}
+	}
+	if len(missed) == 0 {
+		return nil
+	}
+	rows, err = tx.Query(ctx, `SELECT id FROM inbox WHERE id = ANY($1::TEXT[])`, missed)
+	if err != nil {
+		return err
+	}
+	var id string
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
+		o.exists[id] = true
+		return nil
+	})
+	return err
 }
 
 // ackOneSQL acks one delivery whose lease is live and says whether it did, and whether the
@@ -404,43 +419,28 @@ const ackOneSQL = `WITH acked AS (
 )
 SELECT EXISTS (SELECT 1 FROM acked), EXISTS (SELECT 1 FROM inbox WHERE id = $1)`
 
-// commitAcksInOneTrip is commitAcks on PostgreSQL: one ackOneSQL per ack, all sent at once
-// and run as one implicit transaction, so a batch costs one round trip. BEGIN and COMMIT of
-// their own made it three or four. One statement per ack, rather than ackBatchSQL's one per
-// batch, because a plan of ackBatchSQL cached while the inbox was small scanned the whole
-// table as it grew (760 µs an ack in BenchmarkAcks), and planning it anew for every batch
-// cost more than the one-row statements, whose cached plan is a primary key lookup.
-func (s *Store) commitAcksInOneTrip(batch []ackCall) ([]struct{}, []error, error) {
-	d := distinctAcks(batch)
-	errs := make([]error, len(batch))
-	err := s.inOneTrip(context.Background(), "ack", false, func(ctx context.Context, conn *pgx.Conn) error {
-		clear(errs)
-		var b pgx.Batch
-		for i := range d.ids {
-			b.Queue(ackOneSQL, d.ids[i], d.tokens[i], d.nows[i])
-		}
-		br := conn.SendBatch(ctx, &b)
-		defer br.Close()
-		acked := make(map[ackPair]bool, len(d.ids))
-		exists := make(map[string]bool, len(d.ids))
-		for i := range d.ids {
-			var ok, found bool
-			if err := br.QueryRow().Scan(&ok, &found); err != nil {
-				return err
-			}
-			acked[ackPair{d.ids[i], d.tokens[i]}] = ok
-			exists[d.ids[i]] = exists[d.ids[i]] || found
-		}
-		if err := br.Close(); err != nil {
+// ackInOnePipeline is PostgreSQL's path: one ackOneSQL per ack, all sent at once and run as
+// one implicit transaction (inOneTrip), so a batch costs one round trip; BEGIN and COMMIT
+// of their own made it three or four. One statement per ack, rather than ackBatchSQL's one
+// per batch, because a plan of ackBatchSQL cached while the inbox was small scanned the
+// whole table as it grew (760 µs an ack in BenchmarkAcks), and planning it anew for every
+// batch cost more than the one-row statements, whose cached plan is a primary key lookup.
+func ackInOnePipeline(ctx context.Context, conn *pgx.Conn, d ackArgs, o ackOutcome) error {
+	var b pgx.Batch
+	for i := range d.ids {
+		b.Queue(ackOneSQL, d.ids[i], d.tokens[i], d.nows[i])
+	}
+	br := conn.SendBatch(ctx, &b)
+	defer br.Close()
+	for i := range d.ids {
+		var ok, found bool
+		if err := br.QueryRow().Scan(&ok, &found); err != nil {
 			return err
 		}
-		d.answer(batch, acked, exists, errs)
-		return nil
-	})
-	if err != nil {
-		return nil, nil, err
+		o.acked[ackPair{d.ids[i], d.tokens[i]}] = ok
+		o.exists[d.ids[i]] = o.exists[d.ids[i]] || found
 	}
-	return make([]struct{}, len(batch)), errs, nil
+	return br.Close()
 }
 
 // Nack ends a lease early: the delivery is leasable again at retryAt, or dead once it used
