@@ -228,8 +228,8 @@ func sortLeased(list []storage.LeasedDelivery) {
 // finds the row by its primary key, always one row. Written plainly, the planner trusted
 // statistics that said few deliveries are leased and, when a lease had just taken many
 // (workers catching up after an outage, before autovacuum analyzed the table), scanned
-// every leased entry of the state index to find one row: 22,000 rows and 12 ms per ack,
-// against 0.2 ms (EXPLAIN ANALYZE, BENCHMARKS.md).
+// every leased entry of the state index to find one row: 22,000 rows and 12 to 50 ms per
+// ack, against 0.2 ms (EXPLAIN ANALYZE, BENCHMARKS.md).
 const onLiveLease = `id = $1 AND lease_token = $2 AND (state = 'leased') IS TRUE AND leased_until > $3`
 
 // settle runs update, a statement on the delivery's live lease whose parameters start with
@@ -267,11 +267,11 @@ type ackCall struct {
 
 // Ack marks a delivery leased under leaseToken done.
 //
-// Concurrent acks share one statement and transaction (storage.Batcher), as claims do: an
-// ack is a worker's most frequent write, and with one transaction each (three round trips
-// and a commit) eight concurrent acks took 273 µs apiece, against 193 µs sharing
-// (BenchmarkAcks, fsync on, BENCHMARKS.md). Each ack still gets its own answer, and none
-// before its batch commits.
+// Concurrent acks share one transaction (storage.Batcher), as claims do: an ack is a
+// worker's most frequent write, and with one transaction each (three round trips and a
+// commit) eight concurrent acks took 273 µs apiece; sharing took that to 193 µs, and a batch
+// in one round trip on PostgreSQL (commitAcks) to about 120 µs (BenchmarkAcks, fsync on,
+// BENCHMARKS.md). Each ack still gets its own answer, and none before its batch commits.
 func (s *Store) Ack(ctx context.Context, inboxID, leaseToken string, now time.Time) error {
 	if s.closed.Load() {
 		return fmt.Errorf("crdb: ack: %w", storage.ErrClosed)
