@@ -59,16 +59,64 @@ func (b *Batcher[T, R]) Waiting() int {
 // whose context ends while still queued is withdrawn with an ErrUnavailable error; one already
 // in a batch waits for that batch, which is quick, so its outcome is never left unknown.
 func (b *Batcher[T, R]) Submit(ctx context.Context, item T, commit Commit[T, R]) (R, error) {
-	var zero R
 	if err := ctx.Err(); err != nil {
+		var zero R
 		return zero, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	c := &batchCall[T, R]{item: item, done: make(chan struct{}), lead: make(chan struct{})}
+	c := newBatchCall[T, R](item)
+	return b.await(ctx, c, b.enqueue(c), commit)
+}
+
+// SubmitAll queues items together and returns each one's outcome as Submit would, in order.
+// Queued in one step, they go into one batch when they fit in what is left of it (with the
+// items queued before them, at most MaxClaimBatch): a caller with several writes at hand gets
+// them one commit, not a commit for the first and another for the rest, as concurrent Submit
+// calls would.
+func (b *Batcher[T, R]) SubmitAll(ctx context.Context, items []T, commit Commit[T, R]) ([]R, []error) {
+	results := make([]R, len(items))
+	errs := make([]error, len(items))
+	if err := ctx.Err(); err != nil {
+		for i := range errs {
+			errs[i] = fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return results, errs
+	}
+	if len(items) == 0 {
+		return results, errs
+	}
+	calls := make([]*batchCall[T, R], len(items))
+	for i, item := range items {
+		calls[i] = newBatchCall[T, R](item)
+	}
+	lead := b.enqueue(calls...)
+	// Every call waits on its own: any of them may be handed the lead when a batch before it
+	// fills up, and each may be withdrawn alone.
+	var wg sync.WaitGroup
+	for i, c := range calls[1:] {
+		wg.Go(func() { results[i+1], errs[i+1] = b.await(ctx, c, false, commit) })
+	}
+	results[0], errs[0] = b.await(ctx, calls[0], lead, commit)
+	wg.Wait()
+	return results, errs
+}
+
+func newBatchCall[T, R any](item T) *batchCall[T, R] {
+	return &batchCall[T, R]{item: item, done: make(chan struct{}), lead: make(chan struct{})}
+}
+
+// enqueue appends calls to the queue, in one step, and reports whether the first of them is
+// to lead: there was no leader, so the queue was empty and it is now at its head.
+func (b *Batcher[T, R]) enqueue(calls ...*batchCall[T, R]) (lead bool) {
 	b.mu.Lock()
-	b.queue = append(b.queue, c)
-	lead := !b.leading
+	defer b.mu.Unlock()
+	b.queue = append(b.queue, calls...)
+	lead = !b.leading
 	b.leading = true
-	b.mu.Unlock()
+	return lead
+}
+
+// await waits for c's outcome, leading a batch first when c leads or is handed the lead.
+func (b *Batcher[T, R]) await(ctx context.Context, c *batchCall[T, R], lead bool, commit Commit[T, R]) (R, error) {
 	if !lead {
 		select {
 		case <-c.done:
@@ -76,6 +124,7 @@ func (b *Batcher[T, R]) Submit(ctx context.Context, item T, commit Commit[T, R])
 		case <-c.lead:
 		case <-ctx.Done():
 			if b.withdraw(c) {
+				var zero R
 				return zero, fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
 			}
 			// Already taken into a batch, or handed the lead: see it through.
@@ -86,8 +135,8 @@ func (b *Batcher[T, R]) Submit(ctx context.Context, item T, commit Commit[T, R])
 			}
 		}
 	}
-	// Leading: commit one batch (it holds our own item: we are first in the queue, or were
-	// handed the lead as its first), then pass the lead on to the next queued caller.
+	// Leading: commit one batch (it holds c: c is first in the queue, or was handed the lead
+	// as its first), then pass the lead on to the next queued caller.
 	b.mu.Lock()
 	n := min(len(b.queue), MaxClaimBatch)
 	batch := b.queue[:n:n]

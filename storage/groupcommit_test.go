@@ -202,3 +202,122 @@ func TestClaimBatcherObserver(t *testing.T) {
 		}
 	}
 }
+
+// TestBatcherSubmitAll checks that the items of one SubmitAll share a batch: alone (one
+// commit), and behind a batch in flight (one more commit, with whatever else queued), each
+// answered in order with its own outcome; that a batch filling up carries the rest over to
+// the next; and that a caller whose context has ended commits nothing.
+func TestBatcherSubmitAll(t *testing.T) {
+	t.Parallel()
+	var b Batcher[int, string]
+	var mu sync.Mutex
+	var sizes []int
+	hold := make(chan struct{})
+	commit := func(batch []int) ([]string, []error, error) {
+		mu.Lock()
+		sizes = append(sizes, len(batch))
+		mu.Unlock()
+		if batch[0] < 0 {
+			<-hold // a batch in flight, for the others to queue behind
+		}
+		res := make([]string, len(batch))
+		errs := make([]error, len(batch))
+		for i, n := range batch {
+			if n%7 == 0 {
+				errs[i] = fmt.Errorf("item %d: %w", n, ErrNotFound)
+				continue
+			}
+			res[i] = fmt.Sprint("done ", n)
+		}
+		return res, errs, nil
+	}
+	check := func(what string, items []int, res []string, errs []error) {
+		t.Helper()
+		if len(res) != len(items) || len(errs) != len(items) {
+			t.Fatalf("%s: %d results and %d errors for %d items", what, len(res), len(errs), len(items))
+		}
+		for i, n := range items {
+			switch {
+			case n%7 == 0 && !errors.Is(errs[i], ErrNotFound):
+				t.Errorf("%s: item %d got %q, %v; want its own error", what, n, res[i], errs[i])
+			case n%7 != 0 && (errs[i] != nil || res[i] != fmt.Sprint("done ", n)):
+				t.Errorf("%s: item %d got %q, %v", what, n, res[i], errs[i])
+			}
+		}
+	}
+	takeSizes := func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		s := sizes
+		sizes = nil
+		return s
+	}
+	queued := func(n int) {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			b.mu.Lock()
+			q := len(b.queue)
+			b.mu.Unlock()
+			if q == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d queued, want %d", q, n)
+			}
+		}
+	}
+
+	items := []int{1, 2, 3, 7, 8, 9, 10, 11, 12, 13}
+	res, errs := b.SubmitAll(t.Context(), items, commit)
+	check("alone", items, res, errs)
+	if s := takeSizes(); len(s) != 1 || s[0] != len(items) {
+		t.Fatalf("alone: batch sizes %v, want one of %d", s, len(items))
+	}
+
+	// Behind a batch in flight: a lone Submit and then the SubmitAll queue, and go together.
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = b.Submit(t.Context(), -1, commit) })
+	for committing := 0; committing == 0; time.Sleep(time.Millisecond) {
+		mu.Lock()
+		committing = len(sizes)
+		mu.Unlock()
+	}
+	wg.Go(func() {
+		if _, err := b.Submit(t.Context(), 100, commit); err != nil {
+			t.Errorf("lone submit: %v", err)
+		}
+	})
+	queued(1)
+	wg.Go(func() {
+		res, errs := b.SubmitAll(t.Context(), items, commit)
+		check("behind a batch", items, res, errs)
+	})
+	queued(1 + len(items))
+	close(hold)
+	wg.Wait()
+	if s := takeSizes(); len(s) != 2 || s[1] != 1+len(items) {
+		t.Fatalf("behind a batch: sizes %v, want [1 %d]", s, 1+len(items))
+	}
+
+	// More than a batch holds: the rest goes into the next batch, every item answered.
+	many := make([]int, MaxClaimBatch+5)
+	for i := range many {
+		many[i] = i + 1
+	}
+	res, errs = b.SubmitAll(t.Context(), many, commit)
+	check("more than a batch", many, res, errs)
+	if s := takeSizes(); len(s) != 2 || s[0] != MaxClaimBatch || s[1] != 5 {
+		t.Fatalf("more than a batch: sizes %v, want [%d 5]", s, MaxClaimBatch)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, errs = b.SubmitAll(ctx, []int{1, 2}, commit)
+	for _, err := range errs {
+		if !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.Canceled) {
+			t.Errorf("with its context ended: %v", err)
+		}
+	}
+	if s := takeSizes(); len(s) != 0 {
+		t.Errorf("with its context ended: batches %v committed", s)
+	}
+}

@@ -28,6 +28,10 @@ type InboxStore interface {
 	// ErrLeaseLost if it is not leased under this token any more (expired and re-leased, or
 	// already acked).
 	Ack(ctx context.Context, inboxID, leaseToken string, now time.Time) error
+	// AckMany acks several leased deliveries, each exactly as Ack would, and returns each
+	// one's error in order (nil: acked). The acks are queued together so that they share a
+	// commit where concurrent Ack calls would take at least two (see Batcher.SubmitAll).
+	AckMany(ctx context.Context, acks []LeaseRef, now time.Time) []error
 	// Nack ends a lease early: the delivery becomes leasable again at retryAt, or moves to dead
 	// when it has used maxAttempts attempts (dead is then true). Errors as for Ack.
 	Nack(ctx context.Context, inboxID, leaseToken string, retryAt time.Time, maxAttempts int, lastError string, now time.Time) (dead bool, err error)
@@ -46,6 +50,11 @@ type InboxStore interface {
 	// InboxStats returns per-endpoint counts by state and the oldest pending VisibleAt, for
 	// endpoints that have any pending, leased or dead delivery, ordered by endpoint id.
 	InboxStats(ctx context.Context) ([]EndpointInboxStats, error)
+}
+
+// LeaseRef names one leased delivery: what acking, nacking or extending it needs.
+type LeaseRef struct {
+	InboxID, LeaseToken string
 }
 
 // InboxFilter selects deliveries by endpoint ids or dedupe scopes; empty lists select all.

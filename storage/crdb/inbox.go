@@ -277,8 +277,34 @@ func (s *Store) Ack(ctx context.Context, inboxID, leaseToken string, now time.Ti
 		return fmt.Errorf("crdb: ack: %w", storage.ErrClosed)
 	}
 	_, err := s.acks.Submit(ctx, ackCall{inboxID, leaseToken, now}, s.commitAcks)
+	return ackError(err)
+}
+
+// AckMany acks each delivery as Ack would, the acks queued together for one commit.
+func (s *Store) AckMany(ctx context.Context, acks []storage.LeaseRef, now time.Time) []error {
+	errs := make([]error, len(acks))
+	if s.closed.Load() {
+		for i := range errs {
+			errs[i] = fmt.Errorf("crdb: ack: %w", storage.ErrClosed)
+		}
+		return errs
+	}
+	calls := make([]ackCall, len(acks))
+	for i, a := range acks {
+		calls[i] = ackCall{a.InboxID, a.LeaseToken, now}
+	}
+	_, errs = s.acks.SubmitAll(ctx, calls, s.commitAcks)
+	for i, err := range errs {
+		errs[i] = ackError(err)
+	}
+	return errs
+}
+
+// ackError is an ack's error as callers see it: a sentinel as the batch gave it, anything
+// else (the batch's failure, a withdrawn caller) unavailable.
+func ackError(err error) error {
 	if err != nil && !isSentinel(err) {
-		err = fmt.Errorf("crdb: ack: %w: %w", storage.ErrUnavailable, err)
+		return fmt.Errorf("crdb: ack: %w: %w", storage.ErrUnavailable, err)
 	}
 	return err
 }

@@ -193,6 +193,13 @@ func TestConcurrentAcksShareCommits(t *testing.T) {
 	})
 }
 
+// TestAckManySharesOneCommit runs storagetest.AckManySharesOneCommit.
+func TestAckManySharesOneCommit(t *testing.T) {
+	t.Parallel()
+	s := open(t, pgtest.Shared(t).NewDatabase(t))
+	storagetest.AckManySharesOneCommit(t, s, storagetest.AckBatching{Batches: s.acks.Batches})
+}
+
 // TestLiveLeaseStatementsUseThePrimaryKey: the statements that change one delivery find it by
 // its primary key even when the statistics are stale, here taken while every delivery was
 // pending, before all of them were leased (or died). Written plainly, PostgreSQL then chose

@@ -237,6 +237,19 @@ func (s *Store) Ack(ctx context.Context, inboxID, leaseToken string, now time.Ti
 	return s.fail("ack", err)
 }
 
+// AckMany acks each delivery as Ack would, the acks queued together for one commit.
+func (s *Store) AckMany(ctx context.Context, acks []storage.LeaseRef, now time.Time) []error {
+	calls := make([]ackCall, len(acks))
+	for i, a := range acks {
+		calls[i] = ackCall{a.InboxID, a.LeaseToken, micros(now)}
+	}
+	_, errs := s.acks.SubmitAll(ctx, calls, s.commitAcks)
+	for i, err := range errs {
+		errs[i] = s.fail("ack", err)
+	}
+	return errs
+}
+
 // ackSQL acks a delivery whose lease is live; its arguments are now, the inbox id, the lease
 // token and now again.
 const ackSQL = `UPDATE inbox SET state = 'acked', acked_at = ?, lease_token = NULL, leased_until = NULL

@@ -286,3 +286,10 @@ func TestConcurrentAcksShareCommits(t *testing.T) {
 		Waiting: func() int { return sqlite.AcksWaiting(s) },
 	})
 }
+
+// TestAckManySharesOneCommit runs storagetest.AckManySharesOneCommit.
+func TestAckManySharesOneCommit(t *testing.T) {
+	t.Parallel()
+	s, _ := openTemp(t)
+	storagetest.AckManySharesOneCommit(t, s, storagetest.AckBatching{Batches: func() int64 { return sqlite.AckBatches(s) }})
+}

@@ -265,6 +265,15 @@ func testInbox(t *testing.T, h harness) {
 		checkConcurrentAcks(t, s, acks, errs)
 	})
 
+	t.Run("acks of one AckMany are each answered as Ack would", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		acks := concurrentAcks(t, s)
+		checkConcurrentAcks(t, s, acks, s.AckMany(t.Context(), leaseRefs(acks), ackNow))
+		if errs := s.AckMany(t.Context(), nil, ackNow); len(errs) != 0 {
+			t.Errorf("AckMany of nothing = %v", errs)
+		}
+	})
+
 	t.Run("nack makes the delivery leasable again at retryAt, not before", func(t *testing.T) {
 		s := inboxFixture(t, h)
 		d := deliver(t, s, "ep-1", "ep-1", "d1", at(time.Second))
@@ -793,5 +802,30 @@ func AcksShareCommits(t *testing.T, s storage.Store, b AckBatching) {
 	// Two, unless the batch that waited had taken every ack already.
 	if commits := b.Batches() - before; commits < 1 || commits > 2 {
 		t.Errorf("%d acks took %d commits, want 2 (or 1)", len(acks), commits)
+	}
+}
+
+// leaseRefs returns what AckMany takes for the acks.
+func leaseRefs(acks []ackCall) []storage.LeaseRef {
+	refs := make([]storage.LeaseRef, len(acks))
+	for i, a := range acks {
+		refs[i] = storage.LeaseRef{InboxID: a.inboxID, LeaseToken: a.token}
+	}
+	return refs
+}
+
+// AckManySharesOneCommit checks that the acks of one AckMany call, fewer than a batch holds,
+// commit together: the acks of concurrentAcks take one commit (concurrent Ack calls take at
+// least two: the first leads a batch of its own at once). s must be empty.
+func AckManySharesOneCommit(t *testing.T, s storage.Store, b AckBatching) {
+	t.Helper()
+	for _, e := range []string{"ep-1", "ep-2", "ep-3"} {
+		createEndpoint(t, s, newEndpoint(e))
+	}
+	acks := concurrentAcks(t, s)
+	before := b.Batches()
+	checkConcurrentAcks(t, s, acks, s.AckMany(t.Context(), leaseRefs(acks), ackNow))
+	if commits := b.Batches() - before; commits != 1 {
+		t.Errorf("one AckMany of %d acks took %d commits, want 1", len(acks), commits)
 	}
 }
