@@ -361,6 +361,16 @@ func TestAuthScopeDecisions(t *testing.T) {
 			return err
 		}
 	}
+	ackMany := func(token string, inboxIDs ...string) func() error {
+		return func() error {
+			req := &hookverifyv1.AckManyRequest{}
+			for _, id := range inboxIDs {
+				req.Acks = append(req.Acks, &hookverifyv1.AckRequest{InboxId: id, LeaseToken: "lease_wrong"})
+			}
+			_, err := inbox.AckMany(as(token), req)
+			return err
+		}
+	}
 	nack := func(token, inboxID string) func() error {
 		return func() error {
 			_, err := inbox.Nack(as(token), &hookverifyv1.NackRequest{InboxId: inboxID, LeaseToken: "lease_wrong"})
@@ -437,6 +447,12 @@ func TestAuthScopeDecisions(t *testing.T) {
 		{"inbox prefix denies extending a delivery outside it", extend("inbox-acme", "inbox-globex-orders"), false},
 		{"inbox prefix allows requeueing its delivery", requeue("inbox-acme", "inbox-acme-orders"), true},
 		{"inbox prefix denies requeueing a delivery outside it", requeue("inbox-acme", "inbox-globex-orders"), false},
+		{"inbox prefix allows acking many of its deliveries", ackMany("inbox-acme", "inbox-acme-orders", "inbox-acme-billing"), true},
+		{"inbox prefix denies acking many with one outside it", ackMany("inbox-acme", "inbox-acme-orders", "inbox-globex-orders"), false},
+		{"inbox prefix denies acking many with one missing", ackMany("inbox-acme", "inbox-acme-orders", "inbox-missing"), false},
+		{"inbox on every endpoint allows acking many, missing ones too", ackMany("inbox-all", "inbox-globex-orders", "inbox-missing"), true},
+		{"verify does not allow acking many", ackMany("verify-all", "inbox-acme-orders"), false},
+		{"verify does not allow acking none", ackMany("verify-all"), false},
 		{"inbox on every endpoint allows acking any delivery", ack("inbox-all", "inbox-globex-orders"), true},
 		{"verify does not allow acking", ack("verify-all", "inbox-acme-orders"), false},
 		{"admin allows acking", ack("admin", "inbox-globex-orders"), true},
@@ -484,6 +500,7 @@ func TestAuthScopeDecisions(t *testing.T) {
 			{verify("verify-acme", "globex-orders"), verify("verify-acme", "globex-missing")},
 			{lease("inbox-acme", "globex-orders"), lease("inbox-acme", "globex-missing")},
 			{ack("inbox-acme", "inbox-globex-orders"), ack("inbox-acme", "inbox-missing")},
+			{ackMany("inbox-acme", "inbox-acme-orders", "inbox-globex-orders"), ackMany("inbox-acme", "inbox-acme-orders", "inbox-missing")},
 			{requeue("inbox-acme", "inbox-globex-orders"), requeue("inbox-acme", "inbox-missing")},
 		}
 		for i, p := range pairs {

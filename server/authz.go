@@ -53,6 +53,18 @@ var methodRules = map[string]rule{
 	hookverifyv1.InboxService_Ack_FullMethodName: {check: func(ctx context.Context, s *Server, scopes scopeSet, req any) error {
 		return s.needDelivery(ctx, scopes, req.(*hookverifyv1.AckRequest).GetInboxId())
 	}},
+	// AckMany names several deliveries; a scoped caller is refused if any is out of scope.
+	hookverifyv1.InboxService_AckMany_FullMethodName: {check: func(ctx context.Context, s *Server, scopes scopeSet, req any) error {
+		if !scopes.allowsAny(ScopeInbox) {
+			return denied("no inbox scope")
+		}
+		for _, a := range req.(*hookverifyv1.AckManyRequest).GetAcks() {
+			if err := s.needDelivery(ctx, scopes, a.GetInboxId()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}},
 	hookverifyv1.InboxService_Nack_FullMethodName: {check: func(ctx context.Context, s *Server, scopes scopeSet, req any) error {
 		return s.needDelivery(ctx, scopes, req.(*hookverifyv1.NackRequest).GetInboxId())
 	}},

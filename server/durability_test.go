@@ -167,8 +167,15 @@ func TestStorageDown(t *testing.T) {
 		e.options = func(o *server.Options) { o.ClaimCacheSize = -1 }
 		forgetful := e.start(t, e.store)
 		forgetful.duplicate(t, known, first)
+		leased := lease(t, e, 1, time.Minute)
 		if err := e.store.Close(); err != nil {
 			t.Fatalf("close: %v", err)
+		}
+		// An ack the store cannot do is UNAVAILABLE in its own result: the worker acks again.
+		acks, err := e.inbox.AckMany(t.Context(), &hookverifyv1.AckManyRequest{Acks: []*hookverifyv1.AckRequest{
+			{InboxId: leased[0].GetInboxId(), LeaseToken: leased[0].GetLeaseToken()}}})
+		if err != nil || len(acks.GetResults()) != 1 || codes.Code(acks.GetResults()[0].GetCode()) != codes.Unavailable {
+			t.Errorf("AckMany with the store closed = %v, %v; want one UNAVAILABLE result", acks, err)
 		}
 		if _, err := forgetful.call(t, known); status.Code(err) != codes.Unavailable {
 			t.Errorf("redelivery, claim cache off: Verify = %v, want UNAVAILABLE", err)

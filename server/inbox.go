@@ -22,6 +22,7 @@ const (
 	MaxVisibility      = 12 * time.Hour
 	DefaultMaxAttempts = 10
 	maxLeaseBatch      = 100
+	maxAckBatch        = 100
 	defaultDeadLimit   = 100
 	maxDeadLimit       = 1000
 	maxNackErrorBytes  = 1024
@@ -94,6 +95,41 @@ func (s *Server) Ack(ctx context.Context, req *hookverifyv1.AckRequest) (*hookve
 	}
 	s.metrics.observeAck()
 	return &hookverifyv1.AckResponse{}, nil
+}
+
+// AckMany marks several leased deliveries done in one commit, each answered on its own. The
+// call fails as a whole only for a malformed request (or, before it gets here, a caller it is
+// not for); an ack the store could not do is answered UNAVAILABLE in its own result, as Ack
+// would have been.
+func (s *Server) AckMany(ctx context.Context, req *hookverifyv1.AckManyRequest) (*hookverifyv1.AckManyResponse, error) {
+	ib, err := s.inbox()
+	if err != nil {
+		return nil, err
+	}
+	acks := req.GetAcks()
+	if len(acks) == 0 || len(acks) > maxAckBatch {
+		return nil, status.Errorf(codes.InvalidArgument, "acks must hold 1 to %d acks, not %d", maxAckBatch, len(acks))
+	}
+	refs := make([]storage.LeaseRef, len(acks))
+	for i, a := range acks {
+		if requireLease(a.GetInboxId(), a.GetLeaseToken()) != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "acks[%d]: inbox_id and lease_token are required", i)
+		}
+		refs[i] = storage.LeaseRef{InboxID: a.GetInboxId(), LeaseToken: a.GetLeaseToken()}
+	}
+	errs := ib.AckMany(ctx, refs, s.clock())
+	resp := &hookverifyv1.AckManyResponse{Results: make([]*hookverifyv1.AckResult, len(refs))}
+	for i, err := range errs {
+		result := &hookverifyv1.AckResult{InboxId: refs[i].InboxID}
+		if err != nil {
+			st := status.Convert(leaseStatus(ctx, s, "ack", err))
+			result.Code, result.Message = int32(st.Code()), st.Message()
+		} else {
+			s.metrics.observeAck()
+		}
+		resp.Results[i] = result
+	}
+	return resp, nil
 }
 
 // Nack gives a leased delivery back for a later attempt.

@@ -113,6 +113,86 @@ func TestInboxLeaseAckAndExpiry(t *testing.T) {
 	})
 }
 
+// TestInboxAckMany: one call acks several deliveries, each answered as Ack would answer it
+// (a lost lease or an unknown delivery fails only its own result), counts the acks it did, and
+// refuses a malformed request whole.
+func TestInboxAckMany(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		metrics := server.NewMetrics()
+		e := newEnvWith(t, b, func(o *server.Options) { o.Metrics = metrics })
+		acceptSome(t, e, "work", 4)
+		d := lease(t, e, 3, time.Minute)
+		if len(d) != 3 {
+			t.Fatalf("leased %d, want 3", len(d))
+		}
+		ack := func(d *hookverifyv1.InboxDelivery) *hookverifyv1.AckRequest {
+			return &hookverifyv1.AckRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken()}
+		}
+		resp, err := e.inbox.AckMany(t.Context(), &hookverifyv1.AckManyRequest{Acks: []*hookverifyv1.AckRequest{
+			ack(d[0]),
+			{InboxId: d[1].GetInboxId(), LeaseToken: "lease_wrong"},
+			{InboxId: "nope", LeaseToken: d[2].GetLeaseToken()},
+			ack(d[2]),
+			ack(d[0]),
+		}})
+		if err != nil {
+			t.Fatalf("AckMany: %v", err)
+		}
+		want := []struct {
+			inboxID string
+			code    codes.Code
+		}{
+			{d[0].GetInboxId(), codes.OK},
+			{d[1].GetInboxId(), codes.FailedPrecondition},
+			{"nope", codes.NotFound},
+			{d[2].GetInboxId(), codes.OK},
+			{d[0].GetInboxId(), codes.FailedPrecondition}, // the same ack again finds its lease ended
+		}
+		if len(resp.GetResults()) != len(want) {
+			t.Fatalf("%d results, want %d", len(resp.GetResults()), len(want))
+		}
+		for i, w := range want {
+			r := resp.GetResults()[i]
+			if r.GetInboxId() != w.inboxID || codes.Code(r.GetCode()) != w.code || (w.code == codes.OK) != (r.GetMessage() == "") {
+				t.Errorf("result %d = %v, want %s for %s, with a message unless OK", i, r, w.code, w.inboxID)
+			}
+		}
+		// What a lone Ack says now of each agrees: acked twice is a lost lease, the wrong
+		// token's delivery is still leased (and acks with its own token).
+		_, err = e.inbox.Ack(t.Context(), ack(d[2]))
+		wantCode(t, err, codes.FailedPrecondition)
+		if _, err := e.inbox.Ack(t.Context(), ack(d[1])); err != nil {
+			t.Fatalf("Ack of the delivery whose AckMany had the wrong token: %v", err)
+		}
+		stats, err := e.inbox.GetInboxStats(t.Context(), &hookverifyv1.GetInboxStatsRequest{})
+		if err != nil || len(stats.GetEndpoints()) != 1 || stats.GetEndpoints()[0].GetPending() != 1 || stats.GetEndpoints()[0].GetLeased() != 0 {
+			t.Fatalf("stats %v (%v), want the fourth delivery pending and nothing leased", stats, err)
+		}
+		wantMetrics(t, e.srv, "hookverify_inbox_acks_total 3")
+
+		rest := lease(t, e, 1, time.Minute)
+		tooMany := make([]*hookverifyv1.AckRequest, 101)
+		for i := range tooMany {
+			tooMany[i] = ack(rest[0])
+		}
+		for name, req := range map[string]*hookverifyv1.AckManyRequest{
+			"no acks":              {},
+			"101 acks":             {Acks: tooMany},
+			"an ack without id":    {Acks: []*hookverifyv1.AckRequest{ack(rest[0]), {LeaseToken: rest[0].GetLeaseToken()}}},
+			"an ack without token": {Acks: []*hookverifyv1.AckRequest{ack(rest[0]), {InboxId: rest[0].GetInboxId()}}},
+		} {
+			_, err := e.inbox.AckMany(t.Context(), req)
+			if status.Code(err) != codes.InvalidArgument {
+				t.Errorf("%s: AckMany = %v, want INVALID_ARGUMENT", name, err)
+			}
+		}
+		// A refused request acked nothing.
+		if _, err := e.inbox.Ack(t.Context(), ack(rest[0])); err != nil {
+			t.Fatalf("Ack after the refused AckMany calls: %v", err)
+		}
+	})
+}
+
 func TestInboxNackDeadLetterRequeueExtend(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		e := newEnvWith(t, b, func(o *server.Options) { o.MaxAttempts = 2 })

@@ -390,6 +390,163 @@ func (*AckResponse) Descriptor() ([]byte, []int) {
 	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{4}
 }
 
+type AckManyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1 to 100 acks, each with an inbox id and its lease token. The same ack twice is answered
+	// as two Ack calls one after the other would be: the second finds the lease ended.
+	Acks          []*AckRequest `protobuf:"bytes,1,rep,name=acks,proto3" json:"acks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AckManyRequest) Reset() {
+	*x = AckManyRequest{}
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AckManyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AckManyRequest) ProtoMessage() {}
+
+func (x *AckManyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AckManyRequest.ProtoReflect.Descriptor instead.
+func (*AckManyRequest) Descriptor() ([]byte, []int) {
+	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *AckManyRequest) GetAcks() []*AckRequest {
+	if x != nil {
+		return x.Acks
+	}
+	return nil
+}
+
+type AckManyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per ack, in the request's order.
+	Results       []*AckResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AckManyResponse) Reset() {
+	*x = AckManyResponse{}
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AckManyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AckManyResponse) ProtoMessage() {}
+
+func (x *AckManyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AckManyResponse.ProtoReflect.Descriptor instead.
+func (*AckManyResponse) Descriptor() ([]byte, []int) {
+	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *AckManyResponse) GetResults() []*AckResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// AckResult is what Ack would have answered for one delivery, as a gRPC status.
+type AckResult struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	InboxId string                 `protobuf:"bytes,1,opt,name=inbox_id,json=inboxId,proto3" json:"inbox_id,omitempty"`
+	// The gRPC status code: OK (0) acked; NOT_FOUND (5) no such delivery; FAILED_PRECONDITION
+	// (9) the lease was lost (expired, or the delivery was already acked); UNAVAILABLE (14) the
+	// store failed, and the ack may or may not have been done: ack it again (a lost lease then
+	// may mean the first try went through).
+	Code int32 `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
+	// A message for people, as Ack's error would have carried; empty when acked.
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AckResult) Reset() {
+	*x = AckResult{}
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AckResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AckResult) ProtoMessage() {}
+
+func (x *AckResult) ProtoReflect() protoreflect.Message {
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AckResult.ProtoReflect.Descriptor instead.
+func (*AckResult) Descriptor() ([]byte, []int) {
+	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *AckResult) GetInboxId() string {
+	if x != nil {
+		return x.InboxId
+	}
+	return ""
+}
+
+func (x *AckResult) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *AckResult) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type NackRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	InboxId    string                 `protobuf:"bytes,1,opt,name=inbox_id,json=inboxId,proto3" json:"inbox_id,omitempty"`
@@ -404,7 +561,7 @@ type NackRequest struct {
 
 func (x *NackRequest) Reset() {
 	*x = NackRequest{}
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[5]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -416,7 +573,7 @@ func (x *NackRequest) String() string {
 func (*NackRequest) ProtoMessage() {}
 
 func (x *NackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[5]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -429,7 +586,7 @@ func (x *NackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NackRequest.ProtoReflect.Descriptor instead.
 func (*NackRequest) Descriptor() ([]byte, []int) {
-	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{5}
+	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *NackRequest) GetInboxId() string {
@@ -470,7 +627,7 @@ type NackResponse struct {
 
 func (x *NackResponse) Reset() {
 	*x = NackResponse{}
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[6]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -482,7 +639,7 @@ func (x *NackResponse) String() string {
 func (*NackResponse) ProtoMessage() {}
 
 func (x *NackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[6]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -495,7 +652,7 @@ func (x *NackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NackResponse.ProtoReflect.Descriptor instead.
 func (*NackResponse) Descriptor() ([]byte, []int) {
-	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{6}
+	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NackResponse) GetDeadLettered() bool {
@@ -517,7 +674,7 @@ type ExtendLeaseRequest struct {
 
 func (x *ExtendLeaseRequest) Reset() {
 	*x = ExtendLeaseRequest{}
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[7]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -529,7 +686,7 @@ func (x *ExtendLeaseRequest) String() string {
 func (*ExtendLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[7]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -542,7 +699,7 @@ func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{7}
+	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ExtendLeaseRequest) GetInboxId() string {
@@ -575,7 +732,7 @@ type ExtendLeaseResponse struct {
 
 func (x *ExtendLeaseResponse) Reset() {
 	*x = ExtendLeaseResponse{}
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[8]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -587,7 +744,7 @@ func (x *ExtendLeaseResponse) String() string {
 func (*ExtendLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[8]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -600,7 +757,7 @@ func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{8}
+	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ExtendLeaseResponse) GetLeasedUntil() *timestamppb.Timestamp {
@@ -622,7 +779,7 @@ type ListDeadLettersRequest struct {
 
 func (x *ListDeadLettersRequest) Reset() {
 	*x = ListDeadLettersRequest{}
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[9]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -634,7 +791,7 @@ func (x *ListDeadLettersRequest) String() string {
 func (*ListDeadLettersRequest) ProtoMessage() {}
 
 func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[9]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -647,7 +804,7 @@ func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{9}
+	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListDeadLettersRequest) GetEndpointIds() []string {
@@ -680,7 +837,7 @@ type ListDeadLettersResponse struct {
 
 func (x *ListDeadLettersResponse) Reset() {
 	*x = ListDeadLettersResponse{}
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[10]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -692,7 +849,7 @@ func (x *ListDeadLettersResponse) String() string {
 func (*ListDeadLettersResponse) ProtoMessage() {}
 
 func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[10]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -705,7 +862,7 @@ func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{10}
+	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListDeadLettersResponse) GetDeliveries() []*InboxDelivery {
@@ -724,7 +881,7 @@ type RequeueRequest struct {
 
 func (x *RequeueRequest) Reset() {
 	*x = RequeueRequest{}
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[11]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -736,7 +893,7 @@ func (x *RequeueRequest) String() string {
 func (*RequeueRequest) ProtoMessage() {}
 
 func (x *RequeueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[11]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -749,7 +906,7 @@ func (x *RequeueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequeueRequest.ProtoReflect.Descriptor instead.
 func (*RequeueRequest) Descriptor() ([]byte, []int) {
-	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{11}
+	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RequeueRequest) GetInboxId() string {
@@ -767,7 +924,7 @@ type RequeueResponse struct {
 
 func (x *RequeueResponse) Reset() {
 	*x = RequeueResponse{}
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[12]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -779,7 +936,7 @@ func (x *RequeueResponse) String() string {
 func (*RequeueResponse) ProtoMessage() {}
 
 func (x *RequeueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[12]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -792,7 +949,7 @@ func (x *RequeueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequeueResponse.ProtoReflect.Descriptor instead.
 func (*RequeueResponse) Descriptor() ([]byte, []int) {
-	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{12}
+	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{15}
 }
 
 type GetInboxStatsRequest struct {
@@ -803,7 +960,7 @@ type GetInboxStatsRequest struct {
 
 func (x *GetInboxStatsRequest) Reset() {
 	*x = GetInboxStatsRequest{}
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[13]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -815,7 +972,7 @@ func (x *GetInboxStatsRequest) String() string {
 func (*GetInboxStatsRequest) ProtoMessage() {}
 
 func (x *GetInboxStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[13]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -828,7 +985,7 @@ func (x *GetInboxStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInboxStatsRequest.ProtoReflect.Descriptor instead.
 func (*GetInboxStatsRequest) Descriptor() ([]byte, []int) {
-	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{13}
+	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{16}
 }
 
 // EndpointInboxStats summarises one endpoint's inbox.
@@ -846,7 +1003,7 @@ type EndpointInboxStats struct {
 
 func (x *EndpointInboxStats) Reset() {
 	*x = EndpointInboxStats{}
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[14]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -858,7 +1015,7 @@ func (x *EndpointInboxStats) String() string {
 func (*EndpointInboxStats) ProtoMessage() {}
 
 func (x *EndpointInboxStats) ProtoReflect() protoreflect.Message {
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[14]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -871,7 +1028,7 @@ func (x *EndpointInboxStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointInboxStats.ProtoReflect.Descriptor instead.
 func (*EndpointInboxStats) Descriptor() ([]byte, []int) {
-	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{14}
+	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *EndpointInboxStats) GetEndpointId() string {
@@ -918,7 +1075,7 @@ type GetInboxStatsResponse struct {
 
 func (x *GetInboxStatsResponse) Reset() {
 	*x = GetInboxStatsResponse{}
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[15]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -930,7 +1087,7 @@ func (x *GetInboxStatsResponse) String() string {
 func (*GetInboxStatsResponse) ProtoMessage() {}
 
 func (x *GetInboxStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[15]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -943,7 +1100,7 @@ func (x *GetInboxStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInboxStatsResponse.ProtoReflect.Descriptor instead.
 func (*GetInboxStatsResponse) Descriptor() ([]byte, []int) {
-	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{15}
+	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetInboxStatsResponse) GetEndpoints() []*EndpointInboxStats {
@@ -993,7 +1150,15 @@ const file_hookverify_v1_inbox_proto_rawDesc = "" +
 	"\binbox_id\x18\x01 \x01(\tR\ainboxId\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\tR\n" +
 	"leaseToken\"\r\n" +
-	"\vAckResponse\"\x9b\x01\n" +
+	"\vAckResponse\"?\n" +
+	"\x0eAckManyRequest\x12-\n" +
+	"\x04acks\x18\x01 \x03(\v2\x19.hookverify.v1.AckRequestR\x04acks\"E\n" +
+	"\x0fAckManyResponse\x122\n" +
+	"\aresults\x18\x01 \x03(\v2\x18.hookverify.v1.AckResultR\aresults\"T\n" +
+	"\tAckResult\x12\x19\n" +
+	"\binbox_id\x18\x01 \x01(\tR\ainboxId\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\x9b\x01\n" +
 	"\vNackRequest\x12\x19\n" +
 	"\binbox_id\x18\x01 \x01(\tR\ainboxId\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\tR\n" +
@@ -1030,10 +1195,11 @@ const file_hookverify_v1_inbox_proto_rawDesc = "" +
 	"\x04dead\x18\x04 \x01(\x03R\x04dead\x12G\n" +
 	"\x12oldest_pending_age\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x10oldestPendingAge\"X\n" +
 	"\x15GetInboxStatsResponse\x12?\n" +
-	"\tendpoints\x18\x01 \x03(\v2!.hookverify.v1.EndpointInboxStatsR\tendpoints2\xaf\x04\n" +
+	"\tendpoints\x18\x01 \x03(\v2!.hookverify.v1.EndpointInboxStatsR\tendpoints2\xf9\x04\n" +
 	"\fInboxService\x12B\n" +
 	"\x05Lease\x12\x1b.hookverify.v1.LeaseRequest\x1a\x1c.hookverify.v1.LeaseResponse\x12<\n" +
-	"\x03Ack\x12\x19.hookverify.v1.AckRequest\x1a\x1a.hookverify.v1.AckResponse\x12?\n" +
+	"\x03Ack\x12\x19.hookverify.v1.AckRequest\x1a\x1a.hookverify.v1.AckResponse\x12H\n" +
+	"\aAckMany\x12\x1d.hookverify.v1.AckManyRequest\x1a\x1e.hookverify.v1.AckManyResponse\x12?\n" +
 	"\x04Nack\x12\x1a.hookverify.v1.NackRequest\x1a\x1b.hookverify.v1.NackResponse\x12T\n" +
 	"\vExtendLease\x12!.hookverify.v1.ExtendLeaseRequest\x1a\".hookverify.v1.ExtendLeaseResponse\x12`\n" +
 	"\x0fListDeadLetters\x12%.hookverify.v1.ListDeadLettersRequest\x1a&.hookverify.v1.ListDeadLettersResponse\x12H\n" +
@@ -1052,59 +1218,66 @@ func file_hookverify_v1_inbox_proto_rawDescGZIP() []byte {
 	return file_hookverify_v1_inbox_proto_rawDescData
 }
 
-var file_hookverify_v1_inbox_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_hookverify_v1_inbox_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_hookverify_v1_inbox_proto_goTypes = []any{
 	(*InboxDelivery)(nil),           // 0: hookverify.v1.InboxDelivery
 	(*LeaseRequest)(nil),            // 1: hookverify.v1.LeaseRequest
 	(*LeaseResponse)(nil),           // 2: hookverify.v1.LeaseResponse
 	(*AckRequest)(nil),              // 3: hookverify.v1.AckRequest
 	(*AckResponse)(nil),             // 4: hookverify.v1.AckResponse
-	(*NackRequest)(nil),             // 5: hookverify.v1.NackRequest
-	(*NackResponse)(nil),            // 6: hookverify.v1.NackResponse
-	(*ExtendLeaseRequest)(nil),      // 7: hookverify.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),     // 8: hookverify.v1.ExtendLeaseResponse
-	(*ListDeadLettersRequest)(nil),  // 9: hookverify.v1.ListDeadLettersRequest
-	(*ListDeadLettersResponse)(nil), // 10: hookverify.v1.ListDeadLettersResponse
-	(*RequeueRequest)(nil),          // 11: hookverify.v1.RequeueRequest
-	(*RequeueResponse)(nil),         // 12: hookverify.v1.RequeueResponse
-	(*GetInboxStatsRequest)(nil),    // 13: hookverify.v1.GetInboxStatsRequest
-	(*EndpointInboxStats)(nil),      // 14: hookverify.v1.EndpointInboxStats
-	(*GetInboxStatsResponse)(nil),   // 15: hookverify.v1.GetInboxStatsResponse
-	(*HeaderField)(nil),             // 16: hookverify.v1.HeaderField
-	(*timestamppb.Timestamp)(nil),   // 17: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),     // 18: google.protobuf.Duration
+	(*AckManyRequest)(nil),          // 5: hookverify.v1.AckManyRequest
+	(*AckManyResponse)(nil),         // 6: hookverify.v1.AckManyResponse
+	(*AckResult)(nil),               // 7: hookverify.v1.AckResult
+	(*NackRequest)(nil),             // 8: hookverify.v1.NackRequest
+	(*NackResponse)(nil),            // 9: hookverify.v1.NackResponse
+	(*ExtendLeaseRequest)(nil),      // 10: hookverify.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),     // 11: hookverify.v1.ExtendLeaseResponse
+	(*ListDeadLettersRequest)(nil),  // 12: hookverify.v1.ListDeadLettersRequest
+	(*ListDeadLettersResponse)(nil), // 13: hookverify.v1.ListDeadLettersResponse
+	(*RequeueRequest)(nil),          // 14: hookverify.v1.RequeueRequest
+	(*RequeueResponse)(nil),         // 15: hookverify.v1.RequeueResponse
+	(*GetInboxStatsRequest)(nil),    // 16: hookverify.v1.GetInboxStatsRequest
+	(*EndpointInboxStats)(nil),      // 17: hookverify.v1.EndpointInboxStats
+	(*GetInboxStatsResponse)(nil),   // 18: hookverify.v1.GetInboxStatsResponse
+	(*HeaderField)(nil),             // 19: hookverify.v1.HeaderField
+	(*timestamppb.Timestamp)(nil),   // 20: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),     // 21: google.protobuf.Duration
 }
 var file_hookverify_v1_inbox_proto_depIdxs = []int32{
-	16, // 0: hookverify.v1.InboxDelivery.headers:type_name -> hookverify.v1.HeaderField
-	17, // 1: hookverify.v1.InboxDelivery.received_at:type_name -> google.protobuf.Timestamp
-	17, // 2: hookverify.v1.InboxDelivery.leased_until:type_name -> google.protobuf.Timestamp
-	18, // 3: hookverify.v1.LeaseRequest.visibility_timeout:type_name -> google.protobuf.Duration
+	19, // 0: hookverify.v1.InboxDelivery.headers:type_name -> hookverify.v1.HeaderField
+	20, // 1: hookverify.v1.InboxDelivery.received_at:type_name -> google.protobuf.Timestamp
+	20, // 2: hookverify.v1.InboxDelivery.leased_until:type_name -> google.protobuf.Timestamp
+	21, // 3: hookverify.v1.LeaseRequest.visibility_timeout:type_name -> google.protobuf.Duration
 	0,  // 4: hookverify.v1.LeaseResponse.deliveries:type_name -> hookverify.v1.InboxDelivery
-	18, // 5: hookverify.v1.NackRequest.retry_after:type_name -> google.protobuf.Duration
-	18, // 6: hookverify.v1.ExtendLeaseRequest.visibility_timeout:type_name -> google.protobuf.Duration
-	17, // 7: hookverify.v1.ExtendLeaseResponse.leased_until:type_name -> google.protobuf.Timestamp
-	0,  // 8: hookverify.v1.ListDeadLettersResponse.deliveries:type_name -> hookverify.v1.InboxDelivery
-	18, // 9: hookverify.v1.EndpointInboxStats.oldest_pending_age:type_name -> google.protobuf.Duration
-	14, // 10: hookverify.v1.GetInboxStatsResponse.endpoints:type_name -> hookverify.v1.EndpointInboxStats
-	1,  // 11: hookverify.v1.InboxService.Lease:input_type -> hookverify.v1.LeaseRequest
-	3,  // 12: hookverify.v1.InboxService.Ack:input_type -> hookverify.v1.AckRequest
-	5,  // 13: hookverify.v1.InboxService.Nack:input_type -> hookverify.v1.NackRequest
-	7,  // 14: hookverify.v1.InboxService.ExtendLease:input_type -> hookverify.v1.ExtendLeaseRequest
-	9,  // 15: hookverify.v1.InboxService.ListDeadLetters:input_type -> hookverify.v1.ListDeadLettersRequest
-	11, // 16: hookverify.v1.InboxService.Requeue:input_type -> hookverify.v1.RequeueRequest
-	13, // 17: hookverify.v1.InboxService.GetInboxStats:input_type -> hookverify.v1.GetInboxStatsRequest
-	2,  // 18: hookverify.v1.InboxService.Lease:output_type -> hookverify.v1.LeaseResponse
-	4,  // 19: hookverify.v1.InboxService.Ack:output_type -> hookverify.v1.AckResponse
-	6,  // 20: hookverify.v1.InboxService.Nack:output_type -> hookverify.v1.NackResponse
-	8,  // 21: hookverify.v1.InboxService.ExtendLease:output_type -> hookverify.v1.ExtendLeaseResponse
-	10, // 22: hookverify.v1.InboxService.ListDeadLetters:output_type -> hookverify.v1.ListDeadLettersResponse
-	12, // 23: hookverify.v1.InboxService.Requeue:output_type -> hookverify.v1.RequeueResponse
-	15, // 24: hookverify.v1.InboxService.GetInboxStats:output_type -> hookverify.v1.GetInboxStatsResponse
-	18, // [18:25] is the sub-list for method output_type
-	11, // [11:18] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	3,  // 5: hookverify.v1.AckManyRequest.acks:type_name -> hookverify.v1.AckRequest
+	7,  // 6: hookverify.v1.AckManyResponse.results:type_name -> hookverify.v1.AckResult
+	21, // 7: hookverify.v1.NackRequest.retry_after:type_name -> google.protobuf.Duration
+	21, // 8: hookverify.v1.ExtendLeaseRequest.visibility_timeout:type_name -> google.protobuf.Duration
+	20, // 9: hookverify.v1.ExtendLeaseResponse.leased_until:type_name -> google.protobuf.Timestamp
+	0,  // 10: hookverify.v1.ListDeadLettersResponse.deliveries:type_name -> hookverify.v1.InboxDelivery
+	21, // 11: hookverify.v1.EndpointInboxStats.oldest_pending_age:type_name -> google.protobuf.Duration
+	17, // 12: hookverify.v1.GetInboxStatsResponse.endpoints:type_name -> hookverify.v1.EndpointInboxStats
+	1,  // 13: hookverify.v1.InboxService.Lease:input_type -> hookverify.v1.LeaseRequest
+	3,  // 14: hookverify.v1.InboxService.Ack:input_type -> hookverify.v1.AckRequest
+	5,  // 15: hookverify.v1.InboxService.AckMany:input_type -> hookverify.v1.AckManyRequest
+	8,  // 16: hookverify.v1.InboxService.Nack:input_type -> hookverify.v1.NackRequest
+	10, // 17: hookverify.v1.InboxService.ExtendLease:input_type -> hookverify.v1.ExtendLeaseRequest
+	12, // 18: hookverify.v1.InboxService.ListDeadLetters:input_type -> hookverify.v1.ListDeadLettersRequest
+	14, // 19: hookverify.v1.InboxService.Requeue:input_type -> hookverify.v1.RequeueRequest
+	16, // 20: hookverify.v1.InboxService.GetInboxStats:input_type -> hookverify.v1.GetInboxStatsRequest
+	2,  // 21: hookverify.v1.InboxService.Lease:output_type -> hookverify.v1.LeaseResponse
+	4,  // 22: hookverify.v1.InboxService.Ack:output_type -> hookverify.v1.AckResponse
+	6,  // 23: hookverify.v1.InboxService.AckMany:output_type -> hookverify.v1.AckManyResponse
+	9,  // 24: hookverify.v1.InboxService.Nack:output_type -> hookverify.v1.NackResponse
+	11, // 25: hookverify.v1.InboxService.ExtendLease:output_type -> hookverify.v1.ExtendLeaseResponse
+	13, // 26: hookverify.v1.InboxService.ListDeadLetters:output_type -> hookverify.v1.ListDeadLettersResponse
+	15, // 27: hookverify.v1.InboxService.Requeue:output_type -> hookverify.v1.RequeueResponse
+	18, // 28: hookverify.v1.InboxService.GetInboxStats:output_type -> hookverify.v1.GetInboxStatsResponse
+	21, // [21:29] is the sub-list for method output_type
+	13, // [13:21] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_hookverify_v1_inbox_proto_init() }
@@ -1119,7 +1292,7 @@ func file_hookverify_v1_inbox_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hookverify_v1_inbox_proto_rawDesc), len(file_hookverify_v1_inbox_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,6 +21,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	InboxService_Lease_FullMethodName           = "/hookverify.v1.InboxService/Lease"
 	InboxService_Ack_FullMethodName             = "/hookverify.v1.InboxService/Ack"
+	InboxService_AckMany_FullMethodName         = "/hookverify.v1.InboxService/AckMany"
 	InboxService_Nack_FullMethodName            = "/hookverify.v1.InboxService/Nack"
 	InboxService_ExtendLease_FullMethodName     = "/hookverify.v1.InboxService/ExtendLease"
 	InboxService_ListDeadLetters_FullMethodName = "/hookverify.v1.InboxService/ListDeadLetters"
@@ -43,6 +44,13 @@ type InboxServiceClient interface {
 	// Ack marks a leased delivery done. FAILED_PRECONDITION if the lease was lost (it expired and
 	// the delivery may be with another worker now).
 	Ack(ctx context.Context, in *AckRequest, opts ...grpc.CallOption) (*AckResponse, error)
+	// AckMany acks up to 100 leased deliveries in one call, each exactly as Ack would, and
+	// answers for each in its own result: one lost lease does not fail the others. The acks of
+	// one call share a commit, so a worker that finished several deliveries pays for one call
+	// and one commit, not one of each per delivery. The call itself fails only for what concerns
+	// every ack: authentication, authorization (a caller scoped to some endpoints is refused if
+	// any delivery named is outside them or unknown), a malformed request.
+	AckMany(ctx context.Context, in *AckManyRequest, opts ...grpc.CallOption) (*AckManyResponse, error)
 	// Nack gives a leased delivery back, to be retried after retry_after.
 	Nack(ctx context.Context, in *NackRequest, opts ...grpc.CallOption) (*NackResponse, error)
 	// ExtendLease keeps a live lease for another visibility timeout.
@@ -77,6 +85,16 @@ func (c *inboxServiceClient) Ack(ctx context.Context, in *AckRequest, opts ...gr
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AckResponse)
 	err := c.cc.Invoke(ctx, InboxService_Ack_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *inboxServiceClient) AckMany(ctx context.Context, in *AckManyRequest, opts ...grpc.CallOption) (*AckManyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AckManyResponse)
+	err := c.cc.Invoke(ctx, InboxService_AckMany_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +166,13 @@ type InboxServiceServer interface {
 	// Ack marks a leased delivery done. FAILED_PRECONDITION if the lease was lost (it expired and
 	// the delivery may be with another worker now).
 	Ack(context.Context, *AckRequest) (*AckResponse, error)
+	// AckMany acks up to 100 leased deliveries in one call, each exactly as Ack would, and
+	// answers for each in its own result: one lost lease does not fail the others. The acks of
+	// one call share a commit, so a worker that finished several deliveries pays for one call
+	// and one commit, not one of each per delivery. The call itself fails only for what concerns
+	// every ack: authentication, authorization (a caller scoped to some endpoints is refused if
+	// any delivery named is outside them or unknown), a malformed request.
+	AckMany(context.Context, *AckManyRequest) (*AckManyResponse, error)
 	// Nack gives a leased delivery back, to be retried after retry_after.
 	Nack(context.Context, *NackRequest) (*NackResponse, error)
 	// ExtendLease keeps a live lease for another visibility timeout.
@@ -173,6 +198,9 @@ func (UnimplementedInboxServiceServer) Lease(context.Context, *LeaseRequest) (*L
 }
 func (UnimplementedInboxServiceServer) Ack(context.Context, *AckRequest) (*AckResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Ack not implemented")
+}
+func (UnimplementedInboxServiceServer) AckMany(context.Context, *AckManyRequest) (*AckManyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AckMany not implemented")
 }
 func (UnimplementedInboxServiceServer) Nack(context.Context, *NackRequest) (*NackResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Nack not implemented")
@@ -242,6 +270,24 @@ func _InboxService_Ack_Handler(srv interface{}, ctx context.Context, dec func(in
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(InboxServiceServer).Ack(ctx, req.(*AckRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _InboxService_AckMany_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AckManyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(InboxServiceServer).AckMany(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: InboxService_AckMany_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(InboxServiceServer).AckMany(ctx, req.(*AckManyRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -350,6 +396,10 @@ var InboxService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Ack",
 			Handler:    _InboxService_Ack_Handler,
+		},
+		{
+			MethodName: "AckMany",
+			Handler:    _InboxService_AckMany_Handler,
 		},
 		{
 			MethodName: "Nack",
