@@ -5,8 +5,9 @@
 # Starts a throwaway PostgreSQL cluster on loopback (as the postgres user when run as root),
 # runs hookverify on it and on the embedded store, and drives each with `hookverify bench`
 # (new events, redeliveries, and the no-op gRPC baseline in the same run), then drives new events
-# in an open loop at half the peak rate just measured, for the latency at that load, and once
-# more with 16 workers leasing and acking, to see whether they keep up with that intake. Then
+# in an open loop at half the peak rate just measured, for the latency at that load, and twice
+# more with 16 workers leasing and acking (one AckMany per lease, then one Ack per delivery),
+# to see whether they keep up with that intake. Then
 # redeliveries with the claim cache off (serve --claim-cache 0: each one read from the database),
 # and last, new events on each store with group commit off (serve --commit-each-claim), the one
 # commit per delivery figure to compare with. After each phase of new events it prints what the
@@ -120,10 +121,13 @@ run_on() { # name, extra serve flags...
 	fi
 	echo "== $name: new events, open loop at half the peak rate ($half/s) =="
 	measured "$hport" --server "127.0.0.1:$port" --duration "$duration" --workers 64 --mix new=100 --rate "$half"
-	# Intake is half the story: do workers keep up? The same load, with 16 workers leasing and
-	# acking over gRPC; the backlog left at the end says whether they did.
-	echo "== $name: the same, with 16 workers draining the inbox =="
+	# Intake is half the story: do workers keep up? The same load, with 16 workers leasing 10
+	# deliveries at a time and acking them over gRPC, with one AckMany call per lease and then
+	# with one Ack call per delivery; the backlog left at the end says whether they kept up.
+	echo "== $name: the same, with 16 workers draining the inbox, one AckMany per lease =="
 	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers 64 --mix new=100 --rate "$half" --drain 16
+	echo "== $name: the same, with 16 workers draining the inbox, one Ack per delivery =="
+	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers 64 --mix new=100 --rate "$half" --drain 16 --ack-each
 	echo
 	finish_run "$name" "$pid"
 }

@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -37,7 +38,8 @@ func runBench(ctx context.Context, e env, args []string) error {
 	mix := fs.String("mix", "new=80,dup=15,forged=5", "share of new events, redeliveries and forged deliveries")
 	bodyBytes := fs.Int("body-bytes", 2048, "size of each delivery body")
 	baseline := fs.Bool("baseline", false, "also measure a no-op gRPC call (Health/Check) for comparison")
-	drain := fs.Int("drain", 0, "also run this many workers during the phase that lease the bench's deliveries and ack each one, as workers do, and report how fast they drain the inbox (needs the inbox scope)")
+	drain := fs.Int("drain", 0, "also run this many workers during the phase that lease the bench's deliveries and ack them, as workers do, and report how fast they drain the inbox (needs the inbox scope)")
+	ackEach := fs.Bool("ack-each", false, "--drain workers ack each delivery with its own Ack call, rather than each lease's deliveries with one AckMany")
 	leaseSize := fs.Int("lease-size", 10, "deliveries each --drain worker leases at a time (1 to 100)")
 	rate := fs.Float64("rate", 0, "open loop: start this many calls per second on a fixed schedule, whatever the answers' latency (0: closed loop, each worker calls again as soon as answered); latency then counts from the scheduled start, so queueing shows")
 	if err := parseFlags(fs, args); err != nil {
@@ -104,15 +106,15 @@ func runBench(ctx context.Context, e env, args []string) error {
 	var baseRate float64
 	if *baseline {
 		health := healthpb.NewHealthClient(conn.GRPC())
-		res := drive(ctx, load, func(ctx context.Context, _ int, _ *mrand.Rand) (string, error) {
+		res := drive(ctx, load, func(ctx context.Context, _ int, _ *mrand.Rand) (string, int, error) {
 			_, err := health.Check(ctx, &healthpb.HealthCheckRequest{})
-			return "noop", err
+			return "noop", 0, err
 		})
 		baseRate = res.print(out)
 	}
 	var seq sync.Mutex
 	next := int64(0)
-	produce := func(ctx context.Context, _ int, r *mrand.Rand) (string, error) {
+	produce := func(ctx context.Context, _ int, r *mrand.Rand) (string, int, error) {
 		var req *hookverifyv1.VerifyRequest
 		switch pick := r.IntN(weights[0] + weights[1] + weights[2]); {
 		case pick < weights[0]:
@@ -128,9 +130,9 @@ func runBench(ctx context.Context, e env, args []string) error {
 		}
 		resp, err := conn.Verifier.Verify(ctx, req)
 		if err != nil {
-			return "error:" + status.Code(err).String(), err
+			return "error:" + status.Code(err).String(), 0, err
 		}
-		return strings.ToLower(strings.TrimPrefix(resp.GetVerdict().String(), "VERDICT_")), nil
+		return strings.ToLower(strings.TrimPrefix(resp.GetVerdict().String(), "VERDICT_")), 0, nil
 	}
 	inbox := hookverifyv1.NewInboxServiceClient(conn.GRPC())
 	var res, drained *benchResult
@@ -138,7 +140,7 @@ func runBench(ctx context.Context, e env, args []string) error {
 	phase.Go(func() { res = drive(ctx, load, produce) })
 	if *drain > 0 {
 		phase.Go(func() {
-			drained = drive(ctx, loadShape{workers: *drain, duration: load.duration}, drainer(inbox, endpointID, *drain, *leaseSize))
+			drained = drive(ctx, loadShape{workers: *drain, duration: load.duration}, drainer(inbox, endpointID, *drain, *leaseSize, *ackEach))
 		})
 	}
 	phase.Wait()
@@ -147,6 +149,9 @@ func runBench(ctx context.Context, e env, args []string) error {
 		drained.print(out)
 	}
 	out.Flush()
+	if drained != nil {
+		fmt.Fprintf(e.stdout, "\ndrained: %d deliveries acked, %.0f/s\n", drained.items, float64(drained.items)/drained.elapsed.Seconds())
+	}
 	if *baseline && baseRate > 0 {
 		fmt.Fprintln(e.stdout, "\nratio to the no-op gRPC baseline (calls/s):")
 		for _, v := range res.verdicts() {
@@ -160,32 +165,54 @@ func runBench(ctx context.Context, e env, args []string) error {
 
 // drainer returns the call of `workers` drain workers: each leases up to leaseSize of the
 // endpoint's deliveries ("lease"; "lease (empty)" when there was none, after which it waits
-// 10 ms as a polling worker would) and then acks them one call at a time ("acked"), so the
-// "acked" row's calls/s is the rate the inbox drains.
-func drainer(inbox hookverifyv1.InboxServiceClient, endpointID string, workers, leaseSize int) func(context.Context, int, *mrand.Rand) (string, error) {
+// 10 ms as a polling worker would) and then acks them all with one AckMany call ("ack-many"),
+// or with ackEach one Ack call each ("ack"). Either way each call reports how many deliveries
+// it acked, and their rate in the result's items is the rate the inbox drains.
+func drainer(inbox hookverifyv1.InboxServiceClient, endpointID string, workers, leaseSize int, ackEach bool) func(context.Context, int, *mrand.Rand) (string, int, error) {
 	leased := make([][]*hookverifyv1.InboxDelivery, workers) // each worker's own
-	return func(ctx context.Context, w int, _ *mrand.Rand) (string, error) {
+	return func(ctx context.Context, w int, _ *mrand.Rand) (string, int, error) {
 		if len(leased[w]) == 0 {
 			resp, err := inbox.Lease(ctx, &hookverifyv1.LeaseRequest{EndpointIds: []string{endpointID},
 				MaxDeliveries: int32(leaseSize), VisibilityTimeout: durationpb.New(time.Minute)})
 			if err != nil {
-				return "error:lease:" + status.Code(err).String(), err
+				return "error:lease:" + status.Code(err).String(), 0, err
 			}
 			if leased[w] = resp.GetDeliveries(); len(leased[w]) == 0 {
 				select {
 				case <-ctx.Done():
 				case <-time.After(10 * time.Millisecond):
 				}
-				return "lease (empty)", nil
+				return "lease (empty)", 0, nil
 			}
-			return "lease", nil
+			return "lease", 0, nil
 		}
-		d := leased[w][0]
-		leased[w] = leased[w][1:]
-		if _, err := inbox.Ack(ctx, &hookverifyv1.AckRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken()}); err != nil {
-			return "error:ack:" + status.Code(err).String(), err
+		if ackEach {
+			d := leased[w][0]
+			leased[w] = leased[w][1:]
+			if _, err := inbox.Ack(ctx, &hookverifyv1.AckRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken()}); err != nil {
+				return "error:ack:" + status.Code(err).String(), 0, err
+			}
+			return "ack", 1, nil
 		}
-		return "acked", nil
+		req := &hookverifyv1.AckManyRequest{Acks: make([]*hookverifyv1.AckRequest, len(leased[w]))}
+		for i, d := range leased[w] {
+			req.Acks[i] = &hookverifyv1.AckRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken()}
+		}
+		leased[w] = nil
+		resp, err := inbox.AckMany(ctx, req)
+		if err != nil {
+			return "error:ack-many:" + status.Code(err).String(), 0, err
+		}
+		acked, failed := 0, error(nil)
+		label := "ack-many"
+		for _, r := range resp.GetResults() {
+			if code := codes.Code(r.GetCode()); code != codes.OK {
+				label, failed = "error:ack-many:"+code.String(), errors.New(r.GetMessage())
+				continue
+			}
+			acked++
+		}
+		return label, acked, failed
 	}
 }
 
@@ -239,6 +266,8 @@ type benchResult struct {
 	elapsed   time.Duration
 	latencies map[string][]time.Duration
 	errors    int
+	// items is the sum of what the calls reported doing (deliveries acked, for drain workers).
+	items int
 }
 
 // loadShape is how drive calls: how many callers, for how long, and at what fixed rate (zero
@@ -254,7 +283,7 @@ type loadShape struct {
 // At a fixed rate the calls are started on a schedule instead, handed to whichever worker is
 // free, and each latency counts from the call's scheduled start, so that time spent waiting
 // for a free worker (the server falling behind) is counted rather than hidden.
-func drive(ctx context.Context, load loadShape, call func(ctx context.Context, worker int, r *mrand.Rand) (string, error)) *benchResult {
+func drive(ctx context.Context, load loadShape, call func(ctx context.Context, worker int, r *mrand.Rand) (label string, items int, err error)) *benchResult {
 	ctx, cancel := context.WithTimeout(ctx, load.duration)
 	defer cancel()
 	var mu sync.Mutex
@@ -271,7 +300,7 @@ func drive(ctx context.Context, load loadShape, call func(ctx context.Context, w
 		wg.Go(func() {
 			r := mrand.New(mrand.NewPCG(uint64(w), uint64(start.UnixNano())))
 			local := map[string][]time.Duration{}
-			errs := 0
+			errs, items := 0, 0
 			for ctx.Err() == nil {
 				t0 := time.Now()
 				if schedule != nil {
@@ -280,7 +309,7 @@ func drive(ctx context.Context, load loadShape, call func(ctx context.Context, w
 						break
 					}
 				}
-				label, err := call(ctx, w, r)
+				label, n, err := call(ctx, w, r)
 				if ctx.Err() != nil || !time.Now().Before(end) {
 					// A call cut short by the end of the phase is not counted. gRPC may fail it
 					// with DeadlineExceeded before the context reports its end.
@@ -289,6 +318,7 @@ func drive(ctx context.Context, load loadShape, call func(ctx context.Context, w
 				if err != nil {
 					errs++
 				}
+				items += n
 				local[label] = append(local[label], time.Since(t0))
 			}
 			mu.Lock()
@@ -296,6 +326,7 @@ func drive(ctx context.Context, load loadShape, call func(ctx context.Context, w
 				res.latencies[k] = append(res.latencies[k], v...)
 			}
 			res.errors += errs
+			res.items += items
 			mu.Unlock()
 		})
 	}

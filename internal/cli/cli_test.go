@@ -6,10 +6,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -417,7 +419,7 @@ func TestBenchCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bench exited %d: %s", code, errOut)
 	}
-	for _, want := range []string{"noop", "accepted", "duplicate", "rejected", "ratio to the no-op gRPC baseline", "acked", "inbox after the phase: "} {
+	for _, want := range []string{"noop", "accepted", "duplicate", "rejected", "ratio to the no-op gRPC baseline", "ack-many", "inbox after the phase: "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("bench output lacks %q:\n%s", want, out)
 		}
@@ -425,11 +427,51 @@ func TestBenchCommand(t *testing.T) {
 	if strings.Contains(out, "error:") {
 		t.Errorf("bench saw errors:\n%s", out)
 	}
+	wantDrained(t, out)
+	// With --ack-each, the drain workers ack one call per delivery.
+	code, out, errOut = run(t, "", append([]string{"bench", "--duration", "300ms", "--workers", "2", "--mix", "new=100", "--drain", "2", "--ack-each"}, remote...)...)
+	if code != 0 || !hasRow(out, "ack") || hasRow(out, "ack-many") || strings.Contains(out, "error:") {
+		t.Errorf("bench --ack-each exited %d (%s), output:\n%s", code, errOut, out)
+	}
+	wantDrained(t, out)
 	if code, _, _ := run(t, "", "bench", "--mix", "new=0"); code != 1 {
 		t.Errorf("bench with an all-zero mix: exit %d, want 1", code)
 	}
 	if code, _, _ := run(t, "", "bench", "--lease-size", "101"); code != 1 {
 		t.Errorf("bench with --lease-size 101: exit %d, want 1", code)
+	}
+}
+
+// hasRow reports whether the bench's output has a row for label.
+func hasRow(out, label string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == label {
+			return true
+		}
+	}
+	return false
+}
+
+// wantDrained checks the bench's drain line: some deliveries acked, and no more than were
+// accepted (during the phase, and the 64 the bench primes before it for redeliveries).
+func wantDrained(t *testing.T, out string) {
+	t.Helper()
+	var acked, accepted int
+	var rate float64
+	if i := strings.Index(out, "drained: "); i < 0 {
+		t.Errorf("no drained line:\n%s", out)
+		return
+	} else if _, err := fmt.Sscanf(out[i:], "drained: %d deliveries acked, %f/s", &acked, &rate); err != nil {
+		t.Errorf("drained line: %v:\n%s", err, out)
+		return
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "accepted" && accepted == 0 {
+			accepted, _ = strconv.Atoi(f[1]) // the results row, before the ratios
+		}
+	}
+	if acked < 1 || acked > accepted+64 || rate <= 0 {
+		t.Errorf("drained %d (%.0f/s) of %d accepted:\n%s", acked, rate, accepted, out)
 	}
 }
 
