@@ -130,7 +130,7 @@ func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, [
 	if len(fresh) == 0 {
 		return results, errs, nil
 	}
-	err = s.write(ctx, "claim", func(tx *sql.Tx) error {
+	err = s.writeClaims(ctx, func(tx *sql.Tx) error {
 		c := claimStmts{
 			selectClaim: tx.StmtContext(ctx, s.stmts.selectClaim),
 			insertClaim: tx.StmtContext(ctx, s.stmts.insertClaim),

@@ -74,6 +74,8 @@ type Store struct {
 	lookups lookupStmts
 	// writeStmts are the other write paths' prepared statements (Store.stmt).
 	writeStmts stmtCache
+	// turns orders the transactions waiting for the writer.
+	turns writerTurns
 }
 
 var (
@@ -284,12 +286,28 @@ func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error)
 	return s.fail(op, s.inWriteTx(ctx, fn))
 }
 
+// writeClaims is write for a claim batch, which takes turns with the other transactions
+// rather than wait among them (see writerTurns).
+func (s *Store) writeClaims(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.fail("claim", s.inWriteTxAs(ctx, true, fn))
+}
+
 // inWriteTx is write without the mapping of its error (fail), for callers that map each
 // outcome themselves.
 func (s *Store) inWriteTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.inWriteTxAs(ctx, false, fn)
+}
+
+// inWriteTxAs is inWriteTx for a claim batch (claims) or any other transaction, which take
+// turns for the writer (writerTurns).
+func (s *Store) inWriteTxAs(ctx context.Context, claims bool, fn func(tx *sql.Tx) error) error {
 	if s.closed.Load() {
 		return storage.ErrClosed
 	}
+	if err := s.turns.acquire(ctx, claims); err != nil {
+		return unavailable(err)
+	}
+	defer s.turns.release()
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return unavailable(err)
