@@ -215,41 +215,66 @@ func BenchmarkLeaseAck(b *testing.B, s storage.Store) {
 }
 
 // BenchmarkAcks measures acks alone: 8 workers ack deliveries leased before the clock started,
-// each ack its own call, as workers that finish their deliveries at the same time do. The
-// store must be empty; the benchmark creates its endpoint.
+// each ack its own call, as workers that finish their deliveries at the same time do
+// ("8-workers"), or each ten at a time with AckMany, as a worker acks a lease of ten
+// ("8-workers-ack-many-10"). Either way the time is per delivery. The store must be empty;
+// the benchmark creates its endpoint.
 func BenchmarkAcks(b *testing.B, s storage.Store) {
 	fill := inboxFiller(b, s)
-	const workers = 8
+	const workers, perCall = 8, 10
 	now := at(time.Hour)
 	round := 0
-	b.Run(fmt.Sprintf("%d-workers", workers), func(b *testing.B) {
-		round++
-		token := fmt.Sprintf("tok-%d", round)
-		fill(b.N)
-		var leased []storage.LeasedDelivery
-		for len(leased) < b.N {
-			res, err := s.Lease(b.Context(), leaseReq(token, now, min(500, b.N-len(leased))))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if len(res.Deliveries) == 0 {
-				b.Fatalf("leased %d deliveries, want %d", len(leased), b.N)
-			}
-			leased = append(leased, res.Deliveries...)
+	for _, many := range []bool{false, true} {
+		name := fmt.Sprintf("%d-workers", workers)
+		if many {
+			name += fmt.Sprintf("-ack-many-%d", perCall)
 		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Go(func() {
+		b.Run(name, func(b *testing.B) { benchmarkAcks(b, s, fill, &round, now, workers, many, perCall) })
+	}
+}
+
+func benchmarkAcks(b *testing.B, s storage.Store, fill func(int), round *int, now time.Time, workers int, many bool, perCall int) {
+	*round++
+	token := fmt.Sprintf("tok-%d", *round)
+	fill(b.N)
+	var leased []storage.LeasedDelivery
+	for len(leased) < b.N {
+		res, err := s.Lease(b.Context(), leaseReq(token, now, min(500, b.N-len(leased))))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Deliveries) == 0 {
+			b.Fatalf("leased %d deliveries, want %d", len(leased), b.N)
+		}
+		leased = append(leased, res.Deliveries...)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			if !many {
 				for i := w; i < len(leased); i += workers {
 					if err := s.Ack(b.Context(), leased[i].InboxID, token, now); err != nil {
 						b.Error(err)
 						return
 					}
 				}
-			})
-		}
-		wg.Wait()
-	})
+				return
+			}
+			for first := w * perCall; first < len(leased); first += workers * perCall {
+				refs := make([]storage.LeaseRef, 0, perCall)
+				for _, d := range leased[first:min(first+perCall, len(leased))] {
+					refs = append(refs, storage.LeaseRef{InboxID: d.InboxID, LeaseToken: token})
+				}
+				for _, err := range s.AckMany(b.Context(), refs, now) {
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
