@@ -129,7 +129,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 		}
 	}
 
-	s := &Store{path: path}
+	s := &Store{path: path, turns: writerTurns{patience: claimPatience}}
 	if s.writer, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, writerConn)); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
 	}
