@@ -144,6 +144,8 @@ type serveConfig struct {
 	gcPercent      int
 	// commitEachClaim turns group commit off (for measuring what it gains).
 	commitEachClaim bool
+	// leaseConcurrency bounds the leases a database-url store runs at once.
+	leaseConcurrency int
 }
 
 // gcPercentToSet returns the collector target serve sets, or 0 to leave Go's own ($GOGC, else
@@ -186,6 +188,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.claimCacheTTL, "claim-cache-ttl", server.DefaultClaimCacheTTL, "how long a remembered claim is trusted (never beyond half the dedupe window)")
 	c.auth.register(fs)
 	fs.IntVar(&c.gcPercent, "gc-percent", 0, "Go garbage collector target, as GOGC (default: $GOGC, else Go's 100); 400 measured 10-20 % more accepted/s but lets the heap reach 5 times the live data (BENCHMARKS.md)")
+	fs.IntVar(&c.leaseConcurrency, "lease-concurrency", crdb.DefaultLeaseConcurrency, "with --database-url, how many leases run at once; more wait in the server, so that the drain does not crowd new deliveries out of the database's CPU (0: no limit; BENCHMARKS.md)")
 	fs.BoolVar(&c.commitEachClaim, "commit-each-claim", false, "turn group commit off: every claim commits in its own transaction, concurrently (slower; for measuring what group commit gains)")
 	fs.BoolVar(&c.pprof, "pprof", false, "also serve Go profiles under /debug/pprof/ on --http-listen (for profiling; off by default)")
 }
@@ -235,16 +238,21 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	open := cfg.openStore
 	if sc.commitEachClaim {
 		log.Warn("--commit-each-claim: group commit is off, every claim commits alone")
-		open = func(ctx context.Context) (storage.Store, error) {
-			st, err := cfg.openStore(ctx)
-			if each, ok := st.(interface{ CommitEachClaim() }); ok && err == nil {
-				each.CommitEachClaim()
-			}
+	}
+	open := func(ctx context.Context) (storage.Store, error) {
+		st, err := cfg.openStore(ctx)
+		if err != nil {
 			return st, err
 		}
+		if each, ok := st.(interface{ CommitEachClaim() }); ok && sc.commitEachClaim {
+			each.CommitEachClaim()
+		}
+		if leases, ok := st.(interface{ SetLeaseConcurrency(int) }); ok {
+			leases.SetLeaseConcurrency(sc.leaseConcurrency)
+		}
+		return st, nil
 	}
 	running, err := startServerWith(ctx, log, sc, keyring, open)
 	if err != nil {

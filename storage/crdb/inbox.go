@@ -102,6 +102,14 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 	if err := validLease(req); err != nil {
 		return storage.LeaseResult{}, fmt.Errorf("crdb: lease: %w", err)
 	}
+	if s.leaseSlots != nil { // see DefaultLeaseConcurrency
+		select {
+		case s.leaseSlots <- struct{}{}:
+			defer func() { <-s.leaseSlots }()
+		case <-ctx.Done():
+			return storage.LeaseResult{}, fmt.Errorf("crdb: lease: %w: %w", storage.ErrUnavailable, ctx.Err())
+		}
+	}
 	deadSQL, deadArgs := deadLetterExpired(req)
 	leaseSQL, leaseArgs := leaseLeasable(req)
 	var result storage.LeaseResult

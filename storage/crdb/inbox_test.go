@@ -1,8 +1,11 @@
 package crdb
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -241,4 +244,80 @@ func TestLiveLeaseStatementsUseThePrimaryKey(t *testing.T) {
 		[]time.Time{now, now}))
 	exec(t, conn, `UPDATE inbox SET state = 'dead', lease_token = NULL, leased_until = NULL`)
 	wantPrimaryKey(t, "Requeue", plan(t, requeueSQL, "inbox-7", now))
+}
+
+// TestLeaseConcurrency: with leases bounded to one at a time, of three leases started while
+// another transaction locks the inbox only one reaches the database (and waits on the lock);
+// the others wait in the store, one of them until its context ends (unavailable), and the
+// rest complete once the lock is gone. Unbounded, all three reach the database.
+func TestLeaseConcurrency(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		slots   int
+		waiting int // leases that reach the database and wait on the lock
+	}{
+		{"one at a time", 1, 1},
+		{"no bound", 0, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			url := pgtest.Shared(t).NewDatabase(t)
+			s := open(t, url)
+			s.SetLeaseConcurrency(c.slots)
+			locker, watcher := connect(t, url), connect(t, url)
+			tx, err := locker.Begin(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(t.Context(), `LOCK TABLE inbox IN EXCLUSIVE MODE`); err != nil {
+				t.Fatal(err)
+			}
+			lease := func(ctx context.Context, token string) error {
+				_, err := s.Lease(ctx, storage.LeaseRequest{Max: 1, Visibility: time.Minute, MaxAttempts: 3,
+					LeaseToken: token, Now: base})
+				return err
+			}
+			errs := make([]error, 3)
+			var wg sync.WaitGroup
+			for i := range errs {
+				wg.Go(func() { errs[i] = lease(t.Context(), fmt.Sprint("tok-", i)) })
+			}
+			// How many backends of this database wait on a lock: the leases that reached it.
+			blocked := func() int {
+				var n int
+				if err := watcher.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+					WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			for deadline := time.Now().Add(10 * time.Second); blocked() < c.waiting; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d leases waiting on the lock, want %d", blocked(), c.waiting)
+				}
+			}
+			time.Sleep(200 * time.Millisecond) // time for any other lease to arrive as well
+			if n := blocked(); n != c.waiting {
+				t.Errorf("%d leases waiting on the lock, want %d", n, c.waiting)
+			}
+			if c.slots == 1 {
+				ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+				err := lease(ctx, "tok-impatient")
+				cancel()
+				if !errors.Is(err, storage.ErrUnavailable) {
+					t.Errorf("a lease whose context ended while waiting for its turn: %v, want unavailable", err)
+				}
+			}
+			if err := tx.Rollback(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil {
+					t.Errorf("lease %d: %v", i, err)
+				}
+			}
+		})
+	}
 }

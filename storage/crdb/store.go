@@ -40,6 +40,8 @@ type Store struct {
 	claimsMetHeld atomic.Bool
 	// acks is group commit for Ack (see Ack).
 	acks storage.Batcher[ackCall, struct{}]
+	// leaseSlots bounds the leases running at once (SetLeaseConcurrency); nil: no bound.
+	leaseSlots chan struct{}
 }
 
 // claimLanes is how many claim batches may commit at once on CockroachDB, where a commit is
@@ -53,6 +55,15 @@ var (
 	_ storage.ClaimBatchReporter = (*Store)(nil)
 	_ storage.InboxIDSource      = (*Store)(nil)
 )
+
+// DefaultLeaseConcurrency is how many leases a store runs at once unless told otherwise
+// (SetLeaseConcurrency); more wait their turn in the store. A lease is the drain's heaviest
+// statement, and every one running is a database backend competing for CPU with the one claim
+// batch that carries all new deliveries: with PostgreSQL on the same 2 cores and 16 workers
+// draining, new events fell behind a 3,000/s schedule with leases unbounded (2,168-2,698
+// accepted/s, p50 0.3-0.6 s) and kept it with two at a time (2,975-2,982/s, p99 70-165 ms),
+// the workers keeping up either way (BENCHMARKS.md, sixth session).
+const DefaultLeaseConcurrency = 2
 
 // defaultConnectTimeout bounds a connection attempt when the URL sets no connect_timeout.
 const defaultConnectTimeout = 10 * time.Second
@@ -70,7 +81,7 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("crdb: open: %w: %w", storage.ErrUnavailable, err)
 	}
-	s := &Store{pool: p}
+	s := &Store{pool: p, leaseSlots: make(chan struct{}, DefaultLeaseConcurrency)}
 	if err := s.detectEngine(ctx); err != nil {
 		s.pool.close()
 		return nil, err
@@ -80,6 +91,17 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// SetLeaseConcurrency sets how many leases run at once (DefaultLeaseConcurrency unless set);
+// zero or less: no bound. A database with cores to spare for the drain, or CockroachDB, where
+// a lease waits on consensus rather than CPU, may want more. Call it before the store is used.
+func (s *Store) SetLeaseConcurrency(n int) {
+	if n <= 0 {
+		s.leaseSlots = nil
+		return
+	}
+	s.leaseSlots = make(chan struct{}, n)
 }
 
 // Engine reports which database server the store talks to.
