@@ -229,52 +229,50 @@ func BenchmarkAcks(b *testing.B, s storage.Store) {
 		if many {
 			name += fmt.Sprintf("-ack-many-%d", perCall)
 		}
-		b.Run(name, func(b *testing.B) { benchmarkAcks(b, s, fill, &round, now, workers, many, perCall) })
-	}
-}
-
-func benchmarkAcks(b *testing.B, s storage.Store, fill func(int), round *int, now time.Time, workers int, many bool, perCall int) {
-	*round++
-	token := fmt.Sprintf("tok-%d", *round)
-	fill(b.N)
-	var leased []storage.LeasedDelivery
-	for len(leased) < b.N {
-		res, err := s.Lease(b.Context(), leaseReq(token, now, min(500, b.N-len(leased))))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(res.Deliveries) == 0 {
-			b.Fatalf("leased %d deliveries, want %d", len(leased), b.N)
-		}
-		leased = append(leased, res.Deliveries...)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			if !many {
-				for i := w; i < len(leased); i += workers {
-					if err := s.Ack(b.Context(), leased[i].InboxID, token, now); err != nil {
-						b.Error(err)
+		b.Run(name, func(b *testing.B) {
+			round++
+			token := fmt.Sprintf("tok-%d", round)
+			fill(b.N)
+			var leased []storage.LeasedDelivery
+			for len(leased) < b.N {
+				res, err := s.Lease(b.Context(), leaseReq(token, now, min(500, b.N-len(leased))))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(res.Deliveries) == 0 {
+					b.Fatalf("leased %d deliveries, want %d", len(leased), b.N)
+				}
+				leased = append(leased, res.Deliveries...)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Go(func() {
+					if !many {
+						for i := w; i < len(leased); i += workers {
+							if err := s.Ack(b.Context(), leased[i].InboxID, token, now); err != nil {
+								b.Error(err)
+								return
+							}
+						}
 						return
 					}
-				}
-				return
-			}
-			for first := w * perCall; first < len(leased); first += workers * perCall {
-				refs := make([]storage.LeaseRef, 0, perCall)
-				for _, d := range leased[first:min(first+perCall, len(leased))] {
-					refs = append(refs, storage.LeaseRef{InboxID: d.InboxID, LeaseToken: token})
-				}
-				for _, err := range s.AckMany(b.Context(), refs, now) {
-					if err != nil {
-						b.Error(err)
-						return
+					for first := w * perCall; first < len(leased); first += workers * perCall {
+						refs := make([]storage.LeaseRef, 0, perCall)
+						for _, d := range leased[first:min(first+perCall, len(leased))] {
+							refs = append(refs, storage.LeaseRef{InboxID: d.InboxID, LeaseToken: token})
+						}
+						for _, err := range s.AckMany(b.Context(), refs, now) {
+							if err != nil {
+								b.Error(err)
+								return
+							}
+						}
 					}
-				}
+				})
 			}
+			wg.Wait()
 		})
 	}
-	wg.Wait()
 }
