@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -66,6 +67,9 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 		return storage.LeaseResult{}, s.fail("lease", err)
 	}
 	now := micros(req.Now)
+	if idle, err := s.nothingToLease(ctx, req, now); err != nil || idle {
+		return storage.LeaseResult{}, err
+	}
 	deadArgs := []any{now, now, req.MaxAttempts}
 	deadSQL := `UPDATE inbox SET state = 'dead', dead_at = ?, lease_token = NULL,
 		leased_until = NULL, last_error = 'lease expired'
@@ -125,6 +129,29 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 	}
 	sortLeased(result.Deliveries)
 	return result, nil
+}
+
+// nothingToLease reports, from the read-only pool, whether a lease at now would find nothing
+// to do: no due pending delivery and no expired lease (to take over or to dead-letter) that
+// matches req's filter. Workers poll: an empty inbox answered this way costs no turn of the
+// one writer, which new deliveries' claim batches wait for (writerTurns). The check is
+// conservative (a pending delivery that used its attempts counts as something to do) and
+// sees what was committed before it, as a lease an instant earlier would.
+func (s *Store) nothingToLease(ctx context.Context, req storage.LeaseRequest, now int64) (bool, error) {
+	probe := req
+	probe.Max, probe.MaxAttempts = 1, math.MaxInt32
+	query, args := pickLeasable(probe, now)
+	var found bool
+	err := s.read("lease", func(q queryer) error {
+		rows, err := q.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		found = rows.Next()
+		return rows.Err()
+	})
+	return !found && err == nil, err
 }
 
 // leaseSQL leases the deliveries whose ids the JSON array holds: one text, and so one

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
@@ -292,4 +293,35 @@ func TestAckManySharesOneCommit(t *testing.T) {
 	t.Parallel()
 	s, _ := openTemp(t)
 	storagetest.AckManySharesOneCommit(t, s, storagetest.AckBatching{Batches: func() int64 { return sqlite.AckBatches(s) }})
+}
+
+// TestEmptyLeaseTakesNoWriterTurn: a lease that finds nothing to do is answered from the
+// read-only pool, so workers polling an empty inbox never wait for (or hold) the one writer.
+// Here another connection holds the write lock throughout; the lease must still answer at once.
+func TestEmptyLeaseTakesNoWriterTurn(t *testing.T) {
+	t.Parallel()
+	s, path := openTemp(t)
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	lock, err := raw.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if _, err := lock.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = lock.ExecContext(t.Context(), "ROLLBACK") }()
+	for _, filter := range []storage.InboxFilter{{}, {EndpointIDs: []string{"ep-1", "ep-2"}}} {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		res, err := s.Lease(ctx, storage.LeaseRequest{InboxFilter: filter, Max: 10, Visibility: time.Minute,
+			MaxAttempts: 3, LeaseToken: "tok", Now: time.Now()})
+		cancel()
+		if err != nil || len(res.Deliveries) != 0 || res.ExpiredToDead != 0 {
+			t.Errorf("lease of an empty inbox (filter %+v) with the writer busy = %+v, %v; want nothing, at once", filter, res, err)
+		}
+	}
 }
