@@ -290,8 +290,8 @@ func (s *Store) Ack(ctx context.Context, inboxID, leaseToken string, now time.Ti
 
 // AckMany acks each delivery as Ack would, the acks queued together for one commit.
 func (s *Store) AckMany(ctx context.Context, acks []storage.LeaseRef, now time.Time) []error {
-	errs := make([]error, len(acks))
 	if s.closed.Load() {
+		errs := make([]error, len(acks))
 		for i := range errs {
 			errs[i] = fmt.Errorf("crdb: ack: %w", storage.ErrClosed)
 		}
@@ -301,7 +301,7 @@ func (s *Store) AckMany(ctx context.Context, acks []storage.LeaseRef, now time.T
 	for i, a := range acks {
 		calls[i] = ackCall{a.InboxID, a.LeaseToken, now}
 	}
-	_, errs = s.acks.SubmitAll(ctx, calls, s.commitAcks)
+	_, errs := s.acks.SubmitAll(ctx, calls, s.commitAcks)
 	for i, err := range errs {
 		errs[i] = ackError(err)
 	}
