@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"strings"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -25,7 +24,8 @@ import (
 const DefaultTokenCacheTTL = 5 * time.Second
 
 // maxCachedTokens bounds the token cache, which also remembers unknown tokens (so that a
-// caller guessing tokens does not cost a database read each): when full it starts over.
+// caller guessing tokens does not cost a database read each): when full, a token not in it is
+// looked up without being cached, until entries expire.
 const maxCachedTokens = 10000
 
 // tokenTouchInterval is how often, at most, an instance records a token's last use.
@@ -81,7 +81,7 @@ func newAuthenticator(cfg *AuthConfig) *authenticator {
 	case ttl < 0:
 		ttl = 0
 	}
-	a.tokens = &tokenCache{ttl: ttl, entries: map[[sha256.Size]byte]cachedToken{}}
+	a.tokens = newRefreshCache[[sha256.Size]byte, cachedToken](ttl, maxCachedTokens)
 	return a
 }
 
@@ -167,46 +167,29 @@ func (s *Server) authenticateCert(leaf *x509.Certificate) (caller, error) {
 }
 
 // tokenCache remembers verified token hashes (and unknown ones) for a short TTL, so that a
-// call costs no database read. Expiry uses the monotonic clock, like endpointCache.
-type tokenCache struct {
-	ttl        time.Duration
-	mu         sync.Mutex
-	entries    map[[sha256.Size]byte]cachedToken
-	generation uint64
-}
+// call costs no database read; refreshCache says how concurrent callers share a load.
+type tokenCache = refreshCache[[sha256.Size]byte, cachedToken]
 
 type cachedToken struct {
 	found   bool
 	revoked bool
 	id      string
 	scopes  scopeSet
-	expires time.Time
-}
-
-// invalidate drops every cached token, after a revocation through this instance.
-func (c *tokenCache) invalidate() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.generation++
-	clear(c.entries)
 }
 
 // lookupToken returns the cached state of a token hash, loading it when absent or expired.
 // Storage failures are UNAVAILABLE and not cached.
 func (s *Server) lookupToken(ctx context.Context, hash [sha256.Size]byte) (cachedToken, error) {
-	c := s.auth.tokens
-	c.mu.Lock()
-	e, ok := c.entries[hash]
-	gen := c.generation
-	c.mu.Unlock()
-	if ok && time.Now().Before(e.expires) {
-		return e, nil
-	}
+	return s.auth.tokens.get(ctx, hash, func(ctx context.Context) (cachedToken, error) { return s.loadToken(ctx, hash) })
+}
+
+// loadToken reads a token by its hash, and records its use when the last record is old.
+func (s *Server) loadToken(ctx context.Context, hash [sha256.Size]byte) (cachedToken, error) {
 	st, err := s.storage()
 	if err != nil {
 		return cachedToken{}, err
 	}
-	e = cachedToken{expires: time.Now().Add(c.ttl)}
+	var e cachedToken
 	tok, err := st.TokenByHash(ctx, hash[:])
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
@@ -216,21 +199,12 @@ func (s *Server) lookupToken(ctx context.Context, hash [sha256.Size]byte) (cache
 		e.found, e.id, e.revoked = true, tok.ID, !tok.RevokedAt.IsZero()
 		e.scopes = parseStoredScopes(ctx, s, tok)
 		if !e.revoked && s.clock().Sub(tok.LastUsedAt) >= tokenTouchInterval {
-			// Recorded on a cache refresh only, so at most about once a minute per instance.
+			// Recorded when the cache loads the token only, so at most about once a minute
+			// per instance.
 			if err := st.TouchToken(ctx, tok.ID, s.clock()); err != nil {
 				s.log.WarnContext(ctx, "cannot record a token's last use", "token_id", tok.ID, "err", err)
 			}
 		}
-	}
-	if c.ttl > 0 {
-		c.mu.Lock()
-		if c.generation == gen {
-			if len(c.entries) >= maxCachedTokens {
-				clear(c.entries)
-			}
-			c.entries[hash] = e
-		}
-		c.mu.Unlock()
 	}
 	return e, nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -12,9 +13,11 @@ import (
 func TestEndpointCacheBounded(t *testing.T) {
 	c := newEndpointCache(time.Hour)
 	c.max = 100
-	live := func() *cachedEndpoint { return &cachedEndpoint{expires: time.Now().Add(time.Hour)} }
+	unknown := func(context.Context) (*cachedEndpoint, error) { return &cachedEndpoint{}, nil }
 	for i := range 1000 {
-		c.put(fmt.Sprintf("unknown-%d", i), live(), c.generation)
+		if _, err := c.get(t.Context(), fmt.Sprintf("unknown-%d", i), unknown); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if n := len(c.entries); n != c.max {
 		t.Fatalf("cache holds %d entries, want its bound %d", n, c.max)
@@ -24,7 +27,9 @@ func TestEndpointCacheBounded(t *testing.T) {
 		e.expires = time.Now().Add(-time.Second)
 	}
 	c.nextSweep = time.Time{}
-	c.put("known", live(), c.generation)
+	if _, err := c.get(t.Context(), "known", unknown); err != nil {
+		t.Fatal(err)
+	}
 	if _, ok := c.entries["known"]; !ok || len(c.entries) != 1 {
 		t.Fatalf("after the sweep: %d entries, known cached %v; want only the new entry", len(c.entries), ok)
 	}

@@ -130,7 +130,7 @@ func describeToken(t storage.Token) string {
 
 func (s *Server) invalidateTokens() {
 	if s.auth != nil {
-		s.auth.tokens.invalidate()
+		s.auth.tokens.invalidateAll()
 	}
 }
 
