@@ -2,10 +2,8 @@ package server
 
 import (
 	"context"
-	"errors"
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
-	"github.com/hookverify/hookverify/storage"
 )
 
 // rule authorizes one RPC. check runs before the handler and before any lookup the handler
@@ -51,28 +49,25 @@ var methodRules = map[string]rule{
 	// Calls on one delivery name it by inbox id; its endpoint is looked up after the caller
 	// proved some inbox scope, and an unknown id is refused like one out of scope.
 	hookverifyv1.InboxService_Ack_FullMethodName: {check: func(ctx context.Context, s *Server, scopes scopeSet, req any) error {
-		return s.needDelivery(ctx, scopes, req.(*hookverifyv1.AckRequest).GetInboxId())
+		return s.needDeliveries(ctx, scopes, req.(*hookverifyv1.AckRequest).GetInboxId())
 	}},
 	// AckMany names several deliveries; a scoped caller is refused if any is out of scope.
 	hookverifyv1.InboxService_AckMany_FullMethodName: {check: func(ctx context.Context, s *Server, scopes scopeSet, req any) error {
-		if !scopes.allowsAny(ScopeInbox) {
-			return denied("no inbox scope")
+		acks := req.(*hookverifyv1.AckManyRequest).GetAcks()
+		ids := make([]string, len(acks))
+		for i, a := range acks {
+			ids[i] = a.GetInboxId()
 		}
-		for _, a := range req.(*hookverifyv1.AckManyRequest).GetAcks() {
-			if err := s.needDelivery(ctx, scopes, a.GetInboxId()); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.needDeliveries(ctx, scopes, ids...)
 	}},
 	hookverifyv1.InboxService_Nack_FullMethodName: {check: func(ctx context.Context, s *Server, scopes scopeSet, req any) error {
-		return s.needDelivery(ctx, scopes, req.(*hookverifyv1.NackRequest).GetInboxId())
+		return s.needDeliveries(ctx, scopes, req.(*hookverifyv1.NackRequest).GetInboxId())
 	}},
 	hookverifyv1.InboxService_ExtendLease_FullMethodName: {check: func(ctx context.Context, s *Server, scopes scopeSet, req any) error {
-		return s.needDelivery(ctx, scopes, req.(*hookverifyv1.ExtendLeaseRequest).GetInboxId())
+		return s.needDeliveries(ctx, scopes, req.(*hookverifyv1.ExtendLeaseRequest).GetInboxId())
 	}},
 	hookverifyv1.InboxService_Requeue_FullMethodName: {check: func(ctx context.Context, s *Server, scopes scopeSet, req any) error {
-		return s.needDelivery(ctx, scopes, req.(*hookverifyv1.RequeueRequest).GetInboxId())
+		return s.needDeliveries(ctx, scopes, req.(*hookverifyv1.RequeueRequest).GetInboxId())
 	}},
 	// GetInboxStats answers any inbox caller, with only the endpoints its scopes cover.
 	hookverifyv1.InboxService_GetInboxStats_FullMethodName: {
@@ -132,10 +127,10 @@ func needInboxFilter(scopes scopeSet, endpointIDs []string) error {
 	return needEndpoints(scopes, ScopeInbox, endpointIDs)
 }
 
-// needDelivery requires inbox on the endpoint of the delivery inboxID. A caller with inbox on
-// every endpoint skips the lookup; others are refused, with the same message, whether the
-// delivery is out of scope or does not exist.
-func (s *Server) needDelivery(ctx context.Context, scopes scopeSet, inboxID string) error {
+// needDeliveries requires inbox on the endpoint of every delivery named, looked up with one
+// read. A caller with inbox on every endpoint skips the lookup; others are refused, with the
+// same message, whether a delivery is out of scope or does not exist.
+func (s *Server) needDeliveries(ctx context.Context, scopes scopeSet, inboxIDs ...string) error {
 	if scopes.allowsAll(ScopeInbox) {
 		return nil
 	}
@@ -146,12 +141,17 @@ func (s *Server) needDelivery(ctx context.Context, scopes scopeSet, inboxID stri
 	if err != nil {
 		return err
 	}
-	endpointID, err := st.DeliveryEndpoint(ctx, inboxID)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return denied("unknown inbox id")
-	case err != nil:
+	endpoints, err := st.DeliveryEndpoints(ctx, inboxIDs)
+	if err != nil {
 		return storageStatus(ctx, s.log, "authorize", err)
 	}
-	return needEndpoints(scopes, ScopeInbox, []string{endpointID})
+	endpointIDs := make([]string, len(inboxIDs))
+	for i, id := range inboxIDs {
+		endpointID, ok := endpoints[id]
+		if !ok {
+			return denied("unknown inbox id")
+		}
+		endpointIDs[i] = endpointID
+	}
+	return needEndpoints(scopes, ScopeInbox, endpointIDs)
 }

@@ -43,10 +43,11 @@ type InboxStore interface {
 	// Requeue moves a dead delivery back to pending, visible at now, with its attempts reset to
 	// zero. ErrNotFound if no dead delivery has the id.
 	Requeue(ctx context.Context, inboxID string, now time.Time) error
-	// DeliveryEndpoint returns the endpoint id of the inbox record with the id, or
-	// ErrNotFound. Authorizing a worker's ack (which names only the inbox id) needs nothing
-	// else, and GetDelivery would read the whole body.
-	DeliveryEndpoint(ctx context.Context, inboxID string) (string, error)
+	// DeliveryEndpoints returns the endpoint id of each inbox record among the ids, keyed by
+	// inbox id; ids with no record are left out. Authorizing a worker's acks (which name only
+	// inbox ids) needs nothing else, and GetDelivery would read the whole body; one read serves
+	// all the acks of an AckMany.
+	DeliveryEndpoints(ctx context.Context, inboxIDs []string) (map[string]string, error)
 	// InboxStats returns per-endpoint counts by state and the oldest pending VisibleAt, for
 	// endpoints that have any pending, leased or dead delivery, ordered by endpoint id.
 	InboxStats(ctx context.Context) ([]EndpointInboxStats, error)

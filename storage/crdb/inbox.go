@@ -663,7 +663,17 @@ func scanLeasedInto(row pgx.CollectableRow, d *storage.LeasedDelivery, extra ...
 	return nil
 }
 
-// DeliveryEndpoint returns the endpoint id of the inbox record with the id, or ErrNotFound.
-func (s *Store) DeliveryEndpoint(ctx context.Context, inboxID string) (string, error) {
-	return queryOne(ctx, s, "delivery endpoint", pgx.RowTo[string], `SELECT endpoint_id FROM inbox WHERE id = $1`, inboxID)
+// DeliveryEndpoints returns the endpoint id of each inbox record among the ids.
+func (s *Store) DeliveryEndpoints(ctx context.Context, inboxIDs []string) (map[string]string, error) {
+	type row struct{ ID, EndpointID string }
+	rows, err := queryAll(ctx, s, "delivery endpoints", pgx.RowToStructByPos[row],
+		`SELECT id, endpoint_id FROM inbox WHERE id = ANY($1::TEXT[])`, inboxIDs)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r.EndpointID
+	}
+	return out, nil
 }

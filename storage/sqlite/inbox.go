@@ -555,15 +555,27 @@ func collectLeased(rows *sql.Rows) ([]storage.LeasedDelivery, error) {
 	return list, rows.Err()
 }
 
-// DeliveryEndpoint returns the endpoint id of the inbox record with the id, or ErrNotFound.
-func (s *Store) DeliveryEndpoint(ctx context.Context, inboxID string) (string, error) {
-	var endpointID string
-	err := s.read("delivery endpoint", func(q queryer) error {
-		err := q.QueryRowContext(ctx, `SELECT endpoint_id FROM inbox WHERE id = ?`, inboxID).Scan(&endpointID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("inbox record %q: %w", inboxID, storage.ErrNotFound)
+// DeliveryEndpoints returns the endpoint id of each inbox record among the ids.
+func (s *Store) DeliveryEndpoints(ctx context.Context, inboxIDs []string) (map[string]string, error) {
+	idList, err := json.Marshal(inboxIDs)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(inboxIDs))
+	err = s.read("delivery endpoints", func(q queryer) error {
+		rows, err := q.QueryContext(ctx, `SELECT id, endpoint_id FROM inbox WHERE id IN (SELECT value FROM json_each(?))`, string(idList))
+		if err != nil {
+			return err
 		}
-		return err
+		defer rows.Close()
+		for rows.Next() {
+			var id, endpointID string
+			if err := rows.Scan(&id, &endpointID); err != nil {
+				return err
+			}
+			out[id] = endpointID
+		}
+		return rows.Err()
 	})
-	return endpointID, err
+	return out, err
 }

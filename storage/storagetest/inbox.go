@@ -230,22 +230,25 @@ func testInbox(t *testing.T, h harness) {
 		wantSame(t, d1, getDelivery(t, s, "d1"), "acked delivery")
 	})
 
-	t.Run("delivery endpoint names the endpoint of a delivery in any state", func(t *testing.T) {
+	t.Run("delivery endpoints name the endpoint of each delivery in any state", func(t *testing.T) {
 		s := inboxFixture(t, h)
 		deliver(t, s, "ep-2", "scope-x", "d1", at(time.Second))
-		wantEndpoint := func(what string) {
+		deliver(t, s, "ep-1", "ep-1", "d2", at(2*time.Second))
+		wantEndpoints := func(what string, ids []string, want map[string]string) {
 			t.Helper()
-			got, err := s.DeliveryEndpoint(t.Context(), "d1")
-			must(t, err, "DeliveryEndpoint "+what)
-			wantSame(t, "ep-2", got, "DeliveryEndpoint "+what)
+			got, err := s.DeliveryEndpoints(t.Context(), ids)
+			must(t, err, "DeliveryEndpoints "+what)
+			wantSame(t, want, got, "DeliveryEndpoints "+what)
 		}
-		wantEndpoint("pending")
+		wantEndpoints("pending", []string{"d1"}, map[string]string{"d1": "ep-2"})
 		lease(t, s, leaseReq("tok-1", t0, 1))
-		wantEndpoint("leased")
+		wantEndpoints("leased", []string{"d1"}, map[string]string{"d1": "ep-2"})
 		ack(t, s, "d1", "tok-1", t0)
-		wantEndpoint("acked")
-		_, err := s.DeliveryEndpoint(t.Context(), "nope")
-		wantErr(t, err, storage.ErrNotFound, "DeliveryEndpoint of an unknown delivery")
+		wantEndpoints("acked", []string{"d1"}, map[string]string{"d1": "ep-2"})
+		// Several at once, unknown ids left out, an id given twice answered once; none at all.
+		wantEndpoints("of several", []string{"d2", "nope", "d1", "d2"}, map[string]string{"d1": "ep-2", "d2": "ep-1"})
+		wantEndpoints("of unknown ids", []string{"nope", "ep-1"}, map[string]string{})
+		wantEndpoints("of no ids", nil, map[string]string{})
 	})
 
 	t.Run("an ack after the lease expired is lost even if nobody leased it again", func(t *testing.T) {

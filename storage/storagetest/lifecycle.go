@@ -81,7 +81,7 @@ func closedCalls(ctx context.Context, s storage.Store) map[string]error {
 	_, calls["ListDeadLetters"] = s.ListDeadLetters(ctx, storage.InboxFilter{}, 10)
 	calls["Requeue"] = s.Requeue(ctx, "inbox-1", at(time.Hour))
 	_, calls["InboxStats"] = s.InboxStats(ctx)
-	_, calls["DeliveryEndpoint"] = s.DeliveryEndpoint(ctx, "inbox-1")
+	_, calls["DeliveryEndpoints"] = s.DeliveryEndpoints(ctx, []string{"inbox-1"})
 	_, calls["Sweep"] = s.Sweep(ctx, storage.SweepRequest{AckedBefore: at(time.Hour), ClaimsBefore: at(time.Hour), Batch: 10})
 	calls["CreateToken"] = s.CreateToken(ctx, newToken("tok-2", "ci", at(0)))
 	_, calls["TokenByHash"] = s.TokenByHash(ctx, tokenHash("tok-1"))
