@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -453,6 +454,16 @@ func TestAuthScopeDecisions(t *testing.T) {
 		{"inbox on every endpoint allows acking many, missing ones too", ackMany("inbox-all", "inbox-globex-orders", "inbox-missing"), true},
 		{"verify does not allow acking many", ackMany("verify-all", "inbox-acme-orders"), false},
 		{"verify does not allow acking none", ackMany("verify-all"), false},
+		// Over the limit the handler refuses it as malformed (INVALID_ARGUMENT), having done
+		// nothing; the check does not read the endpoints of every id first.
+		{"inbox prefix passes too many acks on to be refused as malformed", func() error {
+			err := ackMany("inbox-acme", slices.Repeat([]string{"inbox-globex-orders"}, 101)...)()
+			if status.Code(err) != codes.InvalidArgument {
+				t.Errorf("101 acks by a scoped caller: %v, want InvalidArgument", err)
+			}
+			return err
+		}, true},
+		{"verify does not allow too many acks", ackMany("verify-all", slices.Repeat([]string{"inbox-acme-orders"}, 101)...), false},
 		{"inbox on every endpoint allows acking any delivery", ack("inbox-all", "inbox-globex-orders"), true},
 		{"verify does not allow acking", ack("verify-all", "inbox-acme-orders"), false},
 		{"admin allows acking", ack("admin", "inbox-globex-orders"), true},
