@@ -51,6 +51,9 @@ type pendingLoad[V any] struct {
 	done  chan struct{}
 	value V
 	err   error
+	// generation is the cache's when the load was registered: an invalidation since then
+	// keeps its value out of the cache.
+	generation uint64
 	// callerGone is set when the load failed because the context of the caller running it
 	// ended: the callers waiting for it then load for themselves rather than take that error.
 	callerGone bool
@@ -72,9 +75,14 @@ func (c *refreshCache[K, V]) get(ctx context.Context, key K, load func(context.C
 		now := time.Now()
 		c.mu.Lock()
 		e, cached := c.entries[key]
+		if cached && now.Before(e.refreshAt) && now.Before(e.expires) {
+			// The usual case: one map lookup under the lock.
+			c.mu.Unlock()
+			return e.value, nil
+		}
 		pending := c.loads[key]
 		if cached && now.Before(e.expires) {
-			if now.Before(e.refreshAt) || pending != nil {
+			if pending != nil {
 				c.mu.Unlock()
 				return e.value, nil
 			}
@@ -110,7 +118,7 @@ func (c *refreshCache[K, V]) get(ctx context.Context, key K, load func(context.C
 
 // startLoad registers a load of key, which the caller must then run with runLoad. c.mu is held.
 func (c *refreshCache[K, V]) startLoad(key K) *pendingLoad[V] {
-	p := &pendingLoad[V]{done: make(chan struct{})}
+	p := &pendingLoad[V]{done: make(chan struct{}), generation: c.generation}
 	c.loads[key] = p
 	return p
 }
@@ -118,9 +126,6 @@ func (c *refreshCache[K, V]) startLoad(key K) *pendingLoad[V] {
 // runLoad runs p's load, stores its value unless an invalidation came in the meantime, and lets
 // the callers waiting for it go.
 func (c *refreshCache[K, V]) runLoad(ctx context.Context, key K, p *pendingLoad[V], load func(context.Context) (V, error)) (V, error) {
-	c.mu.Lock()
-	gen := c.generation
-	c.mu.Unlock()
 	began := time.Now()
 	completed := false
 	defer func() {
@@ -129,7 +134,7 @@ func (c *refreshCache[K, V]) runLoad(ctx context.Context, key K, p *pendingLoad[
 		if c.loads[key] == p {
 			delete(c.loads, key)
 		}
-		if completed && p.err == nil && c.generation == gen {
+		if completed && p.err == nil && c.generation == p.generation {
 			c.putLocked(key, &refreshEntry[V]{value: p.value, refreshAt: began.Add(c.ttl - c.ttl/4), expires: began.Add(c.ttl)})
 		}
 		p.callerGone = !completed || (p.err != nil && ctx.Err() != nil)
