@@ -316,3 +316,21 @@ func TestRefreshCacheOff(t *testing.T) {
 		t.Errorf("%d loads for 5 calls with the cache off, want 5", n)
 	}
 }
+
+// TestRefreshCacheLoadAcrossInvalidationNotStored: a load that began before an invalidation
+// answers its own caller but is not cached, even when no other load follows it.
+func TestRefreshCacheLoadAcrossInvalidationNotStored(t *testing.T) {
+	c := newRefreshCache[string, string](time.Hour, 100)
+	l := newGatedLoader("old")
+	open := l.hold()
+	stale := getAsync(t.Context(), c, "k", l)
+	l.waitEntered(t)
+	c.invalidate("k")
+	open()
+	if r := receive(t, stale); r.value != "old" {
+		t.Fatalf("the caller got %q, want what its load read", r.value)
+	}
+	if e, ok := c.entries["k"]; ok {
+		t.Fatalf("a load from before the invalidation was cached: %q", e.value)
+	}
+}
