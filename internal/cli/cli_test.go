@@ -413,6 +413,75 @@ func TestInboxCommands(t *testing.T) {
 	}
 }
 
+// TestInboxAckMany acks a whole lease at once: the JSON `inbox lease` printed, piped into
+// `inbox ack --leased -`, and repeated --id/--lease pairs, in calls of at most 100.
+func TestInboxAckMany(t *testing.T) {
+	remote, must := startTestServer(t)
+	must("", "endpoint", "create", "--id", "gh", "--provider", "github")
+	must("gh-secret", "secret", "add", "--endpoint", "gh")
+	bodyFile := filepath.Join(t.TempDir(), "body.json")
+	if err := os.WriteFile(bodyFile, []byte(`{"zen":"x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"d-1", "d-2", "d-3"} {
+		h := signHeaders(t, "--provider", "github", "--secret", "gh-secret", "--body", bodyFile, "--id", id)
+		must("", "verify", "--endpoint", "gh", "--body", bodyFile, "-H", "X-GitHub-Delivery: "+id, "-H", "X-Hub-Signature-256: "+h.Get("X-Hub-Signature-256"))
+	}
+	leased := must("", "inbox", "lease", "--max", "3", "--endpoint", "gh")
+	var results struct {
+		Results []struct {
+			InboxID string `json:"inboxId"`
+			Code    int    `json:"code"`
+		} `json:"results"`
+	}
+	out := must(leased, "inbox", "ack", "--leased", "-")
+	if err := json.Unmarshal([]byte(out), &results); err != nil || len(results.Results) != 3 {
+		t.Fatalf("inbox ack --leased printed %s (%v)", out, err)
+	}
+	for _, r := range results.Results {
+		if r.Code != 0 || !strings.Contains(leased, r.InboxID) {
+			t.Errorf("result %+v, want code 0 for a leased delivery", r)
+		}
+	}
+	if out := must("", "inbox", "stats"); strings.Contains(out, `"pending"`) || strings.Contains(out, `"leased"`) {
+		t.Fatalf("after acking the lease, inbox stats:\n%s", out)
+	}
+
+	// The same acks again: every lease has ended, each result says so, and the command fails.
+	code, out, errOut := run(t, leased, append([]string{"inbox", "ack", "--leased", "-"}, remote...)...)
+	if code != 1 || !strings.Contains(errOut, "3 of 3 acks failed") || strings.Count(out, `"code": 9`) != 3 {
+		t.Errorf("acking ended leases: exit %d, stderr %q, output:\n%s", code, errOut, out)
+	}
+	// More than one call's worth of pairs: split into calls the server takes (it refuses more
+	// than 100 in one), every result kept. Unknown ids are each NOT_FOUND.
+	args := []string{"inbox", "ack"}
+	for i := range maxAcksPerCall + 3 {
+		args = append(args, "--id", fmt.Sprintf("no-such-%d", i), "--lease", "token")
+	}
+	code, out, errOut = run(t, "", append(args, remote...)...)
+	if code != 1 || !strings.Contains(errOut, "103 of 103 acks failed") || strings.Count(out, `"code": 5`) != 103 {
+		t.Errorf("acking 103 unknown deliveries: exit %d, stderr %q, %d NOT_FOUND results", code, errOut, strings.Count(out, `"code": 5`))
+	}
+
+	for _, c := range []struct {
+		stdin   string
+		args    []string
+		wantErr string
+	}{
+		{"", []string{"--id", "a"}, "1 --id but 0 --lease"},
+		{"", []string{"--id", "a", "--lease", ""}, "must not be empty"},
+		{"", nil, "--id and --lease are required"},
+		{`{}`, []string{"--leased", "-"}, "holds no deliveries"},
+		{`not json`, []string{"--leased", "-"}, "is not the JSON 'inbox lease' prints"},
+		{`{"deliveries": [{"inboxId": "x"}]}`, []string{"--leased", "-"}, "without an inbox id or lease token"},
+	} {
+		code, _, errOut := run(t, c.stdin, append(append([]string{"inbox", "ack"}, c.args...), remote...)...)
+		if code != 1 || !strings.Contains(errOut, c.wantErr) {
+			t.Errorf("inbox ack %q (stdin %q): exit %d, stderr %q, want %q", c.args, c.stdin, code, errOut, c.wantErr)
+		}
+	}
+}
+
 func TestBenchCommand(t *testing.T) {
 	remote, _ := startTestServer(t)
 	code, out, errOut := run(t, "", append([]string{"bench", "--duration", "300ms", "--workers", "4", "--baseline", "--mix", "new=60,dup=30,forged=10", "--drain", "2"}, remote...)...)

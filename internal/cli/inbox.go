@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"slices"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -81,21 +85,103 @@ func (l *leaseFlags) check() error {
 	return nil
 }
 
+// maxAcksPerCall is the server's limit on one AckMany; inbox ack splits longer lists.
+const maxAcksPerCall = 100
+
+// inboxAck acks one lease with Ack, or several (repeated --id/--lease pairs, and every
+// delivery of a lease printed by `inbox lease`, read with --leased) with AckMany, 100 a call.
+// With several it prints every result and fails when any ack did not go through, so that a
+// script sees a lost lease or a store failure rather than a partial success.
 func inboxAck(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "inbox ack")
 	var r remoteFlags
-	var l leaseFlags
+	var ids, tokens multiFlag
 	r.register(fs)
-	l.register(fs)
+	fs.Var(&ids, "id", "inbox id (repeatable, each with its own --lease, in the same order)")
+	fs.Var(&tokens, "lease", "lease token from 'inbox lease' (repeatable)")
+	leased := fs.String("leased", "", "also ack every delivery of this file, the JSON 'inbox lease' printed ('-': standard input)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := l.check(); err != nil {
+	acks, err := acksToSend(e, ids, tokens, *leased)
+	if err != nil {
 		return err
 	}
-	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
-		return inboxClient(c).Ack(ctx, &hookverifyv1.AckRequest{InboxId: l.id, LeaseToken: l.token})
+	if len(acks) == 1 && *leased == "" {
+		return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+			return inboxClient(c).Ack(ctx, acks[0])
+		})
+	}
+	all := &hookverifyv1.AckManyResponse{}
+	err = r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+		for chunk := range slices.Chunk(acks, maxAcksPerCall) {
+			resp, err := inboxClient(c).AckMany(ctx, &hookverifyv1.AckManyRequest{Acks: chunk})
+			if err != nil {
+				if len(all.Results) == 0 {
+					return nil, err
+				}
+				// The calls before this one went through: print their results, so that a
+				// script retries only the rest.
+				if perr := printJSON(e.stdout, all); perr != nil {
+					return nil, perr
+				}
+				return nil, fmt.Errorf("the first %d of %d acks were answered (printed above), then: %w", len(all.Results), len(acks), err)
+			}
+			all.Results = append(all.Results, resp.GetResults()...)
+		}
+		return all, nil
 	})
+	if err != nil {
+		return err
+	}
+	failed := 0
+	for _, res := range all.Results {
+		if codes.Code(res.GetCode()) != codes.OK {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d acks failed (see each result's code and message; UNAVAILABLE ones may be retried)", failed, len(all.Results))
+	}
+	return nil
+}
+
+// acksToSend pairs the repeated --id and --lease flags in order and appends the deliveries of
+// the --leased file, if any.
+func acksToSend(e env, ids, tokens []string, leasedPath string) ([]*hookverifyv1.AckRequest, error) {
+	if len(ids) != len(tokens) {
+		return nil, fmt.Errorf("%d --id but %d --lease: give each inbox id its lease token", len(ids), len(tokens))
+	}
+	var acks []*hookverifyv1.AckRequest
+	for i, id := range ids {
+		if id == "" || tokens[i] == "" {
+			return nil, errors.New("--id and --lease must not be empty")
+		}
+		acks = append(acks, &hookverifyv1.AckRequest{InboxId: id, LeaseToken: tokens[i]})
+	}
+	if leasedPath != "" {
+		data, err := readBody(e, leasedPath)
+		if err != nil {
+			return nil, fmt.Errorf("--leased: %w", err)
+		}
+		var lease hookverifyv1.LeaseResponse
+		if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(data, &lease); err != nil {
+			return nil, fmt.Errorf("--leased %s is not the JSON 'inbox lease' prints: %w", leasedPath, err)
+		}
+		for _, d := range lease.GetDeliveries() {
+			if d.GetInboxId() == "" || d.GetLeaseToken() == "" {
+				return nil, fmt.Errorf("--leased %s has a delivery without an inbox id or lease token", leasedPath)
+			}
+			acks = append(acks, &hookverifyv1.AckRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken()})
+		}
+	}
+	if len(acks) == 0 {
+		if leasedPath != "" {
+			return nil, fmt.Errorf("--leased %s holds no deliveries: nothing to ack", leasedPath)
+		}
+		return nil, errors.New("--id and --lease are required (or --leased FILE)")
+	}
+	return acks, nil
 }
 
 func inboxNack(ctx context.Context, e env, args []string) error {
