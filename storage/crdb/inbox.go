@@ -515,6 +515,15 @@ func (s *Store) ExtendLease(ctx context.Context, inboxID, leaseToken string, unt
 	})
 }
 
+// listDeadLetters is ListDeadLetters' statement, and its arguments.
+func listDeadLetters(filter storage.InboxFilter, limit int) (string, []any) {
+	var p params
+	where := filterSQL(filter, &p)
+	sql := `SELECT ` + leasedColumns + ` FROM inbox WHERE state = 'dead'` + where + `
+		ORDER BY visible_at, id LIMIT ` + p.add(int64(limit))
+	return sql, p
+}
+
 // ListDeadLetters returns up to limit dead deliveries matching the filter, oldest VisibleAt
 // (the time of their last attempt's lease) first.
 func (s *Store) ListDeadLetters(ctx context.Context, filter storage.InboxFilter, limit int) ([]storage.LeasedDelivery, error) {
@@ -523,10 +532,8 @@ func (s *Store) ListDeadLetters(ctx context.Context, filter storage.InboxFilter,
 	}
 	var list []storage.LeasedDelivery
 	err := s.single(ctx, "list dead letters", func(ctx context.Context, conn *pgx.Conn) error {
-		var p params
-		where := filterSQL(filter, &p)
-		rows, err := conn.Query(ctx, `SELECT `+leasedColumns+` FROM inbox WHERE state = 'dead'`+where+`
-			ORDER BY visible_at, id LIMIT `+p.add(int64(limit)), p...)
+		sql, args := listDeadLetters(filter, limit)
+		rows, err := conn.Query(ctx, sql, args...)
 		if err != nil {
 			return err
 		}

@@ -246,6 +246,56 @@ func TestLiveLeaseStatementsUseThePrimaryKey(t *testing.T) {
 	wantPrimaryKey(t, "Requeue", plan(t, requeueSQL, "inbox-7", now))
 }
 
+// TestEndpointStatementsUseTheEndpointIndex: the statements that pick deliveries by endpoint
+// (a lease, its dead-lettering of expired leases, the dead letters' list) go along the
+// (state, endpoint_id, visible_at, id) index, with one endpoint or several, among tens of
+// thousands of deliveries of other endpoints. Migration 27 dropped the (endpoint_id, state)
+// index on the strength of this.
+func TestEndpointStatementsUseTheEndpointIndex(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Shared(t).NewDatabase(t)
+	open(t, url)
+	conn := connect(t, url)
+	exec(t, conn, `INSERT INTO inbox (id, scope, event_id, endpoint_id, operation_key, secret_id, method, url,
+		headers, body, received_at, state, attempts, visible_at, lease_token, leased_until)
+		SELECT 'inbox-' || i, 'ep-' || i % 60, 'evt-' || i, 'ep-' || i % 60, 'op-' || i, 'sec', 'POST', 'u', '', '{}',
+			$1, s.state, 1, $1::TIMESTAMPTZ + i * interval '1 ms',
+			CASE WHEN s.state = 'leased' THEN 'tok' END, CASE WHEN s.state = 'leased' THEN $1::TIMESTAMPTZ END
+		FROM generate_series(1, 30000) AS i,
+			LATERAL (SELECT CASE WHEN i % 20 < 14 THEN 'pending' WHEN i % 20 < 18 THEN 'leased'
+				WHEN i % 20 = 18 THEN 'dead' ELSE 'acked' END AS state) AS s`, base)
+	exec(t, conn, `ANALYZE inbox`)
+	now := base.Add(time.Hour)
+	for _, endpoints := range [][]string{{"ep-7"}, {"ep-7", "ep-8", "ep-9"}} {
+		filter := storage.InboxFilter{EndpointIDs: endpoints}
+		req := storage.LeaseRequest{InboxFilter: filter, Max: 10, Visibility: time.Minute, MaxAttempts: 3,
+			LeaseToken: "tok-2", Now: now}
+		for _, c := range []struct {
+			what      string
+			statement func() (string, []any)
+		}{
+			{"a lease", func() (string, []any) { return leaseLeasable(req) }},
+			{"a lease's dead-lettering", func() (string, []any) { return deadLetterExpired(req) }},
+			{"the dead letters' list", func() (string, []any) { return listDeadLetters(filter, 100) }},
+		} {
+			sql, args := c.statement()
+			rows, err := conn.Query(t.Context(), `EXPLAIN `+sql, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan := strings.Join(lines, "\n")
+			t.Logf("%s, endpoints %q:\n%s", c.what, endpoints, plan)
+			if !strings.Contains(plan, "inbox_state_endpoint_id_visible_at_id_idx") || strings.Contains(plan, "Seq Scan on inbox") {
+				t.Errorf("%s for endpoints %q does not go along the endpoint index:\n%s", c.what, endpoints, plan)
+			}
+		}
+	}
+}
+
 // TestLeaseConcurrency: with leases bounded to one at a time, of three leases started while
 // another transaction locks the inbox only one reaches the database (and waits on the lock);
 // the others wait in the store, one of them until its context ends (unavailable), and the
