@@ -2,6 +2,8 @@
 # Reproducible throughput run: `scripts/bench.sh [duration] [workers]`.
 # HOOKVERIFY_BENCH_SERVER=path measures that server binary (an older build, say) with this
 # tree's load generator, for before/after comparisons under the same conditions.
+# HOOKVERIFY_BENCH_FLAGS adds flags to every `hookverify bench` (--repetitive-body, say, for
+# the bodies of runs before the eighth session).
 # Starts a throwaway PostgreSQL cluster on loopback (as the postgres user when run as root),
 # runs hookverify on it and on the embedded store, and drives each with `hookverify bench`
 # (new events, redeliveries, and the no-op gRPC baseline in the same run), then drives new events
@@ -22,6 +24,9 @@ server_bin=${HOOKVERIFY_BENCH_SERVER:-$bin}
 # A collector target above Go's default: fewer collections of the small live heap (README,
 # --gc-percent). Empty for a server binary that predates the flag.
 serve_flags=${HOOKVERIFY_BENCH_SERVE_FLAGS---gc-percent 400}
+bench_flags=${HOOKVERIFY_BENCH_FLAGS:-}
+# shellcheck disable=SC2086 # the flags are words
+bench() { "$bin" bench $bench_flags "$@"; }
 work=$(mktemp -d)
 chmod 755 "$work"
 pgbin=$(dirname "$(readlink -f "$(command -v initdb 2>/dev/null || ls /usr/lib/postgresql/*/bin/initdb | tail -n1)")")
@@ -59,7 +64,7 @@ measured() { # metrics port, bench arguments...
 	local hport=$1; shift
 	local before after
 	before=$(batch_totals "$hport")
-	"$bin" bench "$@"
+	bench "$@"
 	after=$(batch_totals "$hport")
 	echo "$before $after $phase_seconds" | awk '{
 		n = $4 - $1; busy = ($6 - $3) / $7
@@ -101,7 +106,7 @@ run_on() { # name, extra serve flags...
 		# Every redelivery read from the database: what one costs when the instance does not
 		# remember its claim (another instance's, or an evicted one).
 		echo "== $name: redeliveries, claim cache off =="
-		"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix dup=100 --baseline
+		bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix dup=100 --baseline
 		echo
 		finish_run "$name" "$pid"
 		return
@@ -109,7 +114,7 @@ run_on() { # name, extra serve flags...
 	echo "== $name: new events =="
 	measured "$hport" --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix new=100 --baseline | tee "$work/$name.new"
 	echo "== $name: redeliveries =="
-	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix dup=100 --baseline
+	bench --server "127.0.0.1:$port" --duration "$duration" --workers "$workers" --mix dup=100 --baseline
 	local half
 	half=$(awk '$1 == "accepted" && NF >= 7 { printf "%d", $3 / 2; exit }' "$work/$name.new")
 	if [ "$name" = postgres ] && [ -z "${HOOKVERIFY_BENCH_NO_CHECKPOINT:-}" ]; then
@@ -125,9 +130,9 @@ run_on() { # name, extra serve flags...
 	# deliveries at a time and acking them over gRPC, with one AckMany call per lease and then
 	# with one Ack call per delivery; the backlog left at the end says whether they kept up.
 	echo "== $name: the same, with 16 workers draining the inbox, one AckMany per lease =="
-	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers 64 --mix new=100 --rate "$half" --drain 16
+	bench --server "127.0.0.1:$port" --duration "$duration" --workers 64 --mix new=100 --rate "$half" --drain 16
 	echo "== $name: the same, with 16 workers draining the inbox, one Ack per delivery =="
-	"$bin" bench --server "127.0.0.1:$port" --duration "$duration" --workers 64 --mix new=100 --rate "$half" --drain 16 --ack-each
+	bench --server "127.0.0.1:$port" --duration "$duration" --workers 64 --mix new=100 --rate "$half" --drain 16 --ack-each
 	echo
 	finish_run "$name" "$pid"
 }
