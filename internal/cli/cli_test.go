@@ -364,18 +364,25 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestInboxCommands(t *testing.T) {
-	remote, must := startTestServer(t)
+// acceptDeliveries creates the GitHub endpoint "gh" and has the server accept one delivery of
+// the body {"zen":"x"} for each event id, into the inbox.
+func acceptDeliveries(t *testing.T, must func(stdin string, args ...string) string, eventIDs ...string) {
+	t.Helper()
 	must("", "endpoint", "create", "--id", "gh", "--provider", "github")
 	must("gh-secret", "secret", "add", "--endpoint", "gh")
 	bodyFile := filepath.Join(t.TempDir(), "body.json")
 	if err := os.WriteFile(bodyFile, []byte(`{"zen":"x"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"d-1", "d-2"} {
+	for _, id := range eventIDs {
 		h := signHeaders(t, "--provider", "github", "--secret", "gh-secret", "--body", bodyFile, "--id", id)
 		must("", "verify", "--endpoint", "gh", "--body", bodyFile, "-H", "X-GitHub-Delivery: "+id, "-H", "X-Hub-Signature-256: "+h.Get("X-Hub-Signature-256"))
 	}
+}
+
+func TestInboxCommands(t *testing.T) {
+	remote, must := startTestServer(t)
+	acceptDeliveries(t, must, "d-1", "d-2")
 	if out := must("", "inbox", "stats"); !strings.Contains(out, `"pending": "2"`) {
 		t.Fatalf("inbox stats:\n%s", out)
 	}
@@ -418,16 +425,7 @@ func TestInboxCommands(t *testing.T) {
 // `inbox ack --leased -`, and repeated --id/--lease pairs, in calls of at most 100.
 func TestInboxAckMany(t *testing.T) {
 	remote, must := startTestServer(t)
-	must("", "endpoint", "create", "--id", "gh", "--provider", "github")
-	must("gh-secret", "secret", "add", "--endpoint", "gh")
-	bodyFile := filepath.Join(t.TempDir(), "body.json")
-	if err := os.WriteFile(bodyFile, []byte(`{"zen":"x"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"d-1", "d-2", "d-3"} {
-		h := signHeaders(t, "--provider", "github", "--secret", "gh-secret", "--body", bodyFile, "--id", id)
-		must("", "verify", "--endpoint", "gh", "--body", bodyFile, "-H", "X-GitHub-Delivery: "+id, "-H", "X-Hub-Signature-256: "+h.Get("X-Hub-Signature-256"))
-	}
+	acceptDeliveries(t, must, "d-1", "d-2", "d-3")
 	leased := must("", "inbox", "lease", "--max", "3", "--endpoint", "gh")
 	var results struct {
 		Results []struct {

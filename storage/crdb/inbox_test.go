@@ -203,6 +203,20 @@ func TestAckManySharesOneCommit(t *testing.T) {
 	storagetest.AckManySharesOneCommit(t, s, storagetest.AckBatching{Batches: s.acks.Batches})
 }
 
+// explain returns PostgreSQL's plan for the statement, one line per plan node.
+func explain(t *testing.T, conn *pgx.Conn, sql string, args ...any) string {
+	t.Helper()
+	rows, err := conn.Query(t.Context(), `EXPLAIN `+sql, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
 // TestLiveLeaseStatementsUseThePrimaryKey: the statements that change one delivery find it by
 // its primary key even when the statistics are stale, here taken while every delivery was
 // pending, before all of them were leased (or died). Written plainly, PostgreSQL then chose
@@ -218,18 +232,6 @@ func TestLiveLeaseStatementsUseThePrimaryKey(t *testing.T) {
 		SELECT 'inbox-' || i, 'ep-1', 'evt-' || i, 'ep-1', 'op-' || i, 'sec', 'POST', 'u', '', '{}', $1, 'pending', 0, $1
 		FROM generate_series(1, 20000) AS i`, base)
 	exec(t, conn, `ANALYZE inbox`)
-	plan := func(t *testing.T, sql string, args ...any) string {
-		t.Helper()
-		rows, err := conn.Query(t.Context(), `EXPLAIN `+sql, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Join(lines, "\n")
-	}
 	wantPrimaryKey := func(t *testing.T, what, plan string) {
 		t.Helper()
 		if !strings.Contains(plan, "inbox_pkey") {
@@ -238,12 +240,12 @@ func TestLiveLeaseStatementsUseThePrimaryKey(t *testing.T) {
 	}
 	now := base.Add(time.Minute)
 	exec(t, conn, `UPDATE inbox SET state = 'leased', lease_token = 'tok', leased_until = $1`, now.Add(time.Hour))
-	wantPrimaryKey(t, "Ack, Nack and ExtendLease's condition", plan(t,
+	wantPrimaryKey(t, "Ack, Nack and ExtendLease's condition", explain(t, conn,
 		`UPDATE inbox SET leased_until = $4 WHERE `+onLiveLease, "inbox-7", "tok", now, now))
-	wantPrimaryKey(t, "the batch ack", plan(t, ackBatchSQL, []string{"inbox-7", "inbox-8"}, []string{"tok", "tok"},
+	wantPrimaryKey(t, "the batch ack", explain(t, conn, ackBatchSQL, []string{"inbox-7", "inbox-8"}, []string{"tok", "tok"},
 		[]time.Time{now, now}))
 	exec(t, conn, `UPDATE inbox SET state = 'dead', lease_token = NULL, leased_until = NULL`)
-	wantPrimaryKey(t, "Requeue", plan(t, requeueSQL, "inbox-7", now))
+	wantPrimaryKey(t, "Requeue", explain(t, conn, requeueSQL, "inbox-7", now))
 }
 
 // TestEndpointStatementsUseTheEndpointIndex: the statements that pick deliveries by endpoint
@@ -279,15 +281,7 @@ func TestEndpointStatementsUseTheEndpointIndex(t *testing.T) {
 			{"the dead letters' list", func() (string, []any) { return listDeadLetters(filter, 100) }},
 		} {
 			sql, args := c.statement()
-			rows, err := conn.Query(t.Context(), `EXPLAIN `+sql, args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				t.Fatal(err)
-			}
-			plan := strings.Join(lines, "\n")
+			plan := explain(t, conn, sql, args...)
 			t.Logf("%s, endpoints %q:\n%s", c.what, endpoints, plan)
 			if !strings.Contains(plan, "inbox_state_endpoint_id_visible_at_id_idx") || strings.Contains(plan, "Seq Scan on inbox") {
 				t.Errorf("%s for endpoints %q does not go along the endpoint index:\n%s", c.what, endpoints, plan)
