@@ -290,6 +290,48 @@ func TestEndpointStatementsUseTheEndpointIndex(t *testing.T) {
 	}
 }
 
+// TestLeaseTurnsBitmapScansOffForItsTransactionOnly: the planner setting a lease sends with
+// its statements holds for them, and is gone from the connection once the lease is done.
+func TestLeaseTurnsBitmapScansOffForItsTransactionOnly(t *testing.T) {
+	t.Parallel()
+	s := open(t, pgtest.Shared(t).NewDatabase(t)+"&pool_max_conns=1")
+	err := s.inOneTrip(t.Context(), "test", false, func(ctx context.Context, conn *pgx.Conn) error {
+		var b pgx.Batch
+		b.Queue(noBitmapScans)
+		b.Queue(`SELECT current_setting('enable_bitmapscan')`)
+		br := conn.SendBatch(ctx, &b)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		var v string
+		if err := br.QueryRow().Scan(&v); err != nil || v != "off" {
+			t.Errorf("enable_bitmapscan within the lease's round trip = %q (%v), want off", v, err)
+		}
+		return br.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Lease(t.Context(), storage.LeaseRequest{Max: 1, Visibility: time.Minute, MaxAttempts: 3, LeaseToken: "tok", Now: base}); err != nil {
+		t.Fatal(err)
+	}
+	// The pool's one connection, after both.
+	err = s.single(t.Context(), "test", func(ctx context.Context, conn *pgx.Conn) error {
+		var v string
+		if err := conn.QueryRow(ctx, `SELECT current_setting('enable_bitmapscan')`).Scan(&v); err != nil {
+			return err
+		}
+		if v != "on" {
+			t.Errorf("enable_bitmapscan after a lease = %q, want on", v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestLeaseConcurrency: with leases bounded to one at a time, of three leases started while
 // another transaction locks the inbox only one reaches the database (and waits on the lock);
 // the others wait in the store, one of them until its context ends (unavailable), and the
