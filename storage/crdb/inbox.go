@@ -88,9 +88,8 @@ func validLease(req storage.LeaseRequest) error {
 }
 
 // noBitmapScans turns PostgreSQL's bitmap scans off for the rest of the transaction. A lease
-// finds expired leases along (state = 'leased', endpoint_id) in the endpoint index, whose
-// entries include every row version a lease wrote and an ack has since replaced, until a
-// vacuum. A bitmap scan visits those versions' heap pages on every lease and never marks their
+// finds expired leases along the state = 'leased' range of an inbox index, whose entries
+// include every row version a lease wrote and an ack has since replaced, until a vacuum. A bitmap scan visits those versions' heap pages on every lease and never marks their
 // entries dead; a plain index scan marks each entry it finds dead, and later leases skip it.
 const noBitmapScans = `SELECT set_config('enable_bitmapscan', 'off', true)`
 
@@ -132,9 +131,10 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 	}
 	var err error
 	if s.engine == EnginePostgreSQL {
-		// Both statements in one round trip, one implicit transaction: BEGIN and COMMIT of
-		// their own made a lease four round trips, and with workers draining the inbox
-		// leases took more of the server's time than new events (BENCHMARKS.md).
+		// Both statements, after the planner setting that holds for them (noBitmapScans), in
+		// one round trip, one implicit transaction: BEGIN and COMMIT of their own made a lease
+		// four round trips, and with workers draining the inbox leases took more of the
+		// server's time than new events (BENCHMARKS.md).
 		err = s.inOneTrip(ctx, "lease", false, func(ctx context.Context, conn *pgx.Conn) error {
 			var b pgx.Batch
 			b.Queue(noBitmapScans)
