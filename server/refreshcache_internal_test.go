@@ -270,16 +270,25 @@ func TestRefreshCacheSharesErrors(t *testing.T) {
 	}
 }
 
-// TestRefreshCacheInvalidateDuringLoad: an invalidation while a load is under way is not
-// undone by it. Callers from then on load afresh rather than wait for the old load, and the old
-// load's value is not stored.
-func TestRefreshCacheInvalidateDuringLoad(t *testing.T) {
+// invalidateDuringLoad starts a load of "k" that reads "old" and holds it at the loader's gate,
+// then invalidates "k". It returns the cache, the loader, the gate's opener and the stale
+// caller's answer to come.
+func invalidateDuringLoad(t *testing.T) (*refreshCache[string, string], *gatedLoader, func(), <-chan getResult) {
+	t.Helper()
 	c := newRefreshCache[string, string](time.Hour, 100)
 	l := newGatedLoader("old")
 	open := l.hold()
 	stale := getAsync(t.Context(), c, "k", l)
 	l.waitEntered(t)
 	c.invalidate("k")
+	return c, l, open, stale
+}
+
+// TestRefreshCacheInvalidateDuringLoad: an invalidation while a load is under way is not
+// undone by it. Callers from then on load afresh rather than wait for the old load, and the old
+// load's value is not stored.
+func TestRefreshCacheInvalidateDuringLoad(t *testing.T) {
+	c, l, open, stale := invalidateDuringLoad(t)
 	l.set("new", nil)
 	fresh := getAsync(t.Context(), c, "k", l)
 	l.waitEntered(t) // a second load, not a wait for the first
@@ -320,12 +329,7 @@ func TestRefreshCacheOff(t *testing.T) {
 // TestRefreshCacheLoadAcrossInvalidationNotStored: a load that began before an invalidation
 // answers its own caller but is not cached, even when no other load follows it.
 func TestRefreshCacheLoadAcrossInvalidationNotStored(t *testing.T) {
-	c := newRefreshCache[string, string](time.Hour, 100)
-	l := newGatedLoader("old")
-	open := l.hold()
-	stale := getAsync(t.Context(), c, "k", l)
-	l.waitEntered(t)
-	c.invalidate("k")
+	c, _, open, stale := invalidateDuringLoad(t)
 	open()
 	if r := receive(t, stale); r.value != "old" {
 		t.Fatalf("the caller got %q, want what its load read", r.value)
