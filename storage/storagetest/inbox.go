@@ -690,6 +690,22 @@ func testRetention(t *testing.T, h harness) {
 		req = storage.SweepRequest{AckedBefore: t0.Add(2 * time.Hour), ClaimsBefore: t0, Batch: 10}
 		wantSame(t, storage.SweepResult{InboxDeleted: 1, ClaimsDeleted: 1}, sweep(t, s, req), "second sweep")
 	})
+
+	t.Run("a claim swept while its acked delivery is kept frees its identity all the same", func(t *testing.T) {
+		// Acked deliveries may be kept longer than claims (--inbox-retention above
+		// --dedupe-window): past the window the event is new again, and its old record
+		// stays until its own retention ends.
+		s := settled(t)
+		req := storage.SweepRequest{AckedBefore: t0, ClaimsBefore: at(20 * time.Second), Batch: 10}
+		wantSame(t, storage.SweepResult{ClaimsDeleted: 6}, sweep(t, s, req), "sweep of claims only")
+		for _, id := range []string{"old-0", "recent"} {
+			d := newDelivery("ep-1", "ep-1", "evt-"+id, "again-"+id)
+			wantSame(t, acceptedBy(d), claim(t, s, d), "claim of "+id+"'s identity after its claim was swept")
+			wantSame(t, id, getDelivery(t, s, id).InboxID, "the earlier record")
+			wantSame(t, d.InboxID, getDelivery(t, s, d.InboxID).InboxID, "the new record")
+		}
+		wantCount(t, s, "ep-1", 11)
+	})
 }
 
 // manyEndpoints returns n ids of endpoints that do not exist.
