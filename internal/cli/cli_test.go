@@ -21,6 +21,7 @@ import (
 	"github.com/stripe/stripe-go/v84/webhook"
 
 	"github.com/hookverify/hookverify/internal/pgtest"
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/secretbox"
 )
@@ -529,6 +530,10 @@ func TestBenchCommand(t *testing.T) {
 	if code != 0 || !hasRow(out, "ack") || hasRow(out, "ack-many") || strings.Contains(out, "error:") {
 		t.Errorf("bench --ack-each exited %d (%s), output:\n%s", code, errOut, out)
 	}
+	// Every new event is new, and its signature holds (newEventFrom).
+	if !hasRow(out, "accepted") || hasRow(out, "duplicate") || hasRow(out, "rejected") {
+		t.Errorf("bench --mix new=100: verdicts other than accepted:\n%s", out)
+	}
 	wantDrained(t, out)
 	if code, _, _ := run(t, "", "bench", "--mix", "new=0"); code != 1 {
 		t.Errorf("bench with an all-zero mix: exit %d, want 1", code)
@@ -722,5 +727,36 @@ func TestCacheFlagsToOptions(t *testing.T) {
 	}
 	if offWhenZero(sc.claimCacheSize) >= 0 || offWhenZero(sc.claimCacheTTL) >= 0 || offWhenZero(sc.cacheTTL) >= 0 {
 		t.Error("a flag of zero does not turn its cache off (a negative option)")
+	}
+}
+
+// TestNewEventFrom: each new event is the template with its own id in the one header that
+// carried the template's, and the template is left as it was.
+func TestNewEventFrom(t *testing.T) {
+	template := &hookverifyv1.VerifyRequest{EndpointId: "ep", Body: []byte("{}"), Method: "POST", Url: "https://x/ep",
+		Headers: []*hookverifyv1.HeaderField{{Name: "X-Hub-Signature-256", Value: "sha256=00"}, {Name: "X-GitHub-Delivery", Value: benchTemplateEventID}}}
+	newEvent, err := newEventFrom(template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := newEvent("evt-1"), newEvent("evt-2")
+	for _, c := range []struct {
+		req  *hookverifyv1.VerifyRequest
+		want string
+	}{{a, "evt-1"}, {b, "evt-2"}, {template, benchTemplateEventID}} {
+		if got := c.req.GetHeaders()[1]; got.GetName() != "X-GitHub-Delivery" || got.GetValue() != c.want {
+			t.Errorf("event id header %v, want %s", got, c.want)
+		}
+		if c.req.GetHeaders()[0].GetValue() != "sha256=00" || c.req.GetEndpointId() != "ep" || c.req.GetUrl() != "https://x/ep" ||
+			string(c.req.GetBody()) != "{}" || c.req.GetMethod() != "POST" {
+			t.Errorf("request %v differs from the template beyond its id", c.req)
+		}
+	}
+	template.Headers[0].Value = benchTemplateEventID
+	if _, err := newEventFrom(template); err == nil {
+		t.Error("two headers carry the template id: no error")
+	}
+	if _, err := newEventFrom(&hookverifyv1.VerifyRequest{}); err == nil {
+		t.Error("no header carries the template id: no error")
 	}
 }
