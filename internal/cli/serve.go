@@ -188,7 +188,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.claimCacheTTL, "claim-cache-ttl", server.DefaultClaimCacheTTL, "how long a remembered claim is trusted (never beyond half the dedupe window)")
 	c.auth.register(fs)
 	fs.IntVar(&c.gcPercent, "gc-percent", 0, "Go garbage collector target, as GOGC (default: $GOGC, else Go's 100); 400 measured 10-20 % more accepted/s but lets the heap reach 5 times the live data (BENCHMARKS.md)")
-	fs.IntVar(&c.leaseConcurrency, "lease-concurrency", crdb.DefaultLeaseConcurrency, "with --database-url, how many leases run at once; more wait in the server, so that the drain does not crowd new deliveries out of the database's CPU (0: no limit; BENCHMARKS.md)")
+	fs.IntVar(&c.leaseConcurrency, "lease-concurrency", crdb.DefaultLeaseConcurrency, "with --database-url, how many lease transactions run at once; leases that wait in the server meanwhile share the next one, so that the drain does not crowd new deliveries out of the database's CPU (0: no limit, every lease a transaction of its own; BENCHMARKS.md)")
 	fs.BoolVar(&c.commitEachClaim, "commit-each-claim", false, "turn group commit off: every claim commits in its own transaction, concurrently (slower; for measuring what group commit gains)")
 	fs.BoolVar(&c.pprof, "pprof", false, "also serve Go profiles under /debug/pprof/ on --http-listen (for profiling; off by default)")
 }

@@ -104,78 +104,134 @@ const noBitmapScans = `SELECT set_config('enable_bitmapscan', 'off', true)`
 // UPDATE checks leasability again, so that a row another transaction leased between the pick
 // and the lock (or an engine that ignored SKIP LOCKED) is never leased twice. The CTEs also
 // carry each row's state as locked, which tells an expired lease from a pending delivery.
+//
+// Leases waiting for their turn (SetLeaseConcurrency) share a transaction, as acks do
+// (storage.Batcher): each lease's statements run after the ones before it and see what they
+// leased, and every caller is answered after the one commit. With 16 workers draining, a
+// commit of its own per lease was the drain's largest cost after the rows (BENCHMARKS.md,
+// tenth session).
 func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.LeaseResult, error) {
 	if err := validLease(req); err != nil {
 		return storage.LeaseResult{}, fmt.Errorf("crdb: lease: %w", err)
 	}
-	if s.leaseSlots != nil { // see DefaultLeaseConcurrency
-		select {
-		case s.leaseSlots <- struct{}{}:
-			defer func() { <-s.leaseSlots }()
-		case <-ctx.Done():
-			return storage.LeaseResult{}, fmt.Errorf("crdb: lease: %w: %w", storage.ErrUnavailable, ctx.Err())
+	var call leaseCall
+	call.deadSQL, call.deadArgs = deadLetterExpired(req)
+	call.leaseSQL, call.leaseArgs = leaseLeasable(req)
+	var result storage.LeaseResult
+	if lanes := s.leaseLanes; len(lanes) == 0 {
+		// No bound: every lease is a transaction of its own, at once.
+		results, err := s.commitLeaseBatch(ctx, []leaseCall{call})
+		if err != nil {
+			return storage.LeaseResult{}, err
+		}
+		result = results[0]
+	} else {
+		var err error
+		if result, err = lanes[leastBusy(lanes)].Submit(ctx, call, s.commitLeases); err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				// Withdrawn before its turn (a batch's own error says crdb: already).
+				err = fmt.Errorf("crdb: lease: %w", err)
+			}
+			return storage.LeaseResult{}, err
 		}
 	}
-	deadSQL, deadArgs := deadLetterExpired(req)
-	leaseSQL, leaseArgs := leaseLeasable(req)
-	var result storage.LeaseResult
-	collect := func(dead pgconn.CommandTag, rows pgx.Rows) error {
-		result = storage.LeaseResult{ExpiredToDead: dead.RowsAffected()}
+	sortLeased(result.Deliveries)
+	return result, nil
+}
+
+// leaseCall is one Lease waiting to share a transaction (Store.leaseLanes): its statements,
+// the dead-lettering of expired leases and the lease itself, with their arguments.
+type leaseCall struct {
+	deadSQL, leaseSQL   string
+	deadArgs, leaseArgs []any
+}
+
+// leastBusy returns the index of the lane with the fewest leases waiting, the first of them
+// on a tie: a lone lease takes an idle lane at once; under load leases spread over the lanes.
+func leastBusy(lanes []storage.Batcher[leaseCall, storage.LeaseResult]) int {
+	best, fewest := 0, -1
+	for i := range lanes {
+		if n := lanes[i].Waiting(); fewest < 0 || n < fewest {
+			best, fewest = i, n
+		}
+	}
+	return best
+}
+
+// commitLeases commits a batch of leases for storage.Batcher; any failure fails the batch, so
+// nothing of it is leased and every caller may lease again.
+func (s *Store) commitLeases(batch []leaseCall) ([]storage.LeaseResult, []error, error) {
+	// The batch outlives any one caller's context; the retry loops bound it.
+	results, err := s.commitLeaseBatch(context.Background(), batch)
+	if err != nil {
+		return nil, nil, err
+	}
+	return results, make([]error, len(batch)), nil
+}
+
+// commitLeaseBatch runs the leases of batch in one transaction, in order, and returns what
+// each leased.
+func (s *Store) commitLeaseBatch(ctx context.Context, batch []leaseCall) ([]storage.LeaseResult, error) {
+	results := make([]storage.LeaseResult, len(batch))
+	collect := func(i int, dead pgconn.CommandTag, rows pgx.Rows) error {
+		results[i] = storage.LeaseResult{ExpiredToDead: dead.RowsAffected()}
 		var err error
-		result.Deliveries, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (storage.LeasedDelivery, error) {
+		results[i].Deliveries, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (storage.LeasedDelivery, error) {
 			var d storage.LeasedDelivery
 			err := scanLeasedInto(row, &d, &d.PreviousLeaseExpired)
 			return d, err
 		})
 		return err
 	}
-	var err error
 	if s.engine == EnginePostgreSQL {
-		// Both statements, after the planner setting that holds for them (noBitmapScans), in
+		// Every statement, after the planner setting that holds for them (noBitmapScans), in
 		// one round trip, one implicit transaction: BEGIN and COMMIT of their own made a lease
 		// four round trips, and with workers draining the inbox leases took more of the
 		// server's time than new events (BENCHMARKS.md).
-		err = s.inOneTrip(ctx, "lease", false, func(ctx context.Context, conn *pgx.Conn) error {
+		return results, s.inOneTrip(ctx, "lease", false, func(ctx context.Context, conn *pgx.Conn) error {
 			var b pgx.Batch
 			b.Queue(noBitmapScans)
-			b.Queue(deadSQL, deadArgs...)
-			b.Queue(leaseSQL, leaseArgs...)
+			for _, call := range batch {
+				b.Queue(call.deadSQL, call.deadArgs...)
+				b.Queue(call.leaseSQL, call.leaseArgs...)
+			}
 			br := conn.SendBatch(ctx, &b)
 			defer br.Close()
 			if _, err := br.Exec(); err != nil {
 				return fmt.Errorf("planner setting: %w", err)
 			}
-			dead, err := br.Exec()
-			if err != nil {
-				return fmt.Errorf("dead-letter expired leases: %w", err)
-			}
-			rows, err := br.Query()
-			if err != nil {
-				return err
-			}
-			if err := collect(dead, rows); err != nil {
-				return err
+			for i := range batch {
+				dead, err := br.Exec()
+				if err != nil {
+					return fmt.Errorf("dead-letter expired leases: %w", err)
+				}
+				rows, err := br.Query()
+				if err != nil {
+					return err
+				}
+				if err := collect(i, dead, rows); err != nil {
+					return err
+				}
 			}
 			return br.Close()
 		})
-	} else {
-		err = s.inTx(ctx, "lease", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error {
-			dead, err := tx.Exec(ctx, deadSQL, deadArgs...)
+	}
+	return results, s.inTx(ctx, "lease", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error {
+		for i, call := range batch {
+			dead, err := tx.Exec(ctx, call.deadSQL, call.deadArgs...)
 			if err != nil {
 				return fmt.Errorf("dead-letter expired leases: %w", err)
 			}
-			rows, err := tx.Query(ctx, leaseSQL, leaseArgs...)
+			rows, err := tx.Query(ctx, call.leaseSQL, call.leaseArgs...)
 			if err != nil {
 				return err
 			}
-			return collect(dead, rows)
-		})
-	}
-	if err != nil {
-		return storage.LeaseResult{}, err
-	}
-	sortLeased(result.Deliveries)
-	return result, nil
+			if err := collect(i, dead, rows); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // deadLetterExpired is the first statement of a lease, and its arguments: every matching

@@ -175,32 +175,70 @@ func TestConcurrentAcksShareCommits(t *testing.T) {
 	t.Parallel()
 	url := pgtest.Shared(t).NewDatabase(t)
 	s := open(t, url)
-	storagetest.AcksShareCommits(t, s, storagetest.AckBatching{
-		Block: func(t *testing.T) func() {
-			conn := connect(t, url)
-			tx, err := conn.Begin(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := tx.Exec(t.Context(), `LOCK TABLE inbox IN EXCLUSIVE MODE`); err != nil {
-				t.Fatal(err)
-			}
-			return func() {
-				if err := tx.Rollback(t.Context()); err != nil {
-					t.Error(err)
-				}
-			}
-		},
+	storagetest.AcksShareCommits(t, s, storagetest.CommitBatching{
+		Block:   lockInbox(url),
 		Batches: s.acks.Batches,
 		Waiting: s.acks.Waiting,
 	})
+}
+
+// TestConcurrentLeasesShareCommits runs storagetest.LeasesShareCommits on a store with one
+// lease lane, with the inbox locked as above.
+func TestConcurrentLeasesShareCommits(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Shared(t).NewDatabase(t)
+	s := open(t, url)
+	s.SetLeaseConcurrency(1)
+	storagetest.LeasesShareCommits(t, s, storagetest.CommitBatching{
+		Block:   lockInbox(url),
+		Batches: s.leaseLanes[0].Batches,
+		Waiting: s.leaseLanes[0].Waiting,
+	})
+}
+
+// TestConcurrentLeasesShareCommitsOnCockroachDBPaths runs storagetest.LeasesShareCommits
+// through cockroach-go's ExecuteTx, where a batch's leases are statements of one explicit
+// transaction rather than one pipeline.
+func TestConcurrentLeasesShareCommitsOnCockroachDBPaths(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Shared(t).NewDatabase(t)
+	s := cockroachPathStore(t, url)
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	s.SetLeaseConcurrency(1)
+	storagetest.LeasesShareCommits(t, s, storagetest.CommitBatching{
+		Block:   lockInbox(url),
+		Batches: s.leaseLanes[0].Batches,
+		Waiting: s.leaseLanes[0].Waiting,
+	})
+}
+
+// lockInbox returns a CommitBatching.Block for the database at url: another transaction
+// holds a lock on the inbox table that keeps every update waiting (reads go on).
+func lockInbox(url string) func(t *testing.T) func() {
+	return func(t *testing.T) func() {
+		conn := connect(t, url)
+		tx, err := conn.Begin(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(t.Context(), `LOCK TABLE inbox IN EXCLUSIVE MODE`); err != nil {
+			t.Fatal(err)
+		}
+		return func() {
+			if err := tx.Rollback(t.Context()); err != nil {
+				t.Error(err)
+			}
+		}
+	}
 }
 
 // TestAckManySharesOneCommit runs storagetest.AckManySharesOneCommit.
 func TestAckManySharesOneCommit(t *testing.T) {
 	t.Parallel()
 	s := open(t, pgtest.Shared(t).NewDatabase(t))
-	storagetest.AckManySharesOneCommit(t, s, storagetest.AckBatching{Batches: s.acks.Batches})
+	storagetest.AckManySharesOneCommit(t, s, storagetest.CommitBatching{Batches: s.acks.Batches})
 }
 
 // explain returns PostgreSQL's plan for the statement, one line per plan node.

@@ -40,8 +40,9 @@ type Store struct {
 	claimsMetHeld atomic.Bool
 	// acks is group commit for Ack (see Ack).
 	acks storage.Batcher[ackCall, struct{}]
-	// leaseSlots bounds the leases running at once (SetLeaseConcurrency); nil: no bound.
-	leaseSlots chan struct{}
+	// leaseLanes bound the lease transactions running at once (SetLeaseConcurrency), one
+	// per lane, each lane group-committing the leases that wait for it; none: no bound.
+	leaseLanes []storage.Batcher[leaseCall, storage.LeaseResult]
 }
 
 // claimLanes is how many claim batches may commit at once on CockroachDB, where a commit is
@@ -56,14 +57,16 @@ var (
 	_ storage.InboxIDSource      = (*Store)(nil)
 )
 
-// DefaultLeaseConcurrency is how many leases a store runs at once unless told otherwise
-// (SetLeaseConcurrency); more wait their turn in the store. A lease is the drain's heaviest
-// statement, and every one running is a database backend competing for CPU with the one claim
-// batch that carries all new deliveries: with PostgreSQL on the same 2 cores and 16 workers
-// draining, new events fell behind a 3,000/s schedule with leases unbounded (2,168-2,698
-// accepted/s, p50 0.3-0.6 s) and kept it with two at a time (2,975-2,982/s, p99 70-165 ms),
-// the workers keeping up either way (BENCHMARKS.md, sixth session).
-const DefaultLeaseConcurrency = 2
+// DefaultLeaseConcurrency is how many lease transactions a store runs at once unless told
+// otherwise (SetLeaseConcurrency); the leases that wait meanwhile share the next one. A lease
+// is the drain's heaviest statement, and every one running is a database backend competing
+// for CPU with the one claim batch that carries all new deliveries: with PostgreSQL on the
+// same 2 cores and 16 workers draining, new events fell behind a 3,000/s schedule with leases
+// unbounded and kept it with two at a time (BENCHMARKS.md, sixth session). Once waiting
+// leases shared a transaction, one at a time did better than two: in a closed loop with 16
+// workers draining, 3,690-4,866 new deliveries a second taken in and 3,230-3,920 drained,
+// against 2,887-3,057 and 2,872-3,057 (BENCHMARKS.md, tenth session).
+const DefaultLeaseConcurrency = 1
 
 // defaultConnectTimeout bounds a connection attempt when the URL sets no connect_timeout.
 const defaultConnectTimeout = 10 * time.Second
@@ -81,7 +84,7 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("crdb: open: %w: %w", storage.ErrUnavailable, err)
 	}
-	s := &Store{pool: p, leaseSlots: make(chan struct{}, DefaultLeaseConcurrency)}
+	s := &Store{pool: p, leaseLanes: make([]storage.Batcher[leaseCall, storage.LeaseResult], DefaultLeaseConcurrency)}
 	if err := s.detectEngine(ctx); err != nil {
 		s.pool.close()
 		return nil, err
@@ -93,15 +96,13 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	return s, nil
 }
 
-// SetLeaseConcurrency sets how many leases run at once (DefaultLeaseConcurrency unless set);
-// zero or less: no bound. A database with cores to spare for the drain, or CockroachDB, where
-// a lease waits on consensus rather than CPU, may want more. Call it before the store is used.
+// SetLeaseConcurrency sets how many lease transactions run at once (DefaultLeaseConcurrency
+// unless set), each carrying the leases that waited for it; zero or less: no bound, and every
+// lease a transaction of its own. A database with cores to spare for the drain, or
+// CockroachDB, where a lease waits on consensus rather than CPU, may want more. Call it before
+// the store is used.
 func (s *Store) SetLeaseConcurrency(n int) {
-	if n <= 0 {
-		s.leaseSlots = nil
-		return
-	}
-	s.leaseSlots = make(chan struct{}, n)
+	s.leaseLanes = make([]storage.Batcher[leaseCall, storage.LeaseResult], max(n, 0))
 }
 
 // Engine reports which database server the store talks to.

@@ -51,6 +51,11 @@ func CreateSchemaAt(ctx context.Context, db *sql.DB, version int) error {
 	return nil
 }
 
+// LeaseBatches is how many write transactions Lease has committed; LeasesWaiting how many
+// leases wait for theirs.
+func LeaseBatches(s *Store) int64 { return s.leases.Batches() }
+func LeasesWaiting(s *Store) int  { return s.leases.Waiting() }
+
 // AckBatches is how many write transactions Ack has committed.
 func AckBatches(s *Store) int64 { return s.acks.Batches() }
 

@@ -62,6 +62,11 @@ func validLease(req storage.LeaseRequest) error {
 // other lease out until the commit, so no row can be leased twice, and lets the candidates be
 // picked (with their state, to tell an expired lease from a pending delivery) before the
 // UPDATE that leases them.
+//
+// Concurrent leases share that transaction, as claims and acks do (storage.Batcher): each
+// lease runs its statements in turn, seeing what the ones before it leased, and every caller
+// is answered after the one commit. With 16 workers draining, a commit of its own per lease
+// was a quarter of the one writer's turns (BENCHMARKS.md, tenth session).
 func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.LeaseResult, error) {
 	if err := validLease(req); err != nil {
 		return storage.LeaseResult{}, s.fail("lease", err)
@@ -70,64 +75,104 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 	if idle, err := s.nothingToLease(ctx, req, now); err != nil || idle {
 		return storage.LeaseResult{}, err
 	}
-	deadArgs := []any{now, now, req.MaxAttempts}
-	deadSQL := `UPDATE inbox SET state = 'dead', dead_at = ?, lease_token = NULL,
+	call := leaseCall{req: req, deadArgs: []any{now, now, req.MaxAttempts}}
+	call.deadSQL = `UPDATE inbox SET state = 'dead', dead_at = ?, lease_token = NULL,
 		leased_until = NULL, last_error = 'lease expired'
-		WHERE state = 'leased' AND leased_until <= ? AND attempts >= ?` + filterSQL(req.InboxFilter, &deadArgs)
-	pickSQL, pickArgs := pickLeasable(req, now)
-	var stmts [3]*sql.Stmt
-	for i, text := range []string{deadSQL, pickSQL, leaseSQL} {
-		stmt, done, err := s.prepared(ctx, text)
-		if err != nil {
-			return storage.LeaseResult{}, s.fail("lease", unavailable(err))
-		}
-		defer done()
-		stmts[i] = stmt
+		WHERE state = 'leased' AND leased_until <= ? AND attempts >= ?` + filterSQL(req.InboxFilter, &call.deadArgs)
+	call.pickSQL, call.pickArgs = pickLeasable(req, now)
+	result, err := s.leases.Submit(ctx, call, s.commitLeases)
+	if err != nil {
+		return storage.LeaseResult{}, s.fail("lease", err)
 	}
-	var result storage.LeaseResult
-	err := s.write(ctx, "lease", func(tx *sql.Tx) error {
-		result = storage.LeaseResult{}
-		dead, err := tx.StmtContext(ctx, stmts[0]).ExecContext(ctx, deadArgs...)
-		if err != nil {
-			return fmt.Errorf("dead-letter expired leases: %w", err)
-		}
-		if result.ExpiredToDead, err = dead.RowsAffected(); err != nil {
-			return err
-		}
+	sortLeased(result.Deliveries)
+	return result, nil
+}
 
-		expired, err := pickedLeasable(tx.StmtContext(ctx, stmts[1]).QueryContext(ctx, pickArgs...))
-		if err != nil || len(expired) == 0 {
-			return err
+// leaseCall is one Lease waiting to share a commit (Store.leases): its request, and the
+// texts and arguments of its statements that depend on it (the dead-lettering of expired
+// leases and the pick of what to lease; leaseSQL then leases what was picked).
+type leaseCall struct {
+	req                storage.LeaseRequest
+	deadSQL, pickSQL   string
+	deadArgs, pickArgs []any
+}
+
+// commitLeases runs a batch of leases in one write transaction, in order. Any failure fails
+// the batch: nothing of it is leased, and every caller may lease again.
+func (s *Store) commitLeases(batch []leaseCall) ([]storage.LeaseResult, []error, error) {
+	// The batch outlives any one caller's context; the busy timeout bounds it.
+	ctx := context.Background()
+	// Prepared by the leader, not by each caller: a caller preparing a new text would wait
+	// for the writer connection, held by the batch before it, and so join a batch later.
+	stmts := map[string]*sql.Stmt{}
+	for _, call := range batch {
+		for _, text := range []string{call.deadSQL, call.pickSQL, leaseSQL} {
+			if stmts[text] != nil {
+				continue
+			}
+			stmt, done, err := s.prepared(ctx, text)
+			if err != nil {
+				return nil, nil, unavailable(err)
+			}
+			defer done()
+			stmts[text] = stmt
 		}
-		ids := make([]string, 0, len(expired))
-		for id := range expired {
-			ids = append(ids, id)
-		}
-		idList, err := json.Marshal(ids)
-		if err != nil {
-			return err
-		}
-		rows, err := tx.StmtContext(ctx, stmts[2]).QueryContext(ctx, req.LeaseToken,
-			micros(req.Now.Add(req.Visibility)), string(idList))
-		if err != nil {
-			return err
-		}
-		if result.Deliveries, err = collectLeased(rows); err != nil {
-			return err
-		}
+	}
+	results := make([]storage.LeaseResult, len(batch))
+	err := s.inWriteTx(ctx, func(tx *sql.Tx) error {
+		clear(results)
 		left := map[string]int64{}
-		for i, d := range result.Deliveries {
-			result.Deliveries[i].PreviousLeaseExpired = expired[d.InboxID]
-			if !expired[d.InboxID] {
-				left[d.EndpointID]--
+		for i, call := range batch {
+			var err error
+			if results[i], err = leaseIn(ctx, tx, call, stmts, left); err != nil {
+				return err
 			}
 		}
 		return s.addPending(ctx, tx, left)
 	})
 	if err != nil {
-		return storage.LeaseResult{}, err
+		return nil, nil, err
 	}
-	sortLeased(result.Deliveries)
+	return results, make([]error, len(batch)), nil
+}
+
+// leaseIn runs one lease's statements, prepared in stmts by text, in tx and counts the pending deliveries it took, by
+// endpoint, into left.
+func leaseIn(ctx context.Context, tx *sql.Tx, call leaseCall, stmts map[string]*sql.Stmt, left map[string]int64) (storage.LeaseResult, error) {
+	var result storage.LeaseResult
+	dead, err := tx.StmtContext(ctx, stmts[call.deadSQL]).ExecContext(ctx, call.deadArgs...)
+	if err != nil {
+		return result, fmt.Errorf("dead-letter expired leases: %w", err)
+	}
+	if result.ExpiredToDead, err = dead.RowsAffected(); err != nil {
+		return result, err
+	}
+	expired, err := pickedLeasable(tx.StmtContext(ctx, stmts[call.pickSQL]).QueryContext(ctx, call.pickArgs...))
+	if err != nil || len(expired) == 0 {
+		return result, err
+	}
+	ids := make([]string, 0, len(expired))
+	for id := range expired {
+		ids = append(ids, id)
+	}
+	idList, err := json.Marshal(ids)
+	if err != nil {
+		return result, err
+	}
+	rows, err := tx.StmtContext(ctx, stmts[leaseSQL]).QueryContext(ctx, call.req.LeaseToken,
+		micros(call.req.Now.Add(call.req.Visibility)), string(idList))
+	if err != nil {
+		return result, err
+	}
+	if result.Deliveries, err = collectLeased(rows); err != nil {
+		return result, err
+	}
+	for i, d := range result.Deliveries {
+		result.Deliveries[i].PreviousLeaseExpired = expired[d.InboxID]
+		if !expired[d.InboxID] {
+			left[d.EndpointID]--
+		}
+	}
 	return result, nil
 }
 

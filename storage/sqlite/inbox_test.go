@@ -260,39 +260,55 @@ func TestInboxCountsFollowEveryChange(t *testing.T) {
 func TestConcurrentAcksShareCommits(t *testing.T) {
 	t.Parallel()
 	s, path := openTemp(t)
-	storagetest.AcksShareCommits(t, s, storagetest.AckBatching{
-		// Another connection holds the write lock; the first batch waits for it (busy
-		// timeout 10 s).
-		Block: func(t *testing.T) func() {
-			raw, err := sql.Open("sqlite", "file:"+path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lock, err := raw.Conn(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := lock.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
-				t.Fatal(err)
-			}
-			return func() {
-				if _, err := lock.ExecContext(t.Context(), "ROLLBACK"); err != nil {
-					t.Error(err)
-				}
-				lock.Close()
-				raw.Close()
-			}
-		},
+	storagetest.AcksShareCommits(t, s, storagetest.CommitBatching{
+		Block:   holdWriteLock(path),
 		Batches: func() int64 { return sqlite.AckBatches(s) },
 		Waiting: func() int { return sqlite.AcksWaiting(s) },
 	})
+}
+
+// TestConcurrentLeasesShareCommits runs storagetest.LeasesShareCommits with another
+// connection holding SQLite's write lock.
+func TestConcurrentLeasesShareCommits(t *testing.T) {
+	t.Parallel()
+	s, path := openTemp(t)
+	storagetest.LeasesShareCommits(t, s, storagetest.CommitBatching{
+		Block:   holdWriteLock(path),
+		Batches: func() int64 { return sqlite.LeaseBatches(s) },
+		Waiting: func() int { return sqlite.LeasesWaiting(s) },
+	})
+}
+
+// holdWriteLock returns a CommitBatching.Block for the database at path: another connection
+// holds the write lock, and the first batch waits for it (busy timeout 10 s).
+func holdWriteLock(path string) func(t *testing.T) func() {
+	return func(t *testing.T) func() {
+		raw, err := sql.Open("sqlite", "file:"+path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lock, err := raw.Conn(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lock.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+			t.Fatal(err)
+		}
+		return func() {
+			if _, err := lock.ExecContext(t.Context(), "ROLLBACK"); err != nil {
+				t.Error(err)
+			}
+			lock.Close()
+			raw.Close()
+		}
+	}
 }
 
 // TestAckManySharesOneCommit runs storagetest.AckManySharesOneCommit.
 func TestAckManySharesOneCommit(t *testing.T) {
 	t.Parallel()
 	s, _ := openTemp(t)
-	storagetest.AckManySharesOneCommit(t, s, storagetest.AckBatching{Batches: func() int64 { return sqlite.AckBatches(s) }})
+	storagetest.AckManySharesOneCommit(t, s, storagetest.CommitBatching{Batches: func() int64 { return sqlite.AckBatches(s) }})
 }
 
 // TestEmptyLeaseTakesNoWriterTurn: a lease that finds nothing to do is answered from the

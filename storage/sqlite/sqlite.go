@@ -70,6 +70,7 @@ type Store struct {
 	closed  atomic.Bool
 	claims  storage.ClaimBatcher
 	acks    storage.Batcher[ackCall, struct{}]
+	leases  storage.Batcher[leaseCall, storage.LeaseResult]
 	stmts   *claimStmts
 	lookups lookupStmts
 	// writeStmts are the other write paths' prepared statements (Store.stmt).

@@ -780,11 +780,11 @@ func checkConcurrentAcks(t *testing.T, s storage.Store, acks []ackCall, errs []e
 	wantStats(t, s, "stats after the acks")
 }
 
-// AckBatching shows a test how a store group-commits acks.
-type AckBatching struct {
+// CommitBatching shows a test how a store group-commits one kind of write (acks, leases).
+type CommitBatching struct {
 	// Block makes every write to the inbox wait until release is called.
 	Block func(t *testing.T) (release func())
-	// Batches counts the transactions acks committed; Waiting counts the acks waiting for
+	// Batches counts the transactions of that kind committed; Waiting counts the calls waiting for
 	// their outcome, queued or committing.
 	Batches func() int64
 	Waiting func() int
@@ -794,7 +794,7 @@ type AckBatching struct {
 // answered alone: it runs the acks of concurrentAcks while b.Block holds the inbox, so that the
 // first batch waits and every other ack queues behind it, then releases it and expects at most
 // two commits. s must be empty.
-func AcksShareCommits(t *testing.T, s storage.Store, b AckBatching) {
+func AcksShareCommits(t *testing.T, s storage.Store, b CommitBatching) {
 	t.Helper()
 	for _, e := range []string{"ep-1", "ep-2", "ep-3"} {
 		createEndpoint(t, s, newEndpoint(e))
@@ -836,7 +836,7 @@ func leaseRefs(acks []ackCall) []storage.LeaseRef {
 // AckManySharesOneCommit checks that the acks of one AckMany call, fewer than a batch holds,
 // commit together: the acks of concurrentAcks take one commit (concurrent Ack calls take at
 // least two: the first leads a batch of its own at once). s must be empty.
-func AckManySharesOneCommit(t *testing.T, s storage.Store, b AckBatching) {
+func AckManySharesOneCommit(t *testing.T, s storage.Store, b CommitBatching) {
 	t.Helper()
 	for _, e := range []string{"ep-1", "ep-2", "ep-3"} {
 		createEndpoint(t, s, newEndpoint(e))
@@ -846,5 +846,92 @@ func AckManySharesOneCommit(t *testing.T, s storage.Store, b AckBatching) {
 	checkConcurrentAcks(t, s, acks, s.AckMany(t.Context(), leaseRefs(acks), ackNow))
 	if commits := b.Batches() - before; commits != 1 {
 		t.Errorf("one AckMany of %d acks took %d commits, want 1", len(acks), commits)
+	}
+}
+
+// LeasesShareCommits checks that concurrent leases on the store share commits and still each
+// lease as if alone: it runs nine leases, filtered by endpoint or not, while b.Block holds the
+// inbox, so that the first batch waits and the others queue behind it, then releases it. Each
+// lease must get exactly its Max (there are enough deliveries whatever their order), only of
+// the endpoints it asked for, no delivery may be leased twice, the inbox's counts must add up,
+// and the nine may take at most two commits. s must be empty.
+func LeasesShareCommits(t *testing.T, s storage.Store, b CommitBatching) {
+	t.Helper()
+	// Unfiltered leases take 6 deliveries of any endpoint, so ep-2 and ep-3 have 6 more than
+	// their own leases take.
+	delivered := map[string]int{"ep-1": 6, "ep-2": 15, "ep-3": 18}
+	n := 0
+	for _, e := range []string{"ep-1", "ep-2", "ep-3"} {
+		createEndpoint(t, s, newEndpoint(e))
+		for range delivered[e] {
+			deliver(t, s, e, e, fmt.Sprintf("d%02d", n), at(time.Duration(n)*time.Millisecond))
+			n++
+		}
+	}
+	reqs := make([]storage.LeaseRequest, 9)
+	for l := range reqs {
+		reqs[l] = leaseReq(fmt.Sprintf("tok-%d", l), ackNow, 2+l%3)
+		if l%3 != 0 {
+			reqs[l].InboxFilter = storage.InboxFilter{EndpointIDs: []string{fmt.Sprintf("ep-%d", l%3+1)}}
+		}
+	}
+	release := b.Block(t)
+	before := b.Batches()
+	results := make([]storage.LeaseResult, len(reqs))
+	errs := make([]error, len(reqs))
+	var wg sync.WaitGroup
+	for l, req := range reqs {
+		wg.Go(func() { results[l], errs[l] = s.Lease(t.Context(), req) })
+	}
+	for deadline := time.Now().Add(10 * time.Second); b.Waiting() < len(reqs); {
+		if time.Now().After(deadline) {
+			release()
+			wg.Wait()
+			t.Fatalf("%d leases waiting, want %d", b.Waiting(), len(reqs))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	wg.Wait()
+
+	leasedBy := map[string]string{} // inbox id → lease token
+	leased := map[string]int64{}    // endpoint id → deliveries leased
+	for l, req := range reqs {
+		if errs[l] != nil {
+			t.Errorf("Lease %s: %v", req.LeaseToken, errs[l])
+			continue
+		}
+		got := results[l].Deliveries
+		if len(got) != req.Max {
+			t.Errorf("Lease %s (Max %d, %v) leased %d deliveries", req.LeaseToken, req.Max, req.EndpointIDs, len(got))
+		}
+		for _, d := range got {
+			if other, twice := leasedBy[d.InboxID]; twice {
+				t.Errorf("%s leased by %s and by %s", d.InboxID, other, req.LeaseToken)
+			}
+			leasedBy[d.InboxID] = req.LeaseToken
+			leased[d.EndpointID]++
+			if len(req.EndpointIDs) > 0 && d.EndpointID != req.EndpointIDs[0] {
+				t.Errorf("Lease %s for %v leased %s of %s", req.LeaseToken, req.EndpointIDs, d.InboxID, d.EndpointID)
+			}
+			if d.LeaseToken != req.LeaseToken || d.Attempts != 1 || d.PreviousLeaseExpired {
+				t.Errorf("Lease %s: %s leased with token %q, attempt %d, previous lease expired %v",
+					req.LeaseToken, d.InboxID, d.LeaseToken, d.Attempts, d.PreviousLeaseExpired)
+			}
+		}
+	}
+	stats := inboxStats(t, s)
+	if len(stats) != len(delivered) {
+		t.Errorf("stats after the leases: %+v, want one for each of %d endpoints", stats, len(delivered))
+	}
+	for _, st := range stats {
+		pending := int64(delivered[st.EndpointID]) - leased[st.EndpointID]
+		if st.Pending != pending || st.Leased != leased[st.EndpointID] || st.Dead != 0 {
+			t.Errorf("stats of %s after the leases: %+v, want %d pending and %d leased", st.EndpointID, st, pending, leased[st.EndpointID])
+		}
+	}
+	// Two, unless the batch that waited had taken every lease already.
+	if commits := b.Batches() - before; commits < 1 || commits > 2 {
+		t.Errorf("%d leases took %d commits, want 2 (or 1)", len(reqs), commits)
 	}
 }
