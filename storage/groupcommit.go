@@ -12,13 +12,22 @@ import (
 // transaction, so one commit never holds locks for long.
 const MaxClaimBatch = 128
 
+// MaxLeaseBatch bounds how many leases share one transaction (Batcher.Limit). The server's
+// Lease takes up to 100 deliveries, each a row read and rewritten with its body, so a batch
+// of 16 touches at most 1,600: on SQLite the claim batch waiting for the one writer, on PostgreSQL anything
+// waiting for those rows, waits no longer than that.
+const MaxLeaseBatch = 16
+
 // Batcher is group commit for any kind of write whose cost is mostly its commit: concurrent
 // calls of Submit queue here and the first of them, the leader, commits everything queued in
-// one transaction (at most MaxClaimBatch), then hands the lead to the next queued caller. An
+// one transaction (at most Limit), then hands the lead to the next queued caller. An
 // idle store adds no latency: a lone call is its own batch at once. Every caller is answered
 // only after the transaction holding its item has committed; if the commit fails, every item
 // of the batch fails with the commit's error. The zero value is ready to use.
 type Batcher[T, R any] struct {
+	// Limit bounds the items of one batch; zero or less: MaxClaimBatch. Set it before use.
+	Limit int
+
 	mu      sync.Mutex
 	queue   []*batchCall[T, R]
 	leading bool
@@ -69,7 +78,7 @@ func (b *Batcher[T, R]) Submit(ctx context.Context, item T, commit Commit[T, R])
 
 // SubmitAll queues items together and returns each one's outcome as Submit would, in order.
 // Queued in one step, they go into one batch when they fit in what is left of it (with the
-// items queued before them, at most MaxClaimBatch): a caller with several writes at hand gets
+// items queued before them, at most Limit): a caller with several writes at hand gets
 // them one commit, not a commit for the first and another for the rest, as concurrent Submit
 // calls would.
 func (b *Batcher[T, R]) SubmitAll(ctx context.Context, items []T, commit Commit[T, R]) ([]R, []error) {
@@ -138,7 +147,7 @@ func (b *Batcher[T, R]) await(ctx context.Context, c *batchCall[T, R], lead bool
 	// Leading: commit one batch (it holds c: c is first in the queue, or was handed the lead
 	// as its first), then pass the lead on to the next queued caller.
 	b.mu.Lock()
-	n := min(len(b.queue), MaxClaimBatch)
+	n := min(len(b.queue), b.limit())
 	batch := b.queue[:n:n]
 	b.queue = b.queue[n:]
 	b.committing = n
@@ -153,6 +162,14 @@ func (b *Batcher[T, R]) await(ctx context.Context, c *batchCall[T, R], lead bool
 	b.mu.Unlock()
 	<-c.done
 	return c.res, c.err
+}
+
+// limit is how many items one batch may hold.
+func (b *Batcher[T, R]) limit() int {
+	if b.Limit > 0 {
+		return b.Limit
+	}
+	return MaxClaimBatch
 }
 
 // withdraw removes a caller that gave up while still queued; false if it is no longer queued.

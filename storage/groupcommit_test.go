@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -308,6 +309,16 @@ func TestBatcherSubmitAll(t *testing.T) {
 	if s := takeSizes(); len(s) != 2 || s[0] != MaxClaimBatch || s[1] != 5 {
 		t.Fatalf("more than a batch: sizes %v, want [%d 5]", s, MaxClaimBatch)
 	}
+
+	// A Limit smaller than MaxClaimBatch bounds every batch.
+	b.Limit = 3
+	items = []int{1, 2, 3, 4, 5, 6, 7, 8}
+	res, errs = b.SubmitAll(t.Context(), items, commit)
+	check("with a limit", items, res, errs)
+	if s := takeSizes(); !slices.Equal(s, []int{3, 3, 2}) {
+		t.Fatalf("with a limit of 3: sizes %v, want [3 3 2]", s)
+	}
+	b.Limit = 0
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()

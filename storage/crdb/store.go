@@ -84,7 +84,8 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("crdb: open: %w: %w", storage.ErrUnavailable, err)
 	}
-	s := &Store{pool: p, leaseLanes: make([]storage.Batcher[leaseCall, storage.LeaseResult], DefaultLeaseConcurrency)}
+	s := &Store{pool: p}
+	s.SetLeaseConcurrency(DefaultLeaseConcurrency)
 	if err := s.detectEngine(ctx); err != nil {
 		s.pool.close()
 		return nil, err
@@ -103,6 +104,9 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 // the store is used.
 func (s *Store) SetLeaseConcurrency(n int) {
 	s.leaseLanes = make([]storage.Batcher[leaseCall, storage.LeaseResult], max(n, 0))
+	for i := range s.leaseLanes {
+		s.leaseLanes[i].Limit = storage.MaxLeaseBatch
+	}
 }
 
 // Engine reports which database server the store talks to.

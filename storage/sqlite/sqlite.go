@@ -131,6 +131,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 
 	s := &Store{path: path, turns: writerTurns{patience: claimPatience}}
+	s.leases.Limit = storage.MaxLeaseBatch
 	if s.writer, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, writerConn)); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
 	}
