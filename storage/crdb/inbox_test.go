@@ -40,7 +40,7 @@ func TestInboxUpgradeKeepsDeliveriesLeasable(t *testing.T) {
 		storage.EncodeHeaders(old.Headers), old.Body, old.ReceivedAt)
 
 	s := open(t, url)
-	wantAllMigrations(t, conn)
+	wantAllMigrations(t, conn, EnginePostgreSQL)
 	stats, err := s.InboxStats(t.Context())
 	if err != nil {
 		t.Fatalf("InboxStats: %v", err)
@@ -447,4 +447,133 @@ func TestLeaseConcurrency(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInboxCountsKeptByTriggers: on PostgreSQL InboxStats reads counts that triggers keep
+// (postgresOnlyMigrations). Two stores claim, lease, ack, nack and dead-letter deliveries of
+// three endpoints while both call InboxStats, folding the recorded changes at the same time;
+// then statements the store never runs (as an older release or an operator might) change the
+// inbox behind its back. After each, InboxStats must equal a count of the inbox itself.
+func TestInboxCountsKeptByTriggers(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Shared(t).NewDatabase(t)
+	stores := []*Store{open(t, url), open(t, url)}
+	conn := connect(t, url)
+	endpoints := []string{"ep-1", "ep-2", "ep-3"}
+	for _, e := range endpoints {
+		if err := stores[0].CreateEndpoint(t.Context(), endpoint(e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantCounted := func(what string) {
+		t.Helper()
+		got, err := stores[1].InboxStats(t.Context())
+		if err != nil {
+			t.Fatalf("%s: InboxStats: %v", what, err)
+		}
+		rows, err := conn.Query(t.Context(), countInbox+` ORDER BY endpoint_id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (storage.EndpointInboxStats, error) {
+			var st storage.EndpointInboxStats
+			var oldest *time.Time
+			err := row.Scan(&st.EndpointID, &st.Pending, &st.Leased, &st.Dead, &oldest)
+			if oldest != nil {
+				st.OldestPendingAt = oldest.UTC()
+			}
+			return st, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: InboxStats = %+v\nwant (counted) %+v", what, got, want)
+		}
+	}
+
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		errs     []error
+		working  = make(chan struct{})
+		workDone sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		errs = append(errs, err)
+	}
+	for w := range 4 {
+		workDone.Add(1)
+		wg.Go(func() {
+			defer workDone.Done()
+			s := stores[w%2]
+			for i := range 30 {
+				e := endpoints[(w+i)%3]
+				d := delivery(fmt.Sprintf("evt-%d-%d", w, i), fmt.Sprintf("inbox-%d-%d", w, i))
+				d.EndpointID, d.Scope = e, e
+				d.ReceivedAt = base.Add(time.Duration(i) * time.Second)
+				if _, err := s.Claim(t.Context(), d); err != nil {
+					fail(fmt.Errorf("Claim: %w", err))
+					return
+				}
+				if i%3 != 0 {
+					continue
+				}
+				token := fmt.Sprintf("tok-%d-%d", w, i)
+				now := base.Add(time.Hour)
+				result, err := s.Lease(t.Context(), storage.LeaseRequest{Max: 2, Visibility: time.Minute, MaxAttempts: 2,
+					LeaseToken: token, Now: now, InboxFilter: storage.InboxFilter{EndpointIDs: []string{e}}})
+				if err != nil {
+					fail(fmt.Errorf("Lease: %w", err))
+					return
+				}
+				for j, l := range result.Deliveries {
+					switch (i + j) % 3 {
+					case 0:
+						err = s.Ack(t.Context(), l.InboxID, token, now)
+					case 1:
+						_, err = s.Nack(t.Context(), l.InboxID, token, now, 2, "retry", now)
+					}
+					if err != nil {
+						fail(fmt.Errorf("settle %s: %w", l.InboxID, err))
+					}
+				}
+			}
+		})
+	}
+	go func() { workDone.Wait(); close(working) }()
+	for _, s := range stores {
+		wg.Go(func() {
+			for {
+				select {
+				case <-working:
+					return
+				default:
+				}
+				if _, err := s.InboxStats(t.Context()); err != nil {
+					fail(fmt.Errorf("InboxStats while writing: %w", err))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		t.Error(err)
+	}
+	wantCounted("after concurrent claims, leases, acks and nacks")
+
+	// Leases expired and at their last attempt go dead with the next lease.
+	if _, err := stores[0].Lease(t.Context(), storage.LeaseRequest{Max: 100, Visibility: time.Minute, MaxAttempts: 1,
+		LeaseToken: "late", Now: base.Add(3 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	wantCounted("after dead-lettering and a large lease")
+
+	exec(t, conn, `UPDATE inbox SET state = 'dead', lease_token = NULL, leased_until = NULL WHERE state = 'leased' AND endpoint_id = 'ep-2'`)
+	exec(t, conn, `DELETE FROM inbox WHERE id IN (SELECT id FROM inbox WHERE state = 'dead' ORDER BY id LIMIT 3)`)
+	exec(t, conn, `UPDATE inbox SET state = 'pending', attempts = 0, lease_token = NULL, leased_until = NULL WHERE state <> 'pending' AND endpoint_id = 'ep-3'`)
+	wantCounted("after statements the store never runs")
 }
