@@ -630,46 +630,19 @@ func (s *Store) Requeue(ctx context.Context, inboxID string, now time.Time) erro
 	})
 }
 
-// foldInboxCounts moves the changes the inbox's triggers recorded (postgresOnlyMigrations)
-// into inbox_counts, in endpoint order so that instances folding at once do not deadlock. A
-// change whose transaction has not committed is not seen, and is folded next time.
-const foldInboxCounts = `WITH moved AS (DELETE FROM inbox_count_deltas RETURNING *)
-	INSERT INTO inbox_counts AS c (endpoint_id, pending, leased, dead)
-	SELECT endpoint_id, sum(pending), sum(leased), sum(dead) FROM moved GROUP BY endpoint_id ORDER BY endpoint_id
-	ON CONFLICT (endpoint_id) DO UPDATE SET pending = c.pending + excluded.pending,
-		leased = c.leased + excluded.leased, dead = c.dead + excluded.dead`
-
-// readInboxCounts reads the counts folded and the changes not yet folded in one snapshot,
-// which together are exact as of that snapshot (a fold moves changes from one table to the
-// other in one transaction), and each endpoint's oldest pending delivery: one seek in the
-// (state, endpoint_id, visible_at) index.
-const readInboxCounts = `SELECT endpoint_id, pending, leased, dead,
-	CASE WHEN pending > 0 THEN (SELECT min(i.visible_at) FROM inbox AS i WHERE i.state = 'pending' AND i.endpoint_id = t.endpoint_id) END
-	FROM (
-		SELECT endpoint_id, sum(pending)::BIGINT AS pending, sum(leased)::BIGINT AS leased, sum(dead)::BIGINT AS dead FROM (
-			SELECT endpoint_id, pending, leased, dead FROM inbox_counts
-			UNION ALL SELECT endpoint_id, pending, leased, dead FROM inbox_count_deltas
-		) AS parts GROUP BY endpoint_id
-	) AS t
-	WHERE pending <> 0 OR leased <> 0 OR dead <> 0`
-
-// countInbox counts every endpoint's unfinished deliveries in the inbox itself, as
-// CockroachDB does (no triggers keep counts there).
-const countInbox = `SELECT endpoint_id,
-	count(CASE WHEN state = 'pending' THEN 1 END),
-	count(CASE WHEN state = 'leased' THEN 1 END),
-	count(CASE WHEN state = 'dead' THEN 1 END),
-	min(CASE WHEN state = 'pending' THEN visible_at END)
-	FROM inbox WHERE state IN ('pending', 'leased', 'dead') GROUP BY endpoint_id`
-
 // InboxStats counts the deliveries of every endpoint that has any not yet acked.
-//
-// On PostgreSQL the counts are kept by triggers (postgresOnlyMigrations): a fold of the
-// changes recorded since the last call, then a read, in one round trip and one transaction,
-// whose cost does not grow with the deliveries waiting. On CockroachDB they are counted.
 func (s *Store) InboxStats(ctx context.Context) ([]storage.EndpointInboxStats, error) {
 	var list []storage.EndpointInboxStats
-	collect := func(rows pgx.Rows) (err error) {
+	err := s.single(ctx, "inbox stats", func(ctx context.Context, conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, `SELECT endpoint_id,
+			count(CASE WHEN state = 'pending' THEN 1 END),
+			count(CASE WHEN state = 'leased' THEN 1 END),
+			count(CASE WHEN state = 'dead' THEN 1 END),
+			min(CASE WHEN state = 'pending' THEN visible_at END)
+			FROM inbox WHERE state IN ('pending', 'leased', 'dead') GROUP BY endpoint_id`)
+		if err != nil {
+			return err
+		}
 		list, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (storage.EndpointInboxStats, error) {
 			var (
 				st     storage.EndpointInboxStats
@@ -682,36 +655,7 @@ func (s *Store) InboxStats(ctx context.Context) ([]storage.EndpointInboxStats, e
 			return st, err
 		})
 		return err
-	}
-	var err error
-	if s.engine == EnginePostgreSQL {
-		err = s.inOneTrip(ctx, "inbox stats", false, func(ctx context.Context, conn *pgx.Conn) error {
-			var b pgx.Batch
-			b.Queue(foldInboxCounts)
-			b.Queue(readInboxCounts)
-			br := conn.SendBatch(ctx, &b)
-			defer br.Close()
-			if _, err := br.Exec(); err != nil {
-				return fmt.Errorf("fold the counts' changes: %w", err)
-			}
-			rows, err := br.Query()
-			if err != nil {
-				return err
-			}
-			if err := collect(rows); err != nil {
-				return err
-			}
-			return br.Close()
-		})
-	} else {
-		err = s.single(ctx, "inbox stats", func(ctx context.Context, conn *pgx.Conn) error {
-			rows, err := conn.Query(ctx, countInbox)
-			if err != nil {
-				return err
-			}
-			return collect(rows)
-		})
-	}
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -160,79 +160,6 @@ var migrations = []migration{
 // numbering goes on independently. There are none yet.
 var cockroachOnlyMigrations = []migration{}
 
-// postgresOnlyMigrations apply only on PostgreSQL, after every step of migrations, for what
-// CockroachDB lacks or would do badly. Their versions start at 2_000_000. On PostgreSQL the
-// whole run is one transaction (see Migrate), so a step is applied and recorded together and
-// never runs twice: these need not be idempotent, and a function body may hold statements of
-// its own.
-//
-// They keep the inbox's counts of unfinished deliveries by endpoint (InboxStats), so that the
-// inbox monitor does not count them every few seconds. Counting read the heap page of every
-// unfinished delivery, since a backlog written in the last seconds is not all-visible yet:
-// 0.1-0.9 s a count with tens of thousands waiting, a stall in the intake each time
-// (BENCHMARKS.md, tenth session). Statement-level triggers with transition tables record each
-// statement's change of the counts as one row per endpoint in inbox_count_deltas (inserts
-// only, so writers never wait on one another's counter rows), and InboxStats folds the deltas
-// into inbox_counts. Triggers, not the store's own statements, so that every writer keeps the
-// counts, an instance of an older release during an upgrade as much as an operator's SQL.
-// CockroachDB has no transition tables, and would retry on hot counter rows: it counts.
-var postgresOnlyMigrations = []migration{
-	{2_000_001, "create inbox_counts: unfinished deliveries by endpoint, as last folded",
-		`CREATE TABLE inbox_counts (
-	endpoint_id TEXT PRIMARY KEY,
-	pending BIGINT NOT NULL,
-	leased BIGINT NOT NULL,
-	dead BIGINT NOT NULL
-)`},
-	{2_000_002, "create inbox_count_deltas: changes to inbox_counts not yet folded in",
-		`CREATE TABLE inbox_count_deltas (
-	endpoint_id TEXT NOT NULL,
-	pending BIGINT NOT NULL,
-	leased BIGINT NOT NULL,
-	dead BIGINT NOT NULL
-)`},
-	{2_000_003, "create the function recording how a statement changed the inbox counts",
-		`CREATE FUNCTION hookverify_inbox_count_change() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-	-- Old rows count against their endpoint, new rows for it; endpoints left unchanged (an
-	-- ack, a lease extended) record nothing.
-	IF TG_OP = 'INSERT' THEN
-		INSERT INTO inbox_count_deltas
-		SELECT endpoint_id, count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'leased'),
-			count(*) FILTER (WHERE state = 'dead')
-		FROM new_rows WHERE state IN ('pending', 'leased', 'dead') GROUP BY endpoint_id;
-	ELSIF TG_OP = 'DELETE' THEN
-		INSERT INTO inbox_count_deltas
-		SELECT endpoint_id, -count(*) FILTER (WHERE state = 'pending'), -count(*) FILTER (WHERE state = 'leased'),
-			-count(*) FILTER (WHERE state = 'dead')
-		FROM old_rows WHERE state IN ('pending', 'leased', 'dead') GROUP BY endpoint_id;
-	ELSE
-		INSERT INTO inbox_count_deltas
-		SELECT endpoint_id, sum(pending), sum(leased), sum(dead) FROM (
-			SELECT endpoint_id, (state = 'pending')::int AS pending, (state = 'leased')::int AS leased,
-				(state = 'dead')::int AS dead FROM new_rows
-			UNION ALL
-			SELECT endpoint_id, -(state = 'pending')::int, -(state = 'leased')::int, -(state = 'dead')::int FROM old_rows
-		) AS changes
-		GROUP BY endpoint_id HAVING sum(pending) <> 0 OR sum(leased) <> 0 OR sum(dead) <> 0;
-	END IF;
-	RETURN NULL;
-END
-$$`},
-	{2_000_004, "count the inbox's inserts", `CREATE TRIGGER inbox_count_insert AFTER INSERT ON inbox
-	REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION hookverify_inbox_count_change()`},
-	{2_000_005, "count the inbox's updates", `CREATE TRIGGER inbox_count_update AFTER UPDATE ON inbox
-	REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION hookverify_inbox_count_change()`},
-	{2_000_006, "count the inbox's deletes", `CREATE TRIGGER inbox_count_delete AFTER DELETE ON inbox
-	REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION hookverify_inbox_count_change()`},
-	// The triggers' lock on inbox (SHARE ROW EXCLUSIVE, until this run commits) keeps every
-	// writer out from here, so the count below misses nothing and nothing is counted twice.
-	{2_000_007, "count the unfinished deliveries already in the inbox", `INSERT INTO inbox_count_deltas
-	SELECT endpoint_id, count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'leased'),
-		count(*) FILTER (WHERE state = 'dead')
-	FROM inbox WHERE state IN ('pending', 'leased', 'dead') GROUP BY endpoint_id`},
-}
-
 // createMigrationsTable records applied steps. It is not a step itself because the steps'
 // bookkeeping needs it.
 const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -263,7 +190,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		steps = append(steps, cockroachOnlyMigrations...)
 		return s.migrateCockroachDB(ctx, steps)
 	}
-	return s.migratePostgreSQL(ctx, append(steps, postgresOnlyMigrations...))
+	return s.migratePostgreSQL(ctx, steps)
 }
 
 func (s *Store) migratePostgreSQL(ctx context.Context, steps []migration) error {
