@@ -800,28 +800,39 @@ func AcksShareCommits(t *testing.T, s storage.Store, b CommitBatching) {
 		createEndpoint(t, s, newEndpoint(e))
 	}
 	acks := concurrentAcks(t, s)
+	errs := make([]error, len(acks))
+	commits := whileBlocked(t, b, len(acks), "acks", func(i int) {
+		errs[i] = s.Ack(t.Context(), acks[i].inboxID, acks[i].token, ackNow)
+	})
+	checkConcurrentAcks(t, s, acks, errs)
+	// Two, unless the batch that waited had taken every ack already.
+	if commits < 1 || commits > 2 {
+		t.Errorf("%d acks took %d commits, want 2 (or 1)", len(acks), commits)
+	}
+}
+
+// whileBlocked runs call(i) for every i below n at once while b.Block holds the inbox, waits
+// until all n wait for their outcome (the first batch waiting, the others queued behind it),
+// then releases the inbox, waits for the calls and returns how many batches they committed.
+func whileBlocked(t *testing.T, b CommitBatching, n int, what string, call func(i int)) (commits int64) {
+	t.Helper()
 	release := b.Block(t)
 	before := b.Batches()
-	errs := make([]error, len(acks))
 	var wg sync.WaitGroup
-	for i, a := range acks {
-		wg.Go(func() { errs[i] = s.Ack(t.Context(), a.inboxID, a.token, ackNow) })
+	for i := range n {
+		wg.Go(func() { call(i) })
 	}
-	for deadline := time.Now().Add(10 * time.Second); b.Waiting() < len(acks); {
+	for deadline := time.Now().Add(10 * time.Second); b.Waiting() < n; {
 		if time.Now().After(deadline) {
 			release()
 			wg.Wait()
-			t.Fatalf("%d acks waiting, want %d", b.Waiting(), len(acks))
+			t.Fatalf("%d %s waiting, want %d", b.Waiting(), what, n)
 		}
 		time.Sleep(time.Millisecond)
 	}
 	release()
 	wg.Wait()
-	checkConcurrentAcks(t, s, acks, errs)
-	// Two, unless the batch that waited had taken every ack already.
-	if commits := b.Batches() - before; commits < 1 || commits > 2 {
-		t.Errorf("%d acks took %d commits, want 2 (or 1)", len(acks), commits)
-	}
+	return b.Batches() - before
 }
 
 // leaseRefs returns what AckMany takes for the acks.
@@ -875,24 +886,11 @@ func LeasesShareCommits(t *testing.T, s storage.Store, b CommitBatching) {
 			reqs[l].InboxFilter = storage.InboxFilter{EndpointIDs: []string{fmt.Sprintf("ep-%d", l%3+1)}}
 		}
 	}
-	release := b.Block(t)
-	before := b.Batches()
 	results := make([]storage.LeaseResult, len(reqs))
 	errs := make([]error, len(reqs))
-	var wg sync.WaitGroup
-	for l, req := range reqs {
-		wg.Go(func() { results[l], errs[l] = s.Lease(t.Context(), req) })
-	}
-	for deadline := time.Now().Add(10 * time.Second); b.Waiting() < len(reqs); {
-		if time.Now().After(deadline) {
-			release()
-			wg.Wait()
-			t.Fatalf("%d leases waiting, want %d", b.Waiting(), len(reqs))
-		}
-		time.Sleep(time.Millisecond)
-	}
-	release()
-	wg.Wait()
+	commits := whileBlocked(t, b, len(reqs), "leases", func(l int) {
+		results[l], errs[l] = s.Lease(t.Context(), reqs[l])
+	})
 
 	leasedBy := map[string]string{} // inbox id → lease token
 	leased := map[string]int64{}    // endpoint id → deliveries leased
@@ -931,7 +929,7 @@ func LeasesShareCommits(t *testing.T, s storage.Store, b CommitBatching) {
 		}
 	}
 	// Two, unless the batch that waited had taken every lease already.
-	if commits := b.Batches() - before; commits < 1 || commits > 2 {
+	if commits < 1 || commits > 2 {
 		t.Errorf("%d leases took %d commits, want 2 (or 1)", len(reqs), commits)
 	}
 }
