@@ -14,8 +14,8 @@ const MaxClaimBatch = 128
 
 // MaxLeaseBatch bounds how many leases share one transaction (Batcher.Limit). The server's
 // Lease takes up to 100 deliveries, each a row read and rewritten with its body, so a batch
-// of 16 touches at most 1,600: on SQLite the claim batch waiting for the one writer, on PostgreSQL anything
-// waiting for those rows, waits no longer than that.
+// of 16 touches at most 1,600: the claim batch waiting for SQLite's one writer, or anything
+// waiting for those rows on PostgreSQL, waits no longer than that.
 const MaxLeaseBatch = 16
 
 // Batcher is group commit for any kind of write whose cost is mostly its commit: concurrent
