@@ -784,8 +784,8 @@ func checkConcurrentAcks(t *testing.T, s storage.Store, acks []ackCall, errs []e
 type CommitBatching struct {
 	// Block makes every write to the inbox wait until release is called.
 	Block func(t *testing.T) (release func())
-	// Batches counts the transactions of that kind committed; Waiting counts the calls waiting for
-	// their outcome, queued or committing.
+	// Batches counts the transactions of that kind committed; Waiting counts the calls
+	// waiting for their outcome, queued or committing.
 	Batches func() int64
 	Waiting func() int
 }
