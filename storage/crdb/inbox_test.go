@@ -64,10 +64,7 @@ func TestInboxUpgradeKeepsDeliveriesLeasable(t *testing.T) {
 func TestInboxOnCockroachDBPaths(t *testing.T) {
 	t.Parallel()
 	url := pgtest.Shared(t).NewDatabase(t)
-	s := cockroachPathStore(t, url)
-	if err := s.Migrate(t.Context()); err != nil {
-		t.Fatalf("Migrate: %v", err)
-	}
+	s := migratedCockroachPathStore(t, url)
 	if err := s.CreateEndpoint(t.Context(), endpoint("ep-1")); err != nil {
 		t.Fatalf("CreateEndpoint: %v", err)
 	}
@@ -183,35 +180,37 @@ func TestConcurrentAcksShareCommits(t *testing.T) {
 }
 
 // TestConcurrentLeasesShareCommits runs storagetest.LeasesShareCommits on a store with one
-// lease lane, with the inbox locked as above.
+// lease lane, with the inbox locked as above: on the PostgreSQL path, where a batch's leases
+// are one pipeline, and through cockroach-go's ExecuteTx, where they are statements of one
+// explicit transaction.
 func TestConcurrentLeasesShareCommits(t *testing.T) {
 	t.Parallel()
-	url := pgtest.Shared(t).NewDatabase(t)
-	s := open(t, url)
-	s.SetLeaseConcurrency(1)
-	storagetest.LeasesShareCommits(t, s, storagetest.CommitBatching{
-		Block:   lockInbox(url),
-		Batches: s.leaseLanes[0].Batches,
-		Waiting: s.leaseLanes[0].Waiting,
-	})
+	for _, path := range []struct {
+		name string
+		open func(t *testing.T, url string) *Store
+	}{{"PostgreSQL", open}, {"CockroachDB paths", migratedCockroachPathStore}} {
+		t.Run(path.name, func(t *testing.T) {
+			t.Parallel()
+			url := pgtest.Shared(t).NewDatabase(t)
+			s := path.open(t, url)
+			s.SetLeaseConcurrency(1)
+			storagetest.LeasesShareCommits(t, s, storagetest.CommitBatching{
+				Block:   lockInbox(url),
+				Batches: s.leaseLanes[0].Batches,
+				Waiting: s.leaseLanes[0].Waiting,
+			})
+		})
+	}
 }
 
-// TestConcurrentLeasesShareCommitsOnCockroachDBPaths runs storagetest.LeasesShareCommits
-// through cockroach-go's ExecuteTx, where a batch's leases are statements of one explicit
-// transaction rather than one pipeline.
-func TestConcurrentLeasesShareCommitsOnCockroachDBPaths(t *testing.T) {
-	t.Parallel()
-	url := pgtest.Shared(t).NewDatabase(t)
+// migratedCockroachPathStore is cockroachPathStore on a database it has migrated.
+func migratedCockroachPathStore(t *testing.T, url string) *Store {
+	t.Helper()
 	s := cockroachPathStore(t, url)
 	if err := s.Migrate(t.Context()); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
-	s.SetLeaseConcurrency(1)
-	storagetest.LeasesShareCommits(t, s, storagetest.CommitBatching{
-		Block:   lockInbox(url),
-		Batches: s.leaseLanes[0].Batches,
-		Waiting: s.leaseLanes[0].Waiting,
-	})
+	return s
 }
 
 // lockInbox returns a CommitBatching.Block for the database at url: another transaction
