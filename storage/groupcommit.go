@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -152,6 +153,13 @@ func (b *Batcher[T, R]) await(ctx context.Context, c *batchCall[T, R], lead bool
 	b.queue = b.queue[n:]
 	b.committing = n
 	b.mu.Unlock()
+	b.lead(batch, commit)
+	<-c.done
+	return c.res, c.err
+}
+
+// lead commits batch, then passes the lead on to the next queued caller, or gives it up.
+func (b *Batcher[T, R]) lead(batch []*batchCall[T, R], commit Commit[T, R]) {
 	b.commit(batch, commit)
 	b.mu.Lock()
 	if len(b.queue) > 0 {
@@ -160,8 +168,6 @@ func (b *Batcher[T, R]) await(ctx context.Context, c *batchCall[T, R], lead bool
 		b.leading = false
 	}
 	b.mu.Unlock()
-	<-c.done
-	return c.res, c.err
 }
 
 // limit is how many items one batch may hold.
@@ -179,8 +185,14 @@ func (b *Batcher[T, R]) withdraw(c *batchCall[T, R]) bool {
 	for i, q := range b.queue {
 		if q == c {
 			if i == 0 {
-				// The head may be handed the lead at any moment; let it lead instead.
-				return false
+				select {
+				case <-q.lead:
+					// Handed the lead already: it must lead, or the queue behind it stalls.
+					return false
+				default:
+					// Not yet, and the lead is only ever handed on under b.mu: the leader
+					// will hand it to whoever is at the head once this one is gone.
+				}
 			}
 			b.queue = append(b.queue[:i:i], b.queue[i+1:]...)
 			return true
@@ -194,6 +206,23 @@ func (b *Batcher[T, R]) commit(batch []*batchCall[T, R], commit Commit[T, R]) {
 	for i, c := range batch {
 		items[i] = c.item
 	}
+	// A panicking commit fails its batch like any failed commit, rather than leaving every
+	// caller of the batch, and the queue behind it, waiting for ever. Whether its transaction
+	// committed is unknown, so the callers retry (a retried claim then finds its identity
+	// claimed, a retried ack its lease settled). The panic and its stack go into the error,
+	// which the server logs, as its handlers' own panics are.
+	defer func() {
+		if r := recover(); r != nil {
+			err := fmt.Errorf("storage: a batch commit panicked: %v\n%s", r, debug.Stack())
+			b.mu.Lock()
+			b.committing = 0
+			b.mu.Unlock()
+			for _, c := range batch {
+				c.err = err
+				close(c.done)
+			}
+		}
+	}()
 	results, errs, err := commit(items)
 	b.mu.Lock()
 	if err == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -330,5 +331,113 @@ func TestBatcherSubmitAll(t *testing.T) {
 	}
 	if s := takeSizes(); len(s) != 0 {
 		t.Errorf("with its context ended: batches %v committed", s)
+	}
+}
+
+// TestBatcherHeadGivesUp checks a caller whose context ends while it waits at the head of the
+// queue, behind the batch in flight: it returns at once, its item is never committed, and the
+// callers queued behind it still get their batch.
+func TestBatcherHeadGivesUp(t *testing.T) {
+	t.Parallel()
+	var b Batcher[string, string]
+	hold := make(chan struct{})
+	var mu sync.Mutex
+	var committed []string
+	commit := func(items []string) ([]string, []error, error) {
+		if items[0] == "in flight" {
+			<-hold
+		}
+		mu.Lock()
+		committed = append(committed, items...)
+		mu.Unlock()
+		return items, make([]error, len(items)), nil
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = b.Submit(t.Context(), "in flight", commit) })
+	whileQueued := func(n int) {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			b.mu.Lock()
+			q, c := len(b.queue), b.committing
+			b.mu.Unlock()
+			if q == n && c == 1 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d queued behind %d committing, want %d behind 1", q, c, n)
+			}
+		}
+	}
+	whileQueued(0)
+	ctx, cancel := context.WithCancel(t.Context())
+	gaveUp := make(chan error, 1)
+	go func() { _, err := b.Submit(ctx, "gave up", commit); gaveUp <- err }()
+	whileQueued(1)
+	wg.Go(func() {
+		if res, err := b.Submit(t.Context(), "behind", commit); err != nil || res != "behind" {
+			t.Errorf("the caller behind the one that gave up: %q, %v", res, err)
+		}
+	})
+	whileQueued(2)
+	cancel()
+	select {
+	case err := <-gaveUp:
+		if !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.Canceled) {
+			t.Errorf("the head that gave up got %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the head that gave up still waits for the batch in flight")
+	}
+	close(hold)
+	wg.Wait()
+	if !slices.Equal(committed, []string{"in flight", "behind"}) {
+		t.Errorf("committed %q, want the batch in flight and then the caller behind, not the one that gave up", committed)
+	}
+}
+
+// TestBatcherCommitPanics checks that a commit that panics fails every call of its batch,
+// the leader's too, with an error that carries the panic, and leaves the batcher working: the
+// callers queued behind it get a leader and their own batch.
+func TestBatcherCommitPanics(t *testing.T) {
+	t.Parallel()
+	// Batches of at most three, so that the caller queued behind a batch of three is not in it.
+	b := Batcher[string, string]{Limit: 3}
+	hold := make(chan struct{})
+	commit := func(items []string) ([]string, []error, error) {
+		switch items[0] {
+		case "in flight":
+			<-hold
+		case "panics":
+			panic("commit bug")
+		}
+		return items, make([]error, len(items)), nil
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = b.Submit(t.Context(), "in flight", commit) })
+	for b.Waiting() != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	// Queued behind the batch in flight, the three go into one batch, led by the first.
+	var errs []error
+	wg.Go(func() { _, errs = b.SubmitAll(t.Context(), []string{"panics", "batchmate", "batchmate"}, commit) })
+	for b.Waiting() != 4 {
+		time.Sleep(time.Millisecond)
+	}
+	wg.Go(func() {
+		if res, err := b.Submit(t.Context(), "behind", commit); err != nil || res != "behind" {
+			t.Errorf("the caller queued behind the panicking batch: %q, %v", res, err)
+		}
+	})
+	for b.Waiting() != 5 {
+		time.Sleep(time.Millisecond)
+	}
+	close(hold)
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "panicked: commit bug") || !strings.Contains(err.Error(), "groupcommit_test.go") {
+			t.Errorf("item %d of the panicking batch got %v, want the panic and its stack", i, err)
+		}
+	}
+	if res, err := b.Submit(t.Context(), "after", commit); err != nil || res != "after" {
+		t.Errorf("a call after the panicking batch: %q, %v", res, err)
 	}
 }
