@@ -22,10 +22,15 @@ func storageStatus(ctx context.Context, log *slog.Logger, op string, err error) 
 		return status.Error(codes.AlreadyExists, op+": already exists")
 	case errors.Is(err, storage.ErrInvalid):
 		return status.Error(codes.InvalidArgument, op+": invalid argument")
-	case errors.Is(err, context.Canceled):
+	// Only the caller's own context ending is the caller's deadline or cancellation. A store
+	// error that wraps a context error of its own (a connection attempt timing out while the
+	// database does not answer) is the store being unavailable: UNAVAILABLE, which clients
+	// retry, not DEADLINE_EXCEEDED, which they do not.
+	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return status.Error(codes.DeadlineExceeded, op+": deadline exceeded")
+		}
 		return status.Error(codes.Canceled, op+": canceled")
-	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, op+": deadline exceeded")
 	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, storage.ErrClosed):
 		log.WarnContext(ctx, "storage unavailable", "op", op, "err", err)
 		return status.Error(codes.Unavailable, op+": storage unavailable, retry later")
