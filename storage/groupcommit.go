@@ -13,6 +13,13 @@ import (
 // transaction, so one commit never holds locks for long.
 const MaxClaimBatch = 128
 
+// MaxClaimBatchBytes bounds the bodies and headers one claim batch carries, besides
+// MaxClaimBatch: a batch takes queued claims while they fit (a claim larger than this goes
+// alone). A batch is one statement's parameters, and CockroachDB refuses a message over
+// 16 MiB by default (sql.conn.max_read_buffer_message_size), PostgreSQL one over 1 GiB; a
+// refused batch would fail every claim in it, small ones too, and hold up the queue behind.
+const MaxClaimBatchBytes = 8 << 20
+
 // MaxLeaseBatch bounds how many leases share one transaction (Batcher.Limit). The server's
 // Lease takes up to 100 deliveries, each a row read and rewritten with its body, so a batch
 // of 16 touches at most 1,600: the claim batch waiting for SQLite's one writer, or anything
@@ -148,7 +155,7 @@ func (b *Batcher[T, R]) await(ctx context.Context, c *batchCall[T, R], lead bool
 	// Leading: commit one batch (it holds c: c is first in the queue, or was handed the lead
 	// as its first), then pass the lead on to the next queued caller.
 	b.mu.Lock()
-	n := min(len(b.queue), b.limit())
+	n := b.nextBatchLen()
 	batch := b.queue[:n:n]
 	b.queue = b.queue[n:]
 	b.committing = n
@@ -168,6 +175,37 @@ func (b *Batcher[T, R]) lead(batch []*batchCall[T, R], commit Commit[T, R]) {
 		b.leading = false
 	}
 	b.mu.Unlock()
+}
+
+// weighed is an item that counts its bytes toward MaxClaimBatchBytes (a Delivery).
+type weighed interface{ batchBytes() int }
+
+// nextBatchLen is how many queued calls the next batch takes: at most limit, and of items
+// that weigh their bytes no more than MaxClaimBatchBytes together, but always one. Called
+// with b.mu held.
+func (b *Batcher[T, R]) nextBatchLen() int {
+	n := min(len(b.queue), b.limit())
+	total := 0
+	for i, c := range b.queue[:n] {
+		w, ok := any(&c.item).(weighed)
+		if !ok {
+			return n
+		}
+		if total += w.batchBytes(); total > MaxClaimBatchBytes && i > 0 {
+			return i
+		}
+	}
+	return n
+}
+
+// batchBytes is what d adds to its claim batch's statement, near enough: its body, headers
+// and URL.
+func (d *Delivery) batchBytes() int {
+	n := len(d.Body) + len(d.URL)
+	for _, h := range d.Headers {
+		n += len(h.Name) + len(h.Value)
+	}
+	return n
 }
 
 // limit is how many items one batch may hold.

@@ -441,3 +441,48 @@ func TestBatcherCommitPanics(t *testing.T) {
 		t.Errorf("a call after the panicking batch: %q, %v", res, err)
 	}
 }
+
+// TestClaimBatchBytes checks that claims queued together split into batches of at most
+// MaxClaimBatchBytes of bodies and headers, and that a claim larger than that goes alone
+// rather than not at all.
+func TestClaimBatchBytes(t *testing.T) {
+	t.Parallel()
+	var b ClaimBatcher
+	hold := make(chan struct{})
+	var mu sync.Mutex
+	var sizes []int
+	commit := func(batch []Delivery) ([]ClaimResult, []error, error) {
+		if batch[0].EventID == "in flight" {
+			<-hold
+		}
+		mu.Lock()
+		sizes = append(sizes, len(batch))
+		mu.Unlock()
+		return make([]ClaimResult, len(batch)), make([]error, len(batch)), nil
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = b.Submit(t.Context(), Delivery{EventID: "in flight"}, commit) })
+	for b.batcher.Waiting() != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	// A third of the bound in each body, less a little for the headers: three fit, not four.
+	third := make([]byte, MaxClaimBatchBytes/3-100)
+	oversized := make([]byte, MaxClaimBatchBytes+1)
+	bodies := [][]byte{third, third, third, third, third, third, third, oversized, third}
+	for i, body := range bodies {
+		d := Delivery{EventID: fmt.Sprint(i), Body: body, Headers: []Header{{Name: "X-Signature", Value: "v1=abc"}}}
+		wg.Go(func() {
+			if _, err := b.Submit(t.Context(), d, commit); err != nil {
+				t.Errorf("claim %s: %v", d.EventID, err)
+			}
+		})
+		for b.batcher.Waiting() != i+2 { // queued in this order
+			time.Sleep(time.Millisecond)
+		}
+	}
+	close(hold)
+	wg.Wait()
+	if want := []int{1, 3, 3, 1, 1, 1}; !slices.Equal(sizes, want) {
+		t.Errorf("batch sizes %v, want %v", sizes, want)
+	}
+}
