@@ -16,6 +16,9 @@ var (
 	// ErrLeaseLost: the delivery is no longer leased under the given token (the lease expired
 	// and another worker may hold it, or it was already acked).
 	ErrLeaseLost = errors.New("storage: lease lost")
+	// ErrUnreadable: a stored record cannot be read back (its encoded headers are corrupt,
+	// say, or written by a release that encodes them differently).
+	ErrUnreadable = errors.New("storage: stored record cannot be read")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("storage: closed")
 )

@@ -36,8 +36,17 @@ func EncodedHeadersBound(headers []Header) int {
 	return size
 }
 
-// DecodeHeaders reverses EncodeHeaders. It returns an error for truncated or oversized input.
+// DecodeHeaders reverses EncodeHeaders. It returns an error wrapping ErrUnreadable for
+// truncated or oversized input.
 func DecodeHeaders(data []byte) ([]Header, error) {
+	headers, err := decodeHeaders(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
+	}
+	return headers, nil
+}
+
+func decodeHeaders(data []byte) ([]Header, error) {
 	n, rest, err := readUvarint(data)
 	if err != nil {
 		return nil, err

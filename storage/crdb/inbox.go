@@ -120,7 +120,10 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 	var result storage.LeaseResult
 	if lanes := s.leaseLanes; len(lanes) == 0 {
 		// No bound: every lease is a transaction of its own, at once.
-		results, err := s.commitLeaseBatch(ctx, []leaseCall{call})
+		results, errs, err := s.commitLeaseBatch(ctx, []leaseCall{call})
+		if err == nil {
+			err = errs[0]
+		}
 		if err != nil {
 			return storage.LeaseResult{}, err
 		}
@@ -158,21 +161,24 @@ func leastBusy(lanes []storage.Batcher[leaseCall, storage.LeaseResult]) int {
 	return best
 }
 
-// commitLeases commits a batch of leases for storage.Batcher; any failure fails the batch, so
-// nothing of it is leased and every caller may lease again.
+// commitLeases commits a batch of leases for storage.Batcher (see commitLeaseBatch).
 func (s *Store) commitLeases(batch []leaseCall) ([]storage.LeaseResult, []error, error) {
 	// The batch outlives any one caller's context; the retry loops bound it.
-	results, err := s.commitLeaseBatch(context.Background(), batch)
-	if err != nil {
-		return nil, nil, err
-	}
-	return results, make([]error, len(batch)), nil
+	return s.commitLeaseBatch(context.Background(), batch)
 }
 
 // commitLeaseBatch runs the leases of batch in one transaction, in order, and returns what
-// each leased.
-func (s *Store) commitLeaseBatch(ctx context.Context, batch []leaseCall) ([]storage.LeaseResult, error) {
+// each leased. A failure fails the batch: nothing of it is leased, and every caller may lease
+// again. Except when a lease meets a record it cannot read back (storage.ErrUnreadable): that
+// lease fails alone, so that one bad record fails only the leases that pick it, not whichever
+// leases happened to share its batch. Through an explicit transaction the others then run
+// again without it, and nothing of it is leased. On PostgreSQL's one round trip the batch has
+// committed by the time its rows are read: the others keep what they leased, and its
+// deliveries come back after their visibility timeout, as when a lease's answer is lost, each
+// with an attempt spent, so that a record nobody can read ends among the dead letters.
+func (s *Store) commitLeaseBatch(ctx context.Context, batch []leaseCall) ([]storage.LeaseResult, []error, error) {
 	results := make([]storage.LeaseResult, len(batch))
+	errs := make([]error, len(batch))
 	collect := func(i int, dead pgconn.CommandTag, rows pgx.Rows) error {
 		results[i] = storage.LeaseResult{ExpiredToDead: dead.RowsAffected()}
 		var err error
@@ -188,7 +194,9 @@ func (s *Store) commitLeaseBatch(ctx context.Context, batch []leaseCall) ([]stor
 		// one round trip, one implicit transaction: BEGIN and COMMIT of their own made a lease
 		// four round trips, and with workers draining the inbox leases took more of the
 		// server's time than new events (BENCHMARKS.md).
-		return results, s.inOneTrip(ctx, "lease", false, func(ctx context.Context, conn *pgx.Conn) error {
+		err := s.inOneTrip(ctx, "lease", false, func(ctx context.Context, conn *pgx.Conn) error {
+			clear(results)
+			clear(errs)
 			var b pgx.Batch
 			b.Queue(noBitmapScans)
 			for _, call := range batch {
@@ -210,28 +218,53 @@ func (s *Store) commitLeaseBatch(ctx context.Context, batch []leaseCall) ([]stor
 					return err
 				}
 				if err := collect(i, dead, rows); err != nil {
-					return err
+					if !errors.Is(err, storage.ErrUnreadable) {
+						return err
+					}
+					results[i], errs[i] = storage.LeaseResult{}, fmt.Errorf("crdb: lease: %w", err)
 				}
 			}
 			return br.Close()
 		})
-	}
-	return results, s.inTx(ctx, "lease", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error {
-		for i, call := range batch {
-			dead, err := tx.Exec(ctx, call.deadSQL, call.deadArgs...)
-			if err != nil {
-				return fmt.Errorf("dead-letter expired leases: %w", err)
-			}
-			rows, err := tx.Query(ctx, call.leaseSQL, call.leaseArgs...)
-			if err != nil {
-				return err
-			}
-			if err := collect(i, dead, rows); err != nil {
-				return err
-			}
+		if err != nil {
+			return nil, nil, err
 		}
-		return nil
-	})
+		return results, errs, nil
+	}
+	for {
+		unreadable := -1
+		err := s.inTx(ctx, "lease", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error {
+			clear(results)
+			unreadable = -1
+			for i, call := range batch {
+				if errs[i] != nil {
+					continue
+				}
+				dead, err := tx.Exec(ctx, call.deadSQL, call.deadArgs...)
+				if err != nil {
+					return fmt.Errorf("dead-letter expired leases: %w", err)
+				}
+				rows, err := tx.Query(ctx, call.leaseSQL, call.leaseArgs...)
+				if err != nil {
+					return err
+				}
+				if err := collect(i, dead, rows); err != nil {
+					if errors.Is(err, storage.ErrUnreadable) {
+						unreadable = i
+					}
+					return err
+				}
+			}
+			return nil
+		})
+		switch {
+		case err == nil:
+			return results, errs, nil
+		case unreadable < 0:
+			return nil, nil, err
+		}
+		errs[unreadable] = err
+	}
 }
 
 // deadLetterExpired is the first statement of a lease, and its arguments: every matching

@@ -203,6 +203,30 @@ func TestConcurrentLeasesShareCommits(t *testing.T) {
 	}
 }
 
+// TestUnreadableRecordFailsItsLeaseAlone runs storagetest.UnreadableRecordFailsItsLeaseAlone on
+// one lease lane, with the inbox locked, on both paths as above.
+func TestUnreadableRecordFailsItsLeaseAlone(t *testing.T) {
+	t.Parallel()
+	for _, path := range []struct {
+		name string
+		open func(t *testing.T, url string) *Store
+	}{{"PostgreSQL", open}, {"CockroachDB paths", migratedCockroachPathStore}} {
+		t.Run(path.name, func(t *testing.T) {
+			t.Parallel()
+			url := pgtest.Shared(t).NewDatabase(t)
+			s := path.open(t, url)
+			s.SetLeaseConcurrency(1)
+			storagetest.UnreadableRecordFailsItsLeaseAlone(t, s, storagetest.CommitBatching{
+				Block:   lockInbox(url),
+				Batches: s.leaseLanes[0].Batches,
+				Waiting: s.leaseLanes[0].Waiting,
+			}, func(t *testing.T, inboxID string) {
+				exec(t, connect(t, url), `UPDATE inbox SET headers = '\xff'::bytea WHERE id = $1`, inboxID)
+			})
+		})
+	}
+}
+
 // migratedCockroachPathStore is cockroachPathStore on a database it has migrated.
 func migratedCockroachPathStore(t *testing.T, url string) *Store {
 	t.Helper()

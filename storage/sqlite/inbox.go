@@ -98,8 +98,11 @@ type leaseCall struct {
 	deadArgs, pickArgs []any
 }
 
-// commitLeases runs a batch of leases in one write transaction, in order. Any failure fails
-// the batch: nothing of it is leased, and every caller may lease again.
+// commitLeases runs a batch of leases in one write transaction, in order. A failure fails
+// the batch: nothing of it is leased, and every caller may lease again. Except when a lease
+// meets a record it cannot read back (storage.ErrUnreadable): that lease fails alone, and the
+// others run again without it, so that one bad record fails only the leases that pick it, as
+// before leases shared transactions, not whichever leases happened to share its batch.
 func (s *Store) commitLeases(batch []leaseCall) ([]storage.LeaseResult, []error, error) {
 	// The batch outlives any one caller's context; the busy timeout bounds it.
 	ctx := context.Background()
@@ -120,21 +123,35 @@ func (s *Store) commitLeases(batch []leaseCall) ([]storage.LeaseResult, []error,
 		}
 	}
 	results := make([]storage.LeaseResult, len(batch))
-	err := s.inWriteTx(ctx, func(tx *sql.Tx) error {
-		clear(results)
-		left := map[string]int64{}
-		for i, call := range batch {
-			var err error
-			if results[i], err = leaseIn(ctx, tx, call, stmts, left); err != nil {
-				return err
+	errs := make([]error, len(batch))
+	for {
+		unreadable := -1
+		err := s.inWriteTx(ctx, func(tx *sql.Tx) error {
+			clear(results)
+			unreadable = -1
+			left := map[string]int64{}
+			for i, call := range batch {
+				if errs[i] != nil {
+					continue
+				}
+				var err error
+				if results[i], err = leaseIn(ctx, tx, call, stmts, left); err != nil {
+					if errors.Is(err, storage.ErrUnreadable) {
+						unreadable = i
+					}
+					return err
+				}
 			}
+			return s.addPending(ctx, tx, left)
+		})
+		switch {
+		case err == nil:
+			return results, errs, nil
+		case unreadable < 0:
+			return nil, nil, err
 		}
-		return s.addPending(ctx, tx, left)
-	})
-	if err != nil {
-		return nil, nil, err
+		errs[unreadable] = err
 	}
-	return results, make([]error, len(batch)), nil
 }
 
 // leaseIn runs one lease's statements, prepared in stmts by text, in tx and counts the pending deliveries it took, by

@@ -279,6 +279,27 @@ func TestConcurrentLeasesShareCommits(t *testing.T) {
 	})
 }
 
+// TestUnreadableRecordFailsItsLeaseAlone runs storagetest.UnreadableRecordFailsItsLeaseAlone
+// with another connection holding SQLite's write lock.
+func TestUnreadableRecordFailsItsLeaseAlone(t *testing.T) {
+	t.Parallel()
+	s, path := openTemp(t)
+	storagetest.UnreadableRecordFailsItsLeaseAlone(t, s, storagetest.CommitBatching{
+		Block:   holdWriteLock(path),
+		Batches: func() int64 { return sqlite.LeaseBatches(s) },
+		Waiting: func() int { return sqlite.LeasesWaiting(s) },
+	}, func(t *testing.T, inboxID string) {
+		raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		if _, err := raw.ExecContext(t.Context(), `UPDATE inbox SET headers = x'ff' WHERE id = ?`, inboxID); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // holdWriteLock returns a CommitBatching.Block for the database at path: another connection
 // holds the write lock, and the first batch waits for it (busy timeout 10 s).
 func holdWriteLock(path string) func(t *testing.T) func() {

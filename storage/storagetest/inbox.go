@@ -933,3 +933,52 @@ func LeasesShareCommits(t *testing.T, s storage.Store, b CommitBatching) {
 		t.Errorf("%d leases took %d commits, want 2 (or 1)", len(reqs), commits)
 	}
 }
+
+// UnreadableRecordFailsItsLeaseAlone checks that a lease meeting a record it cannot read back
+// fails alone, with storage.ErrUnreadable, while a lease of another endpoint sharing its batch
+// gets its delivery. corrupt makes the stored record of an inbox id unreadable (its encoded
+// headers). b.Block holds the inbox so that a first lease waits and the two queue behind it,
+// into one batch. s must be empty.
+func UnreadableRecordFailsItsLeaseAlone(t *testing.T, s storage.Store, b CommitBatching, corrupt func(t *testing.T, inboxID string)) {
+	t.Helper()
+	for _, e := range []string{"ep-1", "ep-2", "ep-3"} {
+		createEndpoint(t, s, newEndpoint(e))
+	}
+	deliver(t, s, "ep-1", "ep-1", "good", at(0))
+	deliver(t, s, "ep-2", "ep-2", "bad", at(time.Millisecond))
+	deliver(t, s, "ep-3", "ep-3", "first", at(2*time.Millisecond))
+	corrupt(t, "bad")
+	forEndpoint := func(token, endpointID string) storage.LeaseRequest {
+		req := leaseReq(token, ackNow, 1)
+		req.InboxFilter = storage.InboxFilter{EndpointIDs: []string{endpointID}}
+		return req
+	}
+	release := b.Block(t)
+	var wg sync.WaitGroup
+	waitFor := func(n int) {
+		for deadline := time.Now().Add(10 * time.Second); b.Waiting() < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				release()
+				wg.Wait()
+				t.Fatalf("%d leases waiting, want %d", b.Waiting(), n)
+			}
+		}
+	}
+	wg.Go(func() { _, _ = s.Lease(t.Context(), forEndpoint("tok-first", "ep-3")) })
+	waitFor(1)
+	var good, bad storage.LeaseResult
+	var goodErr, badErr error
+	wg.Go(func() { good, goodErr = s.Lease(t.Context(), forEndpoint("tok-good", "ep-1")) })
+	wg.Go(func() { bad, badErr = s.Lease(t.Context(), forEndpoint("tok-bad", "ep-2")) })
+	waitFor(3)
+	release()
+	wg.Wait()
+	if goodErr != nil || len(good.Deliveries) != 1 || good.Deliveries[0].InboxID != "good" || good.Deliveries[0].LeaseToken != "tok-good" {
+		t.Errorf("the lease of ep-1, sharing a batch with one that met an unreadable record: %+v, %v", good, goodErr)
+	}
+	if !errors.Is(badErr, storage.ErrUnreadable) || len(bad.Deliveries) != 0 {
+		t.Errorf("the lease that met the unreadable record: %+v, %v; want an error wrapping ErrUnreadable", bad, badErr)
+	}
+	// Its batchmate's delivery is leased, and acks.
+	must(t, s.Ack(t.Context(), "good", "tok-good", ackNow), "Ack of the batchmate's delivery")
+}
