@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -38,6 +39,7 @@ func runBench(ctx context.Context, e env, args []string) error {
 	mix := fs.String("mix", "new=80,dup=15,forged=5", "share of new events, redeliveries and forged deliveries")
 	bodyBytes := fs.Int("body-bytes", 2048, "size of each delivery body")
 	repetitiveBody := fs.Bool("repetitive-body", false, `bodies of one repeated letter, as before the eighth session, instead of text that compresses about as much as real payloads (PostgreSQL compresses each stored body: a repeated letter about 40 times, a real payload 1.5 times)`)
+	sequentialIDs := fs.Bool("sequential-event-ids", false, `new events numbered evt-1, evt-2, ..., as before the eleventh session, instead of random ids like GitHub's delivery GUIDs (sequential ids land side by side in the claims index, which real, random ones do not)`)
 	baseline := fs.Bool("baseline", false, "also measure a no-op gRPC call (Health/Check) for comparison")
 	drain := fs.Int("drain", 0, "also run this many workers during the phase that lease the bench's deliveries and ack them, as workers do, and report how fast they drain the inbox (needs the inbox scope)")
 	ackEach := fs.Bool("ack-each", false, "--drain workers ack each delivery with its own Ack call, rather than each lease's deliveries with one AckMany")
@@ -127,6 +129,10 @@ func runBench(ctx context.Context, e env, args []string) error {
 		var req *hookverifyv1.VerifyRequest
 		switch pick := r.IntN(weights[0] + weights[1] + weights[2]); {
 		case pick < weights[0]:
+			if !*sequentialIDs {
+				req = newEvent(randomEventID(r))
+				break
+			}
 			seq.Lock()
 			next++
 			n := next
@@ -201,6 +207,28 @@ func newEventFrom(template *hookverifyv1.VerifyRequest) (func(eventID string) *h
 		req.Headers[at] = &hookverifyv1.HeaderField{Name: name, Value: eventID}
 		return req
 	}, nil
+}
+
+// randomEventID returns a new event id shaped like GitHub's X-GitHub-Delivery, a random GUID.
+// Real event ids are random, so each new claim goes to its own place in the claims index;
+// numbered ones would all land on its last page, which flattered the store (BENCHMARKS.md,
+// eleventh session). The worker's own generator keeps the ids unique within a run (128 bits
+// from a stream seeded per worker and run) and cheap to make.
+func randomEventID(r *mrand.Rand) string {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], r.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], r.Uint64())
+	var s [36]byte
+	hex.Encode(s[0:8], b[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], b[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], b[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], b[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:36], b[10:16])
+	return string(s[:])
 }
 
 // drainer returns the call of `workers` drain workers: each leases up to leaseSize of the

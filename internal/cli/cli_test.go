@@ -9,9 +9,11 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -535,6 +537,11 @@ func TestBenchCommand(t *testing.T) {
 		t.Errorf("bench --mix new=100: verdicts other than accepted:\n%s", out)
 	}
 	wantDrained(t, out)
+	// Numbered event ids, as before the eleventh session: every one new as well.
+	code, out, errOut = run(t, "", append([]string{"bench", "--duration", "300ms", "--workers", "2", "--mix", "new=100", "--sequential-event-ids"}, remote...)...)
+	if code != 0 || !hasRow(out, "accepted") || hasRow(out, "duplicate") || hasRow(out, "rejected") {
+		t.Errorf("bench --sequential-event-ids exited %d (%s), output:\n%s", code, errOut, out)
+	}
 	if code, _, _ := run(t, "", "bench", "--mix", "new=0"); code != 1 {
 		t.Errorf("bench with an all-zero mix: exit %d, want 1", code)
 	}
@@ -732,6 +739,25 @@ func TestCacheFlagsToOptions(t *testing.T) {
 
 // TestNewEventFrom: each new event is the template with its own id in the one header that
 // carried the template's, and the template is left as it was.
+func TestRandomEventID(t *testing.T) {
+	shape := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	seen := map[string]bool{}
+	// Two workers' generators, seeded as drive seeds them: no id twice within or across them.
+	for w := range 2 {
+		r := mrand.New(mrand.NewPCG(uint64(w), 42))
+		for range 5000 {
+			id := randomEventID(r)
+			if !shape.MatchString(id) {
+				t.Fatalf("event id %q is not shaped like a GUID", id)
+			}
+			if seen[id] {
+				t.Fatalf("event id %q made twice", id)
+			}
+			seen[id] = true
+		}
+	}
+}
+
 func TestNewEventFrom(t *testing.T) {
 	template := &hookverifyv1.VerifyRequest{EndpointId: "ep", Body: []byte("{}"), Method: "POST", Url: "https://x/ep",
 		Headers: []*hookverifyv1.HeaderField{{Name: "X-Hub-Signature-256", Value: "sha256=00"}, {Name: "X-GitHub-Delivery", Value: benchTemplateEventID}}}
