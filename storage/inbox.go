@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 )
@@ -168,4 +169,20 @@ type SweepRequest struct {
 type SweepResult struct {
 	InboxDeleted  int64
 	ClaimsDeleted int64
+}
+
+// WithoutUnreadableLeases runs commit, the stores' transaction of a batch of leases, until it
+// commits. commit runs, in order, the leases whose errs entry is nil, stops at the first that
+// fails, and returns its index (-1 when the failure was no lease's own) with the error. When
+// that lease met a record it cannot read back (ErrUnreadable), it alone fails with the error
+// and commit runs again without it, so that one bad record fails only the leases that pick
+// it, not whichever leases share its batch; any other error fails the batch.
+func WithoutUnreadableLeases(errs []error, commit func() (failed int, err error)) error {
+	for {
+		failed, err := commit()
+		if err == nil || failed < 0 || !errors.Is(err, ErrUnreadable) {
+			return err
+		}
+		errs[failed] = err
+	}
 }

@@ -172,7 +172,7 @@ func (s *Store) commitLeases(batch []leaseCall) ([]storage.LeaseResult, []error,
 // again. Except when a lease meets a record it cannot read back (storage.ErrUnreadable): that
 // lease fails alone, so that one bad record fails only the leases that pick it, not whichever
 // leases happened to share its batch. Through an explicit transaction the others then run
-// again without it, and nothing of it is leased. On PostgreSQL's one round trip the batch has
+// again without it, and nothing of it is leased (storage.WithoutUnreadableLeases). On PostgreSQL's one round trip the batch has
 // committed by the time its rows are read: the others keep what they leased, and its
 // deliveries come back after their visibility timeout, as when a lease's answer is lost, each
 // with an attempt spent, so that a record nobody can read ends among the dead letters.
@@ -231,15 +231,15 @@ func (s *Store) commitLeaseBatch(ctx context.Context, batch []leaseCall) ([]stor
 		}
 		return results, errs, nil
 	}
-	for {
-		unreadable := -1
-		err := s.inTx(ctx, "lease", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error {
+	err := storage.WithoutUnreadableLeases(errs, func() (failed int, err error) {
+		err = s.inTx(ctx, "lease", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error {
 			clear(results)
-			unreadable = -1
+			failed = -1
 			for i, call := range batch {
 				if errs[i] != nil {
 					continue
 				}
+				failed = i
 				dead, err := tx.Exec(ctx, call.deadSQL, call.deadArgs...)
 				if err != nil {
 					return fmt.Errorf("dead-letter expired leases: %w", err)
@@ -249,22 +249,18 @@ func (s *Store) commitLeaseBatch(ctx context.Context, batch []leaseCall) ([]stor
 					return err
 				}
 				if err := collect(i, dead, rows); err != nil {
-					if errors.Is(err, storage.ErrUnreadable) {
-						unreadable = i
-					}
 					return err
 				}
 			}
+			failed = -1
 			return nil
 		})
-		switch {
-		case err == nil:
-			return results, errs, nil
-		case unreadable < 0:
-			return nil, nil, err
-		}
-		errs[unreadable] = err
+		return failed, err
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	return results, errs, nil
 }
 
 // deadLetterExpired is the first statement of a lease, and its arguments: every matching

@@ -179,34 +179,30 @@ func TestConcurrentAcksShareCommits(t *testing.T) {
 	})
 }
 
-// TestConcurrentLeasesShareCommits runs storagetest.LeasesShareCommits on a store with one
-// lease lane, with the inbox locked as above: on the PostgreSQL path, where a batch's leases
-// are one pipeline, and through cockroach-go's ExecuteTx, where they are statements of one
-// explicit transaction.
+// TestConcurrentLeasesShareCommits runs storagetest.LeasesShareCommits on each lease path.
 func TestConcurrentLeasesShareCommits(t *testing.T) {
 	t.Parallel()
-	for _, path := range []struct {
-		name string
-		open func(t *testing.T, url string) *Store
-	}{{"PostgreSQL", open}, {"CockroachDB paths", migratedCockroachPathStore}} {
-		t.Run(path.name, func(t *testing.T) {
-			t.Parallel()
-			url := pgtest.Shared(t).NewDatabase(t)
-			s := path.open(t, url)
-			s.SetLeaseConcurrency(1)
-			storagetest.LeasesShareCommits(t, s, storagetest.CommitBatching{
-				Block:   lockInbox(url),
-				Batches: s.leaseLanes[0].Batches,
-				Waiting: s.leaseLanes[0].Waiting,
-			})
-		})
-	}
+	onEachLeasePath(t, func(t *testing.T, s *Store, _ string, b storagetest.CommitBatching) {
+		storagetest.LeasesShareCommits(t, s, b)
+	})
 }
 
 // TestUnreadableRecordFailsItsLeaseAlone runs storagetest.UnreadableRecordFailsItsLeaseAlone on
-// one lease lane, with the inbox locked, on both paths as above.
+// each lease path.
 func TestUnreadableRecordFailsItsLeaseAlone(t *testing.T) {
 	t.Parallel()
+	onEachLeasePath(t, func(t *testing.T, s *Store, url string, b storagetest.CommitBatching) {
+		storagetest.UnreadableRecordFailsItsLeaseAlone(t, s, b, func(t *testing.T, inboxID string) {
+			exec(t, connect(t, url), `UPDATE inbox SET headers = '\xff'::bytea WHERE id = $1`, inboxID)
+		})
+	})
+}
+
+// onEachLeasePath runs check, in parallel subtests, on a new store with one lease lane and
+// the inbox locked as above for its batching: on the PostgreSQL path, where a batch's leases
+// are one pipeline, and through cockroach-go's ExecuteTx, where they are statements of one
+// explicit transaction.
+func onEachLeasePath(t *testing.T, check func(t *testing.T, s *Store, url string, b storagetest.CommitBatching)) {
 	for _, path := range []struct {
 		name string
 		open func(t *testing.T, url string) *Store
@@ -216,12 +212,10 @@ func TestUnreadableRecordFailsItsLeaseAlone(t *testing.T) {
 			url := pgtest.Shared(t).NewDatabase(t)
 			s := path.open(t, url)
 			s.SetLeaseConcurrency(1)
-			storagetest.UnreadableRecordFailsItsLeaseAlone(t, s, storagetest.CommitBatching{
+			check(t, s, url, storagetest.CommitBatching{
 				Block:   lockInbox(url),
 				Batches: s.leaseLanes[0].Batches,
 				Waiting: s.leaseLanes[0].Waiting,
-			}, func(t *testing.T, inboxID string) {
-				exec(t, connect(t, url), `UPDATE inbox SET headers = '\xff'::bytea WHERE id = $1`, inboxID)
 			})
 		})
 	}

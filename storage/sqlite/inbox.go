@@ -100,9 +100,8 @@ type leaseCall struct {
 
 // commitLeases runs a batch of leases in one write transaction, in order. A failure fails
 // the batch: nothing of it is leased, and every caller may lease again. Except when a lease
-// meets a record it cannot read back (storage.ErrUnreadable): that lease fails alone, and the
-// others run again without it, so that one bad record fails only the leases that pick it, as
-// before leases shared transactions, not whichever leases happened to share its batch.
+// meets a record it cannot read back: that lease fails alone, and the others run again
+// without it (storage.WithoutUnreadableLeases).
 func (s *Store) commitLeases(batch []leaseCall) ([]storage.LeaseResult, []error, error) {
 	// The batch outlives any one caller's context; the busy timeout bounds it.
 	ctx := context.Background()
@@ -124,11 +123,10 @@ func (s *Store) commitLeases(batch []leaseCall) ([]storage.LeaseResult, []error,
 	}
 	results := make([]storage.LeaseResult, len(batch))
 	errs := make([]error, len(batch))
-	for {
-		unreadable := -1
-		err := s.inWriteTx(ctx, func(tx *sql.Tx) error {
+	err := storage.WithoutUnreadableLeases(errs, func() (failed int, err error) {
+		failed = -1
+		err = s.inWriteTx(ctx, func(tx *sql.Tx) error {
 			clear(results)
-			unreadable = -1
 			left := map[string]int64{}
 			for i, call := range batch {
 				if errs[i] != nil {
@@ -136,22 +134,18 @@ func (s *Store) commitLeases(batch []leaseCall) ([]storage.LeaseResult, []error,
 				}
 				var err error
 				if results[i], err = leaseIn(ctx, tx, call, stmts, left); err != nil {
-					if errors.Is(err, storage.ErrUnreadable) {
-						unreadable = i
-					}
+					failed = i
 					return err
 				}
 			}
 			return s.addPending(ctx, tx, left)
 		})
-		switch {
-		case err == nil:
-			return results, errs, nil
-		case unreadable < 0:
-			return nil, nil, err
-		}
-		errs[unreadable] = err
+		return failed, err
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	return results, errs, nil
 }
 
 // leaseIn runs one lease's statements, prepared in stmts by text, in tx and counts the pending deliveries it took, by

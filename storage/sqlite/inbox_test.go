@@ -272,11 +272,17 @@ func TestConcurrentAcksShareCommits(t *testing.T) {
 func TestConcurrentLeasesShareCommits(t *testing.T) {
 	t.Parallel()
 	s, path := openTemp(t)
-	storagetest.LeasesShareCommits(t, s, storagetest.CommitBatching{
+	storagetest.LeasesShareCommits(t, s, leaseBatching(s, path))
+}
+
+// leaseBatching is the storagetest.CommitBatching of the store's leases, with another
+// connection holding the write lock of the database at path.
+func leaseBatching(s *sqlite.Store, path string) storagetest.CommitBatching {
+	return storagetest.CommitBatching{
 		Block:   holdWriteLock(path),
 		Batches: func() int64 { return sqlite.LeaseBatches(s) },
 		Waiting: func() int { return sqlite.LeasesWaiting(s) },
-	})
+	}
 }
 
 // TestUnreadableRecordFailsItsLeaseAlone runs storagetest.UnreadableRecordFailsItsLeaseAlone
@@ -284,11 +290,7 @@ func TestConcurrentLeasesShareCommits(t *testing.T) {
 func TestUnreadableRecordFailsItsLeaseAlone(t *testing.T) {
 	t.Parallel()
 	s, path := openTemp(t)
-	storagetest.UnreadableRecordFailsItsLeaseAlone(t, s, storagetest.CommitBatching{
-		Block:   holdWriteLock(path),
-		Batches: func() int64 { return sqlite.LeaseBatches(s) },
-		Waiting: func() int { return sqlite.LeasesWaiting(s) },
-	}, func(t *testing.T, inboxID string) {
+	storagetest.UnreadableRecordFailsItsLeaseAlone(t, s, leaseBatching(s, path), func(t *testing.T, inboxID string) {
 		raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
 		if err != nil {
 			t.Fatal(err)
