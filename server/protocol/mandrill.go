@@ -2,7 +2,9 @@ package protocol
 
 import (
 	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
@@ -134,7 +136,20 @@ func verifyMandrill(req *Request, keys []Key, _ Params) (Result, error) {
 	if empty {
 		return Result{KeyID: keyID, Handshake: &Reply{Status: http.StatusOK}}, nil
 	}
-	return Result{KeyID: keyID, EventID: bodySHA256ID(req.Body)}, nil
+	return Result{KeyID: keyID, EventID: mandrillEventID(pairs)}, nil
+}
+
+// mandrillEventID identifies a delivery by what its signature covers, the sorted keys and
+// values run together as signed (the URL aside, the endpoint's own), not by the raw body:
+// many bodies decode to the same pairs (a key's letters percent-encoded, a stray '&'), and
+// pairs split differently run together the same, so a replay of a captured delivery in any
+// of those forms verifies under the original signature and must get the original's id, to
+// be answered DUPLICATE rather than stored again. Mandrill sends no event id of its own for
+// the batch a delivery carries.
+func mandrillEventID(pairs [][2]string) string {
+	h := sha256.New()
+	mandrillMessage("", pairs)(h)
+	return "form-sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // signMandrill signs in.Body (a form) for in.URL with the first secret: a Mandrill webhook has

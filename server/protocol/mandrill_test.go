@@ -3,7 +3,9 @@ package protocol
 import (
 	"crypto/hmac"
 	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"net/url"
 	"strings"
 	"testing"
@@ -21,6 +23,14 @@ var mandrillEvents = `[{"event":"open","_id":"8f2b4d7c0d6a4a4c9d1e5a3b2c1d0e9f",
 // and value sorted by key, HMAC-SHA1, base64 (help article "How to Authenticate Webhook
 // Requests", mandrill.zendesk.com/hc/en-us/articles/360039232513).
 func mandrillSig(key, rawURL string, form url.Values) string {
+	m := hmac.New(sha1.New, []byte(key))
+	m.Write([]byte(mandrillSigned(rawURL, form)))
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// mandrillSigned is the text the signature covers: the URL, then each key and value sorted
+// by key.
+func mandrillSigned(rawURL string, form url.Values) string {
 	data := rawURL
 	keys := make([]string, 0, len(form))
 	for k := range form {
@@ -34,9 +44,19 @@ func mandrillSig(key, rawURL string, form url.Values) string {
 	for _, k := range keys {
 		data += k + form.Get(k)
 	}
-	m := hmac.New(sha1.New, []byte(key))
-	m.Write([]byte(data))
-	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+	return data
+}
+
+// mandrillSignedContentID computes the event id independently: "form-sha256:" and the hex
+// SHA-256 of what the signature covers after the URL, each key and value sorted by key.
+func mandrillSignedContentID(t *testing.T, body []byte) string {
+	t.Helper()
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(mandrillSigned("", form)))
+	return "form-sha256:" + hex.EncodeToString(sum[:])
 }
 
 func mandrillReq(method, rawURL, sig string, body string) *Request {
@@ -97,8 +117,8 @@ func TestMandrillVerify(t *testing.T) {
 				}
 				return
 			}
-			if res.Handshake != nil || res.EventID != bodySHA256ID(tc.req.Body) {
-				t.Fatalf("result %+v, want the body hash identity", res)
+			if res.Handshake != nil || res.EventID != mandrillSignedContentID(t, tc.req.Body) {
+				t.Fatalf("result %+v, want the identity of the signed content", res)
 			}
 		})
 	}
@@ -142,4 +162,44 @@ func FuzzMandrillSignature(f *testing.F) {
 		req.URL = mandrillURL
 		checkMutation(t, p, keys, Params{}, req, "X-Mandrill-Signature", pos, repl)
 	})
+}
+
+// TestMandrillReplayKeepsItsEventID checks that bodies which decode to the same signed pairs,
+// or whose pairs run together the same, get the genuine delivery's event id: each verifies
+// under the captured signature, so a replay in any of those forms must be a duplicate, not a
+// new event. A different batch gets a different id.
+func TestMandrillReplayKeepsItsEventID(t *testing.T) {
+	t.Parallel()
+	p := Mandrill()
+	keys := keysFor(t, p, mandrillKey)
+	form := url.Values{"mandrill_events": {mandrillEvents}}
+	body := form.Encode()
+	sig := mandrillSig(mandrillKey, mandrillURL, form)
+	genuine, err := p.Verify(mandrillReq("POST", mandrillURL, sig, body), keys, Params{})
+	if err != nil {
+		t.Fatalf("genuine delivery: %v", err)
+	}
+	if !strings.HasPrefix(genuine.EventID, "form-sha256:") {
+		t.Errorf("event id %q, want form-sha256:...", genuine.EventID)
+	}
+	resplit := url.Values{"mandrill_event": {"s" + mandrillEvents}}
+	for name, replay := range map[string]string{
+		"a letter of the key percent-encoded, a stray &": "&%6D" + strings.TrimPrefix(body, "m"),
+		"the key split differently":                      resplit.Encode(),
+		"the value's characters escaped differently":     "mandrill_events=" + url.PathEscape(mandrillEvents),
+	} {
+		got, err := p.Verify(mandrillReq("POST", mandrillURL, sig, replay), keys, Params{})
+		if err != nil {
+			t.Errorf("%s: %v (rejecting it would do too, but it verifies as signed)", name, err)
+			continue
+		}
+		if got.EventID != genuine.EventID {
+			t.Errorf("%s: event id %s, want the genuine delivery's %s", name, got.EventID, genuine.EventID)
+		}
+	}
+	other := url.Values{"mandrill_events": {strings.Replace(mandrillEvents, `"open"`, `"click"`, 1)}}
+	got, err := p.Verify(mandrillReq("POST", mandrillURL, mandrillSig(mandrillKey, mandrillURL, other), other.Encode()), keys, Params{})
+	if err != nil || got.EventID == genuine.EventID {
+		t.Errorf("another batch: event id %q, %v; want one of its own", got.EventID, err)
+	}
 }
