@@ -93,7 +93,7 @@ func verifyRecurly(req *Request, keys []Key, p Params) (Result, error) {
 	if !ok {
 		return Result{}, rejectNoMatch(recurlySignatureHeader, malformed, keys)
 	}
-	if err := checkTimestamp(ms/1000, p.Now, effectiveTolerance(p, recurlyDefaultTolerance)); err != nil {
+	if err := checkTimestampMillisRoundedUp(ms, p.Now, effectiveTolerance(p, recurlyDefaultTolerance)); err != nil {
 		return Result{}, err
 	}
 	id, err := jsonBodyString(req.Body, "id")

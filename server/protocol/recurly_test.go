@@ -74,3 +74,33 @@ func FuzzRecurlySignatureHeader(f *testing.F) {
 		verifyFuzzedHeader(t, Recurly(), recurlyVectorSecret, "recurly-signature", nil, sig, body, pos, repl, recurlyVectorTime, "")
 	})
 }
+
+// TestMillisecondTimestampsToleranceExact checks the providers that sign a timestamp in
+// milliseconds against their tolerance to the millisecond: a timestamp half a second beyond it,
+// in either direction, is out of tolerance, not truncated to a second that is within it.
+func TestMillisecondTimestampsToleranceExact(t *testing.T) {
+	t.Parallel()
+	tol := 5 * time.Minute
+	now := fixedNow.Add(250 * time.Millisecond)
+	for _, c := range []struct {
+		p      *Protocol
+		secret string
+	}{{Recurly(), recurlySecret}, {Webflow(), webflowSecret}} {
+		for _, tc := range []struct {
+			name string
+			at   time.Time
+			want Reason
+		}{
+			{"at the future edge", now.Add(tol), 0},
+			{"half a second beyond the future edge", now.Add(tol + 500*time.Millisecond), ReasonTimestampOutOfTolerance},
+			{"at the past edge", now.Add(-tol), 0},
+			{"half a second beyond the past edge", now.Add(-tol - 500*time.Millisecond), ReasonTimestampOutOfTolerance},
+		} {
+			t.Run(c.p.Name+"/"+tc.name, func(t *testing.T) {
+				req := signed(t, c.p, SignInput{Body: []byte(`{"id":"evt-1"}`), EventID: "evt-1", Timestamp: tc.at}, c.secret)
+				res, err := c.p.Verify(req, keysFor(t, c.p, c.secret), Params{Now: now, Tolerance: tol})
+				checkOutcome(t, res, err, tc.want, "k0", req)
+			})
+		}
+	}
+}

@@ -75,7 +75,7 @@ func verifyWebflow(req *Request, keys []Key, p Params) (Result, error) {
 	if !ok {
 		return Result{}, rejectNoMatch(webflowSignatureHeader, 0, keys)
 	}
-	if err := checkTimestamp(ms/1000, p.Now, effectiveTolerance(p, webflowDefaultTolerance)); err != nil {
+	if err := checkTimestampMillisRoundedUp(ms, p.Now, effectiveTolerance(p, webflowDefaultTolerance)); err != nil {
 		return Result{}, err
 	}
 	return Result{KeyID: keyID, EventID: bodySHA256ID(req.Body)}, nil
