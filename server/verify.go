@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -142,13 +143,16 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 			OperationKey: OperationKey(endpoint.DedupeScope, result.EventID),
 			SecretID:     result.KeyID,
 			Method:       req.GetMethod(),
-			URL:          req.GetUrl(),
+			URL:          redactQueryParam(req.GetUrl(), result.CredentialParam),
 			Headers:      make([]storage.Header, len(req.GetHeaders())),
 			Body:         req.GetBody(),
 			ReceivedAt:   now,
 		}
 		for i, h := range req.GetHeaders() {
 			delivery.Headers[i] = storage.Header{Name: h.GetName(), Value: h.GetValue()}
+			if result.CredentialHeader != "" && strings.EqualFold(h.GetName(), result.CredentialHeader) {
+				delivery.Headers[i].Value = Redacted
+			}
 		}
 		claimStart := time.Now()
 		claim, err = st.Claim(ctx, delivery)
@@ -173,6 +177,34 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 	}
 	resp.Reply = successReply(prov, resp.Verdict)
 	return resp, nil
+}
+
+// Redacted replaces, in a stored delivery, the value of a header or URL query parameter that
+// carried the endpoint's secret itself (protocol.Result.CredentialHeader and CredentialParam):
+// the inbox keeps deliveries unencrypted and hands them to workers, and the secret must not be
+// among them.
+const Redacted = "REDACTED"
+
+// redactQueryParam returns rawURL with the value of every query parameter named param
+// replaced by Redacted, and the rest of it, the query's order and escaping included, as it was.
+func redactQueryParam(rawURL, param string) string {
+	q := strings.IndexByte(rawURL, '?')
+	if param == "" || q < 0 {
+		return rawURL
+	}
+	query, fragment, hasFragment := strings.Cut(rawURL[q+1:], "#")
+	parts := strings.Split(query, "&")
+	for i, part := range parts {
+		key, _, _ := strings.Cut(part, "=")
+		if k, err := url.QueryUnescape(key); err == nil && k == param || key == param {
+			parts[i] = key + "=" + Redacted
+		}
+	}
+	out := rawURL[:q+1] + strings.Join(parts, "&")
+	if hasFragment {
+		out += "#" + fragment
+	}
+	return out
 }
 
 // validateVerifyRequest checks the request's shape. These are caller (edge) errors, answered

@@ -74,7 +74,7 @@ func verifyBasicAuth(req *Request, keys []Key, p Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{KeyID: keyID, EventID: eventID}, nil
+	return Result{KeyID: keyID, EventID: eventID, CredentialHeader: basicAuthHeader}, nil
 }
 
 // checkBasicCredentials authenticates the Authorization: Basic header of req against keys

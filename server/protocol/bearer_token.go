@@ -97,7 +97,7 @@ func verifyBearerToken(req *Request, keys []Key, p Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{KeyID: keyID, EventID: eventID}, nil
+	return Result{KeyID: keyID, EventID: eventID, CredentialHeader: "Authorization"}, nil
 }
 
 // signBearerToken sends the first secret as the token (one Authorization header per request),

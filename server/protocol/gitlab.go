@@ -164,7 +164,7 @@ func verifyGitLab(req *Request, keys []Key, p Params) (Result, error) {
 	}
 	for _, h := range []string{gitlabIdempotencyHeader, gitlabEventUUIDHeader} {
 		if id, _ := req.Headers.Get(h); id != "" {
-			return Result{KeyID: keyID, EventID: id}, nil
+			return Result{KeyID: keyID, EventID: id, CredentialHeader: gitlabTokenHeader}, nil
 		}
 	}
 	return Result{}, Reject(ReasonMissingEventID, "no %s or %s header", gitlabIdempotencyHeader, gitlabEventUUIDHeader)
@@ -195,7 +195,8 @@ func verifyGitLabSigned(req *Request, raw string, keys []Key, p Params) (Result,
 	if err := checkTimestamp(ts, p.Now, effectiveTolerance(p, gitlabDefaultTolerance)); err != nil {
 		return Result{}, err
 	}
-	return Result{KeyID: keyID, EventID: id}, nil
+	// A signed delivery may carry the secret token too, when the webhook has both.
+	return Result{KeyID: keyID, EventID: id, CredentialHeader: gitlabTokenHeader}, nil
 }
 
 // signGitLab produces what GitLab sends for secrets[0] (a hook has one secret token and one

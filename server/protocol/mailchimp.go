@@ -94,7 +94,7 @@ func verifyMailchimp(req *Request, keys []Key, p Params) (Result, error) {
 	if !ok {
 		return Result{}, Reject(ReasonSignatureMismatch, "the URL secret matches no valid secret")
 	}
-	return Result{KeyID: id, EventID: bodySHA256ID(req.Body)}, nil
+	return Result{KeyID: id, EventID: bodySHA256ID(req.Body), CredentialParam: mailchimpParam(p.Options)}, nil
 }
 
 func signMailchimpURL(in SignInput, secrets []string) (string, error) {

@@ -164,7 +164,7 @@ func verifyOkta(req *Request, keys []Key, p Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{KeyID: keyID, EventID: id}, nil
+	return Result{KeyID: keyID, EventID: id, CredentialHeader: name}, nil
 }
 
 // oktaEventID derives the delivery identity from data.events[].uuid.

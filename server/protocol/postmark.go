@@ -68,7 +68,7 @@ func verifyPostmark(req *Request, keys []Key, _ Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{KeyID: keyID, EventID: postmarkEventID(req.Body)}, nil
+	return Result{KeyID: keyID, EventID: postmarkEventID(req.Body), CredentialHeader: basicAuthHeader}, nil
 }
 
 // postmarkEventID derives the identity described on Postmark.

@@ -90,6 +90,12 @@ type Result struct {
 	KeyID string
 	// EventID is the provider's stable event identity. Unused for a handshake.
 	EventID string
+	// CredentialHeader and CredentialParam name where the request carried the secret itself
+	// (a header, a query parameter of the URL), for protocols that authenticate with a fixed
+	// credential rather than a signature. The server stores the delivery with those values
+	// redacted: the inbox would otherwise keep, and hand to workers, the very secret the
+	// server keeps encrypted, and with it anyone who can read the inbox could forge deliveries.
+	CredentialHeader, CredentialParam string
 	// Handshake, when set, means the request is the provider's endpoint-verification handshake
 	// (Zoom url_validation, Slack url_verification, a GET challenge, ...): it is answered with
 	// this reply and is neither claimed nor stored. A protocol whose provider signs its

@@ -100,7 +100,7 @@ func verifySharedToken(req *Request, keys []Key, p Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{KeyID: keyID, EventID: eventID}, nil
+	return Result{KeyID: keyID, EventID: eventID, CredentialHeader: name}, nil
 }
 
 // signSharedToken sends the first secret in the token header (one token per request), and
