@@ -33,7 +33,10 @@ type InboxDelivery struct {
 	// The idempotency key for this event's side effects.
 	OperationKey string `protobuf:"bytes,5,opt,name=operation_key,json=operationKey,proto3" json:"operation_key,omitempty"`
 	// The raw body, byte for byte as the provider sent it.
-	Body       []byte                 `protobuf:"bytes,6,opt,name=body,proto3" json:"body,omitempty"`
+	Body []byte `protobuf:"bytes,6,opt,name=body,proto3" json:"body,omitempty"`
+	// The headers and URL as the edge forwarded them, except that a header or URL query
+	// parameter that carried the endpoint's secret itself (a bearer or shared token, Basic
+	// credentials, a URL secret) holds "REDACTED": workers never see the secret.
 	Headers    []*HeaderField         `protobuf:"bytes,7,rep,name=headers,proto3" json:"headers,omitempty"`
 	Method     string                 `protobuf:"bytes,8,opt,name=method,proto3" json:"method,omitempty"`
 	Url        string                 `protobuf:"bytes,9,opt,name=url,proto3" json:"url,omitempty"`
