@@ -44,7 +44,7 @@ func Mandrill() *Protocol {
 		Name:            mandrillName,
 		DisplayName:     "Mailchimp Transactional (Mandrill)",
 		SignatureScheme: "HMAC-SHA1 (base64) of URL + sorted POST key/values, X-Mandrill-Signature",
-		IdentitySource:  `"body-sha256:" + hex SHA-256 of the raw body (a batch of up to 1000 events has no id of its own)`,
+		IdentitySource:  `"form-sha256:" + hex SHA-256 of the sorted keys and values as signed (a batch of up to 1000 events has no id of its own; the raw body's hash would let a re-encoded replay pass as new)`,
 		NeedsURL:        true,
 		DocsURL:         "https://mailchimp.com/developer/transactional/guides/track-respond-activity-webhooks/#authenticating-webhook-requests",
 		Retries: "Webhooks are batched and POSTed about once a minute; a batch that fails is retried as it was until " +
