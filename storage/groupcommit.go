@@ -244,24 +244,7 @@ func (b *Batcher[T, R]) commit(batch []*batchCall[T, R], commit Commit[T, R]) {
 	for i, c := range batch {
 		items[i] = c.item
 	}
-	// A panicking commit fails its batch like any failed commit, rather than leaving every
-	// caller of the batch, and the queue behind it, waiting for ever. Whether its transaction
-	// committed is unknown, so the callers retry (a retried claim then finds its identity
-	// claimed, a retried ack its lease settled). The panic and its stack go into the error,
-	// which the server logs, as its handlers' own panics are.
-	defer func() {
-		if r := recover(); r != nil {
-			err := fmt.Errorf("storage: a batch commit panicked: %v\n%s", r, debug.Stack())
-			b.mu.Lock()
-			b.committing = 0
-			b.mu.Unlock()
-			for _, c := range batch {
-				c.err = err
-				close(c.done)
-			}
-		}
-	}()
-	results, errs, err := commit(items)
+	results, errs, err := runCommit(commit, items)
 	b.mu.Lock()
 	if err == nil {
 		b.batches++
@@ -279,6 +262,25 @@ func (b *Batcher[T, R]) commit(batch []*batchCall[T, R], commit Commit[T, R]) {
 		}
 		close(c.done)
 	}
+}
+
+// runCommit calls commit. One that panics fails its batch like any failed commit, rather than
+// leaving every caller of the batch, and the queue behind it, waiting for ever. Whether its
+// transaction committed is unknown, so the callers retry (a retried claim then finds its
+// identity claimed, a retried ack its lease settled). The panic and its stack go into the
+// error, which the server logs, as its handlers' own panics are. One that answers for fewer or
+// more items than it was given fails the batch too.
+func runCommit[T, R any](commit Commit[T, R], items []T) (results []R, errs []error, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			results, errs, err = nil, nil, fmt.Errorf("storage: a batch commit panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	results, errs, err = commit(items)
+	if err == nil && (len(results) != len(items) || len(errs) != len(items)) {
+		err = fmt.Errorf("storage: a batch commit answered %d results and %d errors for %d items", len(results), len(errs), len(items))
+	}
+	return results, errs, err
 }
 
 // ClaimBatcher is group commit for claims, shared by the backends: a Batcher of deliveries,

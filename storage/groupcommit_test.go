@@ -440,6 +440,12 @@ func TestBatcherCommitPanics(t *testing.T) {
 	if res, err := b.Submit(t.Context(), "after", commit); err != nil || res != "after" {
 		t.Errorf("a call after the panicking batch: %q, %v", res, err)
 	}
+	// A commit that answers for fewer items than it was given fails its batch, rather than
+	// panicking the leader as it hands out the answers.
+	short := func([]string) ([]string, []error, error) { return nil, nil, nil }
+	if _, err := b.Submit(t.Context(), "short", short); err == nil || !strings.Contains(err.Error(), "0 results and 0 errors for 1 items") {
+		t.Errorf("a commit answering for no items: %v", err)
+	}
 }
 
 // TestClaimBatchBytes checks that claims queued together split into batches of at most
