@@ -172,10 +172,11 @@ func (s *Store) commitLeases(batch []leaseCall) ([]storage.LeaseResult, []error,
 // again. Except when a lease meets a record it cannot read back (storage.ErrUnreadable): that
 // lease fails alone, so that one bad record fails only the leases that pick it, not whichever
 // leases happened to share its batch. Through an explicit transaction the others then run
-// again without it, and nothing of it is leased (storage.WithoutUnreadableLeases). On PostgreSQL's one round trip the batch has
-// committed by the time its rows are read: the others keep what they leased, and its
-// deliveries come back after their visibility timeout, as when a lease's answer is lost, each
-// with an attempt spent, so that a record nobody can read ends among the dead letters.
+// again without it, and nothing of it is leased (storage.WithoutUnreadableLeases). On
+// PostgreSQL's one round trip the batch has committed by the time its rows are read: the
+// others keep what they leased, and its deliveries come back after their visibility timeout,
+// as when a lease's answer is lost, each with an attempt spent, so that a record nobody can
+// read ends among the dead letters.
 func (s *Store) commitLeaseBatch(ctx context.Context, batch []leaseCall) ([]storage.LeaseResult, []error, error) {
 	results := make([]storage.LeaseResult, len(batch))
 	errs := make([]error, len(batch))
