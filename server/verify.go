@@ -196,7 +196,9 @@ func redactQueryParam(rawURL, param string) string {
 	parts := strings.Split(query, "&")
 	for i, part := range parts {
 		key, _, _ := strings.Cut(part, "=")
-		if k, err := url.QueryUnescape(key); err == nil && k == param || key == param {
+		// The key as Go's query parser reads it, which is how a protocol found the parameter
+		// ("+" is a space; a key that does not unescape is no key at all).
+		if k, err := url.QueryUnescape(key); err == nil && k == param {
 			parts[i] = key + "=" + Redacted
 		}
 	}
