@@ -160,13 +160,6 @@ func (b *Batcher[T, R]) await(ctx context.Context, c *batchCall[T, R], lead bool
 	b.queue = b.queue[n:]
 	b.committing = n
 	b.mu.Unlock()
-	b.lead(batch, commit)
-	<-c.done
-	return c.res, c.err
-}
-
-// lead commits batch, then passes the lead on to the next queued caller, or gives it up.
-func (b *Batcher[T, R]) lead(batch []*batchCall[T, R], commit Commit[T, R]) {
 	b.commit(batch, commit)
 	b.mu.Lock()
 	if len(b.queue) > 0 {
@@ -175,6 +168,8 @@ func (b *Batcher[T, R]) lead(batch []*batchCall[T, R], commit Commit[T, R]) {
 		b.leading = false
 	}
 	b.mu.Unlock()
+	<-c.done
+	return c.res, c.err
 }
 
 // weighed is an item that counts its bytes toward MaxClaimBatchBytes (a Delivery).
