@@ -368,6 +368,9 @@ func (s *Server) endpointFromProto(in *hookverifyv1.Endpoint) (storage.Endpoint,
 	if err := validateOptions(prov, e.Options); err != nil {
 		return storage.Endpoint{}, err
 	}
+	// From here on the endpoint holds credential options only as digests, so neither the
+	// database, the audit trail nor the response ever sees them as given.
+	e.Options = prov.DigestCredentialOptions(e.Options)
 	return e, nil
 }
 

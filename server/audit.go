@@ -67,7 +67,8 @@ func newAuditID() (string, error) {
 }
 
 // describeEndpoint lists an endpoint's settings for the audit trail. Options are listed with
-// their values: they are URLs and flags, not credentials.
+// their values: they are URLs and flags, and the few that are credentials (Meta's
+// verify_token) are digests by then (endpointFromProto).
 func describeEndpoint(e storage.Endpoint) string {
 	return fmt.Sprintf("provider=%s dedupe_scope=%s timestamp_tolerance=%s max_body_bytes=%d disabled=%t options=%s",
 		e.Provider, e.DedupeScope, e.TimestampTolerance, e.MaxBodyBytes, e.Disabled, describeOptions(e.Options))

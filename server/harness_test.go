@@ -325,6 +325,10 @@ func checkReply(t *testing.T, resp *hookverifyv1.VerifyResponse) {
 		if resp.GetOperationKey() != "" || resp.GetInboxId() != "" {
 			t.Errorf("REJECTED carries an operation key or inbox id: %v", resp)
 		}
+	case hookverifyv1.Verdict_VERDICT_HANDSHAKE:
+		if code < 200 || code > 299 || resp.GetOperationKey() != "" || resp.GetInboxId() != "" {
+			t.Errorf("HANDSHAKE answered with HTTP %d, operation key %q, inbox id %q: want 2xx and neither", code, resp.GetOperationKey(), resp.GetInboxId())
+		}
 	default:
 		t.Errorf("verdict %s", resp.GetVerdict())
 	}

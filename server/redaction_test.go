@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"net/url"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/protocol"
+	"github.com/hookverify/hookverify/storage"
 )
 
 // TestCredentialsAreNotStored checks every protocol whose deliveries carry the secret itself
@@ -94,6 +96,96 @@ func TestCredentialsAreNotStored(t *testing.T) {
 		// fewer means the search above no longer finds them.
 		if carriers < 7 {
 			t.Errorf("%d protocols send their secret with each delivery, want at least 7", carriers)
+		}
+	})
+}
+
+// TestVerifyTokenIsStoredAsDigest: Meta's verify_token, a credential given as an endpoint
+// option, reaches neither the database, the API's answers, the audit trail nor the log as
+// given, yet the subscription GET carrying it is answered, also after the options read back
+// are sent again; one stored as given by an older version is rewritten at start-up.
+func TestVerifyTokenIsStoredAsDigest(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		const token = "meta-verify-8c41e07d"
+		handshake := func(id, presented string) *hookverifyv1.VerifyResponse {
+			return e.verify(t, &hookverifyv1.VerifyRequest{EndpointId: id, Method: "GET",
+				Url: "https://hooks.example.com/" + id + "?hub.mode=subscribe&hub.challenge=31337&hub.verify_token=" + url.QueryEscape(presented)})
+		}
+		answers := func(id string) {
+			t.Helper()
+			if resp := handshake(id, token); resp.GetVerdict() != hookverifyv1.Verdict_VERDICT_HANDSHAKE || string(resp.GetReply().GetBody()) != "31337" {
+				t.Fatalf("%s: the subscription GET got %v %q, want the challenge echoed", id, resp.GetVerdict(), resp.GetReply().GetBody())
+			}
+			if resp := handshake(id, token+"x"); resp.GetRejectReason() != hookverifyv1.RejectReason_REJECT_REASON_SIGNATURE_MISMATCH {
+				t.Fatalf("%s: a wrong token got %v %v", id, resp.GetVerdict(), resp.GetRejectReason())
+			}
+		}
+		storedToken := func(id string) string {
+			t.Helper()
+			ep, err := e.store.GetEndpoint(t.Context(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ep.Options["verify_token"]
+		}
+
+		created := e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "meta", Provider: "meta", Options: map[string]string{"verify_token": token}})
+		digest := created.GetOptions()["verify_token"]
+		if digest == "" || strings.Contains(digest, token) || storedToken("meta") != digest {
+			t.Fatalf("created with verify_token %q, stored %q: want the same digest", digest, storedToken("meta"))
+		}
+		answers("meta")
+		// An update that sends back the options it read keeps the digest.
+		updated, err := e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: "meta", Options: created.GetOptions(), Disabled: false}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := updated.GetEndpoint().GetOptions()["verify_token"]; got != digest || storedToken("meta") != digest {
+			t.Fatalf("after sending the digest back: answered %q, stored %q, want %q", got, storedToken("meta"), digest)
+		}
+		answers("meta")
+
+		// An endpoint written by a version that stored the token as given.
+		legacy := storage.Endpoint{ID: "meta-old", Provider: "meta", DedupeScope: "meta-old", TimestampTolerance: 5 * time.Minute,
+			MaxBodyBytes: server.DefaultMaxBodyBytes, Options: map[string]string{"verify_token": token}, CreatedAt: e.clock.Now(), UpdatedAt: e.clock.Now()}
+		if err := e.store.CreateEndpoint(t.Context(), legacy); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := e.srv.DigestStoredCredentialOptions(t.Context(), e.store); err != nil || n != 1 {
+			t.Fatalf("start-up upgrade rewrote %d endpoints (%v), want 1", n, err)
+		}
+		if got := storedToken("meta-old"); strings.Contains(got, token) || !strings.HasPrefix(got, "sha256-salted:") {
+			t.Fatalf("after the upgrade the stored verify_token is %q", got)
+		}
+		answers("meta-old")
+		if n, err := e.srv.DigestStoredCredentialOptions(t.Context(), e.store); err != nil || n != 0 {
+			t.Fatalf("a second upgrade rewrote %d endpoints (%v), want none", n, err)
+		}
+
+		events, err := e.admin.ListAuditEvents(t.Context(), &hookverifyv1.ListAuditEventsRequest{PageSize: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		upgraded := false
+		for _, ev := range events.GetEvents() {
+			if strings.Contains(ev.GetDetail(), token) {
+				t.Errorf("audit event %s %s holds the token: %s", ev.GetAction(), ev.GetEndpointId(), ev.GetDetail())
+			}
+			upgraded = upgraded || (ev.GetEndpointId() == "meta-old" && ev.GetActor() == server.UpgradePrincipal.Name)
+		}
+		if !upgraded {
+			t.Error("the start-up upgrade left no audit event")
+		}
+		list, err := e.admin.ListEndpoints(t.Context(), &hookverifyv1.ListEndpointsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(list.String(), token) {
+			t.Error("ListEndpoints shows the token")
+		}
+		if bytes.Contains(e.transcript.Bytes(), []byte(token)) || bytes.Contains(e.logs.Bytes(), []byte(token)) {
+			t.Error("an API answer or a log line holds the token")
 		}
 	})
 }

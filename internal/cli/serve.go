@@ -388,7 +388,11 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 		for {
 			st, err := open(ctx)
 			if err == nil {
-				if err = prepareTokens(ctx, log, st, sc); err != nil {
+				err = prepareTokens(ctx, log, st, sc)
+				if err == nil {
+					_, err = srv.DigestStoredCredentialOptions(ctx, st)
+				}
+				if err != nil {
 					st.Close()
 				}
 			}

@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"net/http"
@@ -38,8 +37,9 @@ var metaProvider = bodyMACProvider{
 // Meta returns the protocol for Meta webhooks.
 //
 // A GET is the verification request: it needs hub.mode=subscribe, a hub.challenge and a
-// hub.verify_token equal (compared in constant time) to the endpoint's verify_token option;
-// it is answered 200 with the challenge echoed (text/plain, nosniff). A GET without hub.mode
+// hub.verify_token matching the endpoint's verify_token option (stored as a salted digest,
+// compared in constant time); it is answered 200 with the challenge echoed (text/plain,
+// nosniff). A GET without hub.mode
 // or hub.verify_token is rejected as missing signature, one with another mode, or with a
 // token while the endpoint has none configured or a different one, as signature mismatch, one
 // without a challenge as malformed payload. Any other method is a notification, and Verify
@@ -60,29 +60,32 @@ func Meta() *Protocol {
 			"deduplicate (Graph API webhooks docs; the schedule is not published). Only the body " +
 			"is signed, no timestamp, so a late retry verifies, and the unchanged body dedupes " +
 			"by its hash.",
-		ParseSecret:     metaProvider.secret,
-		ValidateOptions: validateMetaOptions,
-		Verify:          verifyMeta,
-		Sign:            metaProvider.sign,
-		ExampleSecret:   exampleSecret("", 16, hex.EncodeToString),
+		ParseSecret:       metaProvider.secret,
+		ValidateOptions:   validateMetaOptions,
+		CredentialOptions: []string{metaVerifyTokenOpt},
+		Verify:            verifyMeta,
+		Sign:              metaProvider.sign,
+		ExampleSecret:     exampleSecret("", 16, hex.EncodeToString),
 		ExampleBody: func(eventID string) []byte {
 			return []byte(`{"object":"page","entry":[{"id":` + jsonQuote(eventID) + `,"time":1767000000,"changes":[{"field":"feed","value":{"item":"status","verb":"add"}}]}]}`)
 		},
 	}
 }
 
-// validateMetaOptions allows only verify_token, which must be non-empty when given. It is
+// validateMetaOptions allows only verify_token, which must be non-empty when given: the token
+// itself, or the digest a stored endpoint shows for it (see credential_option.go). It is
 // optional: without it, the verification GET is refused, but notifications verify.
 func validateMetaOptions(options map[string]string) error {
 	for k, v := range options {
-		if k != metaVerifyTokenOpt {
+		switch {
+		case k != metaVerifyTokenOpt:
 			return errors.New("meta: unknown option " + k + " (only verify_token is accepted)")
-		}
-		if v == "" {
+		case v == "":
 			return errors.New("meta: verify_token must not be empty")
-		}
-		if len(v) > metaMaxVerifyTokenSz {
+		case len(v) > metaMaxVerifyTokenSz:
 			return errors.New("meta: verify_token is longer than 1024 bytes")
+		case looksLikeCredentialDigest(v) && !isCredentialDigest(v):
+			return errors.New("meta: verify_token starts like a stored digest (" + credentialDigestPrefix + ") but is not one; send the token itself or the digest unchanged")
 		}
 	}
 	return nil
@@ -107,7 +110,7 @@ func verifyMeta(req *Request, keys []Key, p Params) (Result, error) {
 	if want == "" {
 		return Result{}, Reject(ReasonSignatureMismatch, "the endpoint has no verify_token option to check hub.verify_token against")
 	}
-	if subtle.ConstantTimeCompare([]byte(token), []byte(want)) != 1 {
+	if !credentialMatches(want, token) {
 		return Result{}, Reject(ReasonSignatureMismatch, "hub.verify_token does not match the endpoint's verify_token")
 	}
 	challenge := q.Get("hub.challenge")

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -30,11 +31,12 @@ func TestMetaVerify(t *testing.T) {
 		missing:   []string{"sha1=" + hmacSHA1Hex(metaSecret, metaBody)},
 	}
 	cs := fx.cases(t)
-	opts := map[string]string{"verify_token": metaVerifyToken}
+	opts := p.DigestCredentialOptions(map[string]string{"verify_token": metaVerifyToken})
 	cs = append(cs,
 		verifyCase{name: "independent signature over the escaped-unicode raw bytes", req: withHeader(good, "X-Hub-Signature-256", indep), keys: []string{metaSecret}, wantKey: "k0", wantEvent: wantID},
 		verifyCase{name: "legacy sha1 header alone is not enough", req: &Request{Method: "POST", Body: []byte(metaBody), Headers: Headers{{Name: "X-Hub-Signature", Value: "sha1=" + hmacSHA1Hex(metaSecret, metaBody)}}}, keys: []string{metaSecret}, wantReason: ReasonMissingSignature},
 		verifyCase{name: "handshake: wrong verify token", req: metaGet("hub.mode=subscribe&hub.verify_token=guess&hub.challenge=1158201444"), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonSignatureMismatch},
+		verifyCase{name: "handshake: the stored digest is not the token", req: metaGet("hub.mode=subscribe&hub.verify_token=" + url.QueryEscape(opts["verify_token"]) + "&hub.challenge=1"), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonSignatureMismatch},
 		verifyCase{name: "handshake: token prefix is not the token", req: metaGet("hub.mode=subscribe&hub.verify_token=" + metaVerifyToken[:5] + "&hub.challenge=1"), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonSignatureMismatch},
 		verifyCase{name: "handshake: endpoint without verify_token", req: metaGet("hub.mode=subscribe&hub.verify_token=" + metaVerifyToken + "&hub.challenge=1"), keys: []string{metaSecret}, wantReason: ReasonSignatureMismatch},
 		verifyCase{name: "handshake: other mode", req: metaGet("hub.mode=unsubscribe&hub.verify_token=" + metaVerifyToken + "&hub.challenge=1"), keys: []string{metaSecret}, params: Params{Options: opts}, wantReason: ReasonSignatureMismatch},
@@ -45,20 +47,64 @@ func TestMetaVerify(t *testing.T) {
 	runVerifyCases(t, p, cs)
 }
 
+// TestMetaHandshake answers the verification GET against the stored digest, and against a
+// token stored as given by a version before digests (until the start-up upgrade rewrites it).
 func TestMetaHandshake(t *testing.T) {
 	t.Parallel()
 	p := Meta()
-	res, err := p.Verify(metaGet("hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token="+metaVerifyToken), nil,
-		Params{Now: fixedNow, Options: map[string]string{"verify_token": metaVerifyToken}})
-	if err != nil {
-		t.Fatal(err)
+	for name, opts := range map[string]map[string]string{
+		"digest":          p.DigestCredentialOptions(map[string]string{"verify_token": metaVerifyToken}),
+		"stored as given": {"verify_token": metaVerifyToken},
+	} {
+		res, err := p.Verify(metaGet("hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token="+metaVerifyToken), nil,
+			Params{Now: fixedNow, Options: opts})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		h := res.Handshake
+		if h == nil || res.EventID != "" || h.Status != 200 || string(h.Body) != "1158201444" {
+			t.Fatalf("%s: result %+v, reply %+v: want 200 1158201444", name, res, h)
+		}
+		if ct, _ := h.Headers.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+			t.Fatalf("%s: Content-Type %q", name, ct)
+		}
 	}
-	h := res.Handshake
-	if h == nil || res.EventID != "" || h.Status != 200 || string(h.Body) != "1158201444" {
-		t.Fatalf("result %+v, reply %+v: want 200 1158201444", res, h)
+}
+
+// TestMetaVerifyTokenDigest: the verify token is kept only as a salted digest, which is kept
+// when sent back, never equals another endpoint's digest of the same token, and is checked to
+// the byte.
+func TestMetaVerifyTokenDigest(t *testing.T) {
+	t.Parallel()
+	p := Meta()
+	given := map[string]string{"verify_token": metaVerifyToken}
+	first := p.DigestCredentialOptions(given)
+	if given["verify_token"] != metaVerifyToken {
+		t.Fatal("DigestCredentialOptions modified its argument")
 	}
-	if ct, _ := h.Headers.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
-		t.Fatalf("Content-Type %q", ct)
+	stored := first["verify_token"]
+	if strings.Contains(stored, metaVerifyToken) || !strings.HasPrefix(stored, "sha256-salted:") {
+		t.Fatalf("stored %q: want a digest without the token", stored)
+	}
+	if again := p.DigestCredentialOptions(first); again["verify_token"] != stored {
+		t.Fatalf("a digest sent back became %q, want it kept", again["verify_token"])
+	}
+	if other := p.DigestCredentialOptions(given); other["verify_token"] == stored {
+		t.Fatal("two digests of one token are equal: no fresh salt")
+	}
+	if err := p.ValidateOptions(first); err != nil {
+		t.Fatalf("the digest is refused as an option: %v", err)
+	}
+	for _, presented := range []string{metaVerifyToken + "x", metaVerifyToken[1:], strings.ToUpper(metaVerifyToken), stored} {
+		if credentialMatches(stored, presented) {
+			t.Errorf("%q matches the digest of %q", presented, metaVerifyToken)
+		}
+	}
+	if !credentialMatches(stored, metaVerifyToken) {
+		t.Error("the token does not match its own digest")
+	}
+	if got := Stripe().DigestCredentialOptions(given); got["verify_token"] != metaVerifyToken {
+		t.Error("a protocol without credential options digested one")
 	}
 }
 
@@ -75,6 +121,8 @@ func TestMetaValidateOptions(t *testing.T) {
 		{"empty verify_token", map[string]string{"verify_token": ""}, false},
 		{"huge verify_token", map[string]string{"verify_token": strings.Repeat("x", 1025)}, false},
 		{"unknown option", map[string]string{"app_id": "1"}, false},
+		{"stored digest", Meta().DigestCredentialOptions(map[string]string{"verify_token": "t"}), true},
+		{"damaged digest", map[string]string{"verify_token": "sha256-salted:AAAA:BBBB"}, false},
 	} {
 		if err := v(tc.opts); (err == nil) != tc.ok {
 			t.Errorf("%s: err = %v", tc.name, err)
@@ -106,7 +154,7 @@ func FuzzMetaSignatureHeader(f *testing.F) {
 // the verify token matches, else a rejection; never a panic.
 func FuzzMetaVerificationRequest(f *testing.F) {
 	p := Meta()
-	params := Params{Now: fixedNow, Options: map[string]string{"verify_token": metaVerifyToken}}
+	params := Params{Now: fixedNow, Options: p.DigestCredentialOptions(map[string]string{"verify_token": metaVerifyToken})}
 	f.Add("/m?hub.mode=subscribe&hub.verify_token=" + metaVerifyToken + "&hub.challenge=42")
 	f.Add("/m?hub.mode=subscribe&hub.verify_token=x&hub.challenge=42")
 	f.Add("%%")

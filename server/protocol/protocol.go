@@ -154,6 +154,10 @@ type Protocol struct {
 	// ValidateOptions checks an endpoint's options when it is created or updated. Nil means the
 	// protocol takes no options, and any option given is refused.
 	ValidateOptions func(options map[string]string) error
+	// CredentialOptions names the options whose values are credentials the provider presents
+	// (Meta's verify_token). The server stores them as digests (DigestCredentialOptions), and
+	// Verify must accept a digest as their value.
+	CredentialOptions []string
 	// Verify authenticates req with any of keys and extracts the event identity. It returns a
 	// *Rejection (see errors.go) when the delivery must be rejected.
 	Verify func(req *Request, keys []Key, p Params) (Result, error)

@@ -103,6 +103,8 @@ type Endpoint struct {
 	Disabled bool `protobuf:"varint,6,opt,name=disabled,proto3" json:"disabled,omitempty"`
 	// Protocol-specific options. "public_url" (for protocols that sign the URL) replaces the URL
 	// the edge forwards, for edges behind proxies that cannot see the URL the provider called.
+	// An option that is a credential (Meta's "verify_token") is answered, stored and audited as a
+	// salted digest ("sha256-salted:..."); sending the digest back unchanged keeps it.
 	Options map[string]string `protobuf:"bytes,7,rep,name=options,proto3" json:"options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Output only.
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
