@@ -54,10 +54,12 @@ type SecretStore interface {
 	// other secret of s.EndpointID that was in force when s was created: not retired, NotBefore
 	// unset or not after s.CreatedAt (a secret scheduled for later is left alone), and NotAfter
 	// unset or later than expireAt. It returns the secrets it changed, as they are after the
-	// change, oldest first. ErrNotFound if the endpoint does not exist.
+	// change, oldest first. ErrNotFound if the endpoint does not exist; ErrInvalid for a zero
+	// expireAt, which would read back as "no end" and so extend the secrets instead.
 	RotateSecret(ctx context.Context, s Secret, expireAt time.Time) ([]Secret, error)
 	// RetireSecret marks the secret retired at the given time, if it is not retired already,
-	// and returns it as stored. ErrNotFound if no such secret belongs to the endpoint.
+	// and returns it as stored. ErrNotFound if no such secret belongs to the endpoint;
+	// ErrInvalid for a zero time, which would read back as "not retired".
 	RetireSecret(ctx context.Context, endpointID, secretID string, at time.Time) (Secret, error)
 	// ListSecrets returns every secret of the endpoint, retired ones included, ordered by
 	// CreatedAt then ID. An unknown endpoint yields an empty list.

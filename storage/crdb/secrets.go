@@ -51,6 +51,10 @@ func (s *Store) RotateSecret(ctx context.Context, sec storage.Secret, expireAt t
 	if sec.ID == "" {
 		return nil, fmt.Errorf("crdb: rotate secret: %w: empty secret id", storage.ErrInvalid)
 	}
+	if expireAt.IsZero() {
+		// The zero time reads back as "no end": storing it would extend, not end, the secrets.
+		return nil, fmt.Errorf("crdb: rotate secret: %w: zero expiry time", storage.ErrInvalid)
+	}
 	var changed []storage.Secret
 	// SERIALIZABLE matters here: two rotations at once must not both miss the other's new
 	// secret, leaving two secrets without an end.
@@ -81,6 +85,10 @@ func (s *Store) RotateSecret(ctx context.Context, sec storage.Secret, expireAt t
 // RetireSecret marks the secret retired at the given time unless it is retired already, and
 // returns it as stored; ErrNotFound if the endpoint has no such secret.
 func (s *Store) RetireSecret(ctx context.Context, endpointID, secretID string, at time.Time) (storage.Secret, error) {
+	if at.IsZero() {
+		// The zero time reads back as "not retired".
+		return storage.Secret{}, fmt.Errorf("crdb: retire secret: %w: zero retirement time", storage.ErrInvalid)
+	}
 	var sec storage.Secret
 	err := s.inTx(ctx, "retire secret", writeTx, func(ctx context.Context, tx pgx.Tx) error {
 		// COALESCE keeps the first retirement time, which makes retiring idempotent.

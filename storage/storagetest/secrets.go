@@ -318,6 +318,18 @@ func testRetire(t *testing.T, h harness) {
 		wantSame(t, sec, got, "returned secret")
 	})
 
+	t.Run("a zero time is refused and changes nothing", func(t *testing.T) {
+		s := h.fresh(t)
+		createEndpoint(t, s, newEndpoint("ep-1"))
+		sec := newSecret("ep-1", "sec-1", at(0))
+		addSecret(t, s, sec)
+		_, err := s.RetireSecret(t.Context(), "ep-1", "sec-1", time.Time{})
+		wantErr(t, err, storage.ErrInvalid, "RetireSecret at the zero time")
+		_, err = s.RotateSecret(t.Context(), newSecret("ep-1", "sec-2", at(time.Hour)), time.Time{})
+		wantErr(t, err, storage.ErrInvalid, "RotateSecret expiring at the zero time")
+		wantSame(t, []storage.Secret{sec}, listSecrets(t, s, "ep-1"), "secrets of ep-1")
+	})
+
 	t.Run("unknown secret or endpoint returns ErrNotFound", func(t *testing.T) {
 		s := h.fresh(t)
 		createEndpoint(t, s, newEndpoint("ep-1"))
