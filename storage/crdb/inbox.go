@@ -265,14 +265,19 @@ func (s *Store) commitLeaseBatch(ctx context.Context, batch []leaseCall) ([]stor
 }
 
 // deadLetterExpired is the first statement of a lease, and its arguments: every matching
-// delivery whose lease expired and which used its attempts moves to dead.
+// delivery whose lease expired and which used its attempts moves to dead, unless another
+// transaction holds it. Skipping locked rows keeps concurrent lease batches from deadlocking:
+// each runs several leases' statements, in whatever order its callers queued, so two of them
+// could each lock one endpoint's expired leases and then wait for the other's. A row skipped
+// stays an expired lease with no attempts left, which no lease takes (they need attempts <
+// MaxAttempts), and the next lease of its endpoint moves it to dead.
 func deadLetterExpired(req storage.LeaseRequest) (string, []any) {
 	var p params
 	now, maxAttempts := p.add(req.Now), p.add(int64(req.MaxAttempts))
 	sql := `UPDATE inbox SET state = 'dead', dead_at = ` + now + `, lease_token = NULL,
 		leased_until = NULL, last_error = 'lease expired'
-		WHERE state = 'leased' AND leased_until <= ` + now + ` AND attempts >= ` + maxAttempts +
-		filterSQL(req.InboxFilter, &p)
+		WHERE id IN (SELECT id FROM inbox WHERE state = 'leased' AND leased_until <= ` + now +
+		` AND attempts >= ` + maxAttempts + filterSQL(req.InboxFilter, &p) + ` FOR UPDATE SKIP LOCKED)`
 	return sql, p
 }
 
