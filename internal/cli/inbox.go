@@ -63,11 +63,23 @@ func inboxLease(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := inRange(e, "max", *max, 1, 100); err != nil {
+		return err
+	}
 	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
 		return inboxClient(c).Lease(ctx, &hookverifyv1.LeaseRequest{
 			EndpointIds: f.endpoints, DedupeScopes: f.scopes, MaxDeliveries: int32(*max), VisibilityTimeout: durationpb.New(*visibility),
 		})
 	})
+}
+
+// inRange refuses a count flag outside lo..hi before it is narrowed to the API's int32.
+func inRange(e env, name string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		fmt.Fprintf(e.stderr, "--%s %d: want %d to %d\n", name, v, lo, hi)
+		return errUsage
+	}
+	return nil
 }
 
 // leaseFlags identify one lease.
@@ -211,6 +223,9 @@ func inboxDead(ctx context.Context, e env, args []string) error {
 	f.register(fs)
 	limit := fs.Int("limit", 100, "how many to list (1-1000)")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := inRange(e, "limit", *limit, 1, 1000); err != nil {
 		return err
 	}
 	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {

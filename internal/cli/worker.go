@@ -3,32 +3,47 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server"
 )
 
 // runWorker leases deliveries and runs a command for each: the raw body on standard input, the
 // delivery's identity in the environment (HOOKVERIFY_OPERATION_KEY is the idempotency key for
 // the command's side effects). Exit status 0 acks; anything else nacks for a later attempt. The
-// lease is extended while the command runs, so long jobs are not handed to another worker.
+// lease is extended while the command runs, so long jobs are not handed to another worker; if
+// it is lost all the same, the command and every process it started are killed, since another
+// worker may be running the delivery by then.
+//
+// A server that is down or overloaded is waited out: leases, extensions, acks and nacks that
+// fail that way are tried again (acks and nacks while the lease lasts). On SIGTERM or SIGINT a
+// running command gets SIGTERM, then SIGKILL after --grace; its delivery is acked if it exited
+// 0 and nacked for an immediate retry otherwise, before the worker exits.
 func runWorker(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "worker")
 	var r remoteFlags
 	var f filterFlags
 	r.register(fs)
 	f.register(fs)
-	visibility := fs.Duration("visibility", 30*time.Second, "lease duration, extended while the command runs")
-	retryAfter := fs.Duration("retry-after", time.Minute, "delay before a failed delivery is retried")
+	visibility := fs.Duration("visibility", server.DefaultVisibility, "lease duration (1s to 12h), extended while the command runs")
+	retryAfter := fs.Duration("retry-after", time.Minute, "delay before a failed delivery is retried (0 to 12h)")
 	idle := fs.Duration("idle", time.Second, "wait when the inbox is empty")
-	once := fs.Bool("once", false, "exit when the inbox has nothing leasable instead of waiting")
+	grace := fs.Duration("grace", 10*time.Second, "on SIGTERM or SIGINT, how long a running command has after its own SIGTERM before it is killed")
+	once := fs.Bool("once", false, "exit when the inbox has nothing leasable instead of waiting; exit 1 if the server fails or a delivery could not be acked or nacked")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -40,23 +55,40 @@ func runWorker(ctx context.Context, e env, args []string) error {
 		fmt.Fprintln(e.stderr, "usage: hookverify worker [flags] -- COMMAND [ARGS...]")
 		return errUsage
 	}
+	for _, c := range []struct {
+		name      string
+		v, lo, hi time.Duration
+	}{
+		{"visibility", *visibility, time.Second, server.MaxVisibility},
+		{"retry-after", *retryAfter, 0, server.MaxVisibility},
+		{"idle", *idle, 0, time.Hour},
+		{"grace", *grace, 0, server.MaxVisibility},
+		{"timeout", r.timeout, time.Millisecond, time.Hour},
+	} {
+		if c.v < c.lo || c.v > c.hi {
+			fmt.Fprintf(e.stderr, "hookverify worker: --%s %s: want %s to %s\n", c.name, c.v, c.lo, c.hi)
+			return errUsage
+		}
+	}
 	conn, err := r.dial()
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	inbox := hookverifyv1.NewInboxServiceClient(conn.GRPC())
+	w := &worker{e: e, inbox: hookverifyv1.NewInboxServiceClient(conn.GRPC()), command: command,
+		filter: f, visibility: *visibility, retryAfter: *retryAfter, grace: *grace, callTimeout: r.timeout}
+	unsettled := 0
 	for ctx.Err() == nil {
-		resp, err := inbox.Lease(ctx, &hookverifyv1.LeaseRequest{EndpointIds: f.endpoints, DedupeScopes: f.scopes, MaxDeliveries: 1, VisibilityTimeout: durationpb.New(*visibility)})
+		d, deadline, err := w.lease(ctx, *once)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
 			}
 			return fmt.Errorf("lease: %w", err)
 		}
-		if len(resp.GetDeliveries()) == 0 {
+		if d == nil {
 			if *once {
-				return nil
+				break
 			}
 			select {
 			case <-ctx.Done():
@@ -64,56 +96,232 @@ func runWorker(ctx context.Context, e env, args []string) error {
 			}
 			continue
 		}
-		d := resp.GetDeliveries()[0]
-		runErr := runForDelivery(ctx, e, inbox, d, command, *visibility)
-		if runErr == nil {
-			if _, err := inbox.Ack(ctx, &hookverifyv1.AckRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken()}); err != nil {
-				fmt.Fprintf(e.stderr, "worker: ack %s: %v\n", d.GetInboxId(), err)
-			}
-			continue
+		runErr, stopped := w.run(ctx, d, &deadline)
+		if err := w.settle(ctx, d, deadline, runErr, stopped); err != nil {
+			unsettled++
+			fmt.Fprintf(w.e.stderr, "worker: delivery %s not settled (it runs again once its lease ends): %v\n", d.GetInboxId(), err)
 		}
-		fmt.Fprintf(e.stderr, "worker: delivery %s (event %s, attempt %d) failed: %v\n", d.GetInboxId(), d.GetEventId(), d.GetAttempts(), runErr)
-		nack, err := inbox.Nack(ctx, &hookverifyv1.NackRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken(), RetryAfter: durationpb.New(*retryAfter), Error: truncate(runErr.Error(), 1024)})
-		if err != nil {
-			fmt.Fprintf(e.stderr, "worker: nack %s: %v\n", d.GetInboxId(), err)
-		} else if nack.GetDeadLettered() {
-			fmt.Fprintf(e.stderr, "worker: delivery %s moved to the dead letters\n", d.GetInboxId())
-		}
+	}
+	if *once && unsettled > 0 {
+		return fmt.Errorf("%d deliveries could not be acked or nacked", unsettled)
 	}
 	return nil
 }
 
-// runForDelivery runs the command for one delivery, extending its lease every half visibility.
-func runForDelivery(ctx context.Context, e env, inbox hookverifyv1.InboxServiceClient, d *hookverifyv1.InboxDelivery, command []string, visibility time.Duration) error {
-	cmd := exec.CommandContext(ctx, command[0], command[1:]...)
+type worker struct {
+	e                                          env
+	inbox                                      hookverifyv1.InboxServiceClient
+	command                                    []string
+	filter                                     filterFlags
+	visibility, retryAfter, grace, callTimeout time.Duration
+}
+
+var errLeaseLost = errors.New("lease lost while the command ran")
+
+// transient reports whether a failed inbox call may succeed if made again: the server or its
+// storage is down or overloaded, or the call ran out of time.
+func transient(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.ResourceExhausted, codes.DeadlineExceeded, codes.Aborted:
+		return true
+	}
+	return false
+}
+
+// backoff is the wait before attempt n+1 of a call: jittered, doubling from 100 ms to 5 s.
+func backoff(n int) time.Duration {
+	ceiling := 5 * time.Second
+	if n < 6 {
+		ceiling = 100 * time.Millisecond << n
+	}
+	return ceiling/2 + rand.N(ceiling/2)
+}
+
+// sleep waits d, or less if ctx ends first; it reports whether it waited the whole time.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// lease leases at most one delivery, and returns it (nil when none is leasable) with the time
+// its lease ends by the worker's clock: counted from before the call, so never later than the
+// server's. Transient failures are tried again until ctx ends, unless once is set.
+func (w *worker) lease(ctx context.Context, once bool) (*hookverifyv1.InboxDelivery, time.Time, error) {
+	req := &hookverifyv1.LeaseRequest{EndpointIds: w.filter.endpoints, DedupeScopes: w.filter.scopes, MaxDeliveries: 1,
+		VisibilityTimeout: durationpb.New(w.visibility)}
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		callCtx, cancel := context.WithTimeout(ctx, w.callTimeout)
+		resp, err := w.inbox.Lease(callCtx, req)
+		cancel()
+		switch {
+		case err == nil && len(resp.GetDeliveries()) == 0:
+			return nil, time.Time{}, nil
+		case err == nil:
+			return resp.GetDeliveries()[0], start.Add(w.visibility), nil
+		case ctx.Err() != nil, once, !transient(err):
+			return nil, time.Time{}, err
+		}
+		fmt.Fprintf(w.e.stderr, "worker: lease: %v (trying again)\n", err)
+		if !sleep(ctx, backoff(attempt)) {
+			return nil, time.Time{}, ctx.Err()
+		}
+	}
+}
+
+// run runs the command for d, extending the lease every third of the visibility timeout and
+// moving *deadline on with each extension. It returns the command's failure (nil: exit 0) and
+// whether the worker's shutdown stopped it.
+func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadline *time.Time) (runErr error, stopped bool) {
+	cmd := exec.Command(w.command[0], w.command[1:]...)
 	cmd.Stdin = bytes.NewReader(d.GetBody())
-	cmd.Stdout, cmd.Stderr = e.stdout, e.stderr
-	cmd.Env = append(os.Environ(),
+	cmd.Stdout, cmd.Stderr = w.e.stdout, w.e.stderr
+	cmd.Env = commandEnv(d)
+	// The command's own process group, so that stopping it stops whatever it started too.
+	cmd.SysProcAttr = ownProcessGroup()
+	// A process the command left running with its output open must not hold the worker.
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		return err, false
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	ticker := time.NewTicker(w.visibility / 3)
+	defer ticker.Stop()
+	stopping := ctx.Done()
+	var kill <-chan time.Time
+	for {
+		select {
+		case err := <-done:
+			if stopped && err != nil {
+				err = fmt.Errorf("stopped by the worker's shutdown: %w", err)
+			}
+			return err, stopped
+		case <-stopping:
+			stopping, stopped = nil, true
+			signalGroup(cmd.Process, syscall.SIGTERM)
+			timer := time.NewTimer(w.grace)
+			defer timer.Stop()
+			kill = timer.C
+		case <-kill:
+			signalGroup(cmd.Process, syscall.SIGKILL)
+		case <-ticker.C:
+			// A stopping worker keeps its lease while the command finishes.
+			if err := w.extend(context.WithoutCancel(ctx), d, deadline); err != nil {
+				signalGroup(cmd.Process, syscall.SIGKILL)
+				<-done
+				return errors.Join(errLeaseLost, err), stopped
+			}
+		}
+	}
+}
+
+// commandEnv is the command's environment: the worker's own, without its API token (which
+// could read and ack every delivery of its endpoints), and the delivery's.
+func commandEnv(d *hookverifyv1.InboxDelivery) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, tokenEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	type header struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	}
+	headers := make([]header, 0, len(d.GetHeaders()))
+	for _, h := range d.GetHeaders() {
+		headers = append(headers, header{h.GetName(), h.GetValue()})
+	}
+	headersJSON, _ := json.Marshal(headers) // strings only: cannot fail
+	return append(env,
 		"HOOKVERIFY_OPERATION_KEY="+d.GetOperationKey(),
 		"HOOKVERIFY_EVENT_ID="+d.GetEventId(),
 		"HOOKVERIFY_ENDPOINT_ID="+d.GetEndpointId(),
 		"HOOKVERIFY_INBOX_ID="+d.GetInboxId(),
 		"HOOKVERIFY_ATTEMPT="+strconv.Itoa(int(d.GetAttempts())),
+		"HOOKVERIFY_METHOD="+d.GetMethod(),
+		"HOOKVERIFY_URL="+d.GetUrl(),
+		"HOOKVERIFY_HEADERS="+string(headersJSON),
 	)
-	if err := cmd.Start(); err != nil {
+}
+
+// extend extends d's lease. It fails when the lease is lost: the server says so, or the lease
+// ran out while the server could not be reached. A transient failure with time left is
+// logged, and the next tick tries again.
+func (w *worker) extend(ctx context.Context, d *hookverifyv1.InboxDelivery, deadline *time.Time) error {
+	start := time.Now()
+	callCtx, cancel := context.WithTimeout(ctx, w.callTimeout)
+	_, err := w.inbox.ExtendLease(callCtx, &hookverifyv1.ExtendLeaseRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken(),
+		VisibilityTimeout: durationpb.New(w.visibility)})
+	cancel()
+	switch {
+	case err == nil:
+		*deadline = start.Add(w.visibility)
+		return nil
+	case !transient(err):
+		return err
+	case !time.Now().Before(*deadline):
+		return fmt.Errorf("the lease ended while the server could not extend it: %w", err)
+	}
+	fmt.Fprintf(w.e.stderr, "worker: extend lease of %s: %v (trying again)\n", d.GetInboxId(), err)
+	return nil
+}
+
+// settle acks d if its command succeeded and nacks it otherwise: for an immediate retry when
+// the worker's shutdown stopped it, after --retry-after when it failed. Transient failures are
+// tried again while the lease lasts; the worker's shutdown does not cut this short.
+func (w *worker) settle(ctx context.Context, d *hookverifyv1.InboxDelivery, deadline time.Time, runErr error, stopped bool) error {
+	ctx = context.WithoutCancel(ctx)
+	call := func(ctx context.Context) error {
+		_, err := w.inbox.Ack(ctx, &hookverifyv1.AckRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken()})
 		return err
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	ticker := time.NewTicker(visibility / 2)
-	defer ticker.Stop()
-	for {
-		select {
-		case err := <-done:
-			return err
-		case <-ticker.C:
-			if _, err := inbox.ExtendLease(ctx, &hookverifyv1.ExtendLeaseRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken(), VisibilityTimeout: durationpb.New(visibility)}); err != nil {
-				// The lease is lost: another worker may run this delivery now. Stop ours.
-				_ = cmd.Process.Kill()
-				<-done
-				return errors.Join(errors.New("lease lost while the command ran"), err)
-			}
+	if runErr != nil {
+		fmt.Fprintf(w.e.stderr, "worker: delivery %s (event %s, attempt %d) failed: %v\n", d.GetInboxId(), d.GetEventId(), d.GetAttempts(), runErr)
+		if errors.Is(runErr, errLeaseLost) {
+			return nil // not ours to settle any more
 		}
+		retryAfter := w.retryAfter
+		if stopped {
+			retryAfter = 0
+		}
+		call = func(ctx context.Context) error {
+			resp, err := w.inbox.Nack(ctx, &hookverifyv1.NackRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken(),
+				RetryAfter: durationpb.New(retryAfter), Error: truncate(runErr.Error(), 1024)})
+			if err == nil && resp.GetDeadLettered() {
+				fmt.Fprintf(w.e.stderr, "worker: delivery %s moved to the dead letters\n", d.GetInboxId())
+			}
+			return err
+		}
+	}
+	var earlier error
+	for attempt := 1; ; attempt++ {
+		callCtx, cancel := context.WithTimeout(ctx, w.callTimeout)
+		err := call(callCtx)
+		cancel()
+		switch {
+		case err == nil:
+			return nil
+		case earlier != nil && status.Code(err) == codes.FailedPrecondition:
+			// The lease is gone, perhaps settled by the attempt whose answer was lost.
+			return fmt.Errorf("%w, after %v (an earlier attempt may have gone through)", err, earlier)
+		case !transient(err):
+			return err
+		}
+		earlier = err
+		wait := backoff(attempt)
+		if time.Now().Add(wait).After(deadline) {
+			return fmt.Errorf("%w (the lease ends before another attempt)", err)
+		}
+		fmt.Fprintf(w.e.stderr, "worker: settle %s: %v (trying again)\n", d.GetInboxId(), err)
+		sleep(ctx, wait)
 	}
 }
 

@@ -1,0 +1,416 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+)
+
+// fakeInbox is an InboxService whose answers each test chooses, recording what the worker
+// asked of it. It hands out one delivery (the first successful lease) and nothing after.
+type fakeInbox struct {
+	hookverifyv1.UnimplementedInboxServiceServer
+
+	mu       sync.Mutex
+	leases   int
+	acks     []string // "ok" or the code returned
+	nacks    []string
+	extends  []string
+	ackCalls int
+	handed   bool
+	extCalls int
+
+	// leaseErr, when set, answers lease number n (1-based) with an error; nil = normal.
+	leaseErr func(n int) error
+	// leaseBlock makes every Lease wait for its caller to give up.
+	leaseBlock bool
+	// ackErr, extendErr answer call number n (1-based).
+	ackErr    func(n int) error
+	extendErr func(n int) error
+}
+
+func (f *fakeInbox) delivery() *hookverifyv1.InboxDelivery {
+	return &hookverifyv1.InboxDelivery{
+		InboxId: "inb_1", EndpointId: "ep", DedupeScope: "ep", EventId: "evt_1", OperationKey: "op_1",
+		Body: []byte(`{"id":"evt_1"}`), Attempts: 1, LeaseToken: "lease_1",
+		Method: "POST", Url: "https://hooks.example.com/ep?tenant=7",
+		Headers:     []*hookverifyv1.HeaderField{{Name: "X-GitHub-Event", Value: "push"}, {Name: "X-GitHub-Event", Value: `a "second"`}},
+		LeasedUntil: timestamppb.New(time.Now().Add(time.Minute)),
+	}
+}
+
+func (f *fakeInbox) Lease(ctx context.Context, _ *hookverifyv1.LeaseRequest) (*hookverifyv1.LeaseResponse, error) {
+	if f.leaseBlock {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.leases++
+	if f.leaseErr != nil {
+		if err := f.leaseErr(f.leases); err != nil {
+			return nil, err
+		}
+	}
+	// Hand out the delivery once, as a real server would while its lease is live.
+	if f.handed {
+		return &hookverifyv1.LeaseResponse{}, nil
+	}
+	f.handed = true
+	return &hookverifyv1.LeaseResponse{Deliveries: []*hookverifyv1.InboxDelivery{f.delivery()}}, nil
+}
+
+func (f *fakeInbox) Ack(context.Context, *hookverifyv1.AckRequest) (*hookverifyv1.AckResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ackCalls++
+	if f.ackErr != nil {
+		if err := f.ackErr(f.ackCalls); err != nil {
+			f.acks = append(f.acks, status.Code(err).String())
+			return nil, err
+		}
+	}
+	f.acks = append(f.acks, "ok")
+	return &hookverifyv1.AckResponse{}, nil
+}
+
+func (f *fakeInbox) Nack(_ context.Context, req *hookverifyv1.NackRequest) (*hookverifyv1.NackResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nacks = append(f.nacks, req.GetError())
+	return &hookverifyv1.NackResponse{}, nil
+}
+
+func (f *fakeInbox) ExtendLease(context.Context, *hookverifyv1.ExtendLeaseRequest) (*hookverifyv1.ExtendLeaseResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.extCalls++
+	if f.extendErr != nil {
+		if err := f.extendErr(f.extCalls); err != nil {
+			f.extends = append(f.extends, status.Code(err).String())
+			return nil, err
+		}
+	}
+	f.extends = append(f.extends, "ok")
+	return &hookverifyv1.ExtendLeaseResponse{LeasedUntil: timestamppb.New(time.Now().Add(time.Minute))}, nil
+}
+
+func (f *fakeInbox) snapshot() (acks, nacks, extends []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.acks...), append([]string(nil), f.nacks...), append([]string(nil), f.extends...)
+}
+
+// startFakeInbox serves f on a loopback port and returns the worker's --server flags.
+func startFakeInbox(t *testing.T, f *fakeInbox) []string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	hookverifyv1.RegisterInboxServiceServer(g, f)
+	go func() { _ = g.Serve(lis) }()
+	t.Cleanup(g.Stop)
+	return []string{"--server", lis.Addr().String()}
+}
+
+// runWorkerAsync runs runWorker in the background; the returned function waits for it.
+func runWorkerAsync(ctx context.Context, args []string) (wait func(d time.Duration) (err error, finished bool), out *syncBuf) {
+	out = &syncBuf{}
+	done := make(chan error, 1)
+	go func() {
+		done <- runWorker(ctx, env{stdin: strings.NewReader(""), stdout: out, stderr: out}, args)
+	}()
+	return func(d time.Duration) (error, bool) {
+		select {
+		case err := <-done:
+			return err, true
+		case <-time.After(d):
+			return nil, false
+		}
+	}, out
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func waitForFile(t *testing.T, path string, d time.Duration) bool {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// TestWorkerSettlesTheRunningDeliveryOnShutdown: SIGTERM (the context Main cancels) while the
+// command runs stops the command and still reaches the server, with a nack for an immediate
+// retry, rather than leaving the lease to expire. (Before, the command was killed outright and
+// the nack was sent with the cancelled context, so it never left the worker.)
+func TestWorkerSettlesTheRunningDeliveryOnShutdown(t *testing.T) {
+	f := &fakeInbox{}
+	remote := startFakeInbox(t, f)
+	started := filepath.Join(t.TempDir(), "started")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wait, out := runWorkerAsync(ctx, append(append([]string{"--visibility", "30s"}, remote...),
+		"--", "sh", "-c", fmt.Sprintf("touch %s; sleep 5", started)))
+	if !waitForFile(t, started, 10*time.Second) {
+		t.Fatalf("the command never started; output %q", out.String())
+	}
+	cancel() // SIGTERM to the worker
+	if _, finished := wait(10 * time.Second); !finished {
+		t.Fatal("worker did not stop after SIGTERM")
+	}
+	acks, nacks, _ := f.snapshot()
+	if len(acks) != 0 || len(nacks) != 1 || !strings.Contains(nacks[0], "shutdown") {
+		t.Errorf("after SIGTERM during a command: acks %v, nacks %q; want one nack saying the shutdown stopped it (worker output %q)", acks, nacks, out.String())
+	}
+}
+
+// TestWorkerOutlastsATransientExtendFailure: one UNAVAILABLE answer to ExtendLease (a server
+// restart, a network blip) while the lease still has time does not stop the command; the next
+// extension goes through and the delivery is acked. Only the server saying the lease is gone,
+// or the lease running out, stops it.
+func TestWorkerOutlastsATransientExtendFailure(t *testing.T) {
+	f := &fakeInbox{extendErr: func(n int) error {
+		if n == 1 {
+			return status.Error(codes.Unavailable, "server restarting")
+		}
+		return nil
+	}}
+	remote := startFakeInbox(t, f)
+	wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once", "--visibility", "2s"}, remote...),
+		"--", "sh", "-c", "sleep 1.6; exit 0"))
+	if _, finished := wait(15 * time.Second); !finished {
+		t.Fatal("worker did not finish")
+	}
+	acks, nacks, extends := f.snapshot()
+	if len(acks) != 1 || acks[0] != "ok" || len(nacks) != 0 {
+		t.Errorf("a command that succeeded was killed after one transient ExtendLease error: acks %v, nacks %q, extends %v; output %q", acks, nacks, extends, out.String())
+	}
+}
+
+// TestWorkerLeaseLostKillsTheWholeCommand: when the lease is lost, the command and the
+// processes it started (a shell script's subprocesses) are killed, so none of them does the
+// side effect while another worker may run the same delivery.
+func TestWorkerLeaseLostKillsTheWholeCommand(t *testing.T) {
+	f := &fakeInbox{extendErr: func(int) error {
+		return status.Error(codes.FailedPrecondition, "lease lost")
+	}}
+	remote := startFakeInbox(t, f)
+	marker := filepath.Join(t.TempDir(), "side-effect")
+	wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once", "--visibility", "2s"}, remote...),
+		"--", "sh", "-c", fmt.Sprintf("(sleep 2; touch %s) </dev/null >/dev/null 2>&1 & wait", marker)))
+	if _, finished := wait(15 * time.Second); !finished {
+		t.Fatal("worker did not finish")
+	}
+	_, nacks, extends := f.snapshot()
+	if len(extends) == 0 {
+		t.Fatalf("no ExtendLease was made; output %q", out.String())
+	}
+	if waitForFile(t, marker, 4*time.Second) {
+		t.Errorf("the command's child did its side effect after the worker learnt the lease was lost (nacks %q)", nacks)
+	}
+}
+
+// TestWorkerRefusesFlagsOutOfRange: durations the server would refuse, or that the worker
+// cannot use (a zero visibility made a ticker of zero, which panicked once a delivery was
+// leased), are usage errors before anything is leased.
+func TestWorkerRefusesFlagsOutOfRange(t *testing.T) {
+	f := &fakeInbox{}
+	remote := startFakeInbox(t, f)
+	for _, flags := range [][]string{{"--visibility", "0s"}, {"--visibility", "13h"}, {"--retry-after", "24h"},
+		{"--retry-after", "-1s"}, {"--timeout", "0s"}, {"--grace", "-1s"}} {
+		var out bytes.Buffer
+		err := runWorker(context.Background(), env{stdin: strings.NewReader(""), stdout: &out, stderr: &out},
+			append(append(append([]string{"--once"}, flags...), remote...), "--", "true"))
+		if err != errUsage || !strings.Contains(out.String(), flags[0]) {
+			t.Errorf("worker %v: %v, %q; want a usage error naming the flag", flags, err, out.String())
+		}
+	}
+	if f.leases != 0 {
+		t.Errorf("%d leases taken with flags out of range", f.leases)
+	}
+}
+
+// TestWorkerOnceGivesUpOnAServerThatDoesNotAnswer: every call has the --timeout deadline, so a
+// server that stops answering does not hang the worker (nor, with a command running, an
+// ExtendLease while the lease runs out); with --once it then exits with the error.
+func TestWorkerOnceGivesUpOnAServerThatDoesNotAnswer(t *testing.T) {
+	f := &fakeInbox{leaseBlock: true}
+	remote := startFakeInbox(t, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wait, _ := runWorkerAsync(ctx, append(append([]string{"--once", "--timeout", "1s"}, remote...), "--", "true"))
+	if err, finished := wait(6 * time.Second); !finished {
+		t.Error("worker --timeout 1s still waiting for Lease after 6 s: --timeout is ignored")
+	} else if status.Code(err) != codes.DeadlineExceeded {
+		t.Errorf("worker --once with a server that does not answer returned %v, want the lease's deadline error", err)
+	}
+}
+
+// TestWorkerRetriesATransientAckFailure: a command that succeeded but whose Ack got a
+// transient UNAVAILABLE (the lease still valid) is acked again, rather than left to run once
+// more after the lease expires.
+func TestWorkerRetriesATransientAckFailure(t *testing.T) {
+	f := &fakeInbox{ackErr: func(n int) error {
+		if n == 1 {
+			return status.Error(codes.Unavailable, "storage unavailable, retry later")
+		}
+		return nil
+	}}
+	remote := startFakeInbox(t, f)
+	wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once"}, remote...), "--", "true"))
+	err, finished := wait(15 * time.Second)
+	if !finished {
+		t.Fatal("worker did not finish")
+	}
+	acks, _, _ := f.snapshot()
+	if len(acks) != 2 || acks[1] != "ok" || err != nil {
+		t.Errorf("ack answered UNAVAILABLE, then: acks %v, worker returned %v, output %q; want it acked on the second try", acks, err, out.String())
+	}
+}
+
+// TestWorkerWaitsOutATransientLeaseFailure: one UNAVAILABLE answer to Lease (a server
+// restart) does not end a long-running worker; it leases again and runs the delivery.
+func TestWorkerWaitsOutATransientLeaseFailure(t *testing.T) {
+	f := &fakeInbox{leaseErr: func(n int) error {
+		if n == 1 {
+			return status.Error(codes.Unavailable, "storage unavailable, retry later")
+		}
+		return nil
+	}}
+	remote := startFakeInbox(t, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wait, out := runWorkerAsync(ctx, append(append([]string{"--idle", "100ms"}, remote...), "--", "true"))
+	err, finished := wait(5 * time.Second)
+	if finished {
+		t.Errorf("worker stopped on one transient Lease error: %v (output %q)", err, out.String())
+		return
+	}
+	cancel()
+	wait(5 * time.Second)
+	if acks, _, _ := f.snapshot(); len(acks) != 1 {
+		t.Errorf("acks %v, want the delivery acked after the retry", acks)
+	}
+}
+
+// TestWorkerKeepsItsTokenFromTheCommand: the worker's API token (inbox scope: every body of
+// its endpoints, and acking work away) is not in the environment of the commands it runs.
+func TestWorkerKeepsItsTokenFromTheCommand(t *testing.T) {
+	const token = "hvt_review_secret_token_value"
+	t.Setenv(tokenEnv, token)
+	f := &fakeInbox{}
+	remote := startFakeInbox(t, f)
+	wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once"}, remote...), "--", "sh", "-c", "env"))
+	if _, finished := wait(15 * time.Second); !finished {
+		t.Fatal("worker did not finish")
+	}
+	if strings.Contains(out.String(), token) {
+		t.Errorf("the command's environment holds the worker's API token ($%s)", tokenEnv)
+	}
+}
+
+// TestWorkerRetryAfterOutOfRangeLeasesNothing: --retry-after above the server's 12 h limit,
+// against a real server, is refused before a lease; before, every failed delivery's Nack was
+// refused (INVALID_ARGUMENT), the delivery stayed leased, and the worker exited 0.
+func TestWorkerRetryAfterOutOfRangeLeasesNothing(t *testing.T) {
+	remote, must := startTestServer(t)
+	acceptDeliveries(t, must, "r-1")
+	code, _, errOut := run(t, "", append(append([]string{"worker", "--once", "--endpoint", "gh", "--retry-after", "24h"}, remote...), "--", "false")...)
+	stats := must("", "inbox", "stats")
+	if code == 0 && strings.Contains(stats, `"leased"`) {
+		t.Errorf("worker --retry-after 24h exited 0, its nack refused (%q), and left the failed delivery leased:\n%s", errOut, stats)
+	}
+}
+
+// TestInboxCountFlagsOutOfRange: inbox lease --max and inbox dead --limit are checked before
+// they are narrowed to the API's int32: a --max of 2^32+1 was sent as 1.
+func TestInboxCountFlagsOutOfRange(t *testing.T) {
+	f := &recordingLeases{}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	hookverifyv1.RegisterInboxServiceServer(g, f)
+	go func() { _ = g.Serve(lis) }()
+	t.Cleanup(g.Stop)
+	for _, args := range [][]string{{"lease", "--max", "4294967297"}, {"lease", "--max", "0"}, {"dead", "--limit", "4294967297"}, {"dead", "--limit", "1001"}} {
+		if code, _, errOut := run(t, "", append(append([]string{"inbox"}, args...), "--server", lis.Addr().String())...); code != 2 || !strings.Contains(errOut, args[1]) {
+			t.Errorf("inbox %v: exit %d, %q; want a usage error naming the flag", args, code, errOut)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.max) != 0 {
+		t.Errorf("leases sent with --max out of range: %v", f.max)
+	}
+}
+
+type recordingLeases struct {
+	hookverifyv1.UnimplementedInboxServiceServer
+	mu  sync.Mutex
+	max []int32
+}
+
+func (r *recordingLeases) Lease(_ context.Context, req *hookverifyv1.LeaseRequest) (*hookverifyv1.LeaseResponse, error) {
+	r.mu.Lock()
+	r.max = append(r.max, req.GetMaxDeliveries())
+	r.mu.Unlock()
+	if m := req.GetMaxDeliveries(); m < 0 || m > 100 {
+		return nil, status.Error(codes.InvalidArgument, "max_deliveries must be between 0 and 100")
+	}
+	return &hookverifyv1.LeaseResponse{}, nil
+}
+
+// TestWorkerGivesTheCommandTheRequest: besides the body on standard input and the identity,
+// the command gets the request's method, URL and headers (repeated ones in order), so that it
+// can tell, say, which GitHub event it was sent.
+func TestWorkerGivesTheCommandTheRequest(t *testing.T) {
+	f := &fakeInbox{}
+	remote := startFakeInbox(t, f)
+	wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once"}, remote...), "--", "sh", "-c",
+		`printf '%s|%s|%s|%s|' "$HOOKVERIFY_OPERATION_KEY" "$HOOKVERIFY_METHOD" "$HOOKVERIFY_URL" "$HOOKVERIFY_HEADERS"; cat`))
+	if err, finished := wait(15 * time.Second); !finished || err != nil {
+		t.Fatalf("worker: finished %v, %v", finished, err)
+	}
+	want := `op_1|POST|https://hooks.example.com/ep?tenant=7|[{"name":"X-GitHub-Event","value":"push"},{"name":"X-GitHub-Event","value":"a \"second\""}]|{"id":"evt_1"}`
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("the command printed %q, want %q", out.String(), want)
+	}
+}
