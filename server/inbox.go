@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -26,6 +27,7 @@ const (
 	defaultDeadLimit   = 100
 	maxDeadLimit       = 1000
 	maxNackErrorBytes  = 1024
+	exhaustedBatch     = 1000
 )
 
 // inbox returns the store's inbox side, or UNAVAILABLE while there is no store.
@@ -39,6 +41,37 @@ func (s *Server) inbox() (storage.InboxStore, error) {
 		return nil, status.Error(codes.Unimplemented, "this storage backend has no inbox")
 	}
 	return ib, nil
+}
+
+// DeadLetterExhausted moves the pending deliveries that have no attempts left under this
+// server's MaxAttempts to the dead letters, and returns how many it moved. There are such
+// deliveries only when MaxAttempts was lowered since they were nacked; no lease would ever
+// take them, yet they would count as pending for ever (stats, backpressure). Their last error
+// says why. Run it once the store is open, before serving: it reads every pending delivery.
+func (s *Server) DeadLetterExhausted(ctx context.Context, st storage.InboxStore) (int64, error) {
+	req := storage.ExhaustedRequest{
+		MaxAttempts: s.maxAttempts,
+		Reason:      fmt.Sprintf("attempts used up: --max-attempts lowered to %d", s.maxAttempts),
+		Batch:       exhaustedBatch,
+		Now:         s.clock(),
+	}
+	var moved int64
+	for {
+		n, err := st.DeadLetterExhausted(ctx, req)
+		moved += n
+		s.metrics.observeExhausted(n)
+		if err != nil {
+			return moved, fmt.Errorf("dead-letter deliveries with no attempts left: %w", err)
+		}
+		if n < int64(req.Batch) {
+			break
+		}
+	}
+	if moved > 0 {
+		s.log.WarnContext(ctx, "pending deliveries with no attempts left under --max-attempts moved to the dead letters",
+			"deliveries", moved, "max_attempts", s.maxAttempts)
+	}
+	return moved, nil
 }
 
 // Lease hands out up to max_deliveries deliveries under a new lease token.

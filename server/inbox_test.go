@@ -250,6 +250,69 @@ func TestInboxNackDeadLetterRequeueExtend(t *testing.T) {
 	})
 }
 
+// TestLowerMaxAttemptsDeadLettersSpentPendingAtStart: a delivery nacked while --max-attempts
+// was higher sits pending with more attempts than a restart's lower limit allows. No lease
+// takes it (leases need attempts left), and Lease and Nack dead-letter only the deliveries
+// they end, so the start-up step must move it to the dead letters; otherwise it stays neither
+// leasable nor dead, for ever, and counts toward the pending backpressure limits.
+func TestLowerMaxAttemptsDeadLettersSpentPendingAtStart(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnvWith(t, b, func(o *server.Options) { o.MaxAttempts = 5 })
+		acceptSome(t, e, "work", 1)
+		var inboxID string
+		for range 3 {
+			d := lease(t, e, 1, time.Minute)
+			if len(d) != 1 {
+				t.Fatalf("leased %d, want 1", len(d))
+			}
+			inboxID = d[0].GetInboxId()
+			if _, err := e.inbox.Nack(t.Context(), &hookverifyv1.NackRequest{InboxId: inboxID, LeaseToken: d[0].GetLeaseToken(), RetryAfter: durationpb.New(0), Error: "downstream down"}); err != nil {
+				t.Fatalf("Nack: %v", err)
+			}
+		}
+
+		// The operator restarts with --max-attempts 2; serve runs the start-up step.
+		metrics := server.NewMetrics()
+		e.options = func(o *server.Options) { o.MaxAttempts = 2; o.Metrics = metrics }
+		e.instance = e.start(t, e.store)
+		if n, err := e.srv.DeadLetterExhausted(t.Context(), e.store); err != nil || n != 1 {
+			t.Fatalf("DeadLetterExhausted = %d, %v; want 1 moved", n, err)
+		}
+		if n, err := e.srv.DeadLetterExhausted(t.Context(), e.store); err != nil || n != 0 {
+			t.Fatalf("second DeadLetterExhausted = %d, %v; want nothing left to move", n, err)
+		}
+		e.clock.Advance(time.Hour)
+
+		if got := lease(t, e, 10, time.Minute); len(got) != 0 {
+			t.Fatalf("leased %v with every attempt used", got)
+		}
+		dead, err := e.inbox.ListDeadLetters(t.Context(), &hookverifyv1.ListDeadLettersRequest{})
+		if err != nil {
+			t.Fatalf("ListDeadLetters: %v", err)
+		}
+		const why = "attempts used up: --max-attempts lowered to 2; last error: downstream down"
+		if got := dead.GetDeliveries(); len(got) != 1 || got[0].GetInboxId() != inboxID || got[0].GetAttempts() != 3 || got[0].GetLastError() != why {
+			t.Fatalf("dead letters %v, want %s with 3 attempts and last error %q", got, inboxID, why)
+		}
+		stats, err := e.inbox.GetInboxStats(t.Context(), &hookverifyv1.GetInboxStatsRequest{})
+		if err != nil {
+			t.Fatalf("GetInboxStats: %v", err)
+		}
+		if got := stats.GetEndpoints(); len(got) != 1 || got[0].GetPending() != 0 || got[0].GetDead() != 1 {
+			t.Fatalf("stats %v, want work with none pending and one dead", got)
+		}
+		wantMetrics(t, e.srv, `hookverify_inbox_dead_lettered_total{cause="max_attempts_lowered"} 1`)
+
+		// Requeued, it gets the new limit's attempts afresh.
+		if _, err := e.inbox.Requeue(t.Context(), &hookverifyv1.RequeueRequest{InboxId: inboxID}); err != nil {
+			t.Fatalf("Requeue: %v", err)
+		}
+		if got := lease(t, e, 1, time.Minute); len(got) != 1 || got[0].GetAttempts() != 1 {
+			t.Fatalf("after requeue leased %v, want it back with attempts reset", got)
+		}
+	})
+}
+
 func TestBackpressure(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		e := newEnvWith(t, b, func(o *server.Options) { o.MaxPendingPerEndpoint = 2 })

@@ -85,7 +85,7 @@ func NewMetrics() *Metrics {
 		leaseExpiries: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_lease_expiries_total",
 			Help: "Leases that expired without ack, nack or extension (a worker crashed, hung or overran), counted when the next lease takes the delivery over or dead-letters it."}),
 		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_inbox_dead_lettered_total",
-			Help: "Deliveries moved to the dead letters, by cause: a nack on the last attempt (nack) or the last attempt's lease expiring (lease_expired)."}, []string{"cause"}),
+			Help: "Deliveries moved to the dead letters, by cause: a nack on the last attempt (nack), the last attempt's lease expiring (lease_expired), or a start with a max attempts lower than a pending delivery had used (max_attempts_lowered)."}, []string{"cause"}),
 		acks: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_acks_total",
 			Help: "Deliveries acked by workers."}),
 		backpressure: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_backpressure_total",
@@ -194,6 +194,12 @@ func (m *Metrics) observeAck() {
 func (m *Metrics) observeNack(dead bool) {
 	if m != nil && dead {
 		m.deadLettered.WithLabelValues("nack").Inc()
+	}
+}
+
+func (m *Metrics) observeExhausted(n int64) {
+	if m != nil && n > 0 {
+		m.deadLettered.WithLabelValues("max_attempts_lowered").Add(float64(n))
 	}
 }
 

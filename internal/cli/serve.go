@@ -392,6 +392,9 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 				if err == nil {
 					_, err = srv.DigestStoredCredentialOptions(ctx, st)
 				}
+				if err == nil {
+					_, err = srv.DeadLetterExhausted(ctx, st)
+				}
 				if err != nil {
 					st.Close()
 				}

@@ -665,6 +665,40 @@ func (s *Store) Requeue(ctx context.Context, inboxID string, now time.Time) erro
 	})
 }
 
+// deadLetterExhaustedSQL moves up to $4 pending deliveries that used $3 attempts or more to
+// dead. They are picked in a CTE, because PostgreSQL may run a LIMIT subquery inside WHERE
+// more than once and so move more than $4 (see Lease). Rows another transaction holds are
+// skipped, as in deadLetterExpired: a lease of a server whose limit is higher may be taking
+// them, and waiting for it could deadlock.
+const deadLetterExhaustedSQL = `WITH picked AS (
+		SELECT id AS picked_id FROM inbox WHERE state = 'pending' AND attempts >= $3 LIMIT $4 FOR UPDATE SKIP LOCKED
+	)
+	UPDATE inbox SET state = 'dead', dead_at = $1,
+		last_error = $2::TEXT || COALESCE('; last error: ' || NULLIF(last_error, ''), '')
+	FROM picked
+	WHERE id = picked_id AND state = 'pending' AND attempts >= $3`
+
+// DeadLetterExhausted moves up to req.Batch pending deliveries with no attempts left under
+// req.MaxAttempts to dead, in one statement.
+func (s *Store) DeadLetterExhausted(ctx context.Context, req storage.ExhaustedRequest) (int64, error) {
+	switch {
+	case req.MaxAttempts < 1:
+		return 0, fmt.Errorf("crdb: dead-letter exhausted: %w: MaxAttempts %d, want at least 1", storage.ErrInvalid, req.MaxAttempts)
+	case req.Batch < 1:
+		return 0, fmt.Errorf("crdb: dead-letter exhausted: %w: Batch %d, want at least 1", storage.ErrInvalid, req.Batch)
+	}
+	var moved int64
+	err := s.single(ctx, "dead-letter exhausted", func(ctx context.Context, conn *pgx.Conn) error {
+		tag, err := conn.Exec(ctx, deadLetterExhaustedSQL, req.Now, req.Reason, int64(req.MaxAttempts), int64(req.Batch))
+		moved = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return moved, nil
+}
+
 // InboxStats counts the deliveries of every endpoint that has any not yet acked.
 func (s *Store) InboxStats(ctx context.Context) ([]storage.EndpointInboxStats, error) {
 	var list []storage.EndpointInboxStats

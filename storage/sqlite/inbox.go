@@ -192,8 +192,9 @@ func leaseIn(ctx context.Context, tx *sql.Tx, call leaseCall, stmts map[string]*
 // to do: no due pending delivery and no expired lease (to take over or to dead-letter) that
 // matches req's filter. Workers poll: an empty inbox answered this way costs no turn of the
 // one writer, which new deliveries' claim batches wait for (writerTurns). The check is
-// conservative (a pending delivery that used its attempts counts as something to do) and
-// sees what was committed before it, as a lease an instant earlier would.
+// conservative (a pending delivery that used its attempts counts as something to do, until
+// the server's start moves it to dead: DeadLetterExhausted) and sees what was committed
+// before it, as a lease an instant earlier would.
 func (s *Store) nothingToLease(ctx context.Context, req storage.LeaseRequest, now int64) (bool, error) {
 	probe := req
 	probe.Max, probe.MaxAttempts = 1, math.MaxInt32
@@ -469,6 +470,48 @@ func (s *Store) Requeue(ctx context.Context, inboxID string, now time.Time) erro
 		}
 		return s.addPending(ctx, tx, map[string]int64{endpointID: 1})
 	})
+}
+
+// DeadLetterExhausted moves up to req.Batch pending deliveries with no attempts left under
+// req.MaxAttempts to dead, in one write transaction that also takes them off their
+// endpoints' pending counts.
+func (s *Store) DeadLetterExhausted(ctx context.Context, req storage.ExhaustedRequest) (int64, error) {
+	switch {
+	case req.MaxAttempts < 1:
+		return 0, s.fail("dead-letter exhausted", fmt.Errorf("%w: MaxAttempts %d, want at least 1", storage.ErrInvalid, req.MaxAttempts))
+	case req.Batch < 1:
+		return 0, s.fail("dead-letter exhausted", fmt.Errorf("%w: Batch %d, want at least 1", storage.ErrInvalid, req.Batch))
+	}
+	var moved int64
+	err := s.write(ctx, "dead-letter exhausted", func(tx *sql.Tx) error {
+		moved = 0
+		rows, err := tx.QueryContext(ctx, `UPDATE inbox SET state = 'dead', dead_at = ?1,
+			last_error = ?2 || coalesce('; last error: ' || nullif(last_error, ''), '')
+			WHERE id IN (SELECT id FROM inbox WHERE state = 'pending' AND attempts >= ?3 LIMIT ?4)
+			RETURNING endpoint_id`,
+			micros(req.Now), req.Reason, req.MaxAttempts, req.Batch)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		left := map[string]int64{}
+		for rows.Next() {
+			var endpointID string
+			if err := rows.Scan(&endpointID); err != nil {
+				return err
+			}
+			left[endpointID]--
+			moved++
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return s.addPending(ctx, tx, left)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return moved, nil
 }
 
 // addPending adds to the pending count of each endpoint (inbox_pending, migration 25) in tx,

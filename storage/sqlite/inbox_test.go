@@ -66,11 +66,11 @@ func TestInboxUpgradeKeepsDeliveriesLeasable(t *testing.T) {
 
 // TestInboxCountsFollowEveryChange drives the inbox through random claims (some of them
 // repeats), leases (with and without an endpoint filter, some expiring), acks, nacks (some to
-// dead), requeues and sweeps, and after every step compares InboxStats, which reads the
-// pending counts that those writes keep (migration 25), with a count of the inbox itself. Some
-// claims reuse an inbox id and fail on their own, in a batch with others that commit, and the
-// writes go through two stores on the file, as two processes would. It then checks that Open
-// recounts a table that went wrong.
+// dead), requeues, moves of deliveries with no attempts left to dead, and sweeps, and after
+// every step compares InboxStats, which reads the pending counts that those writes keep
+// (migration 25), with a count of the inbox itself. Some claims reuse an inbox id and fail on
+// their own, in a batch with others that commit, and the writes go through two stores on the
+// file, as two processes would. It then checks that Open recounts a table that went wrong.
 func TestInboxCountsFollowEveryChange(t *testing.T) {
 	t.Parallel()
 	s, path := openTemp(t)
@@ -208,7 +208,7 @@ func TestInboxCountsFollowEveryChange(t *testing.T) {
 					what = "nack to dead"
 				}
 			}
-		case r.IntN(2) == 0:
+		case r.IntN(3) == 0:
 			what = "requeue"
 			letters, err := s.ListDeadLetters(ctx, storage.InboxFilter{}, 50)
 			if err != nil {
@@ -221,6 +221,16 @@ func TestInboxCountsFollowEveryChange(t *testing.T) {
 			if err := writer().Requeue(ctx, letters[r.IntN(len(letters))].InboxID, now); err != nil {
 				t.Fatalf("Requeue: %v", err)
 			}
+		case r.IntN(2) == 0: // as a restart with a lower --max-attempts does
+			what = "dead-letter exhausted"
+			n, err := writer().DeadLetterExhausted(ctx, storage.ExhaustedRequest{MaxAttempts: 1 + r.IntN(2),
+				Reason: "attempts used up", Batch: 1 + r.IntN(5), Now: now})
+			if err != nil {
+				t.Fatalf("DeadLetterExhausted: %v", err)
+			}
+			if n == 0 {
+				what = "nothing exhausted to dead-letter"
+			}
 		default:
 			what = "sweep"
 			if _, err := writer().Sweep(ctx, storage.SweepRequest{AckedBefore: now, ClaimsBefore: now.Add(-time.Hour), Batch: 1 + r.IntN(5)}); err != nil {
@@ -230,7 +240,7 @@ func TestInboxCountsFollowEveryChange(t *testing.T) {
 		check(fmt.Sprintf("step %d (%s)", step, what))
 		done[what]++
 	}
-	for _, what := range []string{"claims", "claim of a reused inbox id", "lease", "ack", "nack", "nack to dead", "requeue", "sweep"} {
+	for _, what := range []string{"claims", "claim of a reused inbox id", "lease", "ack", "nack", "nack to dead", "requeue", "dead-letter exhausted", "sweep"} {
 		if done[what] < 3 {
 			t.Errorf("%q happened %d times in the run, want at least 3: %v", what, done[what], done)
 		}

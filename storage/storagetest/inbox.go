@@ -354,6 +354,57 @@ func testInbox(t *testing.T, h harness) {
 		wantErr(t, s.Ack(t.Context(), "d1", "tok-1", expired), storage.ErrLeaseLost, "Ack of a dead delivery")
 	})
 
+	t.Run("pending deliveries with no attempts left under a lowered limit move to dead", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		spent := deliver(t, s, "ep-1", "ep-1", "spent", at(1*time.Second))
+		later := deliver(t, s, "ep-2", "ep-2", "later", at(2*time.Second))
+		deliver(t, s, "ep-1", "once", "once", at(3*time.Second))
+		deliver(t, s, "ep-2", "ep-2", "leased", at(4*time.Second))
+		deliver(t, s, "ep-1", "ep-1", "new", t0.Add(time.Hour))
+		// Two attempts each under a limit of three, but "once" one and "new" none; "leased"
+		// keeps its second lease, "later" is due tomorrow and its worker gave no error.
+		for _, d := range lease(t, s, leaseReq("tok-1", t0, 10)) {
+			nack(t, s, d.InboxID, "tok-1", t0, 3, t0)
+		}
+		second := leaseReq("tok-2", t0, 10)
+		second.Scopes = []string{"ep-1", "ep-2"}
+		wantIDs(t, lease(t, s, second), "second lease", "later", "leased", "spent")
+		nack(t, s, "spent", "tok-2", t0, 3, t0)
+		tomorrow := t0.Add(24 * time.Hour)
+		_, err := s.Nack(t.Context(), "later", "tok-2", tomorrow, 3, "", t0)
+		must(t, err, "Nack later")
+
+		req := storage.ExhaustedRequest{MaxAttempts: 2, Reason: "attempts used up", Batch: 1, Now: t0.Add(time.Second)}
+		for i, want := range []int64{1, 1, 0} {
+			n, err := s.DeadLetterExhausted(t.Context(), req)
+			must(t, err, "DeadLetterExhausted")
+			if n != want {
+				t.Fatalf("DeadLetterExhausted call %d moved %d, want %d", i+1, n, want)
+			}
+		}
+		wantSame(t, []storage.LeasedDelivery{
+			{Delivery: spent, State: storage.StateDead, Attempts: 2, VisibleAt: t0, LastError: "attempts used up; last error: failed: tok-2"},
+			{Delivery: later, State: storage.StateDead, Attempts: 2, VisibleAt: tomorrow, LastError: "attempts used up"},
+		}, deadLetters(t, s, storage.InboxFilter{}, 10), "dead letters")
+		wantStats(t, s, "stats",
+			storage.EndpointInboxStats{EndpointID: "ep-1", Pending: 2, Dead: 1, OldestPendingAt: t0},
+			storage.EndpointInboxStats{EndpointID: "ep-2", Leased: 1, Dead: 1})
+
+		// The live lease was left to Lease, which dead-letters it once it expires.
+		third := leaseReq("tok-3", t0.Add(time.Hour), 10)
+		third.MaxAttempts = 2
+		res := leaseResult(t, s, third)
+		wantIDs(t, res.Deliveries, "lease under the lower limit", "once", "new")
+		if res.ExpiredToDead != 1 {
+			t.Errorf("lease under the lower limit moved %d expired leases to dead, want 1", res.ExpiredToDead)
+		}
+
+		for _, bad := range []storage.ExhaustedRequest{{MaxAttempts: 0, Batch: 1}, {MaxAttempts: 1, Batch: 0}} {
+			_, err := s.DeadLetterExhausted(t.Context(), bad)
+			wantErr(t, err, storage.ErrInvalid, fmt.Sprintf("DeadLetterExhausted %+v", bad))
+		}
+	})
+
 	t.Run("dead letters are filtered, limited and listed oldest first", func(t *testing.T) {
 		s := inboxFixture(t, h)
 		deliver(t, s, "ep-1", "scope-a", "a3", at(3*time.Second))

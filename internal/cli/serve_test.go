@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/hookverify/hookverify/server"
+	"github.com/hookverify/hookverify/server/secretbox"
+)
+
+// TestServeDeadLettersSpentDeliveriesAtStart: a delivery nacked three times under
+// --max-attempts 5 has no attempts left when serve restarts with --max-attempts 2, and the
+// start moves it to the dead letters rather than leave it pending, leasable by no one.
+func TestServeDeadLettersSpentDeliveriesAtStart(t *testing.T) {
+	key, _ := secretbox.NewKey()
+	keyring, err := secretbox.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := storeConfig{dataDir: t.TempDir()}
+	serve := func(maxAttempts int) (must func(stdin string, args ...string) string, stop func()) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		srv, err := startServerWith(ctx, newTestLogger(t), serveConfig{listen: "127.0.0.1:0", maxAttempts: maxAttempts,
+			cacheTTL: server.DefaultCacheTTL, claimCacheSize: server.DefaultClaimCacheSize, claimCacheTTL: server.DefaultClaimCacheTTL},
+			keyring, cfg.openStore)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		stopped := false
+		stop = func() {
+			if !stopped {
+				stopped = true
+				srv.stop()
+				cancel()
+			}
+		}
+		t.Cleanup(stop)
+		if err := srv.waitReady(ctx); err != nil {
+			t.Fatal(err)
+		}
+		must = func(stdin string, args ...string) string {
+			t.Helper()
+			code, out, errOut := run(t, stdin, append(args, "--server", srv.addr)...)
+			if code != 0 {
+				t.Fatalf("%q exited %d: %s", args, code, errOut)
+			}
+			return out
+		}
+		return must, stop
+	}
+
+	must, stop := serve(5)
+	acceptDeliveries(t, must, "d-1")
+	for range 3 {
+		var leased struct {
+			Deliveries []struct {
+				InboxID    string `json:"inboxId"`
+				LeaseToken string `json:"leaseToken"`
+			} `json:"deliveries"`
+		}
+		out := must("", "inbox", "lease", "--max", "1")
+		if err := json.Unmarshal([]byte(out), &leased); err != nil || len(leased.Deliveries) != 1 {
+			t.Fatalf("inbox lease printed %s (%v)", out, err)
+		}
+		d := leased.Deliveries[0]
+		must("", "inbox", "nack", "--id", d.InboxID, "--lease", d.LeaseToken, "--retry-after", "0s", "--error", "downstream down")
+	}
+	stop()
+
+	must, _ = serve(2)
+	if out := must("", "inbox", "dead"); !strings.Contains(out, "attempts used up: --max-attempts lowered to 2; last error: downstream down") {
+		t.Fatalf("inbox dead after the restart with --max-attempts 2:\n%s", out)
+	}
+	if out := must("", "inbox", "stats"); strings.Contains(out, `"pending"`) || !strings.Contains(out, `"dead": "1"`) {
+		t.Fatalf("inbox stats after the restart with --max-attempts 2:\n%s", out)
+	}
+}
