@@ -40,9 +40,15 @@ type Conn struct {
 // maxMessageBytes matches the server's receive limit so the largest allowed body can be sent.
 const maxMessageBytes = 34 << 20
 
-// DefaultMaxBodyBytes is the body limit BuildRequest applies unless WithMaxBodyBytes says
-// otherwise: the server's ceiling for any endpoint (32 MiB).
-const DefaultMaxBodyBytes = 32 << 20
+// Body limits of BuildRequest.
+const (
+	// MaxBodyCeiling is the server's ceiling for any endpoint (32 MiB), the largest limit
+	// WithMaxBodyBytes accepts: the server can never accept a larger body, and one too large
+	// for its gRPC receive limit would fail as if the server were overloaded, and be retried.
+	MaxBodyCeiling = 32 << 20
+	// DefaultMaxBodyBytes is the limit unless WithMaxBodyBytes says otherwise.
+	DefaultMaxBodyBytes = MaxBodyCeiling
+)
 
 // Option configures Dial.
 type Option func(*config)
@@ -125,9 +131,10 @@ func WithGRPCOptions(opts ...grpc.DialOption) Option {
 	return func(c *config) { c.grpcOptions = append(c.grpcOptions, opts...) }
 }
 
-// WithMaxBodyBytes sets the largest body BuildRequest reads (default DefaultMaxBodyBytes);
-// larger bodies fail with ErrBodyTooLarge without being forwarded. The server applies each
-// endpoint's own, usually smaller, limit on top.
+// WithMaxBodyBytes sets the largest body BuildRequest reads, from 1 to MaxBodyCeiling (default
+// DefaultMaxBodyBytes; Dial refuses other values); larger bodies fail with ErrBodyTooLarge
+// without being forwarded. The server applies each endpoint's own, usually smaller, limit on
+// top.
 func WithMaxBodyBytes(n int64) Option {
 	return func(c *config) { c.maxBodyBytes = n }
 }
@@ -150,13 +157,13 @@ func WithTrustForwardedProto() Option {
 // Dial connects to addr (host:port, or any gRPC target). Without TLS options the connection is
 // plaintext, which the server only allows on loopback.
 //
-// Calls to Verify and to the read-only admin methods are retried with exponential backoff and
-// full jitter when they fail with UNAVAILABLE or RESOURCE_EXHAUSTED, within the RetryPolicy's
-// attempts and total time and never past the context's deadline. Retrying Verify is safe
+// Calls to Verify and to the read-only methods (Get*, List*) are retried with exponential
+// backoff and full jitter when they fail with UNAVAILABLE or RESOURCE_EXHAUSTED, within the
+// RetryPolicy's attempts and total time and never past the context's deadline. Retrying Verify is safe
 // because the server's claim is idempotent by event identity: if an attempt whose answer was
 // lost had in fact committed the delivery, the retry is answered DUPLICATE with the same
 // operation key, never a second ACCEPTED, so downstream work keyed on the operation key runs
-// once. Admin methods that change state are not retried, since their retry is not idempotent.
+// once. Methods that change state are not retried, since their retry is not idempotent.
 func Dial(addr string, opts ...Option) (*Conn, error) {
 	cfg := config{retry: DefaultRetryPolicy, maxBodyBytes: DefaultMaxBodyBytes}
 	for _, o := range opts {
@@ -168,8 +175,8 @@ func Dial(addr string, opts ...Option) (*Conn, error) {
 	if err := cfg.retry.validate(); err != nil {
 		return nil, err
 	}
-	if cfg.maxBodyBytes <= 0 {
-		return nil, fmt.Errorf("client: body limit must be positive, got %d", cfg.maxBodyBytes)
+	if cfg.maxBodyBytes <= 0 || cfg.maxBodyBytes > MaxBodyCeiling {
+		return nil, fmt.Errorf("client: body limit %d is not between 1 and the server's ceiling of %d bytes", cfg.maxBodyBytes, MaxBodyCeiling)
 	}
 	secure := cfg.creds != nil
 	if !secure {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,9 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/hookverify/hookverify/client"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
@@ -85,6 +89,63 @@ func TestRetries(t *testing.T) {
 				t.Errorf("%d calls, want %d", got, tc.wantCalls)
 			}
 		})
+	}
+}
+
+// TestRetriesCoverEveryReadMethod calls every method of every hookverify service against a
+// server that fails each method's first call with UNAVAILABLE: Verify and the reads (Get*,
+// List*) are retried, as Dial promises, and nothing else is. A read added to a service without
+// being marked idempotent fails here.
+func TestRetriesCoverEveryReadMethod(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	calls := map[string]int{}
+	g := grpc.NewServer(grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+		method, _ := grpc.MethodFromServerStream(stream)
+		mu.Lock()
+		calls[method]++
+		first := calls[method] == 1
+		mu.Unlock()
+		if first {
+			return status.Error(codes.Unavailable, "scripted")
+		}
+		// An empty message decodes as any response.
+		return stream.SendMsg(&emptypb.Empty{})
+	}))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	conn := dial(t, lis.Addr().String(), client.WithRetry(fastRetry))
+
+	var methods []string
+	protoregistry.GlobalFiles.RangeFilesByPackage("hookverify.v1", func(fd protoreflect.FileDescriptor) bool {
+		for i := 0; i < fd.Services().Len(); i++ {
+			svc := fd.Services().Get(i)
+			for j := 0; j < svc.Methods().Len(); j++ {
+				methods = append(methods, "/"+string(svc.FullName())+"/"+string(svc.Methods().Get(j).Name()))
+			}
+		}
+		return true
+	})
+	if len(methods) < 20 {
+		t.Fatalf("found only %d methods: %v", len(methods), methods)
+	}
+	for _, method := range methods {
+		name := method[strings.LastIndex(method, "/")+1:]
+		read := name == "Verify" || strings.HasPrefix(name, "Get") || strings.HasPrefix(name, "List")
+		err := conn.GRPC().Invoke(context.Background(), method, &emptypb.Empty{}, &emptypb.Empty{})
+		mu.Lock()
+		n := calls[method]
+		mu.Unlock()
+		if read && (err != nil || n != 2) {
+			t.Errorf("%s: %d calls, err %v; a read is retried after UNAVAILABLE", method, n, err)
+		}
+		if !read && (status.Code(err) != codes.Unavailable || n != 1) {
+			t.Errorf("%s: %d calls, err %v; a method that changes state is not retried", method, n, err)
+		}
 	}
 }
 

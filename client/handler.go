@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -62,15 +63,17 @@ func EndpointFromPath(prefix string) HandlerOption {
 	})
 }
 
-// EndpointFunc takes the endpoint id from f; an empty id is answered 404 without calling the
+// EndpointFunc takes the endpoint id from f. An id no endpoint can have (empty, over 128
+// bytes, or with characters other than A-Z a-z 0-9 . _ -) is answered 404 without calling the
 // server.
 func EndpointFunc(f func(*http.Request) string) HandlerOption {
 	return func(h *handler) { h.endpoint = f }
 }
 
-// WithVerifyTimeout bounds each request's work, from the handler's start (default
-// DefaultVerifyTimeout); 0 means only the request's own context applies. Keep it below the
-// provider's own timeout, so the provider hears a 503 rather than nothing.
+// WithVerifyTimeout bounds each request's work, reading the body included, from the handler's
+// start (default DefaultVerifyTimeout); 0 means only the request's own context applies. The
+// http.Server's ReadTimeout still applies to the body when it is shorter. Keep the timeout below
+// the provider's own, so the provider hears a 503 rather than nothing.
 func WithVerifyTimeout(d time.Duration) HandlerOption {
 	return func(h *handler) { h.timeout = d }
 }
@@ -131,9 +134,11 @@ type handler struct {
 // Conn.BuildRequest) and answers the provider with the server's HttpReply for every verdict:
 // ACCEPTED, DUPLICATE, REJECTED and HANDSHAKE. When there is no verdict it answers:
 //
+//   - 404 for a request that addresses no endpoint (see EndpointFunc);
 //   - 413 for a body over the WithMaxBodyBytes limit, and 400 for a body that could not be read
 //     or a request that cannot be forwarded (ErrUnforwardable);
-//   - 503 with Retry-After when the server is unavailable or overloaded (UNAVAILABLE,
+//   - 503 with Retry-After when the body did not arrive in time (the http.Server's ReadTimeout
+//     or WithVerifyTimeout), or the server is unavailable or overloaded (UNAVAILABLE,
 //     RESOURCE_EXHAUSTED) or too slow (deadline exceeded), so the provider retries;
 //   - 500 and an error log line for any other failure (UNAUTHENTICATED, PERMISSION_DENIED,
 //     INVALID_ARGUMENT, ...): the edge is misconfigured, and the provider must retry later
@@ -166,17 +171,29 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 		defer cancel()
 	}
 	o := Outcome{EndpointID: h.endpoint(r)}
-	if o.EndpointID == "" {
-		o.Err = errors.New("no endpoint id in the request")
+	if !validEndpointID(o.EndpointID) {
+		o.Err = errors.New("the request addresses no endpoint")
 		o.Status = writeJSON(w, http.StatusNotFound, `{"status":"rejected","reason":"unknown_endpoint"}`)
 		return o
 	}
+	// When ctx ends, cut the body read short, so a body that never comes is answered 503 in
+	// time. Setting the deadline then, rather than ctx's deadline now, never extends the
+	// server's ReadTimeout. A ResponseWriter that cannot (http.ErrNotSupported) leaves only
+	// the ReadTimeout.
+	stopReadCut := context.AfterFunc(ctx, func() { _ = http.NewResponseController(w).SetReadDeadline(time.Now()) })
 	req, err := h.conn.BuildRequest(o.EndpointID, r)
+	stopReadCut()
 	if err != nil {
 		o.Err = err
+		var netErr net.Error
 		switch {
 		case errors.Is(err, ErrBodyTooLarge):
 			o.Status = writeJSON(w, http.StatusRequestEntityTooLarge, `{"status":"rejected","reason":"body_too_large"}`)
+		case errors.As(err, &netErr) && netErr.Timeout():
+			// A slow upload is transient; many providers never retry a 4xx.
+			h.log.WarnContext(ctx, "request body read timed out; asking the provider to retry", "endpoint", o.EndpointID)
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(h.retryAfter.Seconds()))))
+			o.Status = writeJSON(w, http.StatusServiceUnavailable, `{"status":"unavailable"}`)
 		default:
 			h.log.WarnContext(ctx, "webhook request not forwarded", "endpoint", o.EndpointID, "err", err)
 			o.Status = writeJSON(w, http.StatusBadRequest, `{"status":"rejected","reason":"unreadable_request"}`)
@@ -206,7 +223,8 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 	}
 	o.Response = resp
 	reply := resp.GetReply()
-	if reply == nil || reply.GetStatus() < 100 || reply.GetStatus() > 599 {
+	// A 1xx status would be sent as an informational response followed by an implicit 200.
+	if reply == nil || reply.GetStatus() < 200 || reply.GetStatus() > 599 {
 		o.Err = errors.New("the verifier answered without a usable reply")
 		h.log.ErrorContext(ctx, "verifier answered without a usable reply", "endpoint", o.EndpointID, "verdict", resp.GetVerdict().String())
 		o.Status = writeJSON(w, http.StatusInternalServerError, `{"status":"error"}`)
@@ -219,6 +237,22 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 	_, _ = w.Write(reply.GetBody())
 	o.Status = int(reply.GetStatus())
 	return o
+}
+
+// validEndpointID reports whether id may name an endpoint, by the server's rule for endpoint
+// ids: 1 to 128 bytes of A-Z a-z 0-9 . _ -. Any other id addresses nothing.
+func validEndpointID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func writeJSON(w http.ResponseWriter, code int, body string) int {

@@ -1,13 +1,16 @@
 package client_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -261,6 +264,9 @@ func TestHandlerErrorMapping(t *testing.T) {
 			}}, nil
 		case "noreply":
 			return &hookverifyv1.VerifyResponse{Verdict: hookverifyv1.Verdict_VERDICT_ACCEPTED}, nil
+		case "informational":
+			// WriteHeader(1xx) sends an informational answer; the body would follow as a 200.
+			return &hookverifyv1.VerifyResponse{Verdict: hookverifyv1.Verdict_VERDICT_REJECTED, Reply: &hookverifyv1.HttpReply{Status: 103, Body: []byte("nope")}}, nil
 		case "busy", "busy-long":
 			delay := 30 * time.Second
 			if req.GetEndpointId() == "busy-long" {
@@ -293,6 +299,7 @@ func TestHandlerErrorMapping(t *testing.T) {
 		{"internal", "/hooks/e", codes.Internal, 500, "Internal"},
 		{"unimplemented", "/hooks/e", codes.Unimplemented, 500, "Unimplemented"},
 		{"no reply in the answer", "/hooks/noreply", codes.OK, 500, "without a usable reply"},
+		{"1xx reply status is not written", "/hooks/informational", codes.OK, 500, "without a usable reply"},
 		{"handshake reply written as given", "/hooks/handshake", codes.OK, 200, ""},
 		{"no endpoint in the path", "/hooks/", codes.OK, 404, ""},
 		{"path beyond the endpoint", "/hooks/a/b", codes.OK, 404, ""},
@@ -396,5 +403,146 @@ func TestRetryAfterALostAnswer(t *testing.T) {
 	}
 	if n, err := hv.store.CountDeliveries(ctx, ""); err != nil || n != 1 {
 		t.Errorf("%d inbox records (%v), want 1", n, err)
+	}
+}
+
+// stalledUpload sends srv a request that promises 100 bytes of body, sends 10 and stalls, and
+// returns the answer, failing the test if there is none within 3 s.
+func stalledUpload(t *testing.T, srv *httptest.Server) *http.Response {
+	t.Helper()
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close() // before the test's srv.Close, which waits for the handler
+	io.WriteString(c, "POST /hooks/ep HTTP/1.1\r\nHost: hooks.example.com\r\nContent-Length: 100\r\n\r\n0123456789")
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer within 3 s to a stalled upload: %v", err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+// TestHandlerAnswersBodyReadTimeoutWith503: a body still arriving when the server's ReadTimeout
+// expires is a transient failure, answered 503 with Retry-After: many providers never retry a
+// 4xx, so a 400 would drop a delivery that was merely slow.
+func TestHandlerAnswersBodyReadTimeoutWith503(t *testing.T) {
+	t.Parallel()
+	f := newFakeServer()
+	conn := dial(t, f.start(t))
+	srv := httptest.NewUnstartedServer(client.Handler(conn, client.EndpointFromPath("/hooks/"), client.WithLogger(slog.New(slog.DiscardHandler))))
+	srv.Config.ReadTimeout = 300 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	resp := stalledUpload(t, srv)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "10" {
+		t.Errorf("body read timed out: status %d, Retry-After %q; want 503, 10", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if n := f.count("Verify"); n != 0 {
+		t.Errorf("a truncated body reached the verifier (%d calls)", n)
+	}
+}
+
+// TestVerifyTimeoutBoundsTheBodyRead: WithVerifyTimeout counts from the handler's start, so a
+// body that never comes is answered 503 when it expires, even on a server without ReadTimeout.
+func TestVerifyTimeoutBoundsTheBodyRead(t *testing.T) {
+	t.Parallel()
+	f := newFakeServer()
+	conn := dial(t, f.start(t))
+	srv := httptest.NewServer(client.Handler(conn, client.EndpointFromPath("/hooks/"),
+		client.WithVerifyTimeout(200*time.Millisecond), client.WithLogger(slog.New(slog.DiscardHandler))))
+	defer srv.Close()
+	start := time.Now()
+	resp := stalledUpload(t, srv)
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("status %d after %v, want 503", resp.StatusCode, time.Since(start))
+	}
+	if n := f.count("Verify"); n != 0 {
+		t.Errorf("a truncated body reached the verifier (%d calls)", n)
+	}
+}
+
+// TestBodyLimitStopsAtTheServerCeiling: Dial refuses a body limit above what the server can
+// ever accept (math.MaxInt64 included, which once overflowed into forwarding every body
+// empty), so a body over the ceiling is answered 413, never 503 for a provider to retry
+// forever; a body at the ceiling does reach the server.
+func TestBodyLimitStopsAtTheServerCeiling(t *testing.T) {
+	t.Parallel()
+	if client.MaxBodyCeiling != server.MaxBodyCeiling || client.DefaultMaxBodyBytes != server.MaxBodyCeiling {
+		t.Fatalf("client ceiling %d, default %d; the server's ceiling is %d", client.MaxBodyCeiling, client.DefaultMaxBodyBytes, server.MaxBodyCeiling)
+	}
+	for _, n := range []int64{server.MaxBodyCeiling + 1, 64 << 20, math.MaxInt64, 0, -1} {
+		if conn, err := client.Dial("127.0.0.1:1", client.WithMaxBodyBytes(n)); err == nil {
+			conn.Close()
+			t.Errorf("Dial accepted WithMaxBodyBytes(%d)", n)
+		}
+	}
+
+	hv := startHookverify(t)
+	conn := dial(t, hv.addr, client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))
+	if _, err := conn.Admin.CreateEndpoint(context.Background(), &hookverifyv1.CreateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: "big", Provider: "stripe", MaxBodyBytes: server.MaxBodyCeiling}}); err != nil {
+		t.Fatal(err)
+	}
+	var seen outcomes
+	h := client.Handler(conn, client.EndpointFromPath("/hooks/"), client.WithObserver(seen.observe), client.WithLogger(slog.New(slog.DiscardHandler)))
+	for _, tc := range []struct {
+		size       int
+		wantCalled bool
+	}{{server.MaxBodyCeiling, true}, {server.MaxBodyCeiling + 1, false}, {33 << 20, false}} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("POST", "/hooks/big", bytes.NewReader(make([]byte, tc.size))))
+		o := seen.last()
+		if o.CalledVerifier != tc.wantCalled || tc.wantCalled && o.Code != codes.OK || !tc.wantCalled && w.Code != http.StatusRequestEntityTooLarge {
+			t.Errorf("%d-byte body: status %d, verifier called %v (%v); want called %v, or 413", tc.size, w.Code, o.CalledVerifier, o.Code, tc.wantCalled)
+		}
+	}
+}
+
+// TestHandlerAnswersImpossibleEndpointIDsWith404: an id from the URL that no endpoint can have
+// is an unknown endpoint like any other, answered 404 without calling the server and without
+// an error log. The ids the server refuses to create are exactly those.
+func TestHandlerAnswersImpossibleEndpointIDsWith404(t *testing.T) {
+	t.Parallel()
+	hv := startHookverify(t)
+	conn := dial(t, hv.addr)
+	var logs syncBuffer
+	var seen outcomes
+	h := client.Handler(conn, client.EndpointFromPathValue("endpoint"), client.WithObserver(seen.observe),
+		client.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	mux := http.NewServeMux()
+	mux.Handle("/hooks/{endpoint}", h)
+	for _, tc := range []struct {
+		id       string
+		possible bool
+	}{
+		{"shop-stripe_v1.2", true},
+		{strings.Repeat("a", 128), true},
+		{strings.Repeat("a", 129), false},
+		{"bad id", false},
+		{"ünïcode", false},
+		{"a:b", false},
+		{"a%2Fb", false},
+	} {
+		_, err := conn.Admin.CreateEndpoint(context.Background(), &hookverifyv1.CreateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: tc.id, Provider: "stripe"}})
+		if (err == nil) != tc.possible {
+			t.Fatalf("CreateEndpoint(%q): %v; the test expects it possible: %v", tc.id, err, tc.possible)
+		}
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, httptest.NewRequest("POST", "/hooks/"+url.PathEscape(tc.id), strings.NewReader("{}")))
+		o := seen.last()
+		if o.EndpointID != tc.id {
+			t.Fatalf("the handler saw endpoint %q, want %q", o.EndpointID, tc.id)
+		}
+		if !tc.possible && (w.Code != http.StatusNotFound || o.CalledVerifier) {
+			t.Errorf("endpoint id %q: status %d, verifier called %v; want 404 without a call", tc.id, w.Code, o.CalledVerifier)
+		}
+		if tc.possible && !o.CalledVerifier {
+			t.Errorf("endpoint id %q that exists: not forwarded (status %d)", tc.id, w.Code)
+		}
+	}
+	if strings.Contains(logs.String(), `"level":"ERROR"`) {
+		t.Errorf("a request for an unknown endpoint logged an error:\n%s", logs.String())
 	}
 }

@@ -39,13 +39,17 @@ func (p RetryPolicy) validate() error {
 }
 
 // idempotentMethods are the calls a retry cannot duplicate: Verify (the claim is idempotent by
-// event identity) and the admin reads.
+// event identity) and the reads of every service.
 var idempotentMethods = map[string]bool{
-	hookverifyv1.VerifierService_Verify_FullMethodName:     true,
-	hookverifyv1.AdminService_GetEndpoint_FullMethodName:   true,
-	hookverifyv1.AdminService_ListEndpoints_FullMethodName: true,
-	hookverifyv1.AdminService_ListSecrets_FullMethodName:   true,
-	hookverifyv1.AdminService_ListProviders_FullMethodName: true,
+	hookverifyv1.VerifierService_Verify_FullMethodName:       true,
+	hookverifyv1.AdminService_GetEndpoint_FullMethodName:     true,
+	hookverifyv1.AdminService_ListEndpoints_FullMethodName:   true,
+	hookverifyv1.AdminService_ListSecrets_FullMethodName:     true,
+	hookverifyv1.AdminService_ListProviders_FullMethodName:   true,
+	hookverifyv1.AdminService_ListAuditEvents_FullMethodName: true,
+	hookverifyv1.TokenService_ListTokens_FullMethodName:      true,
+	hookverifyv1.InboxService_ListDeadLetters_FullMethodName: true,
+	hookverifyv1.InboxService_GetInboxStats_FullMethodName:   true,
 }
 
 // retryable reports whether a failure is transient: the server (or its storage) is down or

@@ -75,6 +75,7 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, fmt.Errorf("%w: Content-Length %d is above %d bytes", ErrBodyTooLarge, r.ContentLength, limit)
 	}
+	// limit is at most MaxBodyCeiling (Dial checks), so limit+1 cannot overflow.
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		var tooLarge *http.MaxBytesError

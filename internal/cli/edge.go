@@ -58,7 +58,7 @@ func (c *edgeConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.tokenFile, "token-file", "", "file holding the verifier API token (default: $"+tokenEnv+")")
 	fs.StringVar(&c.publicURLBase, "public-url-base", "", "scheme://host providers call, for URL-signing providers behind a proxy; forwarded URL = base + request URI")
 	fs.BoolVar(&c.trustForwardedProto, "trust-forwarded-proto", false, "take the URL scheme from X-Forwarded-Proto (only behind a proxy that sets it)")
-	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", client.DefaultMaxBodyBytes, "largest body forwarded; larger ones are answered 413")
+	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", client.DefaultMaxBodyBytes, "largest body forwarded, at most the server's ceiling (the default); larger ones are answered 413")
 	fs.DurationVar(&c.verifyTimeout, "verifier-timeout", client.DefaultVerifyTimeout, "deadline of each request's work, retries included; keep it under the providers' timeout (GitHub: 10s)")
 	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 5*time.Second, "time allowed to read request headers")
 	fs.DurationVar(&c.readTimeout, "read-timeout", 10*time.Second, "time allowed to read a whole request")
@@ -89,8 +89,13 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
 	}
-	if cfg.maxBodyBytes <= 0 {
-		return errors.New("--max-body-bytes must be positive")
+	if (cfg.verifierCert == "") != (cfg.verifierKey == "") {
+		return errors.New("--verifier-cert and --verifier-key go together")
+	}
+	if cfg.maxBodyBytes <= 0 || cfg.maxBodyBytes > client.MaxBodyCeiling {
+		// Above the server's ceiling, a body could never be accepted, and the largest would
+		// fail as if the server were overloaded, so providers would retry them for days.
+		return fmt.Errorf("--max-body-bytes must be between 1 and the server's ceiling of %d", client.MaxBodyCeiling)
 	}
 	conn, err := dialVerifier(cfg)
 	if err != nil {
@@ -314,9 +319,10 @@ func newEdgeMetrics() *edgeMetrics {
 
 func (m *edgeMetrics) observe(o client.Outcome) {
 	// Only endpoints the verifier confirmed get their own label, so random paths cannot grow
-	// the metrics without bound.
+	// the metrics without bound. A body too large may be refused before the endpoint is looked
+	// up, so that answer confirms nothing.
 	m.mu.Lock()
-	if o.Response != nil && o.Response.GetRejectReason() != hookverifyv1.RejectReason_REJECT_REASON_UNKNOWN_ENDPOINT && len(m.known) < maxEndpointLabels {
+	if o.Response != nil && confirmsEndpoint(o.Response.GetRejectReason()) && len(m.known) < maxEndpointLabels {
 		m.known[o.EndpointID] = true
 	}
 	endpoint := o.EndpointID
@@ -332,6 +338,12 @@ func (m *edgeMetrics) observe(o client.Outcome) {
 		m.errors.WithLabelValues(o.Code.String()).Inc()
 	}
 	m.duration.Observe(o.VerifierDuration.Seconds())
+}
+
+// confirmsEndpoint reports whether a verdict with this reject reason shows that the endpoint
+// exists.
+func confirmsEndpoint(r hookverifyv1.RejectReason) bool {
+	return r != hookverifyv1.RejectReason_REJECT_REASON_UNKNOWN_ENDPOINT && r != hookverifyv1.RejectReason_REJECT_REASON_BODY_TOO_LARGE
 }
 
 func (m *edgeMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {

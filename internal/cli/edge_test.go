@@ -16,6 +16,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -206,23 +207,69 @@ func TestEdgeCommand(t *testing.T) {
 			t.Errorf("/metrics:\n%s", metrics)
 		}
 	})
+}
 
-	t.Run("bad flags", func(t *testing.T) {
-		for _, args := range [][]string{
-			{"--route", "/hooks/{id}"},
-			{"--tls-cert", "x.pem"},
-			{"--max-body-bytes", "0"},
-			{"--public-url-base", "hooks.example.com"},
-		} {
-			err := runEdge(context.Background(), env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}, append(args, "--listen", "127.0.0.1:0"))
-			if err == nil {
-				t.Errorf("%q accepted", args)
-			}
+// TestEdgeRefusesBadFlags: settings that cannot work stop the edge before it listens, with an
+// error naming the flag. Each runs with a cancelled context, so an edge that wrongly starts
+// stops at once and is reported.
+func TestEdgeRefusesBadFlags(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		args  []string
+		names string // the flag the error must name
+	}{
+		{[]string{"--route", "/hooks/{id}"}, "--route"},
+		{[]string{"--tls-cert", "x.pem"}, "--tls-key"},
+		{[]string{"--max-body-bytes", "0"}, "--max-body-bytes"},
+		// Above the server's ceiling: such bodies could never be accepted.
+		{[]string{"--max-body-bytes", "33554433"}, "--max-body-bytes"},
+		{[]string{"--max-body-bytes", "9223372036854775807"}, "--max-body-bytes"},
+		{[]string{"--public-url-base", "hooks.example.com"}, "--public-url-base"},
+		// Half a client certificate would silently leave the connection in plaintext.
+		{[]string{"--verifier-key", "client.key"}, "--verifier-cert"},
+		{[]string{"--verifier-cert", "client.pem"}, "--verifier-key"},
+		{[]string{"--verifier-ca", "ca.pem", "--verifier-key", "client.key"}, "--verifier-cert"},
+	} {
+		err := runEdge(ctx, env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}, append(tc.args, "--listen", "127.0.0.1:0"))
+		if err == nil || !strings.Contains(err.Error(), tc.names) {
+			t.Errorf("%q: err %v, want one naming %s", tc.args, err, tc.names)
 		}
-		if code, _, _ := run(t, "", "edge", "--bogus"); code != 2 {
-			t.Errorf("edge --bogus: exit %d", code)
+	}
+	if code, _, _ := run(t, "", "edge", "--bogus"); code != 2 {
+		t.Errorf("edge --bogus: exit %d", code)
+	}
+}
+
+// TestEdgeMetricsLabelOnlyConfirmedEndpoints: an endpoint gets its own metrics label only once
+// the server has answered for it as an existing endpoint. A body too large may be refused
+// before the endpoint lookup, so that answer, like an unknown endpoint, counts as _unknown.
+func TestEdgeMetricsLabelOnlyConfirmedEndpoints(t *testing.T) {
+	rejected := func(reason hookverifyv1.RejectReason) *hookverifyv1.VerifyResponse {
+		return &hookverifyv1.VerifyResponse{Verdict: hookverifyv1.Verdict_VERDICT_REJECTED, RejectReason: reason}
+	}
+	m := newEdgeMetrics()
+	for _, o := range []client.Outcome{
+		{EndpointID: "random-scanner-path", Status: 413, CalledVerifier: true, Response: rejected(hookverifyv1.RejectReason_REJECT_REASON_BODY_TOO_LARGE)},
+		{EndpointID: "no-such-endpoint", Status: 404, CalledVerifier: true, Response: rejected(hookverifyv1.RejectReason_REJECT_REASON_UNKNOWN_ENDPOINT)},
+		{EndpointID: "not-forwarded", Status: 400},
+		{EndpointID: "shop", Status: 401, CalledVerifier: true, Response: rejected(hookverifyv1.RejectReason_REJECT_REASON_SIGNATURE_MISMATCH)},
+	} {
+		m.observe(o)
+	}
+	w := httptest.NewRecorder()
+	m.ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	metrics := w.Body.String()
+	for _, want := range []string{
+		`hookverify_edge_requests_total{endpoint="_unknown",status="413"} 1`,
+		`hookverify_edge_requests_total{endpoint="_unknown",status="404"} 1`,
+		`hookverify_edge_requests_total{endpoint="_unknown",status="400"} 1`,
+		`hookverify_edge_requests_total{endpoint="shop",status="401"} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, metrics)
 		}
-	})
+	}
 }
 
 // selfSignedCert writes a certificate for 127.0.0.1 and its key, returning the file paths.
