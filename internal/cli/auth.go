@@ -38,7 +38,7 @@ func (a *authFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.clientCA, "client-ca", "", "PEM CAs whose client certificates authenticate callers (mutual TLS; needs --tls-cert; turns authentication on)")
 	fs.StringVar(&a.certScopes, "cert-scopes", "", "file mapping client certificate subjects to scopes, one per line: SCOPE[,SCOPE...] SUBJECT (e.g. 'verify:acme-* CN=edge-1,O=Acme')")
 	fs.BoolVar(&a.requireAuth, "require-auth", false, "require an API token (or a client certificate with --client-ca) on every call but health and reflection")
-	fs.DurationVar(&a.tokenCacheTTL, "token-cache-ttl", server.DefaultTokenCacheTTL, "how long a token revoked through another instance still works here")
+	fs.DurationVar(&a.tokenCacheTTL, "token-cache-ttl", server.DefaultTokenCacheTTL, "how long a token revoked through another instance still works here (0: look every token up on every call)")
 }
 
 // enabled reports whether callers must authenticate.
@@ -77,7 +77,7 @@ func (a *authFlags) config() (*server.AuthConfig, error) {
 	if !a.enabled() {
 		return nil, nil
 	}
-	cfg := &server.AuthConfig{TokenCacheTTL: a.tokenCacheTTL}
+	cfg := &server.AuthConfig{TokenCacheTTL: offWhenZero(a.tokenCacheTTL)}
 	if a.certScopes != "" {
 		var err error
 		if cfg.CertScopes, err = readCertScopes(a.certScopes); err != nil {

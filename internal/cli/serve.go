@@ -181,7 +181,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.maxAttempts, "max-attempts", server.DefaultMaxAttempts, "leases a delivery gets before it moves to the dead letters")
 	fs.Int64Var(&c.maxPendingPerEndpoint, "max-pending-per-endpoint", 0, "unfinished deliveries per endpoint above which new events get RESOURCE_EXHAUSTED (0: no limit)")
 	fs.Int64Var(&c.maxPendingTotal, "max-pending-total", 0, "unfinished deliveries in all above which new events get RESOURCE_EXHAUSTED (0: no limit)")
-	fs.DurationVar(&c.retention.DedupeWindow, "dedupe-window", 30*24*time.Hour, "how long claims are kept; must outlast every provider's retries")
+	fs.DurationVar(&c.retention.DedupeWindow, "dedupe-window", 30*24*time.Hour, "how long claims are kept; must outlast every provider's retries (a warning below 72h)")
 	fs.DurationVar(&c.retention.AckedRetention, "inbox-retention", 7*24*time.Hour, "how long acked inbox records are kept")
 	fs.DurationVar(&c.cacheTTL, "cache-ttl", server.DefaultCacheTTL, "bound on how long an endpoint or secret change made through another instance takes to reach this one (rotation, retirement); changes made here apply at once")
 	fs.IntVar(&c.claimCacheSize, "claim-cache", server.DefaultClaimCacheSize, "how many committed claims to remember, answering redeliveries of them without a database read (0: off)")
@@ -191,6 +191,25 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.leaseConcurrency, "lease-concurrency", crdb.DefaultLeaseConcurrency, "with --database-url, how many lease transactions run at once; leases that wait in the server meanwhile share the next one, so that the drain does not crowd new deliveries out of the database's CPU (0: no limit, every lease a transaction of its own; BENCHMARKS.md)")
 	fs.BoolVar(&c.commitEachClaim, "commit-each-claim", false, "turn group commit off: every claim commits in its own transaction, concurrently (slower; for measuring what group commit gains)")
 	fs.BoolVar(&c.pprof, "pprof", false, "also serve Go profiles under /debug/pprof/ on --http-listen (for profiling; off by default)")
+}
+
+// MinSafeDedupeWindow is the shortest --dedupe-window serve takes without a warning: Stripe
+// retries for up to 3 days, and a retry whose claim the sweeper has deleted is accepted again.
+const MinSafeDedupeWindow = 72 * time.Hour
+
+// checkRetention refuses retention periods that are not positive (they used to mean the
+// default, silently), and warns of a dedupe window shorter than providers retry for.
+func checkRetention(log *slog.Logger, r server.Retention) error {
+	switch {
+	case r.DedupeWindow <= 0:
+		return fmt.Errorf("--dedupe-window %s: want a positive duration", r.DedupeWindow)
+	case r.AckedRetention <= 0:
+		return fmt.Errorf("--inbox-retention %s: want a positive duration", r.AckedRetention)
+	case r.DedupeWindow < MinSafeDedupeWindow:
+		log.Warn("--dedupe-window is shorter than providers retry for: a retry, or a replay within an endpoint's timestamp tolerance, that arrives after its claim is deleted is ACCEPTED again",
+			"dedupe_window", r.DedupeWindow.String(), "stripe_retries_for", MinSafeDedupeWindow.String())
+	}
+	return nil
 }
 
 func runServe(ctx context.Context, e env, args []string) error {
@@ -240,6 +259,9 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 	if sc.commitEachClaim {
 		log.Warn("--commit-each-claim: group commit is off, every claim commits alone")
+	}
+	if err := checkRetention(log, sc.retention); err != nil {
+		return err
 	}
 	open := func(ctx context.Context) (storage.Store, error) {
 		st, err := cfg.openStore(ctx)

@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/secretbox"
@@ -77,5 +80,35 @@ func TestServeDeadLettersSpentDeliveriesAtStart(t *testing.T) {
 	}
 	if out := must("", "inbox", "stats"); strings.Contains(out, `"pending"`) || !strings.Contains(out, `"dead": "1"`) {
 		t.Fatalf("inbox stats after the restart with --max-attempts 2:\n%s", out)
+	}
+}
+
+// TestServeChecksRetention: a dedupe window or inbox retention that is not positive is refused
+// (it used to mean the default, silently), and a window shorter than Stripe's three days of
+// retries is taken with a warning naming the flag.
+func TestServeChecksRetention(t *testing.T) {
+	for _, c := range []struct {
+		window, retention time.Duration
+		refused, warned   bool
+	}{
+		{window: 30 * 24 * time.Hour, retention: time.Hour},
+		{window: MinSafeDedupeWindow, retention: time.Hour},
+		{window: time.Hour, retention: time.Hour, warned: true},
+		{window: 0, retention: time.Hour, refused: true},
+		{window: -time.Hour, retention: time.Hour, refused: true},
+		{window: 30 * 24 * time.Hour, retention: 0, refused: true},
+	} {
+		var logs bytes.Buffer
+		err := checkRetention(slog.New(slog.NewJSONHandler(&logs, nil)), server.Retention{DedupeWindow: c.window, AckedRetention: c.retention})
+		if (err != nil) != c.refused {
+			t.Errorf("window %s, retention %s: %v, want refused %v", c.window, c.retention, err, c.refused)
+		}
+		if warned := strings.Contains(logs.String(), `"level":"WARN"`) && strings.Contains(logs.String(), "--dedupe-window"); warned != c.warned {
+			t.Errorf("window %s: warned %v, want %v; log %s", c.window, warned, c.warned, logs.String())
+		}
+	}
+	// And serve itself refuses before it opens anything.
+	if code, _, errOut := run(t, "", "serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--dedupe-window", "0s"); code != 1 || !strings.Contains(errOut, "--dedupe-window") {
+		t.Errorf("serve --dedupe-window 0s: exit %d, %q; want it refused", code, errOut)
 	}
 }

@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server/secretbox"
+)
+
+// TestTokenCacheTTLZeroMeansNoCache: `serve --token-cache-ttl 0`, like `--cache-ttl 0`, leaves
+// no window in which a token revoked through another instance still works there: every call
+// looks its token up. (The flag's 0 used to reach server.AuthConfig unchanged, where zero
+// means the 5 s default.)
+func TestTokenCacheTTLZeroMeansNoCache(t *testing.T) {
+	var sc serveConfig
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	sc.register(fs)
+	if err := fs.Parse([]string{"--require-auth", "--token-cache-ttl", "0"}); err != nil {
+		t.Fatal(err)
+	}
+	sc.bootstrapToken = "bootstrap-" + strings.Repeat("r", 40)
+	sc.listen = "127.0.0.1:0"
+	dataDir := t.TempDir()
+
+	key, _ := secretbox.NewKey()
+	keyring, err := secretbox.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	start := func() string {
+		cfg := storeConfig{dataDir: dataDir}
+		srv, err := startServerWith(ctx, newTestLogger(t), sc, keyring, cfg.openStore)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(srv.stop)
+		if err := srv.waitReady(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return srv.addr
+	}
+	here, there := start(), start() // two instances, one store
+	dial := func(addr string) *grpc.ClientConn {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return conn
+	}
+	as := func(token string) context.Context {
+		return metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+token)
+	}
+	tokensHere := hookverifyv1.NewTokenServiceClient(dial(here))
+	created, err := tokensHere.CreateToken(as(sc.bootstrapToken), &hookverifyv1.CreateTokenRequest{Name: "ops", Scopes: []string{"admin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminThere := hookverifyv1.NewAdminServiceClient(dial(there))
+	if _, err := adminThere.ListEndpoints(as(created.GetBearerToken()), &hookverifyv1.ListEndpointsRequest{}); err != nil {
+		t.Fatalf("ListEndpoints on the other instance before revocation: %v", err)
+	}
+	if _, err := tokensHere.RevokeToken(as(sc.bootstrapToken), &hookverifyv1.RevokeTokenRequest{Id: created.GetToken().GetId()}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	_, err = adminThere.ListEndpoints(as(created.GetBearerToken()), &hookverifyv1.ListEndpointsRequest{})
+	if status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("with --token-cache-ttl 0, a token revoked through another instance still works here: ListEndpoints = %v, want Unauthenticated", err)
+	}
+}
