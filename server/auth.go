@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
 	"errors"
 	"strings"
 	"time"
@@ -47,7 +49,8 @@ type AuthConfig struct {
 	// CertScopes maps the subject of a verified client certificate, as
 	// x509.Certificate.Subject.String() writes it (e.g. "CN=edge-1,O=Acme"), to the
 	// caller's scopes. A certificate whose subject is not listed authenticates but may do
-	// nothing.
+	// nothing. That text keeps only the last CN and serialNumber of a subject, so a
+	// certificate whose subject names either more than once is refused.
 	CertScopes map[string][]Scope
 	// TokenCacheTTL bounds how long a token revoked through another instance is still
 	// accepted here (default DefaultTokenCacheTTL; negative: look every token up each call).
@@ -115,7 +118,7 @@ func (s *Server) authenticate(ctx context.Context) (caller, error) {
 	}
 	if p, ok := peer.FromContext(ctx); ok {
 		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.VerifiedChains) > 0 && len(info.State.VerifiedChains[0]) > 0 {
-			return s.authenticateCert(info.State.VerifiedChains[0][0])
+			return s.authenticateCert(info.State.VerifiedChains)
 		}
 	}
 	return caller{}, unauthenticated("no API token and no verified client certificate")
@@ -154,16 +157,82 @@ func (s *Server) authenticateToken(ctx context.Context, token string) (caller, e
 	return caller{principal: Principal{Name: "token:" + entry.id, Method: "token"}, scopes: entry.scopes}, nil
 }
 
-// authenticateCert maps a client certificate the TLS handshake verified to its caller. The
-// handshake checked the validity period once; a connection can outlive it, so it is checked
-// again on every call.
-func (s *Server) authenticateCert(leaf *x509.Certificate) (caller, error) {
-	now := s.now()
-	if now.Before(leaf.NotBefore) || now.After(leaf.NotAfter) {
-		return caller{}, unauthenticated("client certificate " + leaf.Subject.String() + " is outside its validity period")
+// authenticateCert maps a client certificate the TLS handshake verified, through chains, to
+// its caller. The handshake checked the validity periods of the chain once; a connection can
+// outlive its leaf or an issuing CA, so they are checked again on every call.
+func (s *Server) authenticateCert(chains [][]*x509.Certificate) (caller, error) {
+	leaf := chains[0][0]
+	if c := outsideValidity(chains, s.now()); c != nil {
+		if c == leaf {
+			return caller{}, unauthenticated("client certificate " + leaf.Subject.String() + " is outside its validity period")
+		}
+		return caller{}, unauthenticated("client certificate " + leaf.Subject.String() + ": its issuer " + c.Subject.String() + " is outside its validity period")
+	}
+	if attr := repeatedSingleAttribute(leaf.Subject); attr != "" {
+		return caller{}, unauthenticated("client certificate subject " + signedSubject(leaf) + " names " + attr +
+			" more than once; refused, since its subject text (" + leaf.Subject.String() + ") would keep only the last")
 	}
 	subject := leaf.Subject.String()
 	return caller{principal: Principal{Name: "cert:" + subject, Method: "mtls"}, scopes: s.auth.certScopes[subject]}, nil
+}
+
+// outsideValidity returns nil when some verified chain has every certificate within its
+// validity period at now, as the handshake required; else a certificate of the last chain that
+// is not. A chain is a few certificates, so this costs a few time comparisons per call.
+func outsideValidity(chains [][]*x509.Certificate, now time.Time) *x509.Certificate {
+	var outside *x509.Certificate
+	for _, chain := range chains {
+		outside = nil
+		for _, c := range chain {
+			if now.Before(c.NotBefore) || now.After(c.NotAfter) {
+				outside = c
+				break
+			}
+		}
+		if outside == nil {
+			return nil
+		}
+	}
+	return outside
+}
+
+// Attribute types that pkix.Name holds in a single field, so that its String() keeps only the
+// last of several: a subject "O=Acme, CN=intern-laptop, CN=ops-admin" prints as
+// "CN=ops-admin,O=Acme". Other repeated attributes (O, OU, DC, ...) are all kept.
+var (
+	oidCommonName   = asn1.ObjectIdentifier{2, 5, 4, 3}
+	oidSerialNumber = asn1.ObjectIdentifier{2, 5, 4, 5}
+)
+
+// repeatedSingleAttribute names the attribute ("CN" or "SERIALNUMBER") that subject repeats
+// and its text would drop, or returns "" when its text shows every attribute.
+func repeatedSingleAttribute(subject pkix.Name) string {
+	var cns, serials int
+	for _, atv := range subject.Names {
+		switch {
+		case atv.Type.Equal(oidCommonName):
+			cns++
+		case atv.Type.Equal(oidSerialNumber):
+			serials++
+		}
+	}
+	switch {
+	case cns > 1:
+		return "CN"
+	case serials > 1:
+		return "SERIALNUMBER"
+	}
+	return ""
+}
+
+// signedSubject writes the subject exactly as the CA signed it (RFC 4514, every attribute in
+// its order), for the log of a refused certificate.
+func signedSubject(leaf *x509.Certificate) string {
+	var rdns pkix.RDNSequence
+	if rest, err := asn1.Unmarshal(leaf.RawSubject, &rdns); err != nil || len(rest) > 0 {
+		return leaf.Subject.String()
+	}
+	return rdns.String()
 }
 
 // tokenCache remembers verified token hashes (and unknown ones) for a short TTL, so that a

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"log/slog"
 	"maps"
 	"math/big"
@@ -39,6 +40,9 @@ import (
 type testCA struct {
 	cert *x509.Certificate
 	key  *ecdsa.PrivateKey
+	// chain is the DER of this CA and the CAs between it and the root, when it is an
+	// intermediate; a client sends it after its leaf.
+	chain [][]byte
 }
 
 func newTestCA(t *testing.T, name string) *testCA {
@@ -76,28 +80,60 @@ func (ca *testCA) pool() *x509.CertPool {
 // issue signs a leaf certificate for subject, valid from notBefore to notAfter.
 func (ca *testCA) issue(t *testing.T, subject pkix.Name, notBefore, notAfter time.Time, server bool) tls.Certificate {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
 	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      subject,
-		NotBefore:    notBefore,
-		NotAfter:     notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		Subject:     subject,
+		NotBefore:   notBefore,
+		NotAfter:    notAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
 	if server {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
 	}
+	return ca.sign(t, tmpl)
+}
+
+// issueRawSubject signs a client certificate whose subject is rdns exactly, attribute by
+// attribute in its order, as other tools (openssl, other CAs) may write it, valid for an hour
+// either side of now.
+func (ca *testCA) issueRawSubject(t *testing.T, rdns pkix.RDNSequence) tls.Certificate {
+	t.Helper()
+	raw, err := asn1.Marshal(rdns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	return ca.sign(t, &x509.Certificate{RawSubject: raw, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+}
+
+// intermediate signs a CA certificate named name under ca, valid from notBefore to notAfter.
+func (ca *testCA) intermediate(t *testing.T, name string, notBefore, notAfter time.Time) *testCA {
+	t.Helper()
+	inter := ca.sign(t, &x509.Certificate{Subject: pkix.Name{CommonName: name}, NotBefore: notBefore, NotAfter: notAfter,
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign})
+	cert, err := x509.ParseCertificate(inter.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testCA{cert: cert, key: inter.PrivateKey.(*ecdsa.PrivateKey), chain: inter.Certificate}
+}
+
+// sign completes tmpl with a random serial number, signs it with a new key, and returns it
+// with the CA's chain.
+func (ca *testCA) sign(t *testing.T, tmpl *x509.Certificate) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl.SerialNumber, _ = rand.Int(rand.Reader, big.NewInt(1<<62))
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return tls.Certificate{Certificate: append([][]byte{der}, ca.chain...), PrivateKey: key}
 }
 
 // --- The authenticated world ---
@@ -108,6 +144,14 @@ var (
 	unlistedSubject = pkix.Name{CommonName: "stranger"}
 	// adminSubject is mapped to the admin scope: a certificate caller that changes things.
 	adminSubject = pkix.Name{CommonName: "ops-admin", Organization: []string{"Acme"}}
+)
+
+// Subject attribute types, for subjects written attribute by attribute.
+var (
+	oidCommonName         = asn1.ObjectIdentifier{2, 5, 4, 3}
+	oidSerialNumber       = asn1.ObjectIdentifier{2, 5, 4, 5}
+	oidOrganization       = asn1.ObjectIdentifier{2, 5, 4, 10}
+	oidOrganizationalUnit = asn1.ObjectIdentifier{2, 5, 4, 11}
 )
 
 const authCacheTTL = 300 * time.Millisecond
@@ -713,6 +757,77 @@ func TestAuthClientCertificates(t *testing.T) {
 		defer e.clock.Advance(-2 * time.Hour)
 		_, err = client.Verify(t.Context(), verifyReq("acme-orders"))
 		refusedWith(t, "Verify after expiry", err, codes.Unauthenticated)
+	})
+
+	t.Run("a connection whose issuing intermediate expires is refused", func(t *testing.T) {
+		// The leaf outlives the intermediate CA that issued it; past the intermediate's
+		// NotAfter a new handshake fails, and so must every call on a connection made before.
+		inter := e.ca.intermediate(t, "short-lived intermediate", now.Add(-time.Hour), now.Add(time.Hour))
+		cert := inter.issue(t, edgeSubject, now.Add(-time.Hour), now.Add(3*time.Hour), false)
+		client := hookverifyv1.NewVerifierServiceClient(e.dial(t, &cert))
+		_, err := client.Verify(t.Context(), verifyReq("acme-orders"))
+		allowed(t, "Verify while the chain is valid", err)
+		e.clock.Advance(2 * time.Hour)
+		defer e.clock.Advance(-2 * time.Hour)
+		_, err = client.Verify(t.Context(), verifyReq("acme-orders"))
+		refusedWith(t, "Verify after the issuing intermediate expired", err, codes.Unauthenticated)
+		if logs := string(e.logs.Bytes()); !strings.Contains(logs, "its issuer CN=short-lived intermediate is outside its validity period") {
+			t.Error("the log does not say that the intermediate expired")
+		}
+	})
+
+	t.Run("a subject in another attribute order keeps Go's text", func(t *testing.T) {
+		// openssl -subj "/CN=edge-acme/O=Acme" signs CN before O; the subject text, and so
+		// the --cert-scopes line that maps it, is still "CN=edge-acme,O=Acme".
+		cert := e.ca.issueRawSubject(t, pkix.RDNSequence{
+			{{Type: oidCommonName, Value: "edge-acme"}},
+			{{Type: oidOrganization, Value: "Acme"}},
+		})
+		allowed(t, "Verify in scope", verify(&cert, "acme-orders"))
+	})
+
+	t.Run("a subject naming CN or SERIALNUMBER twice is refused", func(t *testing.T) {
+		// pkix.Name keeps only the last CN (and serialNumber) of a subject: without the
+		// refusal, O=Acme, CN=intern-laptop, CN=ops-admin would print, and be mapped and
+		// audited, as the admin subject CN=ops-admin,O=Acme.
+		for _, c := range []struct {
+			name, signed string
+			rdns         pkix.RDNSequence
+		}{
+			{"two CNs", "CN=ops-admin,CN=intern-laptop,O=Acme", pkix.RDNSequence{
+				{{Type: oidOrganization, Value: "Acme"}},
+				{{Type: oidCommonName, Value: "intern-laptop"}},
+				{{Type: oidCommonName, Value: "ops-admin"}},
+			}},
+			// DER sorts the values of a multi-valued RDN: the shorter first.
+			{"two CNs in one RDN", "CN=ops-admin+CN=intern-laptop,O=Acme", pkix.RDNSequence{
+				{{Type: oidOrganization, Value: "Acme"}},
+				{{Type: oidCommonName, Value: "intern-laptop"}, {Type: oidCommonName, Value: "ops-admin"}},
+			}},
+			{"two serial numbers", "SERIALNUMBER=2,SERIALNUMBER=1,CN=ops-admin,O=Acme", pkix.RDNSequence{
+				{{Type: oidOrganization, Value: "Acme"}},
+				{{Type: oidCommonName, Value: "ops-admin"}},
+				{{Type: oidSerialNumber, Value: "1"}},
+				{{Type: oidSerialNumber, Value: "2"}},
+			}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				cert := e.ca.issueRawSubject(t, c.rdns)
+				_, err := hookverifyv1.NewAdminServiceClient(e.dial(t, &cert)).ListEndpoints(t.Context(), &hookverifyv1.ListEndpointsRequest{})
+				refusedWith(t, "ListEndpoints", err, codes.Unauthenticated)
+				if logs := string(e.logs.Bytes()); !strings.Contains(logs, "client certificate subject "+c.signed+" names ") {
+					t.Errorf("the log does not name the subject as signed, %s, and why it was refused", c.signed)
+				}
+			})
+		}
+		// Repeats that the subject text keeps are ordinary and accepted.
+		cert := e.ca.issueRawSubject(t, pkix.RDNSequence{
+			{{Type: oidOrganization, Value: "Acme"}},
+			{{Type: oidOrganizationalUnit, Value: "Ops"}},
+			{{Type: oidOrganizationalUnit, Value: "Edge"}},
+			{{Type: oidCommonName, Value: "edge-acme"}},
+		})
+		refusedWith(t, "Verify by an unlisted subject with two OUs", verify(&cert, "acme-orders"), codes.PermissionDenied)
 	})
 
 	t.Run("a token decides over a certificate", func(t *testing.T) {
