@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -138,6 +140,73 @@ func TestHealthAndStoreLifecycle(t *testing.T) {
 	})
 }
 
+// TestHealthFollowsTheInboxMonitor: gRPC health agrees with /readyz. Once the inbox monitor
+// cannot read storage, health reports NOT_SERVING (a health-checking balancer then stops
+// sending deliveries that could only be answered UNAVAILABLE), and SERVING again once it can.
+// The monitor never overrides Shutdown, nor the NOT_SERVING of a server without a store.
+func TestHealthFollowsTheInboxMonitor(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		const (
+			serving    = healthpb.HealthCheckResponse_SERVING
+			notServing = healthpb.HealthCheckResponse_NOT_SERVING
+		)
+		e, outage := newEnvWithStatsOutage(t, b, nil)
+		web := httptest.NewServer(e.srv.HTTPHandler())
+		t.Cleanup(web.Close)
+		readyz := func() int {
+			t.Helper()
+			resp, err := http.Get(web.URL + "/readyz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		e.srv.RefreshInboxDepth(t.Context())
+		wantHealth(t, e.instance, serving)
+
+		outage.down.Store(true)
+		e.srv.RefreshInboxDepth(t.Context())
+		wantHealth(t, e.instance, notServing)
+		outage.down.Store(false)
+		e.srv.RefreshInboxDepth(t.Context())
+		wantHealth(t, e.instance, serving)
+
+		t.Run("no store yet, or none any more", func(t *testing.T) {
+			none := e.start(t, nil)
+			none.srv.RefreshInboxDepth(t.Context())
+			wantHealth(t, none, notServing)
+			other := e.start(t, outage)
+			other.srv.SetStore(nil)
+			other.srv.RefreshInboxDepth(t.Context())
+			wantHealth(t, other, notServing)
+		})
+		t.Run("after Shutdown", func(t *testing.T) {
+			stopping := e.start(t, outage)
+			outage.down.Store(true)
+			stopping.srv.RefreshInboxDepth(t.Context())
+			wantHealth(t, stopping, notServing)
+			stopping.srv.Shutdown()
+			outage.down.Store(false)
+			stopping.srv.RefreshInboxDepth(t.Context())
+			wantHealth(t, stopping, notServing)
+		})
+
+		// A real failure: the store closed. /readyz and health agree.
+		if code := readyz(); code != 200 {
+			t.Fatalf("/readyz = %d, want 200", code)
+		}
+		if err := outage.Store.Close(); err != nil {
+			t.Fatal(err)
+		}
+		e.srv.RefreshInboxDepth(t.Context())
+		if code := readyz(); code != 503 {
+			t.Errorf("/readyz with the store closed = %d, want 503", code)
+		}
+		wantHealth(t, e.instance, notServing)
+	})
+}
+
 func wantHealth(t *testing.T, in *instance, want healthpb.HealthCheckResponse_ServingStatus) {
 	t.Helper()
 	resp, err := in.health.Check(t.Context(), &healthpb.HealthCheckRequest{Service: ""})
@@ -219,6 +288,9 @@ func TestStorageDown(t *testing.T) {
 		first := e.accept(t, known)
 
 		cluster.Stop(t)
+		// The inbox monitor sees the outage: health NOT_SERVING (TestHealthFollowsTheInboxMonitor).
+		e.srv.RefreshInboxDepth(t.Context())
+		wantHealth(t, e.instance, healthpb.HealthCheckResponse_NOT_SERVING)
 		pending := e.deliver(t, p, "shop", eventID(p), secret)
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		resp, err := e.verifier.Verify(ctx, pending)
@@ -259,5 +331,7 @@ func TestStorageDown(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		e.duplicate(t, known, first)
+		e.srv.RefreshInboxDepth(t.Context())
+		wantHealth(t, e.instance, healthpb.HealthCheckResponse_SERVING)
 	})
 }

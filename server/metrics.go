@@ -35,6 +35,7 @@ type Metrics struct {
 	inboxLeased   *prometheus.GaugeVec
 	inboxDead     *prometheus.GaugeVec
 	inboxOldest   *prometheus.GaugeVec
+	inboxStatsAt  prometheus.Gauge
 	redeliveries  prometheus.Counter
 	leaseExpiries prometheus.Counter
 	deadLettered  *prometheus.CounterVec
@@ -79,7 +80,9 @@ func NewMetrics() *Metrics {
 		inboxDead: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hookverify_inbox_dead",
 			Help: "Dead-lettered deliveries, by endpoint."}, []string{"endpoint"}),
 		inboxOldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hookverify_inbox_oldest_pending_age_seconds",
-			Help: "Age of the oldest pending delivery, by endpoint: the business-completion alarm."}, []string{"endpoint"}),
+			Help: "How long the delivery waiting longest for a worker has waited, by endpoint: the business-completion alarm. A pending delivery waits from when it became visible; a leased one whose lease ran out (its worker died or hung), from when the lease ended. While the inbox statistics cannot be read the age keeps growing from the last read (see hookverify_inbox_stats_last_success_timestamp_seconds)."}, []string{"endpoint"}),
+		inboxStatsAt: prometheus.NewGauge(prometheus.GaugeOpts{Name: "hookverify_inbox_stats_last_success_timestamp_seconds",
+			Help: "When the inbox monitor last read the inbox statistics, in Unix seconds (0 until it first does): the inbox gauges and the backpressure snapshot are that old. Alert when time() minus this exceeds a few seconds (the monitor reads every second)."}),
 		redeliveries: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_redeliveries_total",
 			Help: "Deliveries leased again after a lease expired or a nack."}),
 		leaseExpiries: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_lease_expiries_total",
@@ -98,7 +101,7 @@ func NewMetrics() *Metrics {
 			Help: "Calls refused UNAUTHENTICATED or PERMISSION_DENIED, by code and method."}, []string{"code", "method"}),
 	}
 	r.MustRegister(m.verdicts, m.secretUses, m.verifyLatency, m.claimLatency, m.claimCacheHit, m.batchClaims, m.batchLatency, m.batchFailures, m.rpcs, m.rpcLatency, m.inboxPending, m.inboxLeased,
-		m.inboxDead, m.inboxOldest, m.redeliveries, m.leaseExpiries, m.deadLettered, m.acks, m.backpressure, m.sweptInbox, m.sweptClaims, m.authFailures,
+		m.inboxDead, m.inboxOldest, m.inboxStatsAt, m.redeliveries, m.leaseExpiries, m.deadLettered, m.acks, m.backpressure, m.sweptInbox, m.sweptClaims, m.authFailures,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -94,7 +95,6 @@ type Server struct {
 	maxAttempts int
 	metrics     *Metrics
 	store       atomic.Pointer[storeHolder]
-	depth       atomic.Pointer[inboxDepth]
 	cache       *endpointCache
 	claims      *claimCache
 	uses        *secretUses
@@ -102,7 +102,17 @@ type Server struct {
 
 	maxPendingPerEndpoint int64
 	maxPendingTotal       int64
-	health                *health.Server
+	// inboxSnap is the inbox monitor's last successful read (nil before it).
+	inboxSnap atomic.Pointer[inboxSnapshot]
+	// monitorInterval is RunInboxMonitor's interval (a time.Duration; 0 until it runs).
+	monitorInterval atomic.Int64
+	health          *health.Server
+	// healthMu orders the changes of health for service "" and guards the fields below.
+	healthMu sync.Mutex
+	// storageDown is set while the inbox monitor cannot read the current store.
+	storageDown bool
+	// shutDown is set by Shutdown: health stays NOT_SERVING for good.
+	shutDown bool
 }
 
 type storeHolder struct{ storage.Store }
@@ -149,8 +159,12 @@ func New(opts Options) (*Server, error) {
 
 // SetStore hands the server an open, migrated store and reports SERVING; with metrics, the
 // store's claim batches are recorded too. Passing nil reports NOT_SERVING again (used while
-// shutting down).
+// shutting down). While a store is set, the inbox monitor reports NOT_SERVING when it cannot
+// read it, and SERVING again once it can (see RefreshInboxDepth).
 func (s *Server) SetStore(st storage.Store) {
+	s.healthMu.Lock()
+	defer s.healthMu.Unlock()
+	s.storageDown = false
 	if st == nil {
 		s.store.Store(nil)
 		s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
@@ -163,8 +177,35 @@ func (s *Server) SetStore(st storage.Store) {
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 }
 
-// Shutdown marks the server NOT_SERVING for good.
-func (s *Server) Shutdown() { s.health.Shutdown() }
+// Shutdown marks the server NOT_SERVING for good: neither SetStore nor the inbox monitor
+// changes that afterwards.
+func (s *Server) Shutdown() {
+	s.healthMu.Lock()
+	defer s.healthMu.Unlock()
+	s.shutDown = true
+	s.health.Shutdown()
+}
+
+// setStorageAnswering reports in gRPC health whether the store h answered the inbox monitor:
+// NOT_SERVING while it does not, as /readyz answers 503, so that health-checking balancers
+// stop sending deliveries the server can only answer UNAVAILABLE; SERVING again once it does.
+// It leaves health alone once h is no longer the server's store (SetStore has set health
+// since) and after Shutdown.
+func (s *Server) setStorageAnswering(h *storeHolder, answering bool) {
+	s.healthMu.Lock()
+	defer s.healthMu.Unlock()
+	if s.shutDown || s.store.Load() != h || s.storageDown == !answering {
+		return
+	}
+	s.storageDown = !answering
+	if answering {
+		s.log.Info("storage answers the inbox monitor again: health SERVING")
+		s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+		return
+	}
+	s.log.Warn("storage does not answer the inbox monitor: health NOT_SERVING until it does")
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+}
 
 // storage returns the store or an UNAVAILABLE status while there is none.
 func (s *Server) storage() (storage.Store, error) {

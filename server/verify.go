@@ -114,7 +114,7 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 	claim, remembered := s.claims.get(endpoint.DedupeScope, result.EventID, now)
 	var why string
 	if !remembered {
-		why = s.overLimit(endpoint.ID)
+		why = s.overLimit(endpoint.ID, now)
 	}
 	switch {
 	case remembered:

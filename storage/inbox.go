@@ -61,8 +61,9 @@ type InboxStore interface {
 	// inbox ids) needs nothing else, and GetDelivery would read the whole body; one read serves
 	// all the acks of an AckMany.
 	DeliveryEndpoints(ctx context.Context, inboxIDs []string) (map[string]string, error)
-	// InboxStats returns per-endpoint counts by state and the oldest pending VisibleAt, for
-	// endpoints that have any pending, leased or dead delivery, ordered by endpoint id.
+	// InboxStats returns per-endpoint counts by state, the oldest pending VisibleAt and the
+	// earliest LeasedUntil of the leased deliveries, for endpoints that have any pending,
+	// leased or dead delivery, ordered by endpoint id.
 	InboxStats(ctx context.Context) ([]EndpointInboxStats, error)
 }
 
@@ -169,6 +170,11 @@ type EndpointInboxStats struct {
 	Dead       int64
 	// OldestPendingAt is the VisibleAt of the oldest pending delivery (zero if none).
 	OldestPendingAt time.Time
+	// EarliestLeaseEnd is the earliest LeasedUntil among the leased deliveries (zero if none).
+	// A lease that has run out leaves its delivery leased, and counted in Leased, until a
+	// next Lease takes it over; the delivery has waited for a worker since then, which only
+	// this shows when no worker is left to lease it.
+	EarliestLeaseEnd time.Time
 }
 
 // RetentionStore removes what is no longer needed, in bounded batches so no statement holds

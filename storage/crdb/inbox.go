@@ -700,26 +700,38 @@ func (s *Store) DeadLetterExhausted(ctx context.Context, req storage.ExhaustedRe
 }
 
 // InboxStats counts the deliveries of every endpoint that has any not yet acked.
+//
+// The counts and the oldest pending visible_at come from the (state, endpoint_id, visible_at,
+// id) index alone; the earliest leased_until is read apart, from the leased rows only (as
+// many as the workers hold, plus leases that ran out with no worker left to take them over),
+// so that no row of the pending backlog is read. One statement: one consistent snapshot.
 func (s *Store) InboxStats(ctx context.Context) ([]storage.EndpointInboxStats, error) {
 	var list []storage.EndpointInboxStats
 	err := s.single(ctx, "inbox stats", func(ctx context.Context, conn *pgx.Conn) error {
-		rows, err := conn.Query(ctx, `SELECT endpoint_id,
-			count(CASE WHEN state = 'pending' THEN 1 END),
-			count(CASE WHEN state = 'leased' THEN 1 END),
-			count(CASE WHEN state = 'dead' THEN 1 END),
-			min(CASE WHEN state = 'pending' THEN visible_at END)
-			FROM inbox WHERE state IN ('pending', 'leased', 'dead') GROUP BY endpoint_id`)
+		rows, err := conn.Query(ctx, `SELECT c.endpoint_id, c.pending, c.leased, c.dead, c.oldest, l.lease_end
+			FROM (SELECT endpoint_id,
+				count(CASE WHEN state = 'pending' THEN 1 END) AS pending,
+				count(CASE WHEN state = 'leased' THEN 1 END) AS leased,
+				count(CASE WHEN state = 'dead' THEN 1 END) AS dead,
+				min(CASE WHEN state = 'pending' THEN visible_at END) AS oldest
+				FROM inbox WHERE state IN ('pending', 'leased', 'dead') GROUP BY endpoint_id) AS c
+			LEFT JOIN (SELECT endpoint_id, min(leased_until) AS lease_end
+				FROM inbox WHERE state = 'leased' GROUP BY endpoint_id) AS l
+			ON l.endpoint_id = c.endpoint_id`)
 		if err != nil {
 			return err
 		}
 		list, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (storage.EndpointInboxStats, error) {
 			var (
-				st     storage.EndpointInboxStats
-				oldest *time.Time
+				st               storage.EndpointInboxStats
+				oldest, leaseEnd *time.Time
 			)
-			err := row.Scan(&st.EndpointID, &st.Pending, &st.Leased, &st.Dead, &oldest)
+			err := row.Scan(&st.EndpointID, &st.Pending, &st.Leased, &st.Dead, &oldest, &leaseEnd)
 			if oldest != nil {
 				st.OldestPendingAt = oldest.UTC()
+			}
+			if leaseEnd != nil {
+				st.EarliestLeaseEnd = leaseEnd.UTC()
 			}
 			return st, err
 		})

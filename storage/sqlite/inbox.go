@@ -540,7 +540,9 @@ func (s *Store) addPending(ctx context.Context, tx *sql.Tx, byEndpoint map[strin
 // every second, costs the same with ten of them or a million. Counting them took 22 ms at
 // 137,000 and showed in the p99 of the deliveries meanwhile (BENCHMARKS.md). An endpoint's
 // oldest pending delivery is one seek in the (state, endpoint_id, visible_at) index; leased
-// and dead deliveries are counted along that index. One statement: one consistent snapshot.
+// and dead deliveries are counted along that index, and the leased ones' rows read for their
+// earliest leased_until (they are as many as the workers hold, plus leases that ran out with
+// no worker left to take them over). One statement: one consistent snapshot.
 func (s *Store) InboxStats(ctx context.Context) ([]storage.EndpointInboxStats, error) {
 	byEndpoint := map[string]*storage.EndpointInboxStats{}
 	err := s.read("inbox stats", func(q queryer) error {
@@ -548,7 +550,8 @@ func (s *Store) InboxStats(ctx context.Context) ([]storage.EndpointInboxStats, e
 				(SELECT min(i.visible_at) FROM inbox AS i WHERE i.state = 'pending' AND i.endpoint_id = p.endpoint_id)
 			FROM inbox_pending AS p WHERE p.n > 0
 			UNION ALL
-			SELECT endpoint_id, state, count(*), NULL FROM inbox WHERE state IN ('leased', 'dead')
+			SELECT endpoint_id, state, count(*), CASE WHEN state = 'leased' THEN min(leased_until) END
+			FROM inbox WHERE state IN ('leased', 'dead')
 			GROUP BY state, endpoint_id`)
 		if err != nil {
 			return err
@@ -558,9 +561,10 @@ func (s *Store) InboxStats(ctx context.Context) ([]storage.EndpointInboxStats, e
 			var (
 				endpointID, state string
 				n                 int64
-				oldest            sql.NullInt64
+				// earliest is the oldest pending visible_at, or the earliest leased_until.
+				earliest sql.NullInt64
 			)
-			if err := rows.Scan(&endpointID, &state, &n, &oldest); err != nil {
+			if err := rows.Scan(&endpointID, &state, &n, &earliest); err != nil {
 				return err
 			}
 			st := byEndpoint[endpointID]
@@ -570,9 +574,9 @@ func (s *Store) InboxStats(ctx context.Context) ([]storage.EndpointInboxStats, e
 			}
 			switch state {
 			case "pending":
-				st.Pending, st.OldestPendingAt = n, fromNullMicros(oldest)
+				st.Pending, st.OldestPendingAt = n, fromNullMicros(earliest)
 			case "leased":
-				st.Leased = n
+				st.Leased, st.EarliestLeaseEnd = n, fromNullMicros(earliest)
 			case "dead":
 				st.Dead = n
 			}

@@ -92,7 +92,8 @@ func TestInboxCountsFollowEveryChange(t *testing.T) {
 		t.Helper()
 		rows, err := raw.QueryContext(ctx, `SELECT endpoint_id,
 			count(CASE WHEN state = 'pending' THEN 1 END), count(CASE WHEN state = 'leased' THEN 1 END),
-			count(CASE WHEN state = 'dead' THEN 1 END), min(CASE WHEN state = 'pending' THEN visible_at END)
+			count(CASE WHEN state = 'dead' THEN 1 END), min(CASE WHEN state = 'pending' THEN visible_at END),
+			min(CASE WHEN state = 'leased' THEN leased_until END)
 			FROM inbox WHERE state IN ('pending', 'leased', 'dead') GROUP BY endpoint_id ORDER BY endpoint_id`)
 		if err != nil {
 			t.Fatal(err)
@@ -101,12 +102,15 @@ func TestInboxCountsFollowEveryChange(t *testing.T) {
 		var list []storage.EndpointInboxStats
 		for rows.Next() {
 			var st storage.EndpointInboxStats
-			var oldest sql.NullInt64
-			if err := rows.Scan(&st.EndpointID, &st.Pending, &st.Leased, &st.Dead, &oldest); err != nil {
+			var oldest, leaseEnd sql.NullInt64
+			if err := rows.Scan(&st.EndpointID, &st.Pending, &st.Leased, &st.Dead, &oldest, &leaseEnd); err != nil {
 				t.Fatal(err)
 			}
 			if oldest.Valid {
 				st.OldestPendingAt = time.UnixMicro(oldest.Int64).UTC()
+			}
+			if leaseEnd.Valid {
+				st.EarliestLeaseEnd = time.UnixMicro(leaseEnd.Int64).UTC()
 			}
 			list = append(list, st)
 		}

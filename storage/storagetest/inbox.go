@@ -214,10 +214,11 @@ func testInbox(t *testing.T, h harness) {
 		d1 := deliver(t, s, "ep-1", "ep-1", "d1", at(1*time.Second))
 		deliver(t, s, "ep-1", "ep-1", "d2", at(2*time.Second))
 		wantIDs(t, lease(t, s, leaseReq("tok-1", t0, 2)), "lease", "d1", "d2")
-		wantStats(t, s, "stats with two leased", storage.EndpointInboxStats{EndpointID: "ep-1", Leased: 2})
+		leaseEnd := t0.Add(time.Minute)
+		wantStats(t, s, "stats with two leased", storage.EndpointInboxStats{EndpointID: "ep-1", Leased: 2, EarliestLeaseEnd: leaseEnd})
 
 		ack(t, s, "d1", "tok-1", t0)
-		wantStats(t, s, "stats after one ack", storage.EndpointInboxStats{EndpointID: "ep-1", Leased: 1})
+		wantStats(t, s, "stats after one ack", storage.EndpointInboxStats{EndpointID: "ep-1", Leased: 1, EarliestLeaseEnd: leaseEnd})
 		wantErr(t, s.Ack(t.Context(), "d1", "tok-1", t0), storage.ErrLeaseLost, "second Ack")
 		wantErr(t, s.Ack(t.Context(), "d2", "tok-other", t0), storage.ErrLeaseLost, "Ack with another token")
 		wantErr(t, s.Ack(t.Context(), "nope", "tok-1", t0), storage.ErrNotFound, "Ack of an unknown delivery")
@@ -335,8 +336,9 @@ func testInbox(t *testing.T, h harness) {
 		req.EndpointIDs = []string{"ep-2"}
 		wantSame(t, storage.LeaseResult{ExpiredToDead: 1}, leaseResult(t, s, req), "lease for ep-2 after expiry")
 		wantIDs(t, deadLetters(t, s, storage.InboxFilter{}, 10), "dead letters after the ep-2 lease", "d2")
+		// ep-1's lease has run out, but no lease has taken it over yet: it is still leased.
 		wantStats(t, s, "stats after the ep-2 lease",
-			storage.EndpointInboxStats{EndpointID: "ep-1", Leased: 1},
+			storage.EndpointInboxStats{EndpointID: "ep-1", Leased: 1, EarliestLeaseEnd: expired},
 			storage.EndpointInboxStats{EndpointID: "ep-2", Dead: 1})
 
 		req.EndpointIDs = nil
@@ -388,7 +390,7 @@ func testInbox(t *testing.T, h harness) {
 		}, deadLetters(t, s, storage.InboxFilter{}, 10), "dead letters")
 		wantStats(t, s, "stats",
 			storage.EndpointInboxStats{EndpointID: "ep-1", Pending: 2, Dead: 1, OldestPendingAt: t0},
-			storage.EndpointInboxStats{EndpointID: "ep-2", Leased: 1, Dead: 1})
+			storage.EndpointInboxStats{EndpointID: "ep-2", Leased: 1, Dead: 1, EarliestLeaseEnd: t0.Add(second.Visibility)})
 
 		// The live lease was left to Lease, which dead-letters it once it expires.
 		third := leaseReq("tok-3", t0.Add(time.Hour), 10)
@@ -446,7 +448,7 @@ func testInbox(t *testing.T, h harness) {
 		wantIDs(t, deadLetters(t, s, storage.InboxFilter{}, 10), "dead letters after requeue")
 		wantErr(t, s.Requeue(t.Context(), "d1", requeued), storage.ErrNotFound, "second Requeue")
 		wantStats(t, s, "stats after requeue", storage.EndpointInboxStats{
-			EndpointID: "ep-1", Pending: 2, Leased: 1, OldestPendingAt: requeued})
+			EndpointID: "ep-1", Pending: 2, Leased: 1, OldestPendingAt: requeued, EarliestLeaseEnd: t0.Add(first.Visibility)})
 
 		wantIDs(t, lease(t, s, leaseReq("tok-2", requeued.Add(-time.Microsecond), 10)), "lease before requeue time")
 		req := leaseReq("tok-3", requeued, 1)
@@ -464,7 +466,7 @@ func testInbox(t *testing.T, h harness) {
 		must(t, s.ExtendLease(t.Context(), "d1", "tok-1", until, t0.Add(30*time.Second)), "ExtendLease")
 		wantIDs(t, lease(t, s, leaseReq("tok-2", t0.Add(req.Visibility), 1)), "lease after the original end")
 		wantIDs(t, lease(t, s, leaseReq("tok-3", until.Add(-time.Microsecond), 1)), "lease just before the new end")
-		wantStats(t, s, "stats while extended", storage.EndpointInboxStats{EndpointID: "ep-1", Leased: 1})
+		wantStats(t, s, "stats while extended", storage.EndpointInboxStats{EndpointID: "ep-1", Leased: 1, EarliestLeaseEnd: until})
 		// The extended lease still acks.
 		ack(t, s, "d1", "tok-1", until.Add(-time.Microsecond))
 
@@ -501,8 +503,52 @@ func testInbox(t *testing.T, h harness) {
 		nack(t, s, one("tok-b", "ep-1"), "tok-b", t0, 1, t0) // b: dead
 		ack(t, s, one("tok-acked", "ep-2"), "tok-acked", t0) // ep-2: nothing left
 		wantStats(t, s, "stats",
-			storage.EndpointInboxStats{EndpointID: "ep-1", Pending: 2, Leased: 1, Dead: 1, OldestPendingAt: at(3 * time.Second)},
+			storage.EndpointInboxStats{EndpointID: "ep-1", Pending: 2, Leased: 1, Dead: 1, OldestPendingAt: at(3 * time.Second), EarliestLeaseEnd: t0.Add(time.Minute)},
 			storage.EndpointInboxStats{EndpointID: "ep-3", Pending: 1, OldestPendingAt: at(9 * time.Second)})
+	})
+
+	t.Run("stats report each endpoint's earliest lease end, run out or not", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		for i, id := range []string{"a", "b", "c"} {
+			deliver(t, s, "ep-1", "ep-1", id, at(time.Duration(i+1)*time.Second))
+		}
+		deliver(t, s, "ep-2", "ep-2", "e", at(4*time.Second))
+		one := func(token, endpoint string, visibility time.Duration) string {
+			req := leaseReq(token, t0, 1)
+			req.EndpointIDs, req.Visibility = []string{endpoint}, visibility
+			got := lease(t, s, req)
+			if len(got) != 1 {
+				t.Fatalf("lease %s of %s: got %d deliveries, want 1", token, endpoint, len(got))
+			}
+			return got[0].InboxID
+		}
+		one("tok-a", "ep-1", time.Minute)    // a: until t0 + 1 min
+		one("tok-b", "ep-1", 10*time.Minute) // b: until t0 + 10 min
+		one("tok-e", "ep-2", 5*time.Minute)  // e: until t0 + 5 min
+		wantStats(t, s, "stats with three leases",
+			storage.EndpointInboxStats{EndpointID: "ep-1", Pending: 1, Leased: 2, OldestPendingAt: at(3 * time.Second), EarliestLeaseEnd: t0.Add(time.Minute)},
+			storage.EndpointInboxStats{EndpointID: "ep-2", Leased: 1, EarliestLeaseEnd: t0.Add(5 * time.Minute)})
+
+		// Extended past b's end, a's lease is no longer the earliest.
+		must(t, s.ExtendLease(t.Context(), "a", "tok-a", t0.Add(20*time.Minute), t0.Add(30*time.Second)), "ExtendLease a")
+		// e goes back to pending, b is acked: only a's lease is left, and the stats do not
+		// depend on the time they are read, so it is reported after it has run out as before.
+		nack(t, s, "e", "tok-e", t0.Add(time.Hour), 3, t0.Add(time.Minute))
+		wantStats(t, s, "stats after the extension and a nack",
+			storage.EndpointInboxStats{EndpointID: "ep-1", Pending: 1, Leased: 2, OldestPendingAt: at(3 * time.Second), EarliestLeaseEnd: t0.Add(10 * time.Minute)},
+			storage.EndpointInboxStats{EndpointID: "ep-2", Pending: 1, OldestPendingAt: t0.Add(time.Hour)})
+		ack(t, s, "b", "tok-b", t0.Add(2*time.Minute))
+		wantStats(t, s, "stats with only a's lease left",
+			storage.EndpointInboxStats{EndpointID: "ep-1", Pending: 1, Leased: 1, OldestPendingAt: at(3 * time.Second), EarliestLeaseEnd: t0.Add(20 * time.Minute)},
+			storage.EndpointInboxStats{EndpointID: "ep-2", Pending: 1, OldestPendingAt: t0.Add(time.Hour)})
+
+		// A dead delivery has no lease end.
+		if !nack(t, s, "a", "tok-a", t0.Add(3*time.Minute), 1, t0.Add(3*time.Minute)) {
+			t.Fatal("Nack of a at max attempts did not report dead")
+		}
+		wantStats(t, s, "stats after a dies",
+			storage.EndpointInboxStats{EndpointID: "ep-1", Pending: 1, Dead: 1, OldestPendingAt: at(3 * time.Second)},
+			storage.EndpointInboxStats{EndpointID: "ep-2", Pending: 1, OldestPendingAt: t0.Add(time.Hour)})
 	})
 
 	t.Run("concurrent workers lease every delivery once and never share one", func(t *testing.T) {

@@ -1,0 +1,203 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/hookverify/hookverify/server"
+	"github.com/hookverify/hookverify/storage"
+)
+
+// The inbox monitor (RefreshInboxDepth) reads the inbox statistics and from them sets the inbox
+// gauges, the snapshot backpressure checks limits against, and the storage part of gRPC health
+// (TestHealthFollowsTheInboxMonitor). These tests call it directly, with the injected clock.
+
+// statsOutage is a store whose InboxStats fails while down is set, as when storage stops
+// answering, and works again once it is cleared; every other call goes to the real store.
+type statsOutage struct {
+	storage.Store
+	down atomic.Bool
+}
+
+func (s *statsOutage) InboxStats(ctx context.Context) ([]storage.EndpointInboxStats, error) {
+	if s.down.Load() {
+		return nil, fmt.Errorf("inbox stats: %w", storage.ErrUnavailable)
+	}
+	return s.Store.InboxStats(ctx)
+}
+
+// newEnvWithStatsOutage makes an env on b whose server's store is a statsOutage over a fresh
+// database.
+func newEnvWithStatsOutage(t *testing.T, b backend, options func(*server.Options)) (*env, *statsOutage) {
+	t.Helper()
+	dsn := b.newDatabase(t)
+	st := &statsOutage{Store: openStore(t, b, dsn)}
+	e := newEnvOn(t, b, dsn, nil)
+	e.options = options
+	e.instance = e.start(t, st)
+	e.store = st
+	return e, st
+}
+
+// inboxGauge returns the value of the gauge series of name, with endpoint="endpoint" unless
+// endpoint is empty, and whether the series exists.
+func inboxGauge(t *testing.T, m *server.Metrics, name, endpoint string) (float64, bool) {
+	t.Helper()
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, series := range f.GetMetric() {
+			if endpoint == "" && len(series.GetLabel()) == 0 {
+				return series.GetGauge().GetValue(), true
+			}
+			for _, l := range series.GetLabel() {
+				if l.GetName() == "endpoint" && l.GetValue() == endpoint {
+					return series.GetGauge().GetValue(), true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+// wantGauge fails unless the gauge series exists and is within a second of want.
+func wantGauge(t *testing.T, m *server.Metrics, name, endpoint string, want float64, what string) {
+	t.Helper()
+	got, ok := inboxGauge(t, m, name, endpoint)
+	if !ok || got < want-1 || got > want+1 {
+		t.Errorf("%s: %s{endpoint=%q} = %v (present %v), want %v", what, name, endpoint, got, ok, want)
+	}
+}
+
+// TestOldestPendingAgeCountsExpiredLeases: a worker leases the only delivery of a quiet
+// endpoint and dies. Once the lease runs out the delivery waits for a worker again, though it
+// stays leased until a next lease takes it over, and with no worker left none does: the
+// oldest-pending age, the business-completion alarm, counts it as waiting since its lease
+// ended. A live lease does not count.
+func TestOldestPendingAgeCountsExpiredLeases(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		metrics := server.NewMetrics()
+		e := newEnvWith(t, b, func(o *server.Options) { o.Metrics = metrics })
+		secret, _ := e.setup(t, githubProvider, "quiet")
+		e.accept(t, e.deliver(t, githubProvider, "quiet", "evt-leased", secret))
+		if got := lease(t, e, 1, 30*time.Second); len(got) != 1 {
+			t.Fatalf("leased %d, want 1", len(got))
+		}
+		const age = "hookverify_inbox_oldest_pending_age_seconds"
+
+		e.clock.Advance(29 * time.Second)
+		e.srv.RefreshInboxDepth(t.Context())
+		wantGauge(t, metrics, age, "quiet", 0, "while the lease lasts")
+
+		// The worker died with the lease; nobody leases again.
+		e.clock.Advance(time.Hour)
+		e.srv.RefreshInboxDepth(t.Context())
+		wantGauge(t, metrics, age, "quiet", (time.Hour - time.Second).Seconds(), "an hour after the lease ran out")
+		wantGauge(t, metrics, "hookverify_inbox_leased", "quiet", 1, "an hour after the lease ran out")
+
+		// A newer pending delivery does not hide the delivery waiting since its lease ran out.
+		e.accept(t, e.deliver(t, githubProvider, "quiet", "evt-pending", secret))
+		e.clock.Advance(time.Minute)
+		e.srv.RefreshInboxDepth(t.Context())
+		wantGauge(t, metrics, age, "quiet", (time.Hour + time.Minute - time.Second).Seconds(), "with a newer pending delivery")
+		wantGauge(t, metrics, "hookverify_inbox_pending", "quiet", 1, "with a newer pending delivery")
+	})
+}
+
+// TestInboxGaugesWhileStatsCannotBeRead: while storage does not answer nothing can be acked,
+// so the oldest pending delivery keeps getting older: its gauge keeps growing from the last
+// read, while hookverify_inbox_stats_last_success_timestamp_seconds stays at that read so
+// that alerts can tell the gauges are stale. Once storage answers both follow it again.
+func TestInboxGaugesWhileStatsCannotBeRead(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		metrics := server.NewMetrics()
+		e, outage := newEnvWithStatsOutage(t, b, func(o *server.Options) { o.Metrics = metrics })
+		const (
+			age    = "hookverify_inbox_oldest_pending_age_seconds"
+			readAt = "hookverify_inbox_stats_last_success_timestamp_seconds"
+		)
+		wantGauge(t, metrics, readAt, "", 0, "before the first read")
+		acceptSome(t, e, "work", 1) // at epoch
+		e.srv.RefreshInboxDepth(t.Context())
+		read := e.clock.Now()
+		wantGauge(t, metrics, age, "work", 1, "fresh delivery")
+		wantGauge(t, metrics, readAt, "", float64(read.Unix()), "after a read")
+
+		outage.down.Store(true)
+		e.clock.Advance(time.Hour)
+		e.srv.RefreshInboxDepth(t.Context())
+		wantGauge(t, metrics, age, "work", (time.Hour + time.Second).Seconds(), "an hour into the outage")
+		wantGauge(t, metrics, readAt, "", float64(read.Unix()), "an hour into the outage")
+		wantGauge(t, metrics, "hookverify_inbox_pending", "work", 1, "an hour into the outage")
+
+		outage.down.Store(false)
+		e.clock.Advance(time.Minute)
+		e.srv.RefreshInboxDepth(t.Context())
+		wantGauge(t, metrics, age, "work", (time.Hour + time.Minute + time.Second).Seconds(), "after the outage")
+		wantGauge(t, metrics, readAt, "", float64(e.clock.Now().Unix()), "after the outage")
+	})
+}
+
+// TestInboxGaugesAgeWhileStoreIsClosed is the outage of TestInboxGaugesWhileStatsCannotBeRead
+// with a real failure: the store itself is closed.
+func TestInboxGaugesAgeWhileStoreIsClosed(t *testing.T) {
+	t.Parallel()
+	metrics := server.NewMetrics()
+	e := newEnvWith(t, backends[0], func(o *server.Options) { o.Metrics = metrics })
+	acceptSome(t, e, "work", 1)
+	e.srv.RefreshInboxDepth(t.Context())
+	if err := e.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Hour)
+	e.srv.RefreshInboxDepth(t.Context())
+	wantGauge(t, metrics, "hookverify_inbox_oldest_pending_age_seconds", "work", (time.Hour + time.Second).Seconds(),
+		"an hour after the store closed")
+}
+
+// TestBackpressureSnapshotExpires: limits are checked against the monitor's last snapshot, but
+// only for server.StaleInboxSnapshotRefreshes refresh periods (1 s each by default): while the
+// statistics cannot be read any longer, new events are no longer refused by a count that may
+// have been drained meanwhile (the drop is logged), and once they can, limits apply again.
+func TestBackpressureSnapshotExpires(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e, outage := newEnvWithStatsOutage(t, b, func(o *server.Options) { o.MaxPendingPerEndpoint = 2 })
+		secret, _ := e.setup(t, githubProvider, "busy")
+		e.accept(t, e.deliver(t, githubProvider, "busy", "evt-a", secret))
+		e.accept(t, e.deliver(t, githubProvider, "busy", "evt-b", secret))
+		e.srv.RefreshInboxDepth(t.Context())
+
+		outage.down.Store(true)
+		e.clock.Advance(server.StaleInboxSnapshotRefreshes*time.Second - time.Second)
+		e.srv.RefreshInboxDepth(t.Context())
+		_, err := e.call(t, e.deliver(t, githubProvider, "busy", "evt-c", secret))
+		wantCode(t, err, codes.ResourceExhausted)
+		const dropped = "inbox limits not applied until the inbox stats are read again"
+		if bytes.Contains(e.logs.Bytes(), []byte(dropped)) {
+			t.Fatalf("snapshot dropped within its bound; logs:\n%s", e.logs.Bytes())
+		}
+
+		e.clock.Advance(time.Hour)
+		e.srv.RefreshInboxDepth(t.Context())
+		if !bytes.Contains(e.logs.Bytes(), []byte(dropped)) {
+			t.Errorf("no log of the dropped snapshot; logs:\n%s", e.logs.Bytes())
+		}
+		e.accept(t, e.deliver(t, githubProvider, "busy", "evt-c", secret))
+
+		outage.down.Store(false)
+		e.srv.RefreshInboxDepth(t.Context())
+		_, err = e.call(t, e.deliver(t, githubProvider, "busy", "evt-d", secret))
+		wantCode(t, err, codes.ResourceExhausted)
+	})
+}
