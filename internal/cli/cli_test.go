@@ -587,13 +587,22 @@ func wantDrained(t *testing.T, out string) {
 // returned stop is called (or the test ends).
 func startServerWithConfig(t *testing.T, cfg *storeConfig) (must func(stdin string, args ...string) string, stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	keyring, err := cfg.keyring(newTestLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := startServer(ctx, newTestLogger(t), "127.0.0.1:0", keyring, cfg.openStore)
+	return serveForTest(t, cfg, keyring, serveConfig{listen: "127.0.0.1:0", cacheTTL: server.DefaultCacheTTL,
+		claimCacheSize: server.DefaultClaimCacheSize, claimCacheTTL: server.DefaultClaimCacheTTL})
+}
+
+// serveForTest serves cfg's store with keyring and the serve settings sc, as `serve` would,
+// until the returned stop is called (or the test ends); must runs a CLI command against it.
+func serveForTest(t *testing.T, cfg *storeConfig, keyring *secretbox.Keyring, sc serveConfig) (must func(stdin string, args ...string) string, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := startServerWith(ctx, newTestLogger(t), sc, keyring, cfg.openStore)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	stopped := false

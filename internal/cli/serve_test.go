@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
@@ -25,35 +24,8 @@ func TestServeDeadLettersSpentDeliveriesAtStart(t *testing.T) {
 	cfg := storeConfig{dataDir: t.TempDir()}
 	serve := func(maxAttempts int) (must func(stdin string, args ...string) string, stop func()) {
 		t.Helper()
-		ctx, cancel := context.WithCancel(context.Background())
-		srv, err := startServerWith(ctx, newTestLogger(t), serveConfig{listen: "127.0.0.1:0", maxAttempts: maxAttempts,
-			cacheTTL: server.DefaultCacheTTL, claimCacheSize: server.DefaultClaimCacheSize, claimCacheTTL: server.DefaultClaimCacheTTL},
-			keyring, cfg.openStore)
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		stopped := false
-		stop = func() {
-			if !stopped {
-				stopped = true
-				srv.stop()
-				cancel()
-			}
-		}
-		t.Cleanup(stop)
-		if err := srv.waitReady(ctx); err != nil {
-			t.Fatal(err)
-		}
-		must = func(stdin string, args ...string) string {
-			t.Helper()
-			code, out, errOut := run(t, stdin, append(args, "--server", srv.addr)...)
-			if code != 0 {
-				t.Fatalf("%q exited %d: %s", args, code, errOut)
-			}
-			return out
-		}
-		return must, stop
+		return serveForTest(t, &cfg, keyring, serveConfig{listen: "127.0.0.1:0", maxAttempts: maxAttempts,
+			cacheTTL: server.DefaultCacheTTL, claimCacheSize: server.DefaultClaimCacheSize, claimCacheTTL: server.DefaultClaimCacheTTL})
 	}
 
 	must, stop := serve(5)

@@ -212,8 +212,10 @@ func TestWorkerOutlastsATransientExtendFailure(t *testing.T) {
 		return nil
 	}}
 	remote := startFakeInbox(t, f)
-	wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once", "--visibility", "2s"}, remote...),
-		"--", "sh", "-c", "sleep 1.6; exit 0"))
+	// Extensions every 2 s: the first fails, the second (at 4 s, 2 s before the lease would
+	// end) goes through, and the command ends at 4.5 s.
+	wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once", "--visibility", "6s"}, remote...),
+		"--", "sh", "-c", "sleep 4.5; exit 0"))
 	if _, finished := wait(15 * time.Second); !finished {
 		t.Fatal("worker did not finish")
 	}
