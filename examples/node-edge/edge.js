@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // hookverify Node.js edge: receives a provider's webhook over HTTP at /hooks/:endpoint, forwards
-// the request exactly as received (raw body bytes, every header in order with repeats, method,
-// absolute URL) to hookverify's VerifierService.Verify, and answers the provider with the
-// HttpReply hookverify returns.
+// the request exactly as received (raw body bytes, every header in order with repeats and the
+// bytes of its value, method, absolute URL) to hookverify's VerifierService.Verify, and answers
+// the provider with the HttpReply hookverify returns.
 //
 // Failure policy: the provider must retry, never drop. When hookverify cannot answer in time
 // (UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED) the edge answers 503 with Retry-After,
@@ -44,9 +44,23 @@ const MAX_RETRY_AFTER_SECONDS = 300;
 
 const CODE_NAMES = Object.fromEntries(Object.entries(grpc.status).map(([name, code]) => [code, name]));
 
-// The route: /hooks/<endpoint id>, with an optional query string. The id is passed on as is
-// (percent-decoded); hookverify answers unknown ids with a 404 reply.
+// The route: /hooks/<endpoint id>, with an optional query string. The id is passed on
+// percent-decoded; hookverify answers unknown ids with a 404 reply.
 const ROUTE = /^\/hooks\/([^/?#]+)\/?(?:\?.*)?$/;
+
+// hookverify's rule for endpoint ids. A decoded id outside it can name no endpoint: the edge
+// answers 404 itself, as the Go handler does, instead of a call the server refuses as
+// INVALID_ARGUMENT (which would read as the edge's own misconfiguration: 500 and an error log).
+const ENDPOINT_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+// Header values are forwarded as the bytes received, which a protobuf string carries only when
+// they are UTF-8. Node decodes header bytes as latin1 (one character per byte), so the edge
+// turns each value back into its bytes and decodes them as UTF-8; fatal: refuse invalid bytes
+// rather than replace them, ignoreBOM: keep a leading BOM as the bytes it is.
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+// The result of within() when the deadline came first.
+const TIMED_OUT = Symbol('timed out');
 
 /**
  * Loads hookverify.v1 (VerifierService and its messages) from verifier.proto. Bytes fields are
@@ -232,8 +246,28 @@ function retryAfterFor(err, fallback) {
   } catch {
     hint = null;
   }
-  if (hint === null || !Number.isFinite(hint)) return fallback;
-  return Math.ceil(Math.min(Math.max(hint, 1), MAX_RETRY_AFTER_SECONDS));
+  if (hint === null || !Number.isFinite(hint)) return wholeSeconds(fallback);
+  return wholeSeconds(Math.min(hint, MAX_RETRY_AFTER_SECONDS));
+}
+
+/**
+ * wholeSeconds is a Retry-After value: delay-seconds are digits only (RFC 9110), so a delay is
+ * rounded up to whole seconds, and at least 1.
+ */
+function wholeSeconds(seconds) {
+  return Math.max(1, Math.ceil(seconds));
+}
+
+/**
+ * within settles as promise does, or resolves TIMED_OUT once deadline (a Date.now() value)
+ * passes first. A later rejection of promise is handled (Promise.race subscribes to it).
+ */
+function within(promise, deadline) {
+  let timer;
+  const expiry = new Promise((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, deadline - Date.now()), TIMED_OUT);
+  });
+  return Promise.race([promise, expiry]).finally(() => clearTimeout(timer));
 }
 
 /** defaultLog writes one JSON line to stderr. */
@@ -241,11 +275,22 @@ function defaultLog(level, msg, fields) {
   process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }) + '\n');
 }
 
-/** rawHeaderFields turns req.rawHeaders ([name, value, name, value, ...]) into HeaderFields. */
+/**
+ * rawHeaderFields turns req.rawHeaders ([name, value, name, value, ...], as Node decodes them:
+ * latin1) into HeaderFields whose values are the received bytes decoded as UTF-8, so protobuf
+ * forwards those same bytes. Returns null when a value is not valid UTF-8 (a protobuf string
+ * cannot carry it; the Go handler refuses it too). Names are HTTP tokens, ASCII only.
+ */
 function rawHeaderFields(rawHeaders) {
   const out = [];
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-    out.push({ name: rawHeaders[i], value: rawHeaders[i + 1] });
+    let value;
+    try {
+      value = UTF8.decode(Buffer.from(rawHeaders[i + 1], 'latin1'));
+    } catch {
+      return null;
+    }
+    out.push({ name: rawHeaders[i], value });
   }
   return out;
 }
@@ -312,7 +357,10 @@ function checkBaseUrl(raw) {
  *   providers call, e.g. "https://hooks.example.com"; the forwarded URL is publicBaseUrl + req.url. Without it the
  *   URL is "http://" + the Host header, which is wrong behind a TLS-terminating proxy (it only
  *   matters for protocols that sign the URL).
- * @param {number} [opts.deadlineMs=8000] Verify deadline (GitHub waits 10 s for an answer).
+ * @param {number} [opts.deadlineMs=8000] Time the edge gives each request from its arrival: reading
+ *   the body, Verify and onEvent (GitHub waits 10 s for an answer). A body that has not arrived
+ *   by then gets 503 with Retry-After and the connection is dropped; a Verify or onEvent that
+ *   has not finished gets 503 with Retry-After.
  * @param {string|null} [opts.token=process.env.HOOKVERIFY_TOKEN] API token sent on every call as
  *   the gRPC metadata "authorization: Bearer <token>" (a verify:<endpoints> scope is enough);
  *   null or '' sends none. Without tls it is only sent to a loopback address: createEdge
@@ -321,15 +369,18 @@ function checkBaseUrl(raw) {
  *   path; ca defaults to the system roots, cert and key (together) are a client certificate for
  *   mutual TLS. Without it the channel is plaintext (hookverify on loopback).
  * @param {number} [opts.retryAfterSeconds=10] Retry-After on 503 when hookverify sends no
- *   RetryInfo hint (its backpressure refusals do; the hint is used, within [1, 300] s).
- * @param {number} [opts.maxBodyBytes=32 MiB] Bodies above this get 413 without a call.
+ *   RetryInfo hint (its backpressure refusals do; the hint is used, within [1, 300] s). Sent
+ *   rounded up to whole seconds, at least 1.
+ * @param {number} [opts.maxBodyBytes=32 MiB] Bodies above this get 413 without a call. A whole
+ *   number from 1 to 32 MiB (hookverify's ceiling); createEdge throws otherwise.
  * @param {Function} [opts.log] (level, msg, fields) logger; defaults to JSON lines on stderr.
  * @param {Function} [opts.onEvent] async ({response, request}) => void, called for ACCEPTED and
  *   DUPLICATE before the provider is answered, to hand the event downstream (e.g. enqueue a
  *   job keyed by response.operation_key). It runs for DUPLICATE too, because an edge that
  *   crashed after ACCEPTED but before handing off only sees the redelivery, as a duplicate;
- *   downstream must therefore dedupe on operation_key. If it throws, the edge answers 503 and
- *   the provider retries (the retry is a DUPLICATE with the same operation_key).
+ *   downstream must therefore dedupe on operation_key. If it throws, or has not settled when
+ *   the request's deadline (deadlineMs) passes, the edge answers 503 and the provider retries
+ *   (the retry is a DUPLICATE with the same operation_key).
  * @param {object} [opts.client] A VerifierService client to use instead of dialing.
  * @param {string} [opts.protoDir] Where hookverify/v1/*.proto live.
  */
@@ -347,6 +398,18 @@ function createEdge(opts = {}) {
     tls,
   } = opts;
   const base = publicBaseUrl ? checkBaseUrl(publicBaseUrl) : null;
+  if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1 || maxBodyBytes > MAX_BODY_BYTES) {
+    // A larger body would be refused by hookverify's message limit (RESOURCE_EXHAUSTED, which
+    // reads as "overloaded": 503), so the provider would retry a body that can never pass.
+    throw new Error(`maxBodyBytes must be a whole number from 1 to ${MAX_BODY_BYTES} (32 MiB), got ${maxBodyBytes}`);
+  }
+  // NaN or a non-positive value would time every request out at once, or write Retry-After: NaN.
+  if (typeof deadlineMs !== 'number' || !Number.isFinite(deadlineMs) || deadlineMs <= 0) {
+    throw new Error(`deadlineMs must be a positive number of milliseconds, got ${deadlineMs}`);
+  }
+  if (typeof retryAfterSeconds !== 'number' || !Number.isFinite(retryAfterSeconds) || retryAfterSeconds <= 0) {
+    throw new Error(`retryAfterSeconds must be a positive number, got ${retryAfterSeconds}`);
+  }
   if (token) {
     checkToken(token);
     if (!tls && !opts.client && !isLoopback(verifierAddr)) {
@@ -363,7 +426,10 @@ function createEdge(opts = {}) {
     return md;
   };
 
+  // The latest request and response on each connection, for the clientError listener below.
+  const exchanges = new WeakMap();
   const server = http.createServer((req, res) => {
+    exchanges.set(req.socket, { req, res });
     handle(req, res).catch((err) => {
       // A bug, not a verdict: answer 500 (the provider retries) rather than crash the process.
       log('error', 'edge failed handling a delivery', { error: err && err.message });
@@ -372,30 +438,67 @@ function createEdge(opts = {}) {
     });
   });
 
+  // Node's own timeouts (headersTimeout for a header section that never ends, requestTimeout for
+  // a request that never ends) answer 408, a 4xx several providers never retry. The edge's
+  // deadline ends a slow upload long before Node's defaults (60 s, 300 s), but a server given
+  // shorter ones, or a stalled header section, would still get 408: answer 503 + Retry-After
+  // instead. Any other malformed request gets Node's own answer. As Node does, nothing is
+  // written once the response to a request still being received has started.
+  server.on('clientError', (err, socket) => {
+    const last = exchanges.get(socket);
+    const answerable = socket.writable && (!last || !last.res.headersSent || (last.req.complete && last.res.writableFinished));
+    if (answerable) {
+      if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+        log('warn', 'the request did not arrive within the server\'s timeout; asking the provider to retry', { error: err.message });
+        const body = JSON.stringify({ status: 'unavailable' });
+        socket.write(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n`
+          + `Retry-After: ${wholeSeconds(retryAfterSeconds)}\r\nConnection: close\r\n\r\n${body}`);
+      } else {
+        const status = { HPE_HEADER_OVERFLOW: 431, HPE_CHUNK_EXTENSIONS_OVERFLOW: 413 }[err.code] ?? 400;
+        socket.write(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\n\r\n`);
+      }
+    }
+    socket.destroy(err);
+  });
+
   async function handle(req, res) {
     const requestId = crypto.randomUUID();
+    // The deadline covers the whole request from its arrival: the body read, Verify, onEvent.
+    const deadline = Date.now() + deadlineMs;
     const match = ROUTE.exec(req.url);
     if (!match) {
       req.resume();
       sendJSON(res, 404, { status: 'not_found' });
       return;
     }
-    let endpointId;
+    let endpointId = null;
     try {
       endpointId = decodeURIComponent(match[1]);
-    } catch {
+    } catch { /* not percent-encoded UTF-8: no endpoint has such an id */ }
+    if (endpointId === null || !ENDPOINT_ID.test(endpointId)) {
+      // The answer hookverify gives an unknown endpoint, without a call.
       req.resume();
-      sendJSON(res, 404, { status: 'not_found' });
+      sendJSON(res, 404, { status: 'rejected', reason: 'unknown_endpoint' });
       return;
     }
 
     let body;
     try {
-      body = await readBody(req, maxBodyBytes);
+      body = await within(readBody(req, maxBodyBytes), deadline);
     } catch (err) {
       // The provider went away mid-body; there is nobody to answer.
       log('warn', 'reading the request body failed', { request_id: requestId, endpoint: endpointId, error: err.message });
       res.destroy();
+      return;
+    }
+    if (body === TIMED_OUT) {
+      // A slow upload is transient, and many providers never retry a 4xx: 503, then drop the
+      // connection instead of waiting for the rest of the body.
+      log('warn', 'the request body did not arrive within the deadline; asking the provider to retry', {
+        request_id: requestId, endpoint: endpointId,
+      });
+      sendJSON(res, 503, { status: 'unavailable' }, { 'Retry-After': String(wholeSeconds(retryAfterSeconds)), Connection: 'close' });
+      res.on('finish', () => req.destroy());
       return;
     }
     if (body === null) {
@@ -405,17 +508,23 @@ function createEdge(opts = {}) {
       return;
     }
 
+    const headers = rawHeaderFields(req.rawHeaders);
+    if (headers === null) {
+      log('warn', 'a header value is not valid UTF-8; request not forwarded', { request_id: requestId, endpoint: endpointId });
+      sendJSON(res, 400, { status: 'rejected', reason: 'unreadable_request' });
+      return;
+    }
     const url = (base ?? `http://${req.headers.host ?? 'localhost'}`) + req.url;
     const request = {
       endpoint_id: endpointId,
       body,
-      headers: rawHeaderFields(req.rawHeaders),
+      headers,
       method: req.method,
       url,
     };
 
     const { err, resp } = await new Promise((resolve) => {
-      client.Verify(request, callMetadata(), { deadline: Date.now() + deadlineMs }, (e, answer) => resolve({ err: e, resp: answer }));
+      client.Verify(request, callMetadata(), { deadline }, (e, answer) => resolve({ err: e, resp: answer }));
     });
     if (err) {
       const code = CODE_NAMES[err.code] ?? String(err.code);
@@ -439,14 +548,22 @@ function createEdge(opts = {}) {
     }
 
     if (onEvent && resp && (resp.verdict === 'VERDICT_ACCEPTED' || resp.verdict === 'VERDICT_DUPLICATE')) {
+      let failure = null;
       try {
-        await onEvent({ response: resp, request });
+        // Bounded by what is left of the request's deadline: a hand-off that hangs must not
+        // hold the provider past its own timeout.
+        if (await within(Promise.resolve().then(() => onEvent({ response: resp, request })), deadline) === TIMED_OUT) {
+          failure = { message: 'not done within the request\'s deadline' };
+        }
       } catch (hookErr) {
+        failure = { message: hookErr && hookErr.message };
+      }
+      if (failure !== null) {
         log('error', 'handing the event downstream failed; asking the provider to retry', {
           request_id: requestId, endpoint: endpointId, verdict: resp.verdict,
-          operation_key: resp.operation_key, error: hookErr && hookErr.message,
+          operation_key: resp.operation_key, error: failure.message,
         });
-        sendJSON(res, 503, { status: 'unavailable' }, { 'Retry-After': String(retryAfterSeconds) });
+        sendJSON(res, 503, { status: 'unavailable' }, { 'Retry-After': String(wholeSeconds(retryAfterSeconds)) });
         return;
       }
     }
@@ -457,7 +574,12 @@ function createEdge(opts = {}) {
   return server;
 }
 
-/** writeReply sends hookverify's HttpReply: its status, its headers (order and repeats kept), its body. */
+/**
+ * writeReply sends hookverify's HttpReply: its status, its headers (order and repeats kept), its
+ * body. Node writes header strings as latin1, one byte per character, so each value (a UTF-8
+ * protobuf string) goes as the latin1 string of its UTF-8 bytes: the provider receives those
+ * bytes, and a handshake echoing a request header round-trips byte for byte.
+ */
 function writeReply(res, resp, { requestId, endpointId, log }) {
   const reply = resp && resp.reply;
   const status = reply ? reply.status : 0;
@@ -472,7 +594,7 @@ function writeReply(res, resp, { requestId, endpointId, log }) {
   const flat = [];
   for (const h of reply.headers || []) {
     if (h.name.toLowerCase() === 'content-length' || h.name.toLowerCase() === 'transfer-encoding') continue;
-    flat.push(h.name, h.value);
+    flat.push(h.name, Buffer.from(h.value, 'utf8').toString('latin1'));
   }
   flat.push('Content-Length', String(body.length));
   try {

@@ -98,6 +98,37 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
     assert.ok(deadline > started && deadline <= Date.now() + 1600, `deadline ${deadline}`);
   });
 
+  test('header values are forwarded as the bytes received (UTF-8), not re-encoded from Node\'s latin1 decoding', async () => {
+    // Node's HTTP client writes header strings as latin1, one byte per character: these are
+    // the UTF-8 bytes on the wire. Node's server decodes them as latin1 again.
+    const values = ['Zürich', '✓ 🚀 naïve', '\ufeffbom-first', 'plain ascii'];
+    const headers = values.flatMap((v, i) => [`X-Value-${i}`, Buffer.from(v, 'utf8').toString('latin1')]);
+    const res = await h.request(`${edgeURL}/hooks/ep`, { body: Buffer.from('{}'), headers });
+    assert.equal(res.status, 200);
+    for (const [i, v] of values.entries()) {
+      const forwarded = calls[0].request.headers.find((f) => f.name === `X-Value-${i}`);
+      // protobuf encodes the string as UTF-8: those bytes are what hookverify receives.
+      assert.equal(Buffer.from(forwarded.value, 'utf8').toString('hex'), Buffer.from(v, 'utf8').toString('hex'), JSON.stringify(forwarded.value));
+    }
+  });
+
+  test('a header value that is not valid UTF-8 gets 400 without a call', async () => {
+    const invalid = [
+      [0xff],
+      [0x61, 0xc3], // truncated sequence
+      [0xc0, 0xaf], // overlong encoding of "/"
+      [0xed, 0xa0, 0x80], // a UTF-16 surrogate half
+      [0xe9, 0x74, 0xe9], // "été" in latin1
+    ];
+    for (const bytes of invalid) {
+      const res = await h.request(`${edgeURL}/hooks/ep`, { body: Buffer.from('{}'), headers: ['X-Value', Buffer.from(bytes).toString('latin1')] });
+      assert.equal(res.status, 400, Buffer.from(bytes).toString('hex'));
+      assert.deepEqual(JSON.parse(res.body), { status: 'rejected', reason: 'unreadable_request' });
+    }
+    assert.equal(calls.length, 0);
+    assert.ok(logs.every((l) => l.level === 'warn'), JSON.stringify(logs));
+  });
+
   test('percent-encoded endpoint ids are decoded; other paths get 404 without a call', async () => {
     let res = await h.request(`${edgeURL}/hooks/a%2Eb`, { body: Buffer.from('x') });
     assert.equal(res.status, 200);
@@ -109,6 +140,21 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
       assert.equal(res.status, 404, p);
       assert.equal(calls.length, 0, p);
     }
+  });
+
+  test('an endpoint id no endpoint can have (not 1-128 of A-Z a-z 0-9 . _ - once decoded) gets 404 unknown_endpoint without a call or an error log', async () => {
+    for (const id of ['a'.repeat(129), 'a%20b', 'caf%C3%A9', 'a~b', 'a%2Fb', 'a%00', '%E0%A4%A']) {
+      const res = await h.request(`${edgeURL}/hooks/${id}`, { body: Buffer.from('{}') });
+      assert.equal(res.status, 404, id);
+      assert.deepEqual(JSON.parse(res.body), { status: 'rejected', reason: 'unknown_endpoint' }, id);
+    }
+    assert.equal(calls.length, 0);
+    assert.deepEqual(logs, []);
+    // The longest id an endpoint can have, and every allowed character, are forwarded.
+    for (const id of ['a'.repeat(128), 'Az09._-']) {
+      assert.equal((await h.request(`${edgeURL}/hooks/${id}`, { body: Buffer.from('{}') })).status, 200, id);
+    }
+    assert.deepEqual(calls.map((c) => c.request.endpoint_id), ['a'.repeat(128), 'Az09._-']);
   });
 
   test('writes back the reply exactly: status, headers in order with repeats, binary body', async () => {
@@ -140,6 +186,19 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
     ]);
   });
 
+  test('reply header values go out as their UTF-8 bytes, so a handshake echoing a request header round-trips', async () => {
+    answer = (call, cb) => {
+      const challenge = call.request.headers.find((f) => f.name === 'X-Challenge').value;
+      cb(null, { verdict: 'VERDICT_HANDSHAKE', reply: { status: 200, headers: [{ name: 'X-Challenge', value: challenge }], body: Buffer.from(challenge) } });
+    };
+    const sent = Buffer.from('défi ✓ 🚀', 'utf8');
+    const res = await h.request(`${edgeURL}/hooks/ep`, { method: 'GET', headers: ['X-Challenge', sent.toString('latin1')] });
+    assert.equal(res.status, 200);
+    assert.equal(res.body.toString('hex'), sent.toString('hex'));
+    // Node's client decodes header bytes as latin1: back to bytes, they are what was sent.
+    assert.equal(Buffer.from(res.headers['x-challenge'], 'latin1').toString('hex'), sent.toString('hex'));
+  });
+
   for (const [name, code] of [['UNAVAILABLE', grpc.status.UNAVAILABLE], ['RESOURCE_EXHAUSTED', grpc.status.RESOURCE_EXHAUSTED]]) {
     test(`${name} → 503 with Retry-After`, async () => {
       answer = (call, cb) => cb({ code, details: 'storage down' });
@@ -159,6 +218,76 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
     assert.equal(res.headers['retry-after'], '3');
     assert.ok(Date.now() - started < 2400, `took ${Date.now() - started} ms`);
     assert.equal(logs[0].grpc_code, 'DEADLINE_EXCEEDED');
+  });
+
+  test('the deadline starts when the request arrives: time spent receiving the body is taken from Verify\'s deadline', async () => {
+    const timed = createEdge({ verifierAddr: addr, deadlineMs: 3000, log: () => {} });
+    const url = await h.listen(timed);
+    try {
+      const body = '{"slow":"upload"}';
+      const started = Date.now();
+      const { text } = await h.rawExchange(url, [
+        `POST /hooks/ep HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`,
+        1000,
+        body,
+      ]);
+      assert.match(text, /^HTTP\/1\.1 200 /);
+      assert.equal(calls.length, 1);
+      const deadline = calls[0].deadline instanceof Date ? calls[0].deadline.getTime() : Number(calls[0].deadline);
+      // 3000 ms from the headers' arrival, not from the body's end 1000 ms later.
+      assert.ok(deadline - started < 3500, `Verify deadline ${deadline - started} ms after the request arrived`);
+    } finally {
+      await h.closeServer(timed);
+    }
+  });
+
+  test('a body that stops arriving is answered 503 with Retry-After and Connection: close within the deadline, without a call, and the connection is dropped', async () => {
+    const started = Date.now();
+    const { text, closed } = await h.rawExchange(edgeURL, [
+      'POST /hooks/ep HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"partial":',
+    ], { waitMs: 5000 });
+    const took = Date.now() - started;
+    assert.match(text, /^HTTP\/1\.1 503 /, text);
+    assert.match(text, /\r\nRetry-After: 3\r\n/i);
+    assert.match(text, /\r\nConnection: close\r\n/i);
+    assert.ok(closed, 'the edge keeps the connection of a stalled upload open');
+    assert.ok(took >= 1400 && took < 4000, `answered after ${took} ms (deadlineMs is 1500)`);
+    assert.equal(calls.length, 0);
+    assert.equal(logs.length, 1);
+    assert.equal(logs[0].level, 'warn');
+  });
+
+  test('Node\'s own request and header timeouts are answered 503 with Retry-After, not 408; other malformed requests keep Node\'s 400', async () => {
+    // Node's timeouts shorter than the edge's deadline (a server configured so), checked every
+    // 100 ms (the interval is read when the server starts listening).
+    const slow = createEdge({ verifierAddr: addr, deadlineMs: 10000, retryAfterSeconds: 3, log: (level, msg, fields) => logs.push({ level, msg, ...fields }) });
+    slow.requestTimeout = 1000;
+    slow.headersTimeout = 1000;
+    slow.connectionsCheckingInterval = 100;
+    const url = await h.listen(slow);
+    try {
+      for (const [what, head] of [
+        ['a body that stops arriving', 'POST /hooks/ep HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"slow":'],
+        ['a header section that stops arriving', 'POST /hooks/ep HTTP/1.1\r\nHost: x\r\nX-Hub-Sig'],
+      ]) {
+        const { text, closed } = await h.rawExchange(url, [head], { waitMs: 5000 });
+        assert.match(text, /^HTTP\/1\.1 503 /, `${what}: ${text.split('\r\n')[0]}`);
+        assert.match(text, /\r\nRetry-After: 3\r\n/i, what);
+        assert.match(text, /\r\nConnection: close\r\n/i, what);
+        assert.ok(closed, what);
+      }
+      // Answered 404 before its body stalled: the timeout adds nothing after the 404.
+      const answered = await h.rawExchange(url, ['POST /other HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"slow":'], { waitMs: 5000 });
+      assert.match(answered.text, /^HTTP\/1\.1 404 /);
+      assert.equal(answered.text.match(/HTTP\/1\.1 \d{3}/g).length, 1, answered.text);
+      assert.ok(answered.closed);
+      // Not a timeout: Node's own answer.
+      const garbage = await h.rawExchange(url, ['NOT HTTP AT ALL\r\n\r\n'], { waitMs: 5000 });
+      assert.match(garbage.text, /^HTTP\/1\.1 400 /);
+      assert.equal(calls.length, 0);
+    } finally {
+      await h.closeServer(slow);
+    }
   });
 
   for (const [name, code] of [
@@ -240,6 +369,58 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
     }
   });
 
+  test('an onEvent hand-off that never settles is answered 503 with Retry-After when the request\'s deadline passes', async () => {
+    const hanging = createEdge({
+      verifierAddr: addr,
+      deadlineMs: 1000,
+      retryAfterSeconds: 3,
+      log: (level, msg, fields) => logs.push({ level, msg, ...fields }),
+      onEvent: () => new Promise(() => {}),
+    });
+    const url = await h.listen(hanging);
+    try {
+      // Verify takes 600 ms of the 1000 ms: onEvent gets what is left, not a deadline of its own.
+      answer = (call, cb) => setTimeout(() => cb(null, accepted()), 600).unref();
+      const started = Date.now();
+      const res = await h.request(`${url}/hooks/ep`, { body: Buffer.from('{}'), timeoutMs: 5000 });
+      const took = Date.now() - started;
+      assert.equal(res.status, 503);
+      assert.equal(res.headers['retry-after'], '3');
+      assert.ok(took >= 900 && took < 1450, `answered after ${took} ms (deadlineMs is 1000)`);
+      assert.equal(logs.length, 1);
+      assert.equal(logs[0].level, 'error');
+      assert.equal(logs[0].operation_key, 'op');
+    } finally {
+      await h.closeServer(hanging);
+    }
+  });
+
+  test('Retry-After is whole seconds, at least 1, when retryAfterSeconds is not (gRPC errors and a failed onEvent)', async () => {
+    for (const [retryAfterSeconds, want] of [[2.5, '3'], [0.2, '1']]) {
+      const fractional = createEdge({
+        verifierAddr: addr,
+        retryAfterSeconds,
+        log: () => {},
+        onEvent: async () => {
+          throw new Error('queue down');
+        },
+      });
+      const url = await h.listen(fractional);
+      try {
+        answer = (call, cb) => cb({ code: grpc.status.UNAVAILABLE, details: 'down' });
+        let res = await h.request(`${url}/hooks/ep`, { body: Buffer.from('{}') });
+        assert.equal(res.status, 503);
+        assert.equal(res.headers['retry-after'], want, `UNAVAILABLE, retryAfterSeconds ${retryAfterSeconds}`);
+        answer = (call, cb) => cb(null, accepted());
+        res = await h.request(`${url}/hooks/ep`, { body: Buffer.from('{}') });
+        assert.equal(res.status, 503);
+        assert.equal(res.headers['retry-after'], want, `onEvent failed, retryAfterSeconds ${retryAfterSeconds}`);
+      } finally {
+        await h.closeServer(fractional);
+      }
+    }
+  });
+
   test('a provider that disconnects mid-body causes no call and no crash', async () => {
     const net = require('node:net');
     const { port } = new URL(edgeURL);
@@ -273,6 +454,23 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
     } finally {
       await h.closeServer(small);
     }
+  });
+
+  test('maxBodyBytes must be a whole number from 1 to 32 MiB (hookverify\'s ceiling): createEdge throws otherwise', () => {
+    for (const bad of [64 << 20, (32 << 20) + 1, 0, -1, 1.5, NaN, Infinity, '1024', null]) {
+      assert.throws(() => createEdge({ verifierAddr: addr, maxBodyBytes: bad }), /maxBodyBytes/, String(bad));
+    }
+    for (const good of [1, 32 << 20]) {
+      createEdge({ verifierAddr: addr, maxBodyBytes: good }).close();
+    }
+  });
+
+  test('deadlineMs and retryAfterSeconds must be positive numbers: createEdge throws otherwise', () => {
+    for (const bad of [0, -1, NaN, Infinity, '8000', null]) {
+      assert.throws(() => createEdge({ verifierAddr: addr, deadlineMs: bad }), /deadlineMs/, String(bad));
+      assert.throws(() => createEdge({ verifierAddr: addr, retryAfterSeconds: bad }), /retryAfterSeconds/, String(bad));
+    }
+    createEdge({ verifierAddr: addr, deadlineMs: 250, retryAfterSeconds: 0.5 }).close();
   });
 
   test('without publicBaseUrl the URL comes from the Host header', async () => {

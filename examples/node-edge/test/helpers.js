@@ -6,6 +6,7 @@ const { spawn, execFile } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
+const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
@@ -209,6 +210,52 @@ function request(url, { method = 'POST', headers = [], body, timeoutMs = 15000 }
   });
 }
 
+/**
+ * rawExchange talks to an HTTP server over a raw socket, to send what no well-behaved client
+ * does (a body or a header section that stops arriving). steps are strings to write and numbers
+ * of milliseconds to wait; after the last step the connection stays open, sending nothing more.
+ * Resolves {text, closed, ms} once the server ends the connection (closed: true) or waitMs
+ * passes (closed: false; the socket is then destroyed): text is everything the server wrote,
+ * decoded as latin1, ms the time from the start to that point.
+ */
+function rawExchange(baseURL, steps, { waitMs = 5000 } = {}) {
+  const { hostname, port } = new URL(baseURL);
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    let text = '';
+    let done = false;
+    const finish = (closed) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      sock.destroy();
+      resolve({ text, closed, ms: Date.now() - started });
+    };
+    const timer = setTimeout(() => finish(false), waitMs);
+    const sock = net.connect(Number(port), hostname, async () => {
+      for (const step of steps) {
+        if (done) return;
+        if (typeof step === 'number') await sleep(step);
+        else sock.write(step);
+      }
+    });
+    sock.on('data', (d) => {
+      text += d.toString('latin1');
+    });
+    sock.on('end', () => finish(true));
+    sock.on('close', () => finish(true));
+    sock.on('error', (err) => {
+      if (text) {
+        finish(true);
+        return;
+      }
+      done = true;
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
+}
+
 /** signGitHub returns the X-Hub-Signature-256 value for body (a Buffer) under secret. */
 function signGitHub(secret, body) {
   return 'sha256=' + crypto.createHmac('sha256', secret).update(body).digest('hex');
@@ -236,5 +283,5 @@ function sleep(ms, { unref = false } = {}) {
 
 module.exports = {
   REPO_ROOT, mkTmp, run, buildHookverify, startHookverify, waitServing, listen, closeServer, request,
-  signGitHub, githubHeaders, sleep,
+  rawExchange, signGitHub, githubHeaders, sleep,
 };

@@ -85,6 +85,14 @@ describe('node edge against a real hookverify server', { timeout: 400000 }, () =
     assert.deepEqual(JSON.parse(res.body), { status: 'rejected', reason: 'unknown_endpoint' });
   });
 
+  test('an endpoint id no endpoint can have (129 bytes, which hookverify refuses as INVALID_ARGUMENT) gets 404 from the edge, with no error log', async () => {
+    const before = logs.length;
+    const res = await push(Buffer.from('{}'), { endpoint: 'a'.repeat(129) });
+    assert.equal(res.status, 404, res.body.toString());
+    assert.deepEqual(JSON.parse(res.body), { status: 'rejected', reason: 'unknown_endpoint' });
+    assert.deepEqual(logs.slice(before), []);
+  });
+
   test('the raw body bytes are forwarded exactly (trailing space, non-ASCII UTF-8, invalid UTF-8, CRLF)', async () => {
     // Any re-encoding (JSON.parse/stringify, toString('utf8'), trimming, newline changes)
     // changes these bytes and so breaks the signature.
