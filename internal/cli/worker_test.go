@@ -130,8 +130,8 @@ func startFakeInbox(t *testing.T, f *fakeInbox) []string {
 }
 
 // runWorkerAsync runs runWorker in the background; the returned function waits for it.
-func runWorkerAsync(ctx context.Context, args []string) (wait func(d time.Duration) (err error, finished bool), out *syncBuf) {
-	out = &syncBuf{}
+func runWorkerAsync(ctx context.Context, args []string) (wait func(d time.Duration) (err error, finished bool), out *lockedBuffer) {
+	out = &lockedBuffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- runWorker(ctx, env{stdin: strings.NewReader(""), stdout: out, stderr: out}, args)
@@ -144,23 +144,6 @@ func runWorkerAsync(ctx context.Context, args []string) (wait func(d time.Durati
 			return nil, false
 		}
 	}, out
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func waitForFile(t *testing.T, path string, d time.Duration) bool {
