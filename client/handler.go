@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/hookverify/hookverify/internal/ident"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
 
@@ -171,7 +172,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 		defer cancel()
 	}
 	o := Outcome{EndpointID: h.endpoint(r)}
-	if !validEndpointID(o.EndpointID) {
+	if !ident.Valid(o.EndpointID) {
 		o.Err = errors.New("the request addresses no endpoint")
 		o.Status = writeJSON(w, http.StatusNotFound, `{"status":"rejected","reason":"unknown_endpoint"}`)
 		return o
@@ -237,22 +238,6 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 	_, _ = w.Write(reply.GetBody())
 	o.Status = int(reply.GetStatus())
 	return o
-}
-
-// validEndpointID reports whether id may name an endpoint, by the server's rule for endpoint
-// ids: 1 to 128 bytes of A-Z a-z 0-9 . _ -. Any other id addresses nothing.
-func validEndpointID(id string) bool {
-	if len(id) == 0 || len(id) > 128 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		switch c := id[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 func writeJSON(w http.ResponseWriter, code int, body string) int {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/hookverify/hookverify/internal/ident"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server/protocol"
 	"github.com/hookverify/hookverify/server/secretbox"
@@ -22,28 +23,13 @@ import (
 )
 
 // maxIDLength bounds endpoint ids and dedupe scopes.
-const maxIDLength = 128
+const maxIDLength = ident.MaxLength
 
 // maxSecretBytes bounds a secret as given; provider secrets are far shorter, public keys too.
 const maxSecretBytes = 8 << 10
 
-// validID reports whether s may be an endpoint id or a dedupe scope: 1 to maxIDLength bytes
-// of A-Z a-z 0-9 . _ -, safe in URLs, logs and the operation-key derivation (no NUL, no
-// separators). A loop rather than a regular expression because Verify checks every call's
-// endpoint id with it.
-func validID(s string) bool {
-	if len(s) == 0 || len(s) > maxIDLength {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
+// validID reports whether s may be an endpoint id or a dedupe scope (ident.Valid).
+func validID(s string) bool { return ident.Valid(s) }
 
 // CreateEndpoint validates, fills defaults and stores a new endpoint.
 func (s *Server) CreateEndpoint(ctx context.Context, req *hookverifyv1.CreateEndpointRequest) (*hookverifyv1.CreateEndpointResponse, error) {

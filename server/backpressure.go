@@ -1,7 +1,6 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"sync/atomic"
@@ -52,8 +51,8 @@ const MaxInboxMonitorShare = 0.05
 // then (logged) until a read succeeds again.
 const StaleInboxSnapshotRefreshes = 5
 
-// defaultInboxMonitorInterval is the refresh period assumed when RefreshInboxDepth runs
-// without RunInboxMonitor: the interval serve runs the monitor at.
+// defaultInboxMonitorInterval is the interval RefreshInboxDepth reads as: the one serve runs
+// the monitor at.
 const defaultInboxMonitorInterval = time.Second
 
 // RunInboxMonitor refreshes the inbox depth used for backpressure, the inbox gauges and the
@@ -62,14 +61,12 @@ const defaultInboxMonitorInterval = time.Second
 // so they may be overshot by about one interval of traffic: that is the price of not reading
 // the counts on every delivery.
 func (s *Server) RunInboxMonitor(ctx context.Context, interval time.Duration) {
-	s.monitorInterval.Store(int64(interval))
 	for {
-		start := time.Now()
-		s.RefreshInboxDepth(ctx)
+		took := s.refreshInbox(ctx, interval)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(monitorPause(interval, time.Since(start))):
+		case <-time.After(monitorPause(interval, took)):
 		}
 	}
 }
@@ -87,18 +84,25 @@ func monitorPause(interval, took time.Duration) time.Duration {
 // keeps the last counts, but ages the oldest-pending gauge from the last read, since nothing
 // can be acked meanwhile, and drops the snapshot from the limits once it is too old (see
 // StaleInboxSnapshotRefreshes). Before SetStore, and after SetStore(nil), it does nothing.
+// It reads as the monitor does at defaultInboxMonitorInterval.
 func (s *Server) RefreshInboxDepth(ctx context.Context) {
+	s.refreshInbox(ctx, defaultInboxMonitorInterval)
+}
+
+// refreshInbox is RefreshInboxDepth for a monitor reading every interval; it returns how long
+// the read took.
+func (s *Server) refreshInbox(ctx context.Context, interval time.Duration) (took time.Duration) {
 	h := s.store.Load()
 	if h == nil {
-		return
+		return 0
 	}
 	start := time.Now()
 	stats, err := h.InboxStats(ctx)
-	took := time.Since(start)
+	took = time.Since(start)
 	now := s.clock()
 	if err != nil {
 		if ctx.Err() != nil {
-			return // the monitor is stopping, which says nothing of storage
+			return took // the monitor is stopping, which says nothing of storage
 		}
 		s.log.WarnContext(ctx, "inbox stats unavailable", "err", err)
 		s.setStorageAnswering(h, false)
@@ -110,10 +114,9 @@ func (s *Server) RefreshInboxDepth(ctx context.Context) {
 			}
 			s.limitSnapshot(now) // logs when the snapshot has just become too old
 		}
-		return
+		return took
 	}
-	interval := cmp.Or(time.Duration(s.monitorInterval.Load()), defaultInboxMonitorInterval)
-	period := max(interval, time.Duration(float64(took)/MaxInboxMonitorShare))
+	period := took + monitorPause(interval, took)
 	snap := &inboxSnapshot{
 		stats:       stats,
 		perEndpoint: make(map[string]int64, len(stats)),
@@ -141,6 +144,7 @@ func (s *Server) RefreshInboxDepth(ctx context.Context) {
 	}
 	s.inboxSnap.Store(snap)
 	s.setStorageAnswering(h, true)
+	return took
 }
 
 // waitingAge is how long, at now, the endpoint's delivery waiting longest for a worker has

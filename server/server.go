@@ -104,9 +104,7 @@ type Server struct {
 	maxPendingTotal       int64
 	// inboxSnap is the inbox monitor's last successful read (nil before it).
 	inboxSnap atomic.Pointer[inboxSnapshot]
-	// monitorInterval is RunInboxMonitor's interval (a time.Duration; 0 until it runs).
-	monitorInterval atomic.Int64
-	health          *health.Server
+	health    *health.Server
 	// healthMu orders the changes of health for service "" and guards the fields below.
 	healthMu sync.Mutex
 	// storageDown is set while the inbox monitor cannot read the current store.

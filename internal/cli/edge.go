@@ -205,7 +205,7 @@ func dialVerifier(cfg edgeConfig) (*client.Conn, error) {
 	if cfg.trustForwardedProto {
 		opts = append(opts, client.WithTrustForwardedProto())
 	}
-	if cfg.verifierCA != "" || cfg.verifierCert != "" {
+	if cfg.verifierCA != "" || cfg.verifierCert != "" || cfg.verifierKey != "" {
 		opts = append(opts, client.WithTLSFiles(cfg.verifierCA, cfg.verifierCert, cfg.verifierKey))
 	}
 	token, err := readToken(cfg.tokenFile)

@@ -73,10 +73,11 @@ func inboxLease(ctx context.Context, e env, args []string) error {
 	})
 }
 
-// inRange refuses a count flag outside lo..hi before it is narrowed to the API's int32.
-func inRange(e env, name string, v, lo, hi int) error {
+// inRange refuses a flag outside lo..hi as a usage error naming it: a count before it is
+// narrowed to the API's int32, a duration the server would refuse.
+func inRange[T int | time.Duration](e env, name string, v, lo, hi T) error {
 	if v < lo || v > hi {
-		fmt.Fprintf(e.stderr, "--%s %d: want %d to %d\n", name, v, lo, hi)
+		fmt.Fprintf(e.stderr, "--%s %v: want %v to %v\n", name, v, lo, hi)
 		return errUsage
 	}
 	return nil

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,20 +56,15 @@ func runWorker(ctx context.Context, e env, args []string) error {
 		fmt.Fprintln(e.stderr, "usage: hookverify worker [flags] -- COMMAND [ARGS...]")
 		return errUsage
 	}
-	for _, c := range []struct {
-		name      string
-		v, lo, hi time.Duration
-	}{
-		{"visibility", *visibility, time.Second, server.MaxVisibility},
-		{"retry-after", *retryAfter, 0, server.MaxVisibility},
-		{"idle", *idle, 0, time.Hour},
-		{"grace", *grace, 0, server.MaxVisibility},
-		{"timeout", r.timeout, time.Millisecond, time.Hour},
-	} {
-		if c.v < c.lo || c.v > c.hi {
-			fmt.Fprintf(e.stderr, "hookverify worker: --%s %s: want %s to %s\n", c.name, c.v, c.lo, c.hi)
-			return errUsage
-		}
+	// Every flag out of range is named, then the worker stops.
+	if err := cmp.Or(
+		inRange(e, "visibility", *visibility, time.Second, server.MaxVisibility),
+		inRange(e, "retry-after", *retryAfter, 0, server.MaxVisibility),
+		inRange(e, "idle", *idle, 0, time.Hour),
+		inRange(e, "grace", *grace, 0, server.MaxVisibility),
+		inRange(e, "timeout", r.timeout, time.Millisecond, time.Hour),
+	); err != nil {
+		return err
 	}
 	conn, err := r.dial()
 	if err != nil {
