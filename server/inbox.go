@@ -271,6 +271,9 @@ func (s *Server) GetInboxStats(ctx context.Context, _ *hookverifyv1.GetInboxStat
 		if !st.OldestPendingAt.IsZero() {
 			e.OldestPendingAge = durationpb.New(max(now.Sub(st.OldestPendingAt), 0))
 		}
+		if end := st.EarliestLeaseEnd; !end.IsZero() && !end.After(now) {
+			e.OldestExpiredLeaseAge = durationpb.New(now.Sub(end))
+		}
 		resp.Endpoints = append(resp.Endpoints, e)
 	}
 	return resp, nil

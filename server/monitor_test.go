@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/storage"
 )
@@ -105,6 +106,14 @@ func TestOldestPendingAgeCountsExpiredLeases(t *testing.T) {
 		e.srv.RefreshInboxDepth(t.Context())
 		wantGauge(t, metrics, age, "quiet", (time.Hour - time.Second).Seconds(), "an hour after the lease ran out")
 		wantGauge(t, metrics, "hookverify_inbox_leased", "quiet", 1, "an hour after the lease ran out")
+		// GetInboxStats says so too.
+		stats, err := e.inbox.GetInboxStats(t.Context(), &hookverifyv1.GetInboxStatsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if eps := stats.GetEndpoints(); len(eps) != 1 || eps[0].GetOldestExpiredLeaseAge().AsDuration() != time.Hour-time.Second || eps[0].GetOldestPendingAge() != nil {
+			t.Errorf("GetInboxStats an hour after the lease ran out: %v; want the expired lease's age, 59m59s, and no pending age", eps)
+		}
 
 		// A newer pending delivery does not hide the delivery waiting since its lease ran out.
 		e.accept(t, e.deliver(t, githubProvider, "quiet", "evt-pending", secret))

@@ -1000,8 +1000,12 @@ type EndpointInboxStats struct {
 	Dead       int64                  `protobuf:"varint,4,opt,name=dead,proto3" json:"dead,omitempty"`
 	// Age of the oldest pending delivery (unset when none is pending).
 	OldestPendingAge *durationpb.Duration `protobuf:"bytes,5,opt,name=oldest_pending_age,json=oldestPendingAge,proto3" json:"oldest_pending_age,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// How long ago the earliest lease that has run out ended (unset when none has). Its delivery
+	// still counts as leased, but waits for a worker: one whose worker died stays so until the
+	// next lease takes it over.
+	OldestExpiredLeaseAge *durationpb.Duration `protobuf:"bytes,6,opt,name=oldest_expired_lease_age,json=oldestExpiredLeaseAge,proto3" json:"oldest_expired_lease_age,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *EndpointInboxStats) Reset() {
@@ -1065,6 +1069,13 @@ func (x *EndpointInboxStats) GetDead() int64 {
 func (x *EndpointInboxStats) GetOldestPendingAge() *durationpb.Duration {
 	if x != nil {
 		return x.OldestPendingAge
+	}
+	return nil
+}
+
+func (x *EndpointInboxStats) GetOldestExpiredLeaseAge() *durationpb.Duration {
+	if x != nil {
+		return x.OldestExpiredLeaseAge
 	}
 	return nil
 }
@@ -1189,14 +1200,15 @@ const file_hookverify_v1_inbox_proto_rawDesc = "" +
 	"\x0eRequeueRequest\x12\x19\n" +
 	"\binbox_id\x18\x01 \x01(\tR\ainboxId\"\x11\n" +
 	"\x0fRequeueResponse\"\x16\n" +
-	"\x14GetInboxStatsRequest\"\xc4\x01\n" +
+	"\x14GetInboxStatsRequest\"\x98\x02\n" +
 	"\x12EndpointInboxStats\x12\x1f\n" +
 	"\vendpoint_id\x18\x01 \x01(\tR\n" +
 	"endpointId\x12\x18\n" +
 	"\apending\x18\x02 \x01(\x03R\apending\x12\x16\n" +
 	"\x06leased\x18\x03 \x01(\x03R\x06leased\x12\x12\n" +
 	"\x04dead\x18\x04 \x01(\x03R\x04dead\x12G\n" +
-	"\x12oldest_pending_age\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x10oldestPendingAge\"X\n" +
+	"\x12oldest_pending_age\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x10oldestPendingAge\x12R\n" +
+	"\x18oldest_expired_lease_age\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x15oldestExpiredLeaseAge\"X\n" +
 	"\x15GetInboxStatsResponse\x12?\n" +
 	"\tendpoints\x18\x01 \x03(\v2!.hookverify.v1.EndpointInboxStatsR\tendpoints2\xf9\x04\n" +
 	"\fInboxService\x12B\n" +
@@ -1259,28 +1271,29 @@ var file_hookverify_v1_inbox_proto_depIdxs = []int32{
 	20, // 9: hookverify.v1.ExtendLeaseResponse.leased_until:type_name -> google.protobuf.Timestamp
 	0,  // 10: hookverify.v1.ListDeadLettersResponse.deliveries:type_name -> hookverify.v1.InboxDelivery
 	21, // 11: hookverify.v1.EndpointInboxStats.oldest_pending_age:type_name -> google.protobuf.Duration
-	17, // 12: hookverify.v1.GetInboxStatsResponse.endpoints:type_name -> hookverify.v1.EndpointInboxStats
-	1,  // 13: hookverify.v1.InboxService.Lease:input_type -> hookverify.v1.LeaseRequest
-	3,  // 14: hookverify.v1.InboxService.Ack:input_type -> hookverify.v1.AckRequest
-	5,  // 15: hookverify.v1.InboxService.AckMany:input_type -> hookverify.v1.AckManyRequest
-	8,  // 16: hookverify.v1.InboxService.Nack:input_type -> hookverify.v1.NackRequest
-	10, // 17: hookverify.v1.InboxService.ExtendLease:input_type -> hookverify.v1.ExtendLeaseRequest
-	12, // 18: hookverify.v1.InboxService.ListDeadLetters:input_type -> hookverify.v1.ListDeadLettersRequest
-	14, // 19: hookverify.v1.InboxService.Requeue:input_type -> hookverify.v1.RequeueRequest
-	16, // 20: hookverify.v1.InboxService.GetInboxStats:input_type -> hookverify.v1.GetInboxStatsRequest
-	2,  // 21: hookverify.v1.InboxService.Lease:output_type -> hookverify.v1.LeaseResponse
-	4,  // 22: hookverify.v1.InboxService.Ack:output_type -> hookverify.v1.AckResponse
-	6,  // 23: hookverify.v1.InboxService.AckMany:output_type -> hookverify.v1.AckManyResponse
-	9,  // 24: hookverify.v1.InboxService.Nack:output_type -> hookverify.v1.NackResponse
-	11, // 25: hookverify.v1.InboxService.ExtendLease:output_type -> hookverify.v1.ExtendLeaseResponse
-	13, // 26: hookverify.v1.InboxService.ListDeadLetters:output_type -> hookverify.v1.ListDeadLettersResponse
-	15, // 27: hookverify.v1.InboxService.Requeue:output_type -> hookverify.v1.RequeueResponse
-	18, // 28: hookverify.v1.InboxService.GetInboxStats:output_type -> hookverify.v1.GetInboxStatsResponse
-	21, // [21:29] is the sub-list for method output_type
-	13, // [13:21] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	21, // 12: hookverify.v1.EndpointInboxStats.oldest_expired_lease_age:type_name -> google.protobuf.Duration
+	17, // 13: hookverify.v1.GetInboxStatsResponse.endpoints:type_name -> hookverify.v1.EndpointInboxStats
+	1,  // 14: hookverify.v1.InboxService.Lease:input_type -> hookverify.v1.LeaseRequest
+	3,  // 15: hookverify.v1.InboxService.Ack:input_type -> hookverify.v1.AckRequest
+	5,  // 16: hookverify.v1.InboxService.AckMany:input_type -> hookverify.v1.AckManyRequest
+	8,  // 17: hookverify.v1.InboxService.Nack:input_type -> hookverify.v1.NackRequest
+	10, // 18: hookverify.v1.InboxService.ExtendLease:input_type -> hookverify.v1.ExtendLeaseRequest
+	12, // 19: hookverify.v1.InboxService.ListDeadLetters:input_type -> hookverify.v1.ListDeadLettersRequest
+	14, // 20: hookverify.v1.InboxService.Requeue:input_type -> hookverify.v1.RequeueRequest
+	16, // 21: hookverify.v1.InboxService.GetInboxStats:input_type -> hookverify.v1.GetInboxStatsRequest
+	2,  // 22: hookverify.v1.InboxService.Lease:output_type -> hookverify.v1.LeaseResponse
+	4,  // 23: hookverify.v1.InboxService.Ack:output_type -> hookverify.v1.AckResponse
+	6,  // 24: hookverify.v1.InboxService.AckMany:output_type -> hookverify.v1.AckManyResponse
+	9,  // 25: hookverify.v1.InboxService.Nack:output_type -> hookverify.v1.NackResponse
+	11, // 26: hookverify.v1.InboxService.ExtendLease:output_type -> hookverify.v1.ExtendLeaseResponse
+	13, // 27: hookverify.v1.InboxService.ListDeadLetters:output_type -> hookverify.v1.ListDeadLettersResponse
+	15, // 28: hookverify.v1.InboxService.Requeue:output_type -> hookverify.v1.RequeueResponse
+	18, // 29: hookverify.v1.InboxService.GetInboxStats:output_type -> hookverify.v1.GetInboxStatsResponse
+	22, // [22:30] is the sub-list for method output_type
+	14, // [14:22] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_hookverify_v1_inbox_proto_init() }
