@@ -151,18 +151,25 @@ func TestClientCertificateCommands(t *testing.T) {
 // startAuthServer runs an embedded server with sc's authentication settings on loopback.
 func startAuthServer(t *testing.T, sc serveConfig) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	key, _ := secretbox.NewKey()
 	keyring, err := secretbox.NewKeyring(key)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startAuthServerOn(t, sc, keyring, t.TempDir())
+}
+
+// startAuthServerOn is startAuthServer on the embedded store in dataDir, sealed with keyring:
+// several instances can share one store.
+func startAuthServerOn(t *testing.T, sc serveConfig, keyring *secretbox.Keyring, dataDir string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	sc.listen = "127.0.0.1:0"
 	if err := sc.auth.check(newTestLogger(t), sc.listen); err != nil {
 		t.Fatal(err)
 	}
-	cfg := storeConfig{dataDir: t.TempDir()}
+	cfg := storeConfig{dataDir: dataDir}
 	srv, err := startServerWith(ctx, newTestLogger(t), sc, keyring, cfg.openStore)
 	if err != nil {
 		t.Fatal(err)

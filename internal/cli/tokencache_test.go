@@ -31,28 +31,13 @@ func TestTokenCacheTTLZeroMeansNoCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc.bootstrapToken = "bootstrap-" + strings.Repeat("r", 40)
-	sc.listen = "127.0.0.1:0"
 	dataDir := t.TempDir()
-
 	key, _ := secretbox.NewKey()
 	keyring, err := secretbox.NewKeyring(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	start := func() string {
-		cfg := storeConfig{dataDir: dataDir}
-		srv, err := startServerWith(ctx, newTestLogger(t), sc, keyring, cfg.openStore)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(srv.stop)
-		if err := srv.waitReady(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return srv.addr
-	}
+	start := func() string { return startAuthServerOn(t, sc, keyring, dataDir) }
 	here, there := start(), start() // two instances, one store
 	dial := func(addr string) *grpc.ClientConn {
 		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
