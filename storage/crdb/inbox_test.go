@@ -40,7 +40,7 @@ func TestInboxUpgradeKeepsDeliveriesLeasable(t *testing.T) {
 		storage.EncodeHeaders(old.Headers), old.Body, old.ReceivedAt)
 
 	s := open(t, url)
-	wantAllMigrations(t, conn)
+	wantAllMigrations(t, conn, EnginePostgreSQL)
 	stats, err := s.InboxStats(t.Context())
 	if err != nil {
 		t.Fatalf("InboxStats: %v", err)

@@ -160,6 +160,27 @@ var migrations = []migration{
 // numbering goes on independently. There are none yet.
 var cockroachOnlyMigrations = []migration{}
 
+// postgresOnlyMigrations apply only on PostgreSQL, after every step of migrations: tuning for
+// which CockroachDB has no syntax. Their versions start at 2_000_000. Each may be one PL/pgSQL
+// block (PostgreSQL runs the whole migration in one transaction, so the one-DDL-per-step rule
+// of CockroachDB does not bind them), and must be idempotent and harmless where its feature is
+// missing.
+var postgresOnlyMigrations = []migration{
+	// A 2 KiB body is past PostgreSQL's 2 KB threshold, so every insert compresses it, with pglz
+	// by default: about 17 µs of PostgreSQL's CPU per delivery, a third of its work on the
+	// claim (BENCHMARKS.md, thirteenth session). lz4 compresses such bodies as small for half
+	// the CPU. It applies to rows written from then on; older ones stay readable as they are.
+	// PostgreSQL before 14 has no SET COMPRESSION, and a build without lz4 refuses it: the
+	// block then does nothing and bodies stay with pglz.
+	{2_000_000, "compress inbox bodies with lz4", `DO $$
+BEGIN
+	EXECUTE 'ALTER TABLE inbox ALTER COLUMN body SET COMPRESSION lz4';
+EXCEPTION WHEN feature_not_supported OR syntax_error THEN
+	NULL;
+END
+$$`},
+}
+
 // createMigrationsTable records applied steps. It is not a step itself because the steps'
 // bookkeeping needs it.
 const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -190,7 +211,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		steps = append(steps, cockroachOnlyMigrations...)
 		return s.migrateCockroachDB(ctx, steps)
 	}
-	return s.migratePostgreSQL(ctx, steps)
+	return s.migratePostgreSQL(ctx, append(steps, postgresOnlyMigrations...))
 }
 
 func (s *Store) migratePostgreSQL(ctx context.Context, steps []migration) error {
