@@ -36,9 +36,10 @@ func Gitea() *Protocol {
 		IdentitySource:  "X-Gitea-Delivery header (the hook task's UUID)",
 		DocsURL:         "https://docs.gitea.com/usage/webhooks",
 		Retries: "Gitea delivers each hook task once, with no automatic retry; a failed delivery can " +
-			"be replayed by hand from the webhook's settings, which sends the recorded payload again " +
-			"(whether under the same UUID is not confirmed in the sources read). No timestamp is " +
-			"signed, so there is no tolerance.",
+			"be replayed by hand from the webhook's settings, which copies the recorded payload into a " +
+			"new hook task with a new UUID (go-gitea/gitea models/webhook/hooktask.go ReplayHookTask), " +
+			"so a replayed delivery is a new event to hookverify: replay only deliveries that were not " +
+			"accepted. No timestamp is signed, so there is no tolerance.",
 		ParseSecret:   sharedSecretParser("Gitea webhook secret"),
 		Verify:        verifyGitea,
 		Sign:          signGitea,

@@ -287,13 +287,17 @@ func verifyTwilio(req *Request, keys []Key, _ Params) (Result, error) {
 			return Result{}, Reject(ReasonSignatureMismatch, "the body does not match the signed %s URL parameter", twilioBodyHashParam)
 		}
 	}
-	return Result{KeyID: keyID, EventID: twilioEventID(req.URL, req.Body, content)}, nil
+	// variants[0] is the URL without its port: every URL form that verifies under one signature
+	// (with the default port, another port or none) reduces to it.
+	return Result{KeyID: keyID, EventID: twilioEventID(variants[0], req.Body, content)}, nil
 }
 
 // twilioEventID hashes exactly what the signature authenticates, so that any two deliveries
 // carrying the same valid signature share one identity (Twilio's signed string is ambiguous:
-// "Body=hi" and "Bod=yhi" sign alike, so the raw form body would not do).
-func twilioEventID(rawURL string, body []byte, c twilioSigned) string {
+// "Body=hi" and "Bod=yhi" sign alike, so the raw form body would not do). canonURL is the
+// request URL with its port removed: a replay that only adds or changes the port still
+// verifies, so the raw URL would give it a fresh identity.
+func twilioEventID(canonURL string, body []byte, c twilioSigned) string {
 	switch {
 	case c.hasBodyHash:
 		return bodySHA256ID(body)
@@ -301,7 +305,7 @@ func twilioEventID(rawURL string, body []byte, c twilioSigned) string {
 		sum := sha256.Sum256([]byte(c.params))
 		return "params-sha256:" + hex.EncodeToString(sum[:])
 	}
-	sum := sha256.Sum256([]byte(rawURL))
+	sum := sha256.Sum256([]byte(canonURL))
 	return "url-sha256:" + hex.EncodeToString(sum[:])
 }
 
