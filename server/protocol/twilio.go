@@ -54,8 +54,8 @@ func Twilio() *Protocol {
 		DisplayName:     "Twilio",
 		SignatureScheme: "HMAC-SHA1 (base64) of the URL + sorted POST params (name+value), X-Twilio-Signature; JSON bodies via the signed bodySHA256 URL parameter",
 		SignsTimestamp:  false,
-		IdentitySource: "SHA-256 of the signed content, since Twilio sends no signed event id: \"params-sha256:<hex>\" of the " +
-			"sorted name+value parameter string for form posts, \"body-sha256:<hex>\" of the raw body for bodySHA256 (JSON) " +
+		IdentitySource: "SHA-256 of the signed content, since Twilio sends no signed event id: \"signed-sha256:<hex>\" of the " +
+			"URL (without its port) and the sorted name+value parameter string for form posts, \"body-sha256:<hex>\" of the raw body for bodySHA256 (JSON) " +
 			"deliveries, \"url-sha256:<hex>\" of the URL for parameterless (GET) callbacks. The unsigned " +
 			"I-Twilio-Idempotency-Token header is not used: a replay could pick a fresh one",
 		NeedsURL: true,
@@ -302,8 +302,10 @@ func twilioEventID(canonURL string, body []byte, c twilioSigned) string {
 	case c.hasBodyHash:
 		return bodySHA256ID(body)
 	case c.params != "":
-		sum := sha256.Sum256([]byte(c.params))
-		return "params-sha256:" + hex.EncodeToString(sum[:])
+		// The URL too: the signed string runs the URL and the parameters together, so a replay
+		// that moves the URL's last bytes into the first parameter's name still verifies.
+		sum := sha256.Sum256([]byte(canonURL + c.params))
+		return "signed-sha256:" + hex.EncodeToString(sum[:])
 	}
 	sum := sha256.Sum256([]byte(canonURL))
 	return "url-sha256:" + hex.EncodeToString(sum[:])

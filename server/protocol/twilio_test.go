@@ -143,10 +143,10 @@ func TestTwilioIdentity(t *testing.T) {
 		return res.EventID
 	}
 	canon := "CallSidCA1234567890ABCDECaller+14158675309Digits1234From+14158675309To+18005551212"
-	sum := sha256.Sum256([]byte(canon))
-	t.Run("form: hash of the signed parameter string", func(t *testing.T) {
+	sum := sha256.Sum256([]byte(twilioURL + canon))
+	t.Run("form: hash of the signed URL and parameter string", func(t *testing.T) {
 		t.Parallel()
-		if got, want := id(t, twilioRequest(twilioURL, twilioSig, twilioForm)), "params-sha256:"+hex.EncodeToString(sum[:]); got != want {
+		if got, want := id(t, twilioRequest(twilioURL, twilioSig, twilioForm)), "signed-sha256:"+hex.EncodeToString(sum[:]); got != want {
 			t.Fatalf("EventID = %q, want %q", got, want)
 		}
 	})
