@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -34,7 +35,8 @@ type InboxStore interface {
 	// commit where concurrent Ack calls would take at least two (see Batcher.SubmitAll).
 	AckMany(ctx context.Context, acks []LeaseRef, now time.Time) []error
 	// Nack ends a lease early: the delivery becomes leasable again at retryAt, or moves to dead
-	// when it has used maxAttempts attempts (dead is then true). Errors as for Ack.
+	// when it has used maxAttempts attempts (dead is then true). lastError is kept as
+	// StorableText makes it. Errors as for Ack.
 	Nack(ctx context.Context, inboxID, leaseToken string, retryAt time.Time, maxAttempts int, lastError string, now time.Time) (dead bool, err error)
 	// ExtendLease moves a live lease's end to until. Errors as for Ack (an expired lease cannot
 	// be extended: another worker may hold the delivery by now).
@@ -66,6 +68,12 @@ type InboxStore interface {
 	// leased or dead delivery, ordered by endpoint id.
 	InboxStats(ctx context.Context) ([]EndpointInboxStats, error)
 }
+
+// StorableText is the worker's text t (a nack's error) as the inbox keeps it: NUL replaced by
+// U+FFFD. PostgreSQL's text cannot hold NUL, the API's strings can, and a worker's error
+// often quotes a command's output; refused, the nack would fail and the delivery wait out
+// its lease instead of being retried when the worker asked.
+func StorableText(t string) string { return strings.ReplaceAll(t, "\x00", "\uFFFD") }
 
 // LeaseRef names one leased delivery: what acking, nacking or extending it needs.
 type LeaseRef struct {

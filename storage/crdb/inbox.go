@@ -47,6 +47,35 @@ func (s *Store) inboxTx() txOptions {
 	return txOptions{isolation: pgx.ReadCommitted}
 }
 
+// matchable is a value compared with stored text (an inbox id, a lease token, an endpoint id or
+// a scope), as sent to the database. PostgreSQL's text cannot hold NUL, so no stored value
+// holds one, and a value that does is sent as "", which no stored one is either (ids, scopes
+// and lease tokens are never empty): it matches nothing, as it should. Sent as it is, it
+// would fail its statement with a data exception, and with it every call sharing that
+// statement's transaction (concurrent acks, leases), each answered INVALID_ARGUMENT for a
+// malformed argument of another caller.
+func matchable(v string) string {
+	if strings.IndexByte(v, 0) >= 0 {
+		return ""
+	}
+	return v
+}
+
+// matchableAll is matchable of each value, in a new slice when any changes.
+func matchableAll(values []string) []string {
+	for i, v := range values {
+		if m := matchable(v); m != v {
+			out := slices.Clone(values)
+			out[i] = m
+			for j := i + 1; j < len(out); j++ {
+				out[j] = matchable(out[j])
+			}
+			return out
+		}
+	}
+	return values
+}
+
 // params collects bind parameters and names them $1, $2, … in the order they are added.
 type params []any
 
@@ -63,12 +92,12 @@ func filterSQL(f storage.InboxFilter, p *params) string {
 	case 0:
 	case 1:
 		// Equality, not = ANY: an index scan on = ANY returns rows out of order.
-		b.WriteString(" AND endpoint_id = " + p.add(f.EndpointIDs[0]))
+		b.WriteString(" AND endpoint_id = " + p.add(matchable(f.EndpointIDs[0])))
 	default:
-		b.WriteString(" AND endpoint_id = ANY(" + p.add(f.EndpointIDs) + ")")
+		b.WriteString(" AND endpoint_id = ANY(" + p.add(matchableAll(f.EndpointIDs)) + ")")
 	}
 	if len(f.Scopes) > 0 {
-		b.WriteString(" AND scope = ANY(" + p.add(f.Scopes) + ")")
+		b.WriteString(" AND scope = ANY(" + p.add(matchableAll(f.Scopes)) + ")")
 	}
 	return b.String()
 }
@@ -352,7 +381,7 @@ func (s *Store) settle(ctx context.Context, op, inboxID string, update func(ctx 
 			return err
 		}
 		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM inbox WHERE id = $1)`, inboxID).Scan(&exists); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM inbox WHERE id = $1)`, matchable(inboxID)).Scan(&exists); err != nil {
 			return err
 		}
 		return missedLease(inboxID, exists)
@@ -514,7 +543,7 @@ func (d ackArgs) answer(batch []ackCall, o ackOutcome, errs []error) {
 // ackInOneStatement runs ackBatchSQL in tx, then reads which of the deliveries it did not
 // ack exist. CockroachDB's path.
 func ackInOneStatement(ctx context.Context, tx pgx.Tx, d ackArgs, o ackOutcome) error {
-	rows, err := tx.Query(ctx, ackBatchSQL, pgx.QueryExecModeExec, d.ids, d.tokens, d.nows)
+	rows, err := tx.Query(ctx, ackBatchSQL, pgx.QueryExecModeExec, matchableAll(d.ids), matchableAll(d.tokens), d.nows)
 	if err != nil {
 		return err
 	}
@@ -534,7 +563,7 @@ func ackInOneStatement(ctx context.Context, tx pgx.Tx, d ackArgs, o ackOutcome) 
 	if len(missed) == 0 {
 		return nil
 	}
-	rows, err = tx.Query(ctx, `SELECT id FROM inbox WHERE id = ANY($1::TEXT[])`, missed)
+	rows, err = tx.Query(ctx, `SELECT id FROM inbox WHERE id = ANY($1::TEXT[])`, matchableAll(missed))
 	if err != nil {
 		return err
 	}
@@ -564,7 +593,7 @@ SELECT EXISTS (SELECT 1 FROM acked), EXISTS (SELECT 1 FROM inbox WHERE id = $1)`
 func ackInOnePipeline(ctx context.Context, conn *pgx.Conn, d ackArgs, o ackOutcome) error {
 	var b pgx.Batch
 	for i := range d.ids {
-		b.Queue(ackOneSQL, d.ids[i], d.tokens[i], d.nows[i])
+		b.Queue(ackOneSQL, matchable(d.ids[i]), matchable(d.tokens[i]), d.nows[i])
 	}
 	br := conn.SendBatch(ctx, &b)
 	defer br.Close()
@@ -595,7 +624,7 @@ func (s *Store) Nack(ctx context.Context, inboxID, leaseToken string, retryAt ti
 			dead_at = CASE WHEN attempts >= $4::BIGINT THEN $3::TIMESTAMPTZ END,
 			last_error = $6, lease_token = NULL, leased_until = NULL
 			WHERE `+onLiveLease+` RETURNING state`,
-			inboxID, leaseToken, now, int64(maxAttempts), retryAt, lastError).Scan(&state)
+			matchable(inboxID), matchable(leaseToken), now, int64(maxAttempts), retryAt, storage.StorableText(lastError)).Scan(&state)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, nil
 		}
@@ -612,7 +641,7 @@ func (s *Store) Nack(ctx context.Context, inboxID, leaseToken string, retryAt ti
 func (s *Store) ExtendLease(ctx context.Context, inboxID, leaseToken string, until, now time.Time) error {
 	return s.settle(ctx, "extend lease", inboxID, func(ctx context.Context, tx pgx.Tx) (bool, error) {
 		tag, err := tx.Exec(ctx, `UPDATE inbox SET leased_until = $4 WHERE `+onLiveLease,
-			inboxID, leaseToken, now, until)
+			matchable(inboxID), matchable(leaseToken), now, until)
 		return tag.RowsAffected() > 0, err
 	})
 }
@@ -657,7 +686,7 @@ const requeueSQL = `UPDATE inbox SET state = 'pending', attempts = 0, visible_at
 // Requeue moves a dead delivery back to pending, visible at now, with no attempts used.
 func (s *Store) Requeue(ctx context.Context, inboxID string, now time.Time) error {
 	return s.single(ctx, "requeue", func(ctx context.Context, conn *pgx.Conn) error {
-		tag, err := conn.Exec(ctx, requeueSQL, inboxID, now)
+		tag, err := conn.Exec(ctx, requeueSQL, matchable(inboxID), now)
 		if err == nil && tag.RowsAffected() == 0 {
 			return fmt.Errorf("dead inbox record %q: %w", inboxID, storage.ErrNotFound)
 		}
@@ -822,7 +851,7 @@ func scanLeasedInto(row pgx.CollectableRow, d *storage.LeasedDelivery, extra ...
 func (s *Store) DeliveryEndpoints(ctx context.Context, inboxIDs []string) (map[string]string, error) {
 	type row struct{ ID, EndpointID string }
 	rows, err := queryAll(ctx, s, "delivery endpoints", pgx.RowToStructByPos[row],
-		`SELECT id, endpoint_id FROM inbox WHERE id = ANY($1::TEXT[])`, inboxIDs)
+		`SELECT id, endpoint_id FROM inbox WHERE id = ANY($1::TEXT[])`, matchableAll(inboxIDs))
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,13 @@ var (
 const leasedColumns = `id, scope, event_id, endpoint_id, operation_key, secret_id, method, url, headers,
 	body, received_at, state, attempts, lease_token, leased_until, visible_at, last_error`
 
+// maxInlineFilter is the longest list of a filter bound one value per parameter. A longer
+// one is bound as a single JSON array: SQLite refuses a statement with more than 32,766
+// parameters, and a lease's statements repeat its lists in several branches, so a worker
+// naming some thousands of endpoints would fail its lease with a confusing UNAVAILABLE, and
+// with it every lease sharing its transaction.
+const maxInlineFilter = 100
+
 // filterSQL returns the conditions (each starting with AND) that restrict a query to f, and
 // appends their arguments to args. A delivery must match every non-empty list.
 func filterSQL(f storage.InboxFilter, args *[]any) string {
@@ -32,7 +39,13 @@ func filterSQL(f storage.InboxFilter, args *[]any) string {
 		column string
 		values []string
 	}{{"endpoint_id", f.EndpointIDs}, {"scope", f.Scopes}} {
-		if len(c.values) == 0 {
+		switch {
+		case len(c.values) == 0:
+			continue
+		case len(c.values) > maxInlineFilter:
+			list, _ := json.Marshal(c.values) // cannot fail for strings
+			b.WriteString(" AND " + c.column + " IN (SELECT value FROM json_each(?))")
+			*args = append(*args, string(list))
 			continue
 		}
 		b.WriteString(" AND " + c.column + " IN (?" + strings.Repeat(", ?", len(c.values)-1) + ")")
@@ -393,7 +406,7 @@ func (s *Store) Nack(ctx context.Context, inboxID, leaseToken string, retryAt ti
 			last_error = ?4, lease_token = NULL, leased_until = NULL
 			WHERE id = ?5 AND lease_token = ?6 AND state = 'leased' AND leased_until > ?3
 			RETURNING state, endpoint_id`,
-			maxAttempts, micros(retryAt), micros(now), lastError, inboxID, leaseToken).Scan(&state, &endpointID)
+			maxAttempts, micros(retryAt), micros(now), storage.StorableText(lastError), inboxID, leaseToken).Scan(&state, &endpointID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return false, nil
 		}

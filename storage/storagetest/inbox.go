@@ -680,6 +680,8 @@ func testInbox(t *testing.T, h harness) {
 			ack(t, stores[1], id, fmt.Sprintf("w%d", w), expired)
 		}
 	})
+
+	t.Run("hostile input", func(t *testing.T) { testInboxHostileInput(t, h) })
 }
 
 func testRetention(t *testing.T, h harness) {

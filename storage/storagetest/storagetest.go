@@ -5,7 +5,9 @@
 // suite uses times truncated to microseconds and expects every time a backend returns to be in
 // UTC, and durations are whole milliseconds, which is the precision the schemas keep.
 // Identifiers are valid UTF-8 text; only bodies, header values and sealed secrets carry
-// arbitrary bytes. Claim tests create the endpoints they deliver to, so a backend may, but
+// arbitrary bytes. Identifiers holding NUL, which PostgreSQL's text cannot store, are never
+// stored, but the inbox calls that only look them up must answer them as they answer any id
+// that matches nothing (see testInboxHostileInput). Claim tests create the endpoints they deliver to, so a backend may, but
 // need not, reference endpoints from its inbox.
 package storagetest
 

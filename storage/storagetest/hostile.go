@@ -1,0 +1,107 @@
+package storagetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hookverify/hookverify/storage"
+)
+
+// testInboxHostileInput checks the inbox calls with arguments no stored row can match: ids and
+// lease tokens holding NUL, which the API's strings allow (valid UTF-8) but PostgreSQL's text
+// refuses. Such a call is answered as for any id or token that matches nothing, and never
+// fails the calls that share its commit.
+func testInboxHostileInput(t *testing.T, h harness) {
+	t0 := at(time.Hour)
+
+	t.Run("an ack naming an impossible id or token fails alone, as one that matches nothing", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		deliver(t, s, "ep-1", "ep-1", "d1", at(time.Second))
+		deliver(t, s, "ep-1", "ep-1", "d2", at(2*time.Second))
+		wantIDs(t, lease(t, s, leaseReq("tok-1", t0, 2)), "lease", "d1", "d2")
+
+		errs := s.AckMany(t.Context(), []storage.LeaseRef{
+			{InboxID: "d1", LeaseToken: "tok-1"},
+			{InboxID: "d2", LeaseToken: "tok-1\x00"},
+			{InboxID: "d\x002", LeaseToken: "tok-1"},
+		}, t0)
+		if len(errs) != 3 {
+			t.Fatalf("AckMany of 3 answered %d", len(errs))
+		}
+		must(t, errs[0], "the valid ack of an AckMany with impossible ones")
+		wantErr(t, errs[1], storage.ErrLeaseLost, "an ack with a token holding NUL")
+		wantErr(t, errs[2], storage.ErrNotFound, "an ack of an id holding NUL")
+
+		wantErr(t, s.Ack(t.Context(), "d2", "\x00", t0), storage.ErrLeaseLost, "Ack with a token holding NUL")
+		wantErr(t, s.Ack(t.Context(), "\x00", "tok-1", t0), storage.ErrNotFound, "Ack of an id holding NUL")
+		_, err := s.Nack(t.Context(), "d2", "tok\x00", t0, 3, "", t0)
+		wantErr(t, err, storage.ErrLeaseLost, "Nack with a token holding NUL")
+		_, err = s.Nack(t.Context(), "d\x00", "tok-1", t0, 3, "", t0)
+		wantErr(t, err, storage.ErrNotFound, "Nack of an id holding NUL")
+		wantErr(t, s.ExtendLease(t.Context(), "d2", "tok\x00", t0.Add(time.Hour), t0), storage.ErrLeaseLost,
+			"ExtendLease with a token holding NUL")
+		wantErr(t, s.ExtendLease(t.Context(), "d\x00", "tok-1", t0.Add(time.Hour), t0), storage.ErrNotFound,
+			"ExtendLease of an id holding NUL")
+		wantErr(t, s.Requeue(t.Context(), "d\x00", t0), storage.ErrNotFound, "Requeue of an id holding NUL")
+		got, err := s.DeliveryEndpoints(t.Context(), []string{"d2", "d\x002"})
+		must(t, err, "DeliveryEndpoints with an id holding NUL")
+		wantSame(t, map[string]string{"d2": "ep-1"}, got, "DeliveryEndpoints with an id holding NUL")
+
+		// The lease of d2 was untouched by all that.
+		ack(t, s, "d2", "tok-1", t0)
+		wantStats(t, s, "stats after the acks")
+	})
+
+	t.Run("a lease filtered by an impossible endpoint or scope leases nothing of it", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		deliver(t, s, "ep-1", "ep-1", "d1", at(time.Second))
+		for _, f := range []storage.InboxFilter{
+			{EndpointIDs: []string{"ep\x00"}},
+			{Scopes: []string{"ep-1\x00"}},
+			{EndpointIDs: []string{"ep-2", "ep\x00"}},
+		} {
+			req := leaseReq("tok-1", t0, 10)
+			req.InboxFilter = f
+			wantIDs(t, lease(t, s, req), "lease filtered by "+describeFilter(f))
+			list, err := s.ListDeadLetters(t.Context(), f, 10)
+			must(t, err, "ListDeadLetters filtered by "+describeFilter(f))
+			wantIDs(t, list, "dead letters filtered by "+describeFilter(f))
+		}
+		// The same filter with a real endpoint beside it still leases that endpoint's.
+		req := leaseReq("tok-2", t0, 10)
+		req.EndpointIDs = []string{"ep\x00", "ep-1"}
+		wantIDs(t, lease(t, s, req), "lease filtered by an impossible endpoint and ep-1", "d1")
+	})
+
+	t.Run("a lease filtered by many endpoints and scopes works", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		deliver(t, s, "ep-1", "ep-1", "d1", at(time.Second))
+		req := leaseReq("tok-1", t0, 10)
+		req.EndpointIDs = append(manyEndpoints(40000), "ep-1")
+		req.Scopes = append(manyEndpoints(40000), "ep-1")
+		wantIDs(t, lease(t, s, req), "lease filtered by 40,001 endpoints and scopes", "d1")
+		list, err := s.ListDeadLetters(t.Context(), req.InboxFilter, 10)
+		must(t, err, "ListDeadLetters filtered by 40,001 endpoints and scopes")
+		wantIDs(t, list, "dead letters filtered by 40,001 endpoints")
+	})
+
+	t.Run("a nack's error holding NUL is kept, NUL replaced", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		deliver(t, s, "ep-1", "ep-1", "d1", at(time.Second))
+		lease(t, s, leaseReq("tok-1", t0, 1))
+		dead, err := s.Nack(t.Context(), "d1", "tok-1", t0, 1, "exit status 1: \x00binary\x00", t0)
+		must(t, err, "Nack with an error holding NUL")
+		if !dead {
+			t.Fatal("Nack at the last attempt did not report dead")
+		}
+		list := deadLetters(t, s, storage.InboxFilter{}, 10)
+		if len(list) != 1 || list[0].LastError != "exit status 1: \uFFFDbinary\uFFFD" {
+			t.Fatalf("dead letters after a nack whose error held NUL: %+v", list)
+		}
+	})
+}
+
+func describeFilter(f storage.InboxFilter) string {
+	return fmt.Sprintf("endpoints %q, scopes %q", f.EndpointIDs, f.Scopes)
+}
