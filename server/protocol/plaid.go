@@ -57,13 +57,15 @@ func Plaid() *Protocol {
 		SignatureScheme:  "ES256 JWT in Plaid-Verification (kid selects the JWK), iat and request_body_sha256 = SHA-256 of the body",
 		SignsTimestamp:   true,
 		DefaultTolerance: plaidDefaultTolerance,
-		IdentitySource: `"body-sha256:<hex>" of the raw body (which the JWT signs): Plaid webhooks carry no event id, and ` +
-			`item_id/webhook_type/webhook_code repeat across distinct events`,
+		IdentitySource: `"iat:<JWT iat>:body-sha256:<hex SHA-256 of the raw body>": Plaid webhooks carry no event id, and ` +
+			`the body alone repeats across distinct events (every SYNC_UPDATES_AVAILABLE for an Item is byte-identical), so the ` +
+			`signed issue time tells them apart`,
 		DocsURL: "https://plaid.com/docs/api/webhooks/webhook-verification/",
 		Retries: "Plaid retries a webhook that gets no 200 within 10 seconds, with backoff over about 24 hours; each " +
 			"attempt is a new request with a freshly issued JWT (Plaid tells receivers to reject an iat older than 5 " +
-			"minutes) and the same body, so the 5-minute tolerance, applied both ways, does not reject genuine retries " +
-			"and the body hash keeps one identity.",
+			"minutes) and the same body, so the 5-minute tolerance, applied both ways, does not reject genuine retries. " +
+			"The identity includes the iat, so a retry Plaid re-signs is accepted again (Plaid asks receivers to be " +
+			"idempotent); the same request forwarded twice is a duplicate.",
 		ParseSecret:   parsePlaidSecret,
 		Verify:        verifyPlaid,
 		Sign:          signPlaid,
@@ -312,7 +314,11 @@ func verifyPlaid(req *Request, keys []Key, p Params) (Result, error) {
 	if _, err := jsonObject(req.Body); err != nil {
 		return Result{}, err
 	}
-	return Result{KeyID: keyID, EventID: bodySHA256ID(req.Body)}, nil
+	// The body alone is no identity: a notification such as SYNC_UPDATES_AVAILABLE repeats the
+	// same bytes for every change to an Item, and keying on it would answer every later one
+	// DUPLICATE for the whole dedupe window. The signed iat separates them; it is the only
+	// signed value that does (the signature is randomized ECDSA and must not be an identity).
+	return Result{KeyID: keyID, EventID: "iat:" + strconv.FormatInt(iat, 10) + ":" + bodySHA256ID(req.Body)}, nil
 }
 
 // signPlaid produces the Plaid-Verification JWT Plaid would send, signed with the private JWK

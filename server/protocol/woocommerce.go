@@ -22,10 +22,8 @@ var woocommerceProvider = bodyMACProvider{
 		size:    sha256.Size,
 		enc:     digestBase64,
 	},
-	secret: sharedSecretParser("WooCommerce webhook secret"),
-	identity: func(req *Request) (string, error) {
-		return headerIdentity(req.Headers, "X-WC-Webhook-Delivery-ID")
-	},
+	secret:   sharedSecretParser("WooCommerce webhook secret"),
+	identity: woocommerceIdentity,
 	extra: func(in SignInput) (Headers, error) {
 		if in.EventID == "" {
 			return nil, fmt.Errorf("woocommerce: sign needs an EventID for X-WC-Webhook-Delivery-ID")
@@ -39,6 +37,19 @@ var woocommerceProvider = bodyMACProvider{
 			{Name: "X-WC-Webhook-Delivery-ID", Value: in.EventID},
 		}, nil
 	},
+}
+
+// woocommerceIdentity is "<X-WC-Webhook-Delivery-ID>:body-sha256:<hex>". The delivery id alone
+// is not unique: WC_Webhook::get_new_delivery_id is wp_hash(webhook id . strtotime('now')), the
+// same for every delivery one webhook makes within a second, so two events in that second (a
+// bulk edit of several orders) would share it and the second would be lost as a duplicate. The
+// body's hash tells them apart; a re-forward of one delivery keeps both parts.
+func woocommerceIdentity(req *Request) (string, error) {
+	id, err := headerIdentity(req.Headers, "X-WC-Webhook-Delivery-ID")
+	if err != nil {
+		return "", err
+	}
+	return id + ":" + bodySHA256ID(req.Body), nil
 }
 
 // woocommercePing is the body of WooCommerce's activation ping.
@@ -56,8 +67,10 @@ func WooCommerce() *Protocol {
 		Name:            "woocommerce",
 		DisplayName:     "WooCommerce",
 		SignatureScheme: "HMAC-SHA256 (base64) of the raw body, X-WC-Webhook-Signature; unsigned webhook_id= ping",
-		IdentitySource: "X-WC-Webhook-Delivery-ID header (WooCommerce's id of the delivery; the resource " +
-			"id in X-WC-Webhook-Resource + body \"id\" names the object, which many events share)",
+		IdentitySource: "X-WC-Webhook-Delivery-ID header + \":\" + " + bodyHashPrefix + "<hex SHA-256 of the raw body> " +
+			"(WooCommerce's delivery id is a hash of the webhook id and the current second, shared by every " +
+			"delivery of that second; the resource id in X-WC-Webhook-Resource + body \"id\" names the " +
+			"object, which many events share)",
 		DocsURL: "https://woocommerce.github.io/woocommerce-rest-api-docs/#webhooks",
 		Retries: "WooCommerce sends each delivery once, from Action Scheduler, and does not retry a " +
 			"failed one; it counts failures and disables the webhook after 5 consecutive ones " +

@@ -18,8 +18,9 @@ func TestWooCommerceVerify(t *testing.T) {
 	in := SignInput{Body: []byte(woocommerceBody), EventID: woocommerceDelivery}
 	good := signed(t, p, in, woocommerceSecret)
 	indep := hmacSHA256Base64(woocommerceSecret, woocommerceBody)
+	event := woocommerceDelivery + ":" + bodySHA256ID([]byte(woocommerceBody))
 	fx := signingFixture{
-		p: p, secret: woocommerceSecret, secretNew: woocommerceSecretNew, in: in, wantEvent: woocommerceDelivery,
+		p: p, secret: woocommerceSecret, secretNew: woocommerceSecretNew, in: in, wantEvent: event,
 		sigHeader: "X-WC-Webhook-Signature",
 		noID:      withoutHeader(good, "X-WC-Webhook-Delivery-ID"),
 		malformed: []string{"garbage", strings.TrimRight(indep, "="), hmacSHA256Hex(woocommerceSecret, woocommerceBody), "sha256=" + indep},
@@ -27,7 +28,7 @@ func TestWooCommerceVerify(t *testing.T) {
 	cs := fx.cases(t)
 	ping := &Request{Method: "POST", Body: []byte("webhook_id=12")}
 	cs = append(cs,
-		verifyCase{name: "independent signature accepted", req: withHeader(good, "X-WC-Webhook-Signature", indep), keys: []string{woocommerceSecret}, wantKey: "k0", wantEvent: woocommerceDelivery},
+		verifyCase{name: "independent signature accepted", req: withHeader(good, "X-WC-Webhook-Signature", indep), keys: []string{woocommerceSecret}, wantKey: "k0", wantEvent: event},
 		verifyCase{name: "ping with a signature header is judged as a delivery", req: withHeader(ping, "X-WC-Webhook-Signature", indep), keys: []string{woocommerceSecret}, wantReason: ReasonSignatureMismatch},
 		verifyCase{name: "ping-like body with more fields is not a ping", req: &Request{Method: "POST", Body: []byte("webhook_id=12&x=1")}, keys: []string{woocommerceSecret}, wantReason: ReasonMissingSignature},
 		verifyCase{name: "ping body by GET is not a ping", req: &Request{Method: "GET", Body: []byte("webhook_id=12")}, keys: []string{woocommerceSecret}, wantReason: ReasonMissingSignature},
