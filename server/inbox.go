@@ -47,7 +47,8 @@ func (s *Server) inbox() (storage.InboxStore, error) {
 // server's MaxAttempts to the dead letters, and returns how many it moved. There are such
 // deliveries only when MaxAttempts was lowered since they were nacked; no lease would ever
 // take them, yet they would count as pending for ever (stats, backpressure). Their last error
-// says why. Run it once the store is open, before serving: it reads every pending delivery.
+// says why. Run it once the store is open, before serving; RunRetention runs it again every
+// exhaustedCheckInterval. It reads every pending delivery.
 func (s *Server) DeadLetterExhausted(ctx context.Context, st storage.InboxStore) (int64, error) {
 	req := storage.ExhaustedRequest{
 		MaxAttempts: s.maxAttempts,

@@ -313,6 +313,54 @@ func TestLowerMaxAttemptsDeadLettersSpentPendingAtStart(t *testing.T) {
 	})
 }
 
+// TestRunningServerDeadLettersSpentPendingHourly: in a rolling deploy that lowers
+// --max-attempts, a server still on the old limit nacks a delivery back to pending after the
+// new servers ran their start-up step. Once the old server is gone, no lease takes that
+// delivery; a running server's retention loop must move it to the dead letters within an
+// hour rather than leave it pending until the next restart.
+func TestRunningServerDeadLettersSpentPendingHourly(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnvWith(t, b, func(o *server.Options) { o.MaxAttempts = 5 })
+		acceptSome(t, e, "work", 1)
+		// e.instance is the old server. The new server (limit 2) is running, its start-up step done, its retention loop on.
+		e.options = func(o *server.Options) { o.MaxAttempts = 2 }
+		newServer := e.start(t, e.store)
+		ctx, cancel := context.WithCancel(t.Context())
+		loopDone := make(chan struct{})
+		go func() {
+			defer close(loopDone)
+			newServer.srv.RunRetention(ctx, server.Retention{Interval: 10 * time.Millisecond})
+		}()
+		t.Cleanup(func() { cancel(); <-loopDone })
+		// Meanwhile the old server (limit 5) nacks the delivery three times, then goes.
+		for range 3 {
+			d := lease(t, e, 1, time.Minute)
+			if len(d) != 1 {
+				t.Fatalf("old server leased %d, want 1", len(d))
+			}
+			if _, err := e.inbox.Nack(t.Context(), &hookverifyv1.NackRequest{InboxId: d[0].GetInboxId(), LeaseToken: d[0].GetLeaseToken(), RetryAfter: durationpb.New(0), Error: "downstream down"}); err != nil {
+				t.Fatalf("Nack: %v", err)
+			}
+		}
+		e.instance = newServer
+		e.clock.Advance(time.Hour)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			dead, err := e.inbox.ListDeadLetters(t.Context(), &hookverifyv1.ListDeadLettersRequest{})
+			if err != nil {
+				t.Fatalf("ListDeadLetters: %v", err)
+			}
+			if len(dead.GetDeliveries()) == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the delivery with no attempts left under the running server's limit was not dead-lettered an hour on")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
 func TestBackpressure(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		e := newEnvWith(t, b, func(o *server.Options) { o.MaxPendingPerEndpoint = 2 })

@@ -36,15 +36,34 @@ func (r Retention) withDefaults() Retention {
 	return r
 }
 
-// RunRetention sweeps on every interval until ctx ends. Several instances may sweep at once:
-// each batch is its own statement, and deleting an already deleted row is a no-op.
+// exhaustedCheckInterval is how often a running server moves pending deliveries with no
+// attempts left under its MaxAttempts to the dead letters (DeadLetterExhausted), besides once
+// at start. In a rolling deploy that lowers --max-attempts, a server still on the higher
+// limit can nack a delivery back to pending after the new ones started; once it is gone, no
+// server would lease that delivery, and it would wait for the next restart. The check reads
+// every pending delivery, hence not at every sweep.
+const exhaustedCheckInterval = time.Hour
+
+// RunRetention sweeps on every interval until ctx ends, and runs DeadLetterExhausted every
+// exhaustedCheckInterval. Several instances may sweep at once: each batch is its own
+// statement, and deleting an already deleted row is a no-op.
 func (s *Server) RunRetention(ctx context.Context, r Retention) {
 	r = r.withDefaults()
 	ticker := time.NewTicker(r.Interval)
 	defer ticker.Stop()
+	lastExhaustedCheck := s.clock() // serve ran it before starting this loop
 	for {
 		if _, err := s.SweepOnce(ctx, r); err != nil && ctx.Err() == nil {
 			s.log.WarnContext(ctx, "retention sweep failed; will retry", "err", err)
+		}
+		if now := s.clock(); now.Sub(lastExhaustedCheck) >= exhaustedCheckInterval {
+			if ib, err := s.inbox(); err == nil {
+				if _, err := s.DeadLetterExhausted(ctx, ib); err != nil && ctx.Err() == nil {
+					s.log.WarnContext(ctx, "dead-lettering exhausted deliveries failed; will retry", "err", err)
+				} else {
+					lastExhaustedCheck = now
+				}
+			}
 		}
 		select {
 		case <-ctx.Done():
