@@ -127,12 +127,13 @@ func (s *Server) AddSecret(ctx context.Context, req *hookverifyv1.AddSecretReque
 	if err != nil {
 		return nil, err
 	}
-	var notBefore, notAfter time.Time
-	if req.GetNotBefore() != nil {
-		notBefore = req.GetNotBefore().AsTime().UTC().Truncate(time.Microsecond)
+	notBefore, err := windowTime("not_before", req.GetNotBefore())
+	if err != nil {
+		return nil, err
 	}
-	if req.GetNotAfter() != nil {
-		notAfter = req.GetNotAfter().AsTime().UTC().Truncate(time.Microsecond)
+	notAfter, err := windowTime("not_after", req.GetNotAfter())
+	if err != nil {
+		return nil, err
 	}
 	if !notBefore.IsZero() && !notAfter.IsZero() && !notAfter.After(notBefore) {
 		return nil, status.Error(codes.InvalidArgument, "not_after must be later than not_before")
@@ -153,6 +154,22 @@ func (s *Server) AddSecret(ctx context.Context, req *hookverifyv1.AddSecretReque
 	s.cache.invalidate(e.ID)
 	s.log.InfoContext(ctx, "secret added", "endpoint", e.ID, "secret_id", sec.ID)
 	return &hookverifyv1.AddSecretResponse{Secret: s.secretInfo(sec)}, nil
+}
+
+// windowTime reads an optional bound of a secret's validity window (the zero time when unset).
+// A timestamp outside the range google.protobuf.Timestamp defines, or with nanos out of range,
+// is refused: past the stores' microsecond encoding it would be stored as another time, and
+// the stores would disagree on whether the secret is valid. The year-1 minimum is refused too,
+// since the zero time reads back as "no limit".
+func windowTime(field string, ts *timestamppb.Timestamp) (time.Time, error) {
+	if ts == nil {
+		return time.Time{}, nil
+	}
+	t := ts.AsTime().UTC().Truncate(time.Microsecond)
+	if !ts.IsValid() || t.IsZero() {
+		return time.Time{}, status.Errorf(codes.InvalidArgument, "%s must be a valid time between years 1 and 9999", field)
+	}
+	return t, nil
 }
 
 // RotateSecret adds a new secret valid at once and ends every earlier one at now + overlap.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -232,7 +233,7 @@ func (s *Server) Register(g *grpc.Server) {
 // refused calls are logged and counted) and every service registered. Pass TLS credentials
 // in extra (grpc.Creds) for mutual TLS.
 func (s *Server) NewGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
-	interceptors := []grpc.UnaryServerInterceptor{s.recoverInterceptor, s.logInterceptor}
+	interceptors := []grpc.UnaryServerInterceptor{s.recoverInterceptor, s.logInterceptor, clipStatusMessage}
 	if s.metrics != nil {
 		interceptors = append(interceptors, s.metrics.interceptor)
 	}
@@ -246,6 +247,34 @@ func (s *Server) NewGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 	g := grpc.NewServer(opts...)
 	s.Register(g)
 	return g
+}
+
+// maxStatusMessage bounds an error's message. Messages quote what the caller sent (ids,
+// names, options, scopes), and gRPC carries them in the trailers: quoting megabytes of id
+// whole made the answer unreadable (the client's connection failed with an HTTP/2
+// COMPRESSION_ERROR, reported as UNAVAILABLE, which clients retry) and the log line huge.
+const maxStatusMessage = 1 << 10
+
+// clipStatusMessage cuts every error's message to maxStatusMessage bytes, between UTF-8
+// characters, keeping its code and details. It runs inside logInterceptor, so that the log
+// gets the clipped message too.
+func clipStatusMessage(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	if err == nil {
+		return resp, nil
+	}
+	st := status.Convert(err)
+	msg := st.Message()
+	if len(msg) <= maxStatusMessage {
+		return resp, err
+	}
+	cut := maxStatusMessage
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	p := st.Proto()
+	p.Message = fmt.Sprintf("%s... (%d bytes cut)", msg[:cut], len(msg)-cut)
+	return resp, status.ErrorProto(p)
 }
 
 func (s *Server) recoverInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {

@@ -56,8 +56,9 @@ func (s *Server) CreateToken(ctx context.Context, req *hookverifyv1.CreateTokenR
 		return nil, err
 	}
 	name := req.GetName()
-	if name == "" || len(name) > maxTokenName || !utf8.ValidString(name) {
-		return nil, status.Errorf(codes.InvalidArgument, "name must be 1 to %d bytes of UTF-8", maxTokenName)
+	// NUL too is refused: PostgreSQL cannot store it in text, and both stores must agree.
+	if name == "" || len(name) > maxTokenName || !utf8.ValidString(name) || strings.ContainsRune(name, 0) {
+		return nil, status.Errorf(codes.InvalidArgument, "name must be 1 to %d bytes of UTF-8 without NUL", maxTokenName)
 	}
 	scopes, err := ParseScopes(req.GetScopes())
 	if err != nil {

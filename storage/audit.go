@@ -38,7 +38,8 @@ type AuditFilter struct {
 // RevokeToken), inside the transaction
 // of the change: when ctx carries an event (WithAuditEvent), the change and its record commit
 // together or not at all, so no change escapes the trail and no record claims a change that
-// did not happen.
+// did not happen. A write that changes nothing (retiring a retired secret, revoking a revoked
+// token) records nothing either: the first change's record stands, with its caller and time.
 type AuditStore interface {
 	// ListAuditEvents returns up to f.Limit events matching f, oldest first (by At, then ID).
 	ListAuditEvents(ctx context.Context, f AuditFilter) ([]AuditEvent, error)

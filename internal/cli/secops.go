@@ -64,7 +64,9 @@ func runRekey(ctx context.Context, e env, args []string) error {
 	if *page < 1 || *page > 1000 {
 		return errors.New("--page must be between 1 and 1000")
 	}
-	conn, err := client.Dial(r.server)
+	// r.dial, like every other remote command: the token and TLS flags matter most here, on
+	// a production server that requires callers to authenticate.
+	conn, err := r.dial()
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 )
 
@@ -172,5 +173,27 @@ func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
 	if err := f.Close(); err != nil {
 		return nil, false, fmt.Errorf("secretbox: closing master key file: %w", err)
 	}
+	// The file's name lives in the directory: without this, a crash could lose the file after
+	// secrets were sealed under its key, and the next start would generate another key.
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return nil, false, fmt.Errorf("secretbox: syncing master key directory: %w", err)
+	}
 	return key, true, nil
+}
+
+// syncDir makes a directory's entries durable (a variable so that a test can see it called).
+// Windows cannot sync a directory (and does not need to): there it does nothing.
+var syncDir = func(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

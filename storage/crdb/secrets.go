@@ -91,9 +91,15 @@ func (s *Store) RetireSecret(ctx context.Context, endpointID, secretID string, a
 	}
 	var sec storage.Secret
 	err := s.inTx(ctx, "retire secret", writeTx, func(ctx context.Context, tx pgx.Tx) error {
-		// COALESCE keeps the first retirement time, which makes retiring idempotent.
-		rows, err := tx.Query(ctx, `UPDATE secrets SET retired_at = COALESCE(retired_at, $3)
-			WHERE endpoint_id = $1 AND id = $2 RETURNING `+secretColumns, endpointID, secretID, at)
+		// Only a secret not retired yet changes, which keeps the first retirement time and
+		// makes retiring idempotent; only that change is recorded.
+		tag, err := tx.Exec(ctx, `UPDATE secrets SET retired_at = $3
+			WHERE endpoint_id = $1 AND id = $2 AND retired_at IS NULL`, endpointID, secretID, at)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT `+secretColumns+` FROM secrets WHERE endpoint_id = $1 AND id = $2`,
+			endpointID, secretID)
 		if err != nil {
 			return err
 		}
@@ -101,7 +107,7 @@ func (s *Store) RetireSecret(ctx context.Context, endpointID, secretID string, a
 		if errors.Is(err, pgx.ErrNoRows) {
 			return storage.ErrNotFound
 		}
-		if err != nil {
+		if err != nil || tag.RowsAffected() == 0 {
 			return err
 		}
 		return recordAudit(ctx, tx)

@@ -81,8 +81,8 @@ func (s *Store) RetireSecret(ctx context.Context, endpointID, secretID string, a
 	}
 	var sec storage.Secret
 	err := s.write(ctx, "retire secret", func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE secrets SET retired_at = ?
-			WHERE id = ? AND endpoint_id = ? AND retired_at IS NULL`, micros(at), secretID, endpointID)
+		retired, err := affected(tx.ExecContext(ctx, `UPDATE secrets SET retired_at = ?
+			WHERE id = ? AND endpoint_id = ? AND retired_at IS NULL`, micros(at), secretID, endpointID))
 		if err != nil {
 			return err
 		}
@@ -91,7 +91,9 @@ func (s *Store) RetireSecret(ctx context.Context, endpointID, secretID string, a
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("secret %q of endpoint %q: %w", secretID, endpointID, storage.ErrNotFound)
 		}
-		if err != nil {
+		if err != nil || !retired {
+			// Retired before: nothing changed, so nothing to record (the first retirement's
+			// record stands, with its caller and time).
 			return err
 		}
 		return recordAudit(ctx, tx)
