@@ -11,14 +11,17 @@ import (
 // webhook created in the store admin, the signing key shown there) and sends it base64 in
 // X-Shopify-Hmac-Sha256. Nothing else is signed: there is no timestamp.
 //
-// Identity. Shopify's pages differ on the dedup header: "Ignore duplicate webhooks"
-// (https://shopify.dev/docs/apps/build/webhooks/ignore-duplicates) says to use
-// X-Shopify-Event-Id, whose same value "across more than one webhook indicates a duplicate" —
-// it names the event, is kept on retries and is shared by the webhooks several subscriptions
-// to one topic receive; the newer verify-deliveries summary names X-Shopify-Webhook-Id, which
-// names one webhook (one subscription's delivery, also kept on retries). The event is what we
-// claim, so X-Shopify-Event-Id is the identity; deliveries from before that header existed
-// (and manually created store webhooks that may lack it) fall back to X-Shopify-Webhook-Id.
+// Identity. Shopify's pages differ on the dedup header. "Ignore duplicate webhooks"
+// (https://shopify.dev/docs/apps/build/webhooks/ignore-duplicates) names X-Shopify-Event-Id,
+// but the delivery-structure page defines it as "a unique ID shared across all deliveries
+// produced by the same merchant action": one action that fires several topics to one URL
+// (orders/create and orders/updated, say) sends them all under one Event-Id, so keying on it
+// would accept the first and answer the others DUPLICATE, losing them. The same pages call
+// X-Shopify-Webhook-Id "a unique composite key per delivery. Use to identify and deduplicate
+// individual deliveries", and verify-deliveries says to "ignore duplicate deliveries using
+// X-Shopify-Webhook-Id": it is kept on retries, so it is the identity. Deliveries without it
+// fall back to X-Shopify-Event-Id. Two subscriptions to one topic at one URL then give two
+// deliveries, each accepted once.
 var shopifyScheme = bodyMACScheme{
 	headers: []string{"X-Shopify-Hmac-Sha256"},
 	newHash: sha256.New,
@@ -34,19 +37,19 @@ var parseShopifySecret = sharedSecretParser("Shopify client secret")
 //
 // Verify rejects, in this order: no X-Shopify-Hmac-Sha256 (missing signature); an empty value
 // or one that is not 32 bytes of padded standard base64 (malformed signature); no key
-// matching (signature mismatch); neither X-Shopify-Event-Id nor X-Shopify-Webhook-Id
+// matching (signature mismatch); neither X-Shopify-Webhook-Id nor X-Shopify-Event-Id
 // (missing event id).
 func Shopify() *Protocol {
 	return &Protocol{
 		Name:            "shopify",
 		DisplayName:     "Shopify",
 		SignatureScheme: "HMAC-SHA256 (base64) of the raw body, X-Shopify-Hmac-Sha256",
-		IdentitySource:  "X-Shopify-Event-Id header (the event; same on retries and across subscriptions), else X-Shopify-Webhook-Id",
+		IdentitySource:  "X-Shopify-Webhook-Id header (the delivery; same on retries), else X-Shopify-Event-Id (shared by every topic one merchant action fires, so not the first choice)",
 		DocsURL:         "https://shopify.dev/docs/apps/build/webhooks/verify-deliveries",
 		Retries: "Shopify retries a failed delivery (no 2xx within 5 s) 8 times over 4 hours with " +
 			"exponential backoff, with the original payload and the original HMAC " +
 			"(https://shopify.dev/changelog/updates-to-webhook-retry-mechanism); no timestamp is " +
-			"signed, so there is no tolerance to outlast, and the event id repeats on every retry. " +
+			"signed, so there is no tolerance to outlast, and the webhook id repeats on every retry. " +
 			"After a client-secret rotation Shopify may keep signing with the old secret for up to " +
 			"an hour: keep both secrets configured meanwhile.",
 		ParseSecret:   parseShopifySecret,
@@ -61,7 +64,7 @@ func verifyShopify(req *Request, keys []Key, _ Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	id, err := headerIdentity(req.Headers, "X-Shopify-Event-Id", "X-Shopify-Webhook-Id")
+	id, err := headerIdentity(req.Headers, "X-Shopify-Webhook-Id", "X-Shopify-Event-Id")
 	if err != nil {
 		return Result{}, err
 	}

@@ -29,9 +29,9 @@ func TestShopifyVerify(t *testing.T) {
 	cs := fx.cases(t)
 	cs = append(cs,
 		verifyCase{name: "independent HMAC accepted", req: withHeader(good, "X-Shopify-Hmac-Sha256", indep), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: shopifyEventID},
-		verifyCase{name: "webhook id is the fallback identity", req: withHeader(withoutHeader(good, "X-Shopify-Event-Id"), "X-Shopify-Webhook-Id", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"},
-		verifyCase{name: "event id preferred over webhook id", req: withHeader(good, "X-Shopify-Webhook-Id", "other"), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: shopifyEventID},
-		verifyCase{name: "empty event id falls back", req: withHeader(withHeader(good, "X-Shopify-Event-Id", ""), "X-Shopify-Webhook-Id", "wh-1"), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: "wh-1"},
+		verifyCase{name: "event id is the fallback identity", req: withHeader(withoutHeader(good, "X-Shopify-Webhook-Id"), "X-Shopify-Event-Id", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"},
+		verifyCase{name: "webhook id preferred over event id", req: withHeader(good, "X-Shopify-Event-Id", "other"), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: shopifyEventID},
+		verifyCase{name: "empty webhook id falls back", req: withHeader(withHeader(good, "X-Shopify-Webhook-Id", ""), "X-Shopify-Event-Id", "ev-1"), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: "ev-1"},
 		verifyCase{name: "old timestamp does not matter (nothing is timed)", req: good, keys: []string{shopifySecret}, params: Params{Now: fixedNow.Add(30 * 24 * time.Hour)}, wantKey: "k0", wantEvent: shopifyEventID},
 	)
 	runVerifyCases(t, p, cs)
@@ -72,3 +72,35 @@ func FuzzShopifySignatureHeader(f *testing.F) {
 }
 
 const shopifyOpenSSL = "gMoO7MxN6tDzQIEJBRpu4jaR6MwdbTwkWR/nb2YH6q0="
+
+// TestShopifyTopicsOfOneActionAreDistinct: one merchant action that fires orders/create and
+// orders/updated to one URL sends both under one X-Shopify-Event-Id ("shared across all
+// deliveries produced by the same merchant action"), each with its own X-Shopify-Webhook-Id.
+// They are two deliveries of work, so they must get two identities; a retry of one, which
+// repeats its webhook id, must get that one's.
+func TestShopifyTopicsOfOneActionAreDistinct(t *testing.T) {
+	t.Parallel()
+	p := Shopify()
+	keys := keysFor(t, p, shopifySecret)
+	delivery := func(topic, webhookID string) *Request {
+		req := signed(t, p, SignInput{Body: []byte(shopifyBody), EventID: webhookID, Timestamp: fixedNow}, shopifySecret)
+		req = withHeader(req, "X-Shopify-Event-Id", shopifyEventID)
+		return withHeader(req, "X-Shopify-Topic", topic)
+	}
+	id := func(req *Request) string {
+		t.Helper()
+		res, err := p.Verify(req, keys, Params{Now: fixedNow})
+		if err != nil {
+			t.Fatalf("Verify: %v", err)
+		}
+		return res.EventID
+	}
+	created := id(delivery("orders/create", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"))
+	updated := id(delivery("orders/updated", "0f2d2b3a-9c51-4a0e-8d8e-5b0b1d7f6a21"))
+	if created == updated {
+		t.Fatalf("orders/create and orders/updated of one action share the identity %q: the second would be lost as a duplicate", created)
+	}
+	if retry := id(delivery("orders/create", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043")); retry != created {
+		t.Fatalf("a retry got %q, want the original's %q", retry, created)
+	}
+}
