@@ -281,7 +281,7 @@ func (d *demo) deliver(ctx context.Context, s demoStep) error {
 }
 
 // everyProvider runs each registered protocol through the same three deliveries: signed
-// (ACCEPTED), the same again (DUPLICATE) and, where the protocol signs the body, the body changed
+// (ACCEPTED), the same again (DUPLICATE, or ACCEPTED where every delivery is new) and, where the protocol signs the body, the body changed
 // by one byte (REJECTED). Signing uses each protocol's own Sign with a fresh example secret.
 func (d *demo) everyProvider(ctx context.Context) error {
 	fmt.Fprintln(d.e.stdout, "\nEvery provider, signed with its own scheme:")
@@ -315,6 +315,9 @@ func (d *demo) everyProvider(ctx context.Context) error {
 		}
 		verdicts := make([]string, 0, 3)
 		expect := []hookverifyv1.Verdict{hookverifyv1.Verdict_VERDICT_ACCEPTED, hookverifyv1.Verdict_VERDICT_DUPLICATE, hookverifyv1.Verdict_VERDICT_REJECTED}
+		if p.EveryDeliveryNew {
+			expect[1] = hookverifyv1.Verdict_VERDICT_ACCEPTED // nothing tells a repeat from a new notification
+		}
 		bodies := [][]byte{signed.Body, signed.Body, append(append([]byte(nil), signed.Body...), ' ')}
 		key := ""
 		for i, body := range bodies {

@@ -37,7 +37,7 @@ func BasicAuth() *Protocol {
 		Retries: "Depends on the sender; every attempt carries the same credentials and nothing is timed, so a retry " +
 			"is accepted at any delay and deduplicated by its identity (with the body-hash fallback, a retry with an identical body).",
 		ParseSecret:     parseBasicAuthSecret,
-		ValidateOptions: genericValidateIdentityOptions,
+		ValidateOptions: genericValidateCredentialIdentityOptions(basicAuthHeader),
 		Verify:          verifyBasicAuth,
 		Sign:            signBasicAuth,
 		ExampleSecret:   exampleBasicAuthSecret,
@@ -62,7 +62,7 @@ func parseBasicAuthSecret(secret string) ([]byte, error) {
 }
 
 func verifyBasicAuth(req *Request, keys []Key, p Params) (Result, error) {
-	id, err := parseGenericIdentity(p.Options)
+	id, err := genericCredentialIdentity(p.Options, basicAuthHeader)
 	if err != nil {
 		return Result{}, fmt.Errorf("basic-auth: the endpoint's options are invalid: %w", err)
 	}

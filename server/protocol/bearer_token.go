@@ -30,7 +30,7 @@ func BearerToken() *Protocol {
 		Retries: "Depends on the sender; every attempt carries the same token and nothing is timed, so a retry " +
 			"is accepted at any delay and deduplicated by its identity (with the body-hash fallback, a retry with an identical body).",
 		ParseSecret:     parseBearerToken,
-		ValidateOptions: genericValidateIdentityOptions,
+		ValidateOptions: genericValidateCredentialIdentityOptions("Authorization"),
 		Verify:          verifyBearerToken,
 		Sign:            signBearerToken,
 		ExampleSecret:   sharedExample("tok_"),
@@ -71,7 +71,7 @@ func parseBearerToken(secret string) ([]byte, error) {
 }
 
 func verifyBearerToken(req *Request, keys []Key, p Params) (Result, error) {
-	id, err := parseGenericIdentity(p.Options)
+	id, err := genericCredentialIdentity(p.Options, "Authorization")
 	if err != nil {
 		return Result{}, fmt.Errorf("bearer-token: the endpoint's options are invalid: %w", err)
 	}

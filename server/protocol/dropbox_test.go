@@ -15,7 +15,7 @@ func TestDropboxVerify(t *testing.T) {
 	p := Dropbox()
 	in := SignInput{Body: []byte(dropboxBody)}
 	good := signed(t, p, in, dropboxSecret)
-	wantID := bodySHA256ID([]byte(dropboxBody))
+	wantID := dropboxNotificationID([]byte(dropboxBody), fixedNow)
 	indep := hmacSHA256Hex(dropboxSecret, dropboxBody)
 	fx := signingFixture{
 		p: p, secret: dropboxSecret, secretNew: dropboxSecretNew, in: in, wantEvent: wantID,

@@ -254,14 +254,32 @@ func genericSignIdentity(name string, options map[string]string, eventID string)
 	return Headers{{Name: id.header, Value: eventID}}, nil
 }
 
-// genericValidateIdentityOptions is ValidateOptions for protocols whose only options are the
-// identity ones.
-func genericValidateIdentityOptions(options map[string]string) error {
-	if err := genericUnknownOption(options, genericOptIDHeader, genericOptIDPointer); err != nil {
+// genericCredentialIdentity is parseGenericIdentity for a static-credential protocol whose
+// credential travels in the header credential: an id_header naming that header is refused.
+// Its value is the secret itself, so the identity would put the secret in plain text in the
+// claim and in every answer naming the event (the delivery's copy is redacted, the identity
+// is not), and it is the same on every delivery, so all but the first would be DUPLICATE.
+func genericCredentialIdentity(options map[string]string, credential string) (genericIdentity, error) {
+	id, err := parseGenericIdentity(options)
+	if err != nil {
+		return id, err
+	}
+	if id.header != "" && strings.EqualFold(id.header, credential) {
+		return id, fmt.Errorf("option %s names %s, which carries the credential: the identity would be the secret", genericOptIDHeader, credential)
+	}
+	return id, nil
+}
+
+// genericValidateCredentialIdentityOptions returns the ValidateOptions of a protocol whose
+// only options are the identity ones and whose credential travels in the header credential.
+func genericValidateCredentialIdentityOptions(credential string) func(map[string]string) error {
+	return func(options map[string]string) error {
+		if err := genericUnknownOption(options, genericOptIDHeader, genericOptIDPointer); err != nil {
+			return err
+		}
+		_, err := genericCredentialIdentity(options, credential)
 		return err
 	}
-	_, err := parseGenericIdentity(options)
-	return err
 }
 
 // genericAuthorization splits an Authorization value into its scheme (compared

@@ -137,6 +137,11 @@ type Protocol struct {
 	// StaticCredential says the provider sends a fixed credential (a token, basic auth) instead
 	// of a signature over the request, so the body is not authenticated.
 	StaticCredential bool
+	// EveryDeliveryNew says nothing the provider sends tells a retry from a new notification,
+	// and notifications repeat byte for byte (Dropbox's), so each authenticated delivery is
+	// its own event: a repeat is ACCEPTED again rather than merged with the first, which would
+	// lose every later notification for the dedupe window.
+	EveryDeliveryNew bool
 	// NeedsURL says whether the signature covers the URL.
 	NeedsURL bool
 	DocsURL  string

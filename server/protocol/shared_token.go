@@ -69,10 +69,11 @@ func validateSharedTokenOptions(options map[string]string) error {
 	if err := genericUnknownOption(options, sharedTokenOptHeader, genericOptIDHeader, genericOptIDPointer); err != nil {
 		return err
 	}
-	if _, err := sharedTokenHeader(options); err != nil {
+	name, err := sharedTokenHeader(options)
+	if err != nil {
 		return err
 	}
-	_, err := parseGenericIdentity(options)
+	_, err = genericCredentialIdentity(options, name)
 	return err
 }
 
