@@ -36,12 +36,12 @@ func Recurly() *Protocol {
 		SignatureScheme:  `HMAC-SHA256 (hex) of "{t}.{body}", t in milliseconds, recurly-signature t,sig[,sig]`,
 		SignsTimestamp:   true,
 		DefaultTolerance: recurlyDefaultTolerance,
-		IdentitySource:   `body JSON field "id" (the notification id)`,
+		IdentitySource:   `body JSON fields "id" (the object's), "object_type", "event_type" and "event_time": "<id>:<object_type>.<event_type>@<event_time>", since "id" alone repeats for every event of one object`,
 		DocsURL:          "https://docs.recurly.com/docs/signature-verification",
 		Retries: "Recurly retries failed notifications with backoff (the schedule is not documented " +
 			"in the sources read). The official clients reject signatures older than five minutes " +
-			"by default, which presumes each attempt is signed afresh; 300 s matches them. The " +
-			"notification id stays the same.",
+			"by default, which presumes each attempt is signed afresh; 300 s matches them. A retry " +
+			"resends the notification as it was, so its identity stays the same.",
 		ParseSecret:   sharedSecretParser("Recurly webhook signing secret"),
 		Verify:        verifyRecurly,
 		Sign:          signRecurly,
@@ -96,11 +96,29 @@ func verifyRecurly(req *Request, keys []Key, p Params) (Result, error) {
 	if err := checkTimestampMillisRoundedUp(ms, p.Now, effectiveTolerance(p, recurlyDefaultTolerance)); err != nil {
 		return Result{}, err
 	}
-	id, err := jsonBodyString(req.Body, "id")
+	id, err := recurlyEventID(req.Body)
 	if err != nil {
 		return Result{}, err
 	}
 	return Result{KeyID: keyID, EventID: id}, nil
+}
+
+// recurlyEventID is "<id>:<object_type>.<event_type>@<event_time>". The JSON webhooks carry
+// "only event type, object context, and identifiers" (Recurly's JSON vs XML page), and the
+// "id" of the published examples is the object's: "New account" and "Updated account" show
+// the same one. Keyed on "id" alone, an account's update after its creation, and each later
+// update, would be answered DUPLICATE and lost. The type and time of the event tell them
+// apart; a retry resends the notification as it was, so it keeps all four.
+func recurlyEventID(body []byte) (string, error) {
+	id, err := jsonBodyString(body, "id")
+	if err != nil {
+		return "", err
+	}
+	optional := func(key string) string {
+		v, _ := jsonBodyString(body, key)
+		return v
+	}
+	return id + ":" + optional("object_type") + "." + optional("event_type") + "@" + optional("event_time"), nil
 }
 
 // signRecurly produces recurly-signature with one digest per secret, as Recurly sends during a

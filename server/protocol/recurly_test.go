@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func TestRecurlyVerify(t *testing.T) {
 	sig := strings.Repeat("ab", 32)
 	providerSuite{
 		p: Recurly(), secret: recurlySecret, secret2: recurlySecret2,
-		sigHeader: "recurly-signature", eventID: "rjxwmwedwqug", wantEventID: "rjxwmwedwqug",
+		sigHeader: "recurly-signature", eventID: "rjxwmwedwqug", wantEventID: "rjxwmwedwqug:account.created@2026-01-05T21:08:38Z",
 		multiSig:  true,
 		malformed: []string{"", "abc," + sig, "1700000000000," + strings.ToUpper(sig), "1700000000000,", "1700000000000,zz", " 1700000000000," + sig, "t=1700000000000,v1=" + sig},
 		noIdentity: func(t *testing.T) *Request {
@@ -39,7 +40,7 @@ func TestRecurlyPublishedVector(t *testing.T) {
 	req := &Request{Method: "POST", Headers: Headers{{Name: "recurly-signature", Value: recurlyVectorHeader}}, Body: []byte(recurlyVectorBody)}
 	res, err := p.Verify(req, keys, Params{Now: recurlyVectorTime})
 	checkOutcome(t, res, err, 0, "k0", req)
-	if res.EventID != "rjxwmwedwqug" {
+	if res.EventID != "rjxwmwedwqug:account.created@2022-09-13T21:18:40Z" {
 		t.Fatalf("EventID = %q", res.EventID)
 	}
 	// The SDK raises "out of date" for it by default, and accepts it with an infinite tolerance.
@@ -102,5 +103,33 @@ func TestMillisecondTimestampsToleranceExact(t *testing.T) {
 				checkOutcome(t, res, err, tc.want, "k0", req)
 			})
 		}
+	}
+}
+
+// TestRecurlyEventsOfOneObjectAreDistinct: the "id" of Recurly's JSON notifications is the
+// object's (the published "New account" and "Updated account" examples share it), so an
+// account's creation and its update, or two updates, must get distinct identities, or every
+// one after the first is lost as a duplicate. A retry, the same notification, keeps its own.
+func TestRecurlyEventsOfOneObjectAreDistinct(t *testing.T) {
+	t.Parallel()
+	p := Recurly()
+	keys := keysFor(t, p, recurlySecret)
+	id := func(body string) string {
+		t.Helper()
+		res, err := p.Verify(signed(t, p, SignInput{Body: []byte(body), Timestamp: fixedNow}, recurlySecret), keys, Params{Now: fixedNow})
+		if err != nil {
+			t.Fatalf("Verify: %v", err)
+		}
+		return res.EventID
+	}
+	const notification = `{"id":"r3oplsj3zo7a","object_type":"account","site_id":"r23khg9b5kyb","event_type":%q,"event_time":%q,"account_code":"verena"}`
+	created := id(fmt.Sprintf(notification, "created", "2022-06-24T19:55:25Z"))
+	updated := id(fmt.Sprintf(notification, "updated", "2022-06-24T19:55:25Z"))
+	updatedLater := id(fmt.Sprintf(notification, "updated", "2022-06-25T08:00:00Z"))
+	if created == updated || updated == updatedLater {
+		t.Fatalf("events of one account share identities: created %q, updated %q, updated later %q", created, updated, updatedLater)
+	}
+	if retry := id(fmt.Sprintf(notification, "updated", "2022-06-24T19:55:25Z")); retry != updated {
+		t.Fatalf("a retry got %q, want the original's %q", retry, updated)
 	}
 }
