@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -42,7 +43,10 @@ const (
 //
 // An authenticated url_verification is answered with its challenge as text/plain, as Slack's
 // docs ask ("verify the request's authenticity and then respond in plaintext with the
-// challenge").
+// challenge"). Slack's ssl_check of a slash command URL comes unsigned ("an ssl_check request
+// does not have x-slack-signature and x-slack-request-timestamp headers", slackapi/bolt-js
+// #1397): a POST without X-Slack-Signature whose form body has ssl_check=1 is answered 200
+// with an empty body, as Bolt answers it, and nothing is stored.
 func Slack() *Protocol {
 	return &Protocol{
 		Name:             slackName,
@@ -136,6 +140,9 @@ func verifySlack(req *Request, keys []Key, p Params) (Result, error) {
 	}
 	raw, ok := req.Headers.Get(slackSignatureHeader)
 	if !ok {
+		if slackSSLCheck(req.Body) {
+			return Result{Handshake: &Reply{Status: http.StatusOK}}, nil
+		}
 		return Result{}, Reject(ReasonMissingSignature, "no %s header", slackSignatureHeader)
 	}
 	sig, err := parseSlackSignature(raw)
@@ -174,6 +181,14 @@ func slackMessage(ts string, body []byte) func(hash.Hash) {
 		mac.Write([]byte{':'})
 		mac.Write(body)
 	}
+}
+
+// slackSSLCheck reports whether an unsigned body is Slack's certificate check: a form whose
+// ssl_check is exactly "1". It is answered without being stored, so passing it needs no
+// signature; anything else unsigned is rejected.
+func slackSSLCheck(body []byte) bool {
+	form, err := url.ParseQuery(string(body))
+	return err == nil && len(form["ssl_check"]) == 1 && form.Get("ssl_check") == "1"
 }
 
 // slackIdentity reads an authenticated body: the url_verification handshake, an Events API

@@ -297,3 +297,26 @@ func FuzzSlackSignatureHeader(f *testing.F) {
 		checkHeaderMutationRejected(t, p, keys, params, req, "X-Slack-Request-Timestamp", pos, repl)
 	})
 }
+
+// TestSlackSSLCheck: Slack checks a slash command URL's certificate with an unsigned POST of
+// ssl_check=1 (slackapi/bolt-js#1397); Bolt answers it 200 with an empty body. It is
+// answered as a handshake, stored nowhere; any other unsigned body is still rejected.
+func TestSlackSSLCheck(t *testing.T) {
+	t.Parallel()
+	p := Slack()
+	keys := keysFor(t, p, slackSecret)
+	params := Params{Now: fixedNow}
+	req := &Request{Method: "POST", Headers: Headers{{Name: "Content-Type", Value: "application/x-www-form-urlencoded"}}, Body: []byte("ssl_check=1&token=xxx")}
+	res, err := p.Verify(req, keys, params)
+	if err != nil {
+		t.Fatalf("ssl_check: %v", err)
+	}
+	if res.Handshake == nil || res.Handshake.Status != 200 || len(res.Handshake.Body) != 0 || res.EventID != "" {
+		t.Fatalf("ssl_check answered %+v, want a 200 handshake with an empty body", res)
+	}
+	for _, body := range []string{"ssl_check=0&token=xxx", "ssl_check=1&ssl_check=1", "command=%2Fdeploy&text=now", "ssl_check=true", ""} {
+		req := &Request{Method: "POST", Body: []byte(body)}
+		res, err := p.Verify(req, keys, params)
+		checkOutcome(t, res, err, ReasonMissingSignature, "", req)
+	}
+}
