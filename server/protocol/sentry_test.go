@@ -1,6 +1,10 @@
 package protocol
 
-import "testing"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"testing"
+)
 
 const (
 	sentrySecret    = "9ee2c2c1b7b25b4bc1f2b3d0f3b0b6d3a1f0c2e4d6b8a0c2e4f6a8b0c2d4e6f8"
@@ -15,22 +19,27 @@ func TestSentryVerify(t *testing.T) {
 	in := SignInput{Body: []byte(sentryBody), EventID: sentryRequestID}
 	good := signed(t, p, in, sentrySecret)
 	indep := hmacSHA256Hex(sentrySecret, sentryBody)
+	sum := sha256.Sum256([]byte(sentryBody))
+	bodyID := "body-sha256:" + hex.EncodeToString(sum[:])
+	emptyBody := signed(t, p, SignInput{Body: nil, EventID: sentryRequestID}, sentrySecret)
 	fx := signingFixture{
-		p: p, secret: sentrySecret, secretNew: sentrySecretNew, in: in, wantEvent: sentryRequestID,
+		p: p, secret: sentrySecret, secretNew: sentrySecretNew, in: in, wantEvent: bodyID,
 		sigHeader: "Sentry-Hook-Signature",
-		noID:      withoutHeader(good, "Request-ID"),
+		noID:      withoutHeader(emptyBody, "Request-ID"),
 		malformed: []string{"garbage", "sha256=" + indep, indep[:62], indep + "00"},
 	}
 	cs := fx.cases(t)
 	legacy := withoutHeader(withHeader(good, "Sentry-App-Signature", indep), "Sentry-Hook-Signature")
 	cs = append(cs,
-		verifyCase{name: "independent signature accepted", req: withHeader(good, "Sentry-Hook-Signature", indep), keys: []string{sentrySecret}, wantKey: "k0", wantEvent: sentryRequestID},
-		verifyCase{name: "legacy Sentry-App-Signature accepted", req: legacy, keys: []string{sentrySecret}, wantKey: "k0", wantEvent: sentryRequestID},
-		verifyCase{name: "new header preferred over legacy", req: withHeader(good, "Sentry-App-Signature", hmacSHA256Hex("other", sentryBody)), keys: []string{sentrySecret}, wantKey: "k0", wantEvent: sentryRequestID},
-		verifyCase{name: "empty new header falls back to legacy", req: withHeader(legacy, "Sentry-Hook-Signature", ""), keys: []string{sentrySecret}, wantKey: "k0", wantEvent: sentryRequestID},
+		verifyCase{name: "independent signature accepted", req: withHeader(good, "Sentry-Hook-Signature", indep), keys: []string{sentrySecret}, wantKey: "k0", wantEvent: bodyID},
+		verifyCase{name: "legacy Sentry-App-Signature accepted", req: legacy, keys: []string{sentrySecret}, wantKey: "k0", wantEvent: bodyID},
+		verifyCase{name: "new header preferred over legacy", req: withHeader(good, "Sentry-App-Signature", hmacSHA256Hex("other", sentryBody)), keys: []string{sentrySecret}, wantKey: "k0", wantEvent: bodyID},
+		verifyCase{name: "empty new header falls back to legacy", req: withHeader(legacy, "Sentry-Hook-Signature", ""), keys: []string{sentrySecret}, wantKey: "k0", wantEvent: bodyID},
 		verifyCase{name: "empty body signed as the empty string", req: signed(t, p, SignInput{Body: nil, EventID: sentryRequestID}, sentrySecret), keys: []string{sentrySecret}, wantKey: "k0", wantEvent: sentryRequestID},
 		verifyCase{name: "empty body signed as {} is rejected", req: withHeader(signed(t, p, SignInput{Body: nil, EventID: sentryRequestID}, sentrySecret), "Sentry-Hook-Signature", hmacSHA256Hex(sentrySecret, "{}")), keys: []string{sentrySecret}, wantReason: ReasonSignatureMismatch},
-		verifyCase{name: "empty Request-ID", req: withHeader(good, "Request-ID", ""), keys: []string{sentrySecret}, wantReason: ReasonMissingEventID},
+		verifyCase{name: "empty body, empty Request-ID", req: withHeader(emptyBody, "Request-ID", ""), keys: []string{sentrySecret}, wantReason: ReasonMissingEventID},
+		// Sentry draws a new Request-ID for every send, retries included: a retry keeps the body's identity.
+		verifyCase{name: "a retry's new Request-ID keeps the identity", req: withHeader(good, "Request-ID", "0d9e8f7a-6b5c-4d3e-8f1a-2b3c4d5e6f70"), keys: []string{sentrySecret}, wantKey: "k0", wantEvent: bodyID},
 	)
 	runVerifyCases(t, p, cs)
 }
