@@ -84,6 +84,17 @@ func header(req *Request, name string) string {
 	return v
 }
 
+// eventIDOf verifies req at now and returns its event identity, failing the test if it is
+// rejected: for tests that compare the identities of related deliveries.
+func eventIDOf(t testing.TB, p *Protocol, keys []Key, req *Request, now time.Time) string {
+	t.Helper()
+	res, err := p.Verify(req, keys, Params{Now: now})
+	if err != nil {
+		t.Fatalf("Verify(%s %s): %v", req.Method, req.URL, err)
+	}
+	return res.EventID
+}
+
 // checkOutcome asserts an acceptance with wantKey (when wantReason is 0) or a rejection with
 // wantReason, and that rejections are *Rejection with a detail that leaks nothing of req.
 func checkOutcome(t *testing.T, res Result, err error, wantReason Reason, wantKey string, req *Request) {

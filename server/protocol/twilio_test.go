@@ -134,14 +134,7 @@ func TestTwilioIdentity(t *testing.T) {
 	t.Parallel()
 	p := Twilio()
 	keys := keysFor(t, p, twilioToken)
-	id := func(t *testing.T, req *Request) string {
-		t.Helper()
-		res, err := p.Verify(req, keys, Params{Now: fixedNow})
-		if err != nil {
-			t.Fatalf("Verify: %v", err)
-		}
-		return res.EventID
-	}
+	id := func(t *testing.T, req *Request) string { return eventIDOf(t, p, keys, req, fixedNow) }
 	canon := "CallSidCA1234567890ABCDECaller+14158675309Digits1234From+14158675309To+18005551212"
 	sum := sha256.Sum256([]byte(twilioURL + canon))
 	t.Run("form: hash of the signed URL and parameter string", func(t *testing.T) {
@@ -164,6 +157,39 @@ func TestTwilioIdentity(t *testing.T) {
 		forged := strings.Replace(twilioForm, "Digits=1234", "Digit=s1234", 1)
 		if a, b := id(t, twilioRequest(twilioURL, twilioSig, twilioForm)), id(t, twilioRequest(twilioURL, twilioSig, forged)); a != b {
 			t.Fatalf("identities differ: %q vs %q", a, b)
+		}
+	})
+	t.Run("form: bytes moved from the URL into a parameter's name keep the identity", func(t *testing.T) {
+		t.Parallel()
+		// Twilio signs the URL and the sorted parameters run together, so a replay (by a caller
+		// that supplies the URL, with no public_url set) that moves the URL's last bytes into
+		// the first parameter's name verifies under the original signature; with the other
+		// parameters intact, a new identity would have their work done twice.
+		// "...&bar=2" + "CallSid..." is signed as "...&bar=" + "2CallSid...".
+		moved := twilioRequest(strings.TrimSuffix(twilioURL, "2"), twilioSig, strings.Replace(twilioForm, "CallSid=", "2CallSid=", 1))
+		if a, b := id(t, twilioRequest(twilioURL, twilioSig, twilioForm)), id(t, moved); a != b {
+			t.Fatalf("identities differ: %q vs %q", a, b)
+		}
+	})
+	t.Run("GET: the URL with or without a port keeps the identity", func(t *testing.T) {
+		t.Parallel()
+		// A parameterless callback verifies under the URL with or without a port (the SDKs'
+		// tolerance), so a replay that only adds or changes the port carries the same valid
+		// signature and must keep the original's identity.
+		const u = "https://example.com/voice?CallSid=CA1&CallStatus=ringing"
+		sig := twilioSignFor(t, u, "", twilioToken)
+		get := func(url string) *Request {
+			return &Request{Method: "GET", URL: url, Headers: Headers{{Name: "X-Twilio-Signature", Value: sig}}}
+		}
+		want := id(t, get(u))
+		for _, replay := range []string{
+			"https://example.com:443/voice?CallSid=CA1&CallStatus=ringing",
+			"https://example.com:8443/voice?CallSid=CA1&CallStatus=ringing",
+			"https://example.com:/voice?CallSid=CA1&CallStatus=ringing",
+		} {
+			if got := id(t, get(replay)); got != want {
+				t.Errorf("replay at %s: EventID = %q, want the original's %q", replay, got, want)
+			}
 		}
 	})
 	t.Run("form: the unsigned idempotency header is ignored", func(t *testing.T) {
