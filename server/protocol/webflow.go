@@ -29,7 +29,8 @@ const (
 // x-webflow-timestamp (missing timestamp); a timestamp that is not decimal milliseconds or a
 // signature that is not 64 lowercase hex digits (malformed signature); no key matching
 // (signature mismatch); a timestamp more than the tolerance away from Now in either direction,
-// compared in whole seconds (timestamp out of tolerance). The identity is the body's hash.
+// compared in whole seconds (timestamp out of tolerance). The identity is the body's hash, with
+// the signed timestamp added for the trigger types whose bodies repeat (webflowRepeatingBodies).
 func Webflow() *Protocol {
 	return &Protocol{
 		Name:             webflowName,
@@ -37,12 +38,18 @@ func Webflow() *Protocol {
 		SignatureScheme:  `HMAC-SHA256 (hex) of "{x-webflow-timestamp}:{body}", timestamp in milliseconds`,
 		SignsTimestamp:   true,
 		DefaultTolerance: webflowDefaultTolerance,
-		IdentitySource:   `sha256 of the raw body ("body-sha256:<hex>"): Webflow sends no event id, and the timestamp is outside the body, so a retry of the same event has the same body`,
-		DocsURL:          "https://developers.webflow.com/data/docs/working-with-webhooks/verifying-webhook-signatures",
-		Retries: "Webflow retries failed deliveries (the schedule is not documented in the sources " +
-			"read). x-webflow-timestamp is when the request was sent, and the docs tell receivers " +
-			"to reject anything older than 5 minutes, so each attempt is signed afresh and the 300 s " +
-			"default covers transit and clock skew only.",
+		IdentitySource: `sha256 of the raw body ("body-sha256:<hex>"): Webflow sends no event id, and the timestamp is outside the body, ` +
+			`so a retry of the same event has the same body; for ecomm_inventory_changed and collection_item_unpublished, whose ` +
+			`bodies name only the object and its new state and so repeat byte for byte for distinct events, "body-sha256:<hex>@<x-webflow-timestamp>" ` +
+			`(each send is its own event: a retry, signed afresh, is processed again rather than a later change lost)`,
+		DocsURL: "https://developers.webflow.com/data/docs/working-with-webhooks/verifying-webhook-signatures",
+		Retries: "Webflow retries a failed delivery, at most 3 attempts, 10 minutes apart " +
+			"(https://developers.webflow.com/data/v1.0.0/docs/limits-and-retries and the 2022 changelog " +
+			"\"Webflow will now make a maximum of 3 attempts\"). x-webflow-timestamp " +
+			"is when the request was sent, and the docs tell receivers to reject anything older than 5 " +
+			"minutes, so each attempt is signed afresh and the 300 s default covers transit and clock " +
+			"skew only. A retry of ecomm_inventory_changed or collection_item_unpublished has a new " +
+			"identity and is processed again (see IdentitySource); every other retry is a duplicate.",
 		ParseSecret:   sharedSecretParser("Webflow client or webhook secret"),
 		Verify:        verifyWebflow,
 		Sign:          signWebflow,
@@ -78,7 +85,36 @@ func verifyWebflow(req *Request, keys []Key, p Params) (Result, error) {
 	if err := checkTimestampMillisRoundedUp(ms, p.Now, effectiveTolerance(p, webflowDefaultTolerance)); err != nil {
 		return Result{}, err
 	}
-	return Result{KeyID: keyID, EventID: bodySHA256ID(req.Body)}, nil
+	return Result{KeyID: keyID, EventID: webflowEventID(req.Body, ms)}, nil
+}
+
+// webflowRepeatingBodies are the trigger types whose documented payloads carry no event time
+// and no event id, only the object and its new state, so that distinct events send the same
+// bytes: ecomm_inventory_changed is {"id","quantity","inventoryType"} (a sale and a restock
+// bring a SKU back to a quantity it had), collection_item_unpublished is
+// {"id","siteId","workspaceId","collectionId"} (an item unpublished, republished and
+// unpublished again) (https://developers.webflow.com/data/reference/webhooks/events/ecomm-inventory-changed,
+// .../collection-item-unpublished). By the body alone the later event would be a DUPLICATE for
+// the whole dedupe window, and the consumer left with the earlier state.
+var webflowRepeatingBodies = map[string]bool{
+	"ecomm_inventory_changed":     true,
+	"collection_item_unpublished": true,
+}
+
+// webflowEventID is the body's hash, and for a trigger type in webflowRepeatingBodies the
+// body's hash "@" the signed x-webflow-timestamp: two events are two sends, at two times, and a
+// replay of one signed request keeps its timestamp, so it stays a duplicate. Webflow's own
+// retries are signed afresh and so count as new sends; that repeats work, which is better than
+// losing an event.
+func webflowEventID(body []byte, ms int64) string {
+	id := bodySHA256ID(body)
+	var top struct {
+		TriggerType string `json:"triggerType"`
+	}
+	if json.Unmarshal(body, &top) == nil && webflowRepeatingBodies[top.TriggerType] {
+		return id + "@" + strconv.FormatInt(ms, 10)
+	}
+	return id
 }
 
 // signWebflow produces the headers Webflow sends. An application has one client secret, so
