@@ -167,10 +167,20 @@ func prepareTokens(ctx context.Context, log *slog.Logger, st storage.TokenStore,
 	if err != nil {
 		return err
 	}
+	everAdmin := false
 	for _, t := range list {
-		if t.RevokedAt.IsZero() && slices.Contains(t.Scopes, server.ScopeAdmin) {
-			return nil
+		if slices.Contains(t.Scopes, server.ScopeAdmin) {
+			if t.RevokedAt.IsZero() {
+				return nil
+			}
+			everAdmin = true
 		}
+	}
+	if everAdmin {
+		// EnsureBootstrapToken stores nothing once an admin token was ever stored, so that a
+		// revoked bootstrap token stays revoked: the variable cannot help here.
+		log.Warn("authentication is on and every admin token is revoked; $" + bootstrapTokenEnv + " creates one only on a store that never held one: manage the server with a client certificate mapped to admin (--cert-scopes)")
+		return nil
 	}
 	log.Warn("authentication is on and no live admin token exists; set $" + bootstrapTokenEnv + " (at least 32 characters) to create one, unless a client certificate maps to admin")
 	return nil

@@ -19,7 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/secretbox"
+	"github.com/hookverify/hookverify/storage/sqlite"
 )
 
 func TestServeAuthRules(t *testing.T) {
@@ -248,5 +250,43 @@ func TestBenchAgainstAnAuthenticatedServer(t *testing.T) {
 	code, out, errOut := run(t, "", args...)
 	if code != 0 || !strings.Contains(out, "accepted") || strings.Contains(out, "error:") {
 		t.Fatalf("bench with the admin token: exit %d, %q, stdout:\n%s", code, errOut, out)
+	}
+}
+
+// TestPrepareTokensWarnsAccuratelyOnceEveryAdminTokenIsRevoked: once an admin token was stored,
+// the bootstrap variable creates none (a revoked bootstrap token stays revoked), so the warning
+// must not send the operator to it; on a store that never held one, it must.
+func TestPrepareTokensWarnsAccuratelyOnceEveryAdminTokenIsRevoked(t *testing.T) {
+	ctx := t.Context()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hookverify.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	sc := serveConfig{auth: authFlags{requireAuth: true}}
+	warnings := func() string {
+		var buf bytes.Buffer
+		log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		if err := prepareTokens(ctx, log, st, sc); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	if got := warnings(); !strings.Contains(got, "set $"+bootstrapTokenEnv) {
+		t.Fatalf("fresh store: warning %q, want it to name $%s", got, bootstrapTokenEnv)
+	}
+	if _, err := server.EnsureBootstrapToken(ctx, st, "bootstrap-"+strings.Repeat("w", 40), time.Now); err != nil {
+		t.Fatal(err)
+	}
+	list, err := st.ListTokens(ctx)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("ListTokens = %v, %v", list, err)
+	}
+	if _, err := st.RevokeToken(ctx, list[0].ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	got := warnings()
+	if strings.Contains(got, "set $"+bootstrapTokenEnv) || !strings.Contains(got, "every admin token is revoked") {
+		t.Fatalf("every admin token revoked: warning %q, want one that does not send the operator to $%s", got, bootstrapTokenEnv)
 	}
 }

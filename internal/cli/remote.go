@@ -122,7 +122,7 @@ type endpointFlags struct {
 func (f *endpointFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.id, "id", "", "endpoint id (required)")
 	fs.StringVar(&f.provider, "provider", "", "provider name, e.g. stripe (see 'hookverify providers')")
-	fs.DurationVar(&f.tolerance, "tolerance", 0, "timestamp tolerance, e.g. 5m (0: the default, 300s)")
+	fs.DurationVar(&f.tolerance, "tolerance", 0, "timestamp tolerance, e.g. 5m (0: the provider's default, as hookverify providers lists it)")
 	fs.Int64Var(&f.maxBody, "max-body-bytes", 0, "largest accepted body (0: the default, 1 MiB)")
 	fs.StringVar(&f.dedupeScope, "dedupe-scope", "", "dedupe scope shared with other endpoints (default: the id)")
 	fs.BoolVar(&f.disabled, "disabled", false, "reject every delivery with ENDPOINT_DISABLED")

@@ -67,14 +67,16 @@ func (c *storeConfig) openStore(ctx context.Context) (storage.Store, error) {
 func (c *storeConfig) keyring(log *slog.Logger) (*secretbox.Keyring, error) {
 	var key []byte
 	var err error
+	// The flag before the variable, which is only its default: the master-key runbook restarts
+	// with --master-key-file new.key, and an old key left in the environment must not win.
 	switch {
+	case c.masterKeyFile != "":
+		key, err = secretbox.ReadKeyFile(c.masterKeyFile)
 	case os.Getenv(masterKeyEnv) != "":
 		key, err = secretbox.ParseKey(os.Getenv(masterKeyEnv))
 		if err != nil {
 			err = fmt.Errorf("$%s: %w", masterKeyEnv, err)
 		}
-	case c.masterKeyFile != "":
-		key, err = secretbox.ReadKeyFile(c.masterKeyFile)
 	case c.databaseURL == "":
 		path := filepath.Join(c.dataDir, "master.key")
 		var created bool

@@ -90,8 +90,9 @@ type Endpoint struct {
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// Lowercase provider name as listed by ListProviders, e.g. "stripe". Fixed at creation.
 	Provider string `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
-	// How far a signed timestamp may be from now, in either direction. Zero means the default
-	// (300 s). Ignored by protocols that sign no timestamp.
+	// How far a signed timestamp may be from now, in either direction. Zero means the
+	// provider's default (ListProviders' default_tolerance; 300 s where it names none). Ignored
+	// by protocols that sign no timestamp.
 	TimestampTolerance *durationpb.Duration `protobuf:"bytes,3,opt,name=timestamp_tolerance,json=timestampTolerance,proto3" json:"timestamp_tolerance,omitempty"`
 	// Largest body accepted, in bytes. Zero means the default (1 MiB); at most 32 MiB.
 	MaxBodyBytes int64 `protobuf:"varint,4,opt,name=max_body_bytes,json=maxBodyBytes,proto3" json:"max_body_bytes,omitempty"`
