@@ -113,6 +113,22 @@ func (a *authFlags) transportCredentials() (credentials.TransportCredentials, er
 	return credentials.NewTLS(cfg), nil
 }
 
+// spacedRDNs reports whether subject has an unescaped comma followed by white space, as
+// OpenSSL and LDAP tools often write subjects; Go's pkix.Name.String never does.
+func spacedRDNs(subject string) bool {
+	for i := 0; i+1 < len(subject); i++ {
+		switch subject[i] {
+		case '\\':
+			i++ // the escaped character, a comma perhaps, is part of the value
+		case ',':
+			if subject[i+1] == ' ' || subject[i+1] == '\t' {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // readCertScopes reads the subject-to-scopes file: "SCOPE[,SCOPE...] SUBJECT" per line, the
 // subject as Go's x509 prints it (RFC 2253 order, e.g. "CN=edge-1,O=Acme"); blank lines and
 // lines starting with # are skipped.
@@ -133,6 +149,10 @@ func readCertScopes(path string) (map[string][]server.Scope, error) {
 		subject = strings.TrimSpace(subject)
 		if !ok || subject == "" {
 			return nil, fmt.Errorf("--cert-scopes %s:%d: want SCOPE[,SCOPE...] SUBJECT", path, n)
+		}
+		if spacedRDNs(subject) {
+			// Go prints "CN=x,O=y": a subject written "CN=x, O=y" would never match anyone.
+			return nil, fmt.Errorf("--cert-scopes %s:%d: subject %q has a space after a comma; write it as Go prints subjects, without (e.g. CN=edge-1,O=Acme)", path, n, subject)
 		}
 		parsed, err := server.ParseScopes(strings.Split(scopes, ","))
 		if err != nil {
