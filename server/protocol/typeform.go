@@ -8,7 +8,8 @@ import (
 // Typeform-Signature is "sha256=<base64>", an HMAC-SHA256 of the raw body keyed with the
 // secret set on the webhook through the Webhooks API
 // (https://www.typeform.com/developers/webhooks/secure-your-webhooks/). The body names the
-// delivery's event in "event_id".
+// delivery's event in "event_id" (a unique ID Typeform assigns; its stability across retries
+// is not documented).
 var typeformProvider = bodyMACProvider{
 	name: "typeform",
 	scheme: bodyMACScheme{
@@ -34,12 +35,14 @@ func Typeform() *Protocol {
 		Name:            "typeform",
 		DisplayName:     "Typeform",
 		SignatureScheme: "HMAC-SHA256 (base64) of the raw body, Typeform-Signature sha256=",
-		IdentitySource:  `body JSON field "event_id"`,
-		DocsURL:         "https://www.typeform.com/developers/webhooks/secure-your-webhooks/",
-		Retries: "Typeform retries a delivery that gets no 2xx (its docs describe retries with " +
-			"back-off, and disabling a webhook that keeps failing; the exact schedule was not " +
-			"confirmed). The signature covers only the body, no timestamp, so a retry verifies " +
-			"however late it comes; event_id is the same on every attempt.",
+		IdentitySource: `body JSON field "event_id" (Typeform documents it only as a unique ID it assigns; ` +
+			`whether it is kept across attempts is NOT CONFIRMED)`,
+		DocsURL: "https://www.typeform.com/developers/webhooks/secure-your-webhooks/",
+		Retries: "A delivery not answered 2xx within 30 s is retried: on 429, 408, 503 or 423 every " +
+			"2-3 minutes for 10 hours, while 404 or 410 disables the webhook without a retry " +
+			"(typeform.com/developers/webhooks, Delivery retries); the schedule for other codes was " +
+			"not confirmed. The signature covers only the body, no timestamp, so a retry verifies " +
+			"however late it comes. That a retry repeats the event_id was not confirmed from a source.",
 		ParseSecret:   typeformProvider.secret,
 		Verify:        typeformProvider.verify,
 		Sign:          typeformProvider.sign,

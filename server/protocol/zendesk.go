@@ -21,6 +21,8 @@ const (
 	zendeskTimestampHeader  = "X-Zendesk-Webhook-Signature-Timestamp"
 	zendeskInvocationHeader = "X-Zendesk-Webhook-Invocation-Id"
 	zendeskDefaultTolerance = 10 * time.Minute
+	// zendeskEventTypePrefix begins the "type" of every event-subscription payload.
+	zendeskEventTypePrefix = "zen:event-type:"
 	// zendeskTestSecret is the fixed secret Zendesk signs test requests with, sent from the
 	// webhook builder before a webhook exists: base64 of "this_secret_is_for_testing_only".
 	zendeskTestSecret = "dGhpc19zZWNyZXRfaXNfZm9yX3Rlc3Rpbmdfb25seQ=="
@@ -31,7 +33,8 @@ const (
 // is reset. The public test secret is refused: anyone can sign with it.
 //
 // The identity is the X-Zendesk-Webhook-Invocation-Id header (one invocation, retried as
-// several attempts); else the top-level "id" of an event-subscription body; else
+// several attempts; Zendesk documents it on all webhook requests); else the top-level "id" of
+// an event-subscription body (one whose "type" begins "zen:event-type:"); else
 // "body-sha256:" and the hex SHA-256 of the raw body. Trigger and automation bodies are
 // free-form, so the header is what identifies them.
 //
@@ -47,7 +50,7 @@ func Zendesk() *Protocol {
 		SignatureScheme:  "HMAC-SHA256 (base64) of timestamp + body, X-Zendesk-Webhook-Signature",
 		SignsTimestamp:   true,
 		DefaultTolerance: zendeskDefaultTolerance,
-		IdentitySource:   "X-Zendesk-Webhook-Invocation-Id header; else body JSON \"id\" (event subscriptions); else body-sha256 of the raw body",
+		IdentitySource:   "X-Zendesk-Webhook-Invocation-Id header; else body JSON \"id\" of an event-subscription body (\"type\" zen:event-type:*, never a trigger's free-form body); else body-sha256 of the raw body",
 		DocsURL:          "https://developer.zendesk.com/documentation/webhooks/verifying/",
 		Retries: "Zendesk retries some failures (certain status codes and timeouts) as attempts of one invocation, " +
 			"sharing X-Zendesk-Webhook-Invocation-Id, and opens a circuit breaker on repeated failures. Whether an attempt " +
@@ -111,17 +114,22 @@ func verifyZendesk(req *Request, keys []Key, p Params) (Result, error) {
 	return Result{KeyID: keyID, EventID: zendeskEventID(req)}, nil
 }
 
-// zendeskEventID is the invocation id header, else the body's "id", else the body hash.
+// zendeskEventID is the invocation id header, else the "id" of an event-subscription body,
+// else the body hash. Only a body whose "type" is a "zen:event-type:" names its event in the
+// top-level "id" (the ticket or user is in "detail"); a trigger or automation body is written
+// by the admin and may carry the ticket's id there, which would make every delivery
+// about one ticket the same event.
 func zendeskEventID(req *Request) string {
 	if v, _ := req.Headers.Get(zendeskInvocationHeader); v != "" && len(v) <= 400 {
 		return v
 	}
 	var ev struct {
-		ID json.RawMessage `json:"id"`
+		Type string          `json:"type"`
+		ID   json.RawMessage `json:"id"`
 	}
 	var s string
 	var n json.Number
-	if json.Unmarshal(req.Body, &ev) == nil && len(ev.ID) > 0 && len(ev.ID) <= 400 {
+	if json.Unmarshal(req.Body, &ev) == nil && strings.HasPrefix(ev.Type, zendeskEventTypePrefix) && len(ev.ID) > 0 && len(ev.ID) <= 400 {
 		if json.Unmarshal(ev.ID, &s) == nil && s != "" {
 			return s
 		}
