@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -112,5 +113,73 @@ func TestEveryTimestampProtocolRefusesDistantTimes(t *testing.T) {
 				t.Fatal("signed none of the times")
 			}
 		})
+	}
+}
+
+// TestCommerceHostileHeaders: every signature header of the payment and commerce protocols,
+// replaced by huge, repetitive or badly encoded values, is rejected with a reason (never
+// accepted, never a panic or a bare error), and the rejection quotes none of it.
+func TestCommerceHostileHeaders(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("a", 1<<20)
+	hex64 := strings.Repeat("0", 64)
+	values := []string{
+		big,
+		strings.Repeat("v1="+hex64+",", 20000) + "t=1700000000",
+		"t=1700000000," + strings.Repeat("v1="+hex64+",", 20000),
+		"ts=1700000000;" + strings.Repeat("h1="+hex64+";", 20000),
+		"1700000000000" + strings.Repeat(","+hex64, 20000),
+		strings.Repeat("=", 4096),
+		"\x00\xff\xfe" + hex64,
+		"t=99999999999999999999,v1=" + hex64,
+		strings.Repeat(".", 3) + big,
+		"eyJhbGciOiJFUzI1NiJ9." + big + ".AAAA",
+	}
+	headers := map[string][]string{
+		"stripe":            {"Stripe-Signature"},
+		"shopify":           {"X-Shopify-Hmac-Sha256"},
+		"square":            {"x-square-hmacsha256-signature"},
+		"paddle":            {"Paddle-Signature"},
+		"checkout":          {"Cko-Signature"},
+		"gocardless":        {"Webhook-Signature"},
+		"razorpay":          {"X-Razorpay-Signature"},
+		"recurly":           {"recurly-signature"},
+		"lemonsqueezy":      {"X-Signature"},
+		"coinbase-commerce": {"X-CC-Webhook-Signature"},
+		"woocommerce":       {"X-WC-Webhook-Signature"},
+		"plaid":             {"Plaid-Verification"},
+		"xero":              {"x-xero-signature"},
+	}
+	reg := Default()
+	for name, hs := range headers {
+		p, ok := reg.Lookup(name)
+		if !ok {
+			t.Fatalf("no protocol %q", name)
+		}
+		signing, verifying, err := p.ExampleSecret()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := SignDelivery(p, SignInput{Body: ExampleBody(p, "evt_hostile"), EventID: "evt_hostile", Timestamp: fixedNow, Method: "POST", URL: "https://hooks.example.com/in"}, []string{signing})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		keys := keysFor(t, p, verifying)
+		for _, h := range hs {
+			for i, v := range values {
+				req := withHeader(&Request{Method: "POST", URL: d.URL, Headers: d.Headers, Body: d.Body}, h, v)
+				res, err := p.Verify(req, keys, Params{Now: fixedNow})
+				if err == nil {
+					t.Errorf("%s: hostile %s value %d accepted: %+v", name, h, i, res)
+					continue
+				}
+				if ReasonOf(err) == 0 {
+					t.Errorf("%s: hostile %s value %d: error without a reason: %v", name, h, i, err)
+				}
+				if len(err.Error()) > 512 {
+					t.Errorf("%s: hostile %s value %d: rejection detail of %d bytes", name, h, i, len(err.Error()))
+				}
+			}
+		}
 	}
 }

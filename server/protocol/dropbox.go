@@ -41,8 +41,8 @@ func Dropbox() *Protocol {
 		SignatureScheme: "HMAC-SHA256 (hex) of the raw body, X-Dropbox-Signature; GET ?challenge= echo",
 		IdentitySource: "none sent by Dropbox, whose notifications only say which accounts changed and " +
 			"repeat byte for byte for every change to an account: each authenticated notification is its " +
-			"own event, \"dropbox-notification:<hex SHA-256 of the raw body>@<verification time, UTC " +
-			"nanoseconds>\" (a retry or replay is processed again, which a re-sync with the cursor makes " +
+			"own event, \"dropbox-notification:<hex SHA-256 of the raw body>@<verification time in UTC, to the " +
+			"nanosecond, e.g. 20261204T193000.123456789Z>\" (a retry or replay is processed again, which a re-sync with the cursor makes " +
 			"harmless; merging by the body alone would drop every later change for the dedupe window)",
 		EveryDeliveryNew: true,
 		DocsURL:          "https://www.dropbox.com/developers/reference/webhooks",

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"testing"
+	"time"
 )
 
 const (
@@ -105,3 +106,23 @@ func FuzzDropboxChallenge(f *testing.F) {
 }
 
 const dropboxOpenSSL = "953f6ae3169fa8f0f680b873c0eaa9d8736cc749fefb8020bedd7247f4446eb0"
+
+// TestDropboxRepeatedNotificationsAreNotMerged: Dropbox sends the same body, byte for byte,
+// for every change to an account ({"list_folder":{"accounts":[id]},...}), and only says
+// "something changed, sync with your cursor". Two notifications minutes apart are two
+// changes; merging them by the body hash would answer every later one DUPLICATE for the
+// whole dedupe window, so the app would never hear of those changes. Each authenticated
+// notification must get an identity of its own, stable for one verification.
+func TestDropboxRepeatedNotificationsAreNotMerged(t *testing.T) {
+	t.Parallel()
+	p := Dropbox()
+	req := signed(t, p, SignInput{Body: []byte(dropboxBody)}, dropboxSecret)
+	keys := keysFor(t, p, dropboxSecret)
+	first, again := eventIDOf(t, p, keys, req, fixedNow), eventIDOf(t, p, keys, req, fixedNow)
+	if first == "" || first != again {
+		t.Fatalf("one verification must name one event: %q then %q", first, again)
+	}
+	if later := eventIDOf(t, p, keys, req, fixedNow.Add(3*time.Minute)); later == first {
+		t.Fatalf("a notification three minutes later got the same identity %q: it would be dropped as a duplicate", later)
+	}
+}

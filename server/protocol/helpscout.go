@@ -27,9 +27,10 @@ var (
 // convo.agent.reply.created and convo.note.created all send the "v2 Conversation object"
 // (https://developer.helpscout.com/webhooks/). One change can fire several of them (a reply
 // that also sets the status and the assignee), each with the conversation as it then is, so
-// by the body alone every event after the first would be a DUPLICATE and lost. A retry keeps its event name and body,
-// so it stays one identity. The header is not signed: a captured body resent under another
-// event name is taken as a new event, as it is by any consumer that reads the header.
+// by the body alone every event after the first would be a DUPLICATE and lost. A retry keeps
+// its event name and body, so it stays one identity. The header is not signed: a captured body
+// resent under another event name is taken as a new event, as it is by any consumer that reads
+// the header.
 func helpscoutIdentity(req *Request) (string, error) {
 	id := bodySHA256ID(req.Body)
 	if ev, _ := req.Headers.Get(helpscoutEventHeader); ev != "" {

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"testing"
+	"time"
 )
 
 // The vector is the webhook example of helpscout/helpscout-api-php (body json_encode(['id' => 123]), secret "asdfasdf", signature 7S2+kN8bZsrdAEADJ+yYfWWsf/4=), recomputed independently with openssl.
@@ -49,4 +50,28 @@ func FuzzHelpScoutSignatureHeader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, sig string, body []byte, pos uint16, repl byte) {
 		verifyFuzzedHeader(t, HelpScout(), helpscoutVectorKey, "X-HelpScout-Signature", nil, sig, body, pos, repl, fixedNow, "")
 	})
+}
+
+// Help Scout sends the same conversation object for convo.status, convo.assigned and the other
+// conversation events; only X-HelpScout-Event tells them apart. Two events about one change
+// must not share an identity, and a retry of either must keep its own.
+func TestHelpScoutEventsWithOneBodyAreDistinct(t *testing.T) {
+	t.Parallel()
+	p := HelpScout()
+	body := helpscoutExampleBody("thread-1")
+	req := signed(t, p, SignInput{Body: body}, helpscoutSecret)
+	keys := keysFor(t, p, helpscoutSecret)
+	idFor := func(event string) string {
+		return eventIDOf(t, p, keys, withHeader(req, "X-HelpScout-Event", event), time.Time{})
+	}
+	status, assigned := idFor("convo.status"), idFor("convo.assigned")
+	if status == assigned {
+		t.Fatalf("convo.status and convo.assigned with one body share the identity %q", status)
+	}
+	if again := idFor("convo.status"); again != status {
+		t.Fatalf("a retry of convo.status has identity %q, first %q", again, status)
+	}
+	if status != "convo.status:"+bodySHA256ID(body) {
+		t.Fatalf("EventID = %q", status)
+	}
 }

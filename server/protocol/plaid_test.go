@@ -285,3 +285,28 @@ func FuzzPlaidVerification(f *testing.F) {
 		checkMutation(t, p, keys, params, req, "Plaid-Verification", pos, repl)
 	})
 }
+
+// TestPlaidRepeatedNotificationsAreDistinct: Plaid fires SYNC_UPDATES_AVAILABLE whenever an
+// Item's transactions change, and its body (environment, item_id, webhook_type, webhook_code and
+// the two completion flags; SyncUpdatesAvailableWebhook in Plaid's clients) is the same every
+// time once the history is loaded. Keyed on the body alone, every later update inside the dedupe
+// window would be answered DUPLICATE and the app would never sync again. The signed iat tells
+// them apart; the same token forwarded twice stays one event.
+func TestPlaidRepeatedNotificationsAreDistinct(t *testing.T) {
+	t.Parallel()
+	p := Plaid()
+	keys := keysFor(t, p, plaidTestPublic)
+	body := `{"environment":"production","historical_update_complete":true,"initial_update_complete":true,"item_id":"DWVAAPWq4RHGlEaNyGKRTAnPLaEmo8Cvq7na6","webhook_code":"SYNC_UPDATES_AVAILABLE","webhook_type":"TRANSACTIONS"}`
+	first := fixedNow
+	later := fixedNow.Add(6 * time.Hour)
+	tokFirst := plaidRaw(t, plaidTestPrivate, plaidHeaderJSON, plaidClaims(first.Unix(), body))
+	tokLater := plaidRaw(t, plaidTestPrivate, plaidHeaderJSON, plaidClaims(later.Unix(), body))
+	id := func(tok string, now time.Time) string { return eventIDOf(t, p, keys, plaidRequest(tok, body), now) }
+	r1, r2 := id(tokFirst, first), id(tokLater, later)
+	if r1 == r2 {
+		t.Fatalf("two SYNC_UPDATES_AVAILABLE notifications six hours apart share the identity %q", r1)
+	}
+	if again := id(tokFirst, first.Add(time.Second)); again != r1 {
+		t.Fatalf("one delivery forwarded twice has identities %q and %q", r1, again)
+	}
+}

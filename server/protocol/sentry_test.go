@@ -1,10 +1,6 @@
 package protocol
 
-import (
-	"crypto/sha256"
-	"encoding/hex"
-	"testing"
-)
+import "testing"
 
 const (
 	sentrySecret    = "9ee2c2c1b7b25b4bc1f2b3d0f3b0b6d3a1f0c2e4d6b8a0c2e4f6a8b0c2d4e6f8"
@@ -19,8 +15,7 @@ func TestSentryVerify(t *testing.T) {
 	in := SignInput{Body: []byte(sentryBody), EventID: sentryRequestID}
 	good := signed(t, p, in, sentrySecret)
 	indep := hmacSHA256Hex(sentrySecret, sentryBody)
-	sum := sha256.Sum256([]byte(sentryBody))
-	bodyID := "body-sha256:" + hex.EncodeToString(sum[:])
+	bodyID := bodySHA256ID([]byte(sentryBody))
 	emptyBody := signed(t, p, SignInput{Body: nil, EventID: sentryRequestID}, sentrySecret)
 	fx := signingFixture{
 		p: p, secret: sentrySecret, secretNew: sentrySecretNew, in: in, wantEvent: bodyID,

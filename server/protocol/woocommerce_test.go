@@ -72,3 +72,27 @@ func FuzzWooCommerceSignatureHeader(f *testing.F) {
 }
 
 const woocommerceOpenSSL = "F5yh2Fg/ktR10AG7hM0+FUl+dXCotKLlDgZN95SejpU="
+
+// TestWooCommerceSameSecondDeliveriesAreDistinct: WooCommerce's X-WC-Webhook-Delivery-ID is
+// wp_hash(webhook id . strtotime('now')) (WC_Webhook::get_new_delivery_id, woocommerce/woocommerce
+// plugins/woocommerce/includes/class-wc-webhook.php), so every delivery one webhook makes within
+// the same second carries the same id. Two different events in that second (two orders updated
+// by one bulk action) must not be taken for one: the second would be answered DUPLICATE and lost.
+// A re-forward of the same delivery (same id, same body) must still be one event.
+func TestWooCommerceSameSecondDeliveriesAreDistinct(t *testing.T) {
+	t.Parallel()
+	p := WooCommerce()
+	keys := keysFor(t, p, woocommerceSecret)
+	const sameSecond = "5d41402abc4b2a76b9719d911017c592"
+	id := func(body string) string {
+		return eventIDOf(t, p, keys, signed(t, p, SignInput{Body: []byte(body), EventID: sameSecond}, woocommerceSecret), fixedNow)
+	}
+	const first = `{"id":727,"status":"processing"}`
+	a, b := id(first), id(`{"id":728,"status":"processing"}`)
+	if a == b {
+		t.Fatalf("two different events sent in one second share the identity %q", a)
+	}
+	if again := id(first); again != a {
+		t.Fatalf("the same delivery forwarded twice has identities %q and %q", a, again)
+	}
+}

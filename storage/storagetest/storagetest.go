@@ -7,8 +7,8 @@
 // Identifiers are valid UTF-8 text; only bodies, header values and sealed secrets carry
 // arbitrary bytes. Identifiers holding NUL, which PostgreSQL's text cannot store, are never
 // stored, but the inbox calls that only look them up must answer them as they answer any id
-// that matches nothing (see testInboxHostileInput). Claim tests create the endpoints they deliver to, so a backend may, but
-// need not, reference endpoints from its inbox.
+// that matches nothing (see testInboxHostileInput). Claim tests create the endpoints they
+// deliver to, so a backend may, but need not, reference endpoints from its inbox.
 package storagetest
 
 import (
