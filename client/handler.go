@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -22,10 +21,8 @@ import (
 // retryHint is how long the provider should wait: the server's RetryInfo hint when it sent one
 // (backpressure does), within [1 s, MaxRetryAfter], else the handler's Retry-After.
 func (h *handler) retryHint(err error) time.Duration {
-	for _, d := range status.Convert(err).Details() {
-		if info, ok := d.(*errdetails.RetryInfo); ok && info.GetRetryDelay().IsValid() {
-			return min(max(info.GetRetryDelay().AsDuration(), time.Second), MaxRetryAfter)
-		}
+	if hint, ok := retryHint(err); ok {
+		return min(max(hint, time.Second), MaxRetryAfter)
 	}
 	return h.retryAfter
 }

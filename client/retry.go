@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -15,7 +16,8 @@ import (
 
 // RetryPolicy bounds the retries of calls that failed with UNAVAILABLE or RESOURCE_EXHAUSTED.
 // Before retry n (n = 1, 2, ...) the client sleeps a random time in [0, min(MaxBackoff,
-// InitialBackoff·2^(n-1))) ("full jitter", so that edges retrying together spread out). A retry
+// InitialBackoff·2^(n-1))) ("full jitter", so that edges retrying together spread out), or the
+// server's RetryInfo hint when the error carries a longer one (as backpressure does). A retry
 // is not started when its sleep would pass MaxElapsed since the first attempt or the context's
 // deadline; the last error is returned instead.
 type RetryPolicy struct {
@@ -62,6 +64,16 @@ func retryable(err error) bool {
 	return false
 }
 
+// retryHint returns the delay of the RetryInfo detail err carries, if any.
+func retryHint(err error) (time.Duration, bool) {
+	for _, d := range status.Convert(err).Details() {
+		if info, ok := d.(*errdetails.RetryInfo); ok && info.GetRetryDelay().IsValid() {
+			return info.GetRetryDelay().AsDuration(), true
+		}
+	}
+	return 0, false
+}
+
 // backoff returns the sleep before retry n (n ≥ 1).
 func (p RetryPolicy) backoff(n int) time.Duration {
 	ceiling := p.MaxBackoff
@@ -88,6 +100,13 @@ func (p RetryPolicy) interceptor() grpc.UnaryClientInterceptor {
 				return err
 			}
 			sleep := p.backoff(attempt)
+			// The server's own hint (its backpressure answer carries one) says when the call
+			// may succeed: retrying sooner only repeats the work on a server that asked for
+			// time, and when the hint does not fit the budget the error goes back at once,
+			// hint included, for the edge's Retry-After.
+			if hint, ok := retryHint(err); ok && hint > sleep {
+				sleep = hint
+			}
 			if time.Since(start)+sleep > p.MaxElapsed {
 				return err
 			}

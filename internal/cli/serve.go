@@ -283,7 +283,12 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	log.Info("hookverify serving", "addr", running.addr, "http", running.httpAddr)
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err := <-running.failed:
+		running.stop()
+		return fmt.Errorf("opening storage: %w", err)
+	}
 	log.Info("shutting down")
 	running.stop()
 	return nil
@@ -346,6 +351,8 @@ type runningServer struct {
 	cancel     context.CancelFunc
 	done       chan struct{}
 	store      chan storage.Store
+	// failed receives the error that made opening the store give up: one no retry can mend.
+	failed chan error
 }
 
 // startServer listens, then opens the store in the background (retrying while the database is
@@ -385,7 +392,7 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 	}
 	g := srv.NewGRPCServer(grpcOpts...)
 	ctx, cancel := context.WithCancel(ctx)
-	r := &runningServer{addr: lis.Addr().String(), srv: srv, grpc: g, cancel: cancel, done: make(chan struct{}), store: make(chan storage.Store, 1)}
+	r := &runningServer{addr: lis.Addr().String(), srv: srv, grpc: g, cancel: cancel, done: make(chan struct{}), store: make(chan storage.Store, 1), failed: make(chan error, 1)}
 	if sc.httpListen != "" {
 		hl, err := net.Listen("tcp", sc.httpListen)
 		if err != nil {
@@ -431,6 +438,13 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 				go func() { defer r.background.Done(); srv.RunInboxMonitor(ctx, time.Second) }()
 				go func() { defer r.background.Done(); srv.RunRetention(ctx, sc.retention) }()
 				go func() { defer r.background.Done(); srv.RunSecretUseWriter(ctx, server.DefaultSecretUseFlush) }()
+				return
+			}
+			if errors.Is(err, storage.ErrInvalid) {
+				// A configuration no retry mends (an unparsable --database-url): give up, rather
+				// than look for ever like a database that is slow to come up.
+				log.Error("storage cannot be opened with this configuration", "err", err)
+				r.failed <- err
 				return
 			}
 			log.Warn("storage not ready; retrying", "err", err, "in", backoff)

@@ -153,7 +153,9 @@ func (w *worker) lease(ctx context.Context, once bool) (*hookverifyv1.InboxDeliv
 		VisibilityTimeout: durationpb.New(w.visibility)}
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
-		callCtx, cancel := context.WithTimeout(ctx, w.callTimeout)
+		// An answer that comes after the visibility timeout grants a lease that has already
+		// ended (the delivery may be another worker's by then): the call gets no longer.
+		callCtx, cancel := context.WithTimeout(ctx, min(w.callTimeout, w.visibility))
 		resp, err := w.inbox.Lease(callCtx, req)
 		cancel()
 		switch {
@@ -253,7 +255,14 @@ func commandEnv(d *hookverifyv1.InboxDelivery) []string {
 // logged, and the next tick tries again.
 func (w *worker) extend(ctx context.Context, d *hookverifyv1.InboxDelivery, deadline *time.Time) error {
 	start := time.Now()
-	callCtx, cancel := context.WithTimeout(ctx, w.callTimeout)
+	// The call gets no more than the lease has left: one that hangs past the lease's end
+	// (an overloaded server, packets dropped) would otherwise keep the command running while
+	// another worker may have the delivery.
+	callDeadline := start.Add(w.callTimeout)
+	if deadline.Before(callDeadline) {
+		callDeadline = *deadline
+	}
+	callCtx, cancel := context.WithDeadline(ctx, callDeadline)
 	_, err := w.inbox.ExtendLease(callCtx, &hookverifyv1.ExtendLeaseRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken(),
 		VisibilityTimeout: durationpb.New(w.visibility)})
 	cancel()
