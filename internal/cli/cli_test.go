@@ -124,6 +124,11 @@ func TestSignOutputVerifiesWithOfficialSDKs(t *testing.T) {
 			t.Errorf("exit %d, stderr %q", code, errOut)
 		}
 	})
+	t.Run("an id the protocol sends in a header, missing, names --id", func(t *testing.T) {
+		if code, _, errOut := run(t, "", "sign", "--provider", "github", "--secret", "s", "--body", bodyFile); code != 1 || !strings.Contains(errOut, "X-GitHub-Delivery") || !strings.Contains(errOut, "--id") {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+	})
 }
 
 func TestServeRefusesNonLoopbackWithoutAuth(t *testing.T) {

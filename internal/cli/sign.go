@@ -42,6 +42,9 @@ func runSign(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	signed, err := protocol.SignDelivery(p, protocol.SignInput{Body: body, EventID: *id, Timestamp: when, Method: *method, URL: *url}, secrets)
+	if errors.Is(err, protocol.ErrSignNeedsEventID) {
+		return fmt.Errorf("%w: give it with --id", err)
+	}
 	if err != nil {
 		return err
 	}

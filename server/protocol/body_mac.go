@@ -273,7 +273,7 @@ func (b bodyMACProvider) sign(in SignInput, secrets []string) (Headers, error) {
 func eventIDHeader(provider, name string) func(SignInput) (Headers, error) {
 	return func(in SignInput) (Headers, error) {
 		if in.EventID == "" {
-			return nil, fmt.Errorf("%s: sign needs an EventID for %s", provider, name)
+			return nil, fmt.Errorf("%s: %w for %s", provider, ErrSignNeedsEventID, name)
 		}
 		return Headers{{Name: name, Value: in.EventID}}, nil
 	}

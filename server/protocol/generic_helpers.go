@@ -249,7 +249,7 @@ func genericSignIdentity(name string, options map[string]string, eventID string)
 		return nil, nil
 	}
 	if eventID == "" {
-		return nil, fmt.Errorf("%s: sign needs an EventID for the %s header", name, id.header)
+		return nil, fmt.Errorf("%s: %w for the %s header", name, ErrSignNeedsEventID, id.header)
 	}
 	return Headers{{Name: id.header, Value: eventID}}, nil
 }

@@ -703,7 +703,7 @@ func signGenericHMAC(in SignInput, secrets []string) (Headers, error) {
 	}
 	if c.identity.header != "" {
 		if in.EventID == "" {
-			return nil, fmt.Errorf("generic-hmac: sign needs an EventID for the %s header", c.identity.header)
+			return nil, fmt.Errorf("generic-hmac: %w for the %s header", ErrSignNeedsEventID, c.identity.header)
 		}
 		v.id = in.EventID
 		out = append(out, Header{Name: c.identity.header, Value: in.EventID})

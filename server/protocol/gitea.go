@@ -99,7 +99,7 @@ func signGitea(in SignInput, secrets []string) (Headers, error) {
 		return nil, errors.New("gitea: sign needs a secret")
 	}
 	if in.EventID == "" {
-		return nil, errors.New("gitea: sign needs an EventID for X-Gitea-Delivery")
+		return nil, fmt.Errorf("gitea: %w for X-Gitea-Delivery", ErrSignNeedsEventID)
 	}
 	key, err := sharedSecretParser("Gitea webhook secret")(secrets[0])
 	if err != nil {

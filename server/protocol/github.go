@@ -153,7 +153,7 @@ func signGitHub(in SignInput, secrets []string) (Headers, error) {
 		return nil, errors.New("github: sign needs a secret")
 	}
 	if in.EventID == "" {
-		return nil, errors.New("github: sign needs an EventID for X-GitHub-Delivery")
+		return nil, fmt.Errorf("github: %w for X-GitHub-Delivery", ErrSignNeedsEventID)
 	}
 	key, err := parseGitHubSecret(secrets[0])
 	if err != nil {

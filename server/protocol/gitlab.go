@@ -208,7 +208,7 @@ func signGitLab(in SignInput, secrets []string) (Headers, error) {
 		return nil, errors.New("gitlab: sign needs a secret token or signing token")
 	}
 	if in.EventID == "" {
-		return nil, errors.New("gitlab: sign needs an EventID for Idempotency-Key")
+		return nil, fmt.Errorf("gitlab: %w for Idempotency-Key", ErrSignNeedsEventID)
 	}
 	material, err := parseGitLabSecret(secrets[0])
 	if err != nil {

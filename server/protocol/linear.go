@@ -124,7 +124,7 @@ func signLinear(in SignInput, secrets []string) (Headers, error) {
 		return nil, err
 	}
 	if in.EventID == "" {
-		return nil, fmt.Errorf("linear: sign needs an EventID for %s", linearDeliveryHeader)
+		return nil, fmt.Errorf("linear: %w for %s", ErrSignNeedsEventID, linearDeliveryHeader)
 	}
 	return Headers{
 		{Name: linearSignatureHeader, Value: linearScheme.signature(in.Body, keys)},

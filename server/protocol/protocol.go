@@ -266,3 +266,7 @@ func (r *Registry) All() []*Protocol {
 
 // ErrUnknownProvider is returned for a provider name no protocol has.
 var ErrUnknownProvider = errors.New("unknown provider")
+
+// ErrSignNeedsEventID is what Sign returns, wrapped with the header it would fill, when the
+// protocol sends its event id in a header and SignInput.EventID is empty.
+var ErrSignNeedsEventID = errors.New("sign needs an EventID")

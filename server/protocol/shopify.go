@@ -81,7 +81,7 @@ func signShopify(in SignInput, secrets []string) (Headers, error) {
 		return nil, err
 	}
 	if in.EventID == "" {
-		return nil, fmt.Errorf("shopify: sign needs an EventID for X-Shopify-Event-Id")
+		return nil, fmt.Errorf("shopify: %w for X-Shopify-Webhook-Id and X-Shopify-Event-Id", ErrSignNeedsEventID)
 	}
 	h := Headers{
 		{Name: "X-Shopify-Hmac-Sha256", Value: shopifyScheme.signature(in.Body, keys)},

@@ -200,7 +200,7 @@ func signStandardWebhooks(in SignInput, secrets []string) (Headers, error) {
 		return nil, errors.New("standard-webhooks: sign needs at least one secret")
 	}
 	if in.EventID == "" {
-		return nil, errors.New("standard-webhooks: sign needs an EventID for webhook-id (it is signed)")
+		return nil, fmt.Errorf("standard-webhooks: %w for webhook-id (it is signed)", ErrSignNeedsEventID)
 	}
 	if in.Timestamp.IsZero() || in.Timestamp.Unix() < 0 {
 		return nil, errors.New("standard-webhooks: sign needs a timestamp at or after 1970")

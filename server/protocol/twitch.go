@@ -219,7 +219,7 @@ func signTwitch(in SignInput, secrets []string) (Headers, error) {
 		return nil, errors.New("twitch: sign needs a secret")
 	}
 	if in.EventID == "" {
-		return nil, errors.New("twitch: sign needs an EventID for Twitch-Eventsub-Message-Id (it is signed)")
+		return nil, fmt.Errorf("twitch: %w for Twitch-Eventsub-Message-Id (it is signed)", ErrSignNeedsEventID)
 	}
 	if in.Timestamp.IsZero() {
 		return nil, errors.New("twitch: sign needs a timestamp")

@@ -26,7 +26,7 @@ var woocommerceProvider = bodyMACProvider{
 	identity: woocommerceIdentity,
 	extra: func(in SignInput) (Headers, error) {
 		if in.EventID == "" {
-			return nil, fmt.Errorf("woocommerce: sign needs an EventID for X-WC-Webhook-Delivery-ID")
+			return nil, fmt.Errorf("woocommerce: %w for X-WC-Webhook-Delivery-ID", ErrSignNeedsEventID)
 		}
 		return Headers{
 			{Name: "X-WC-Webhook-Source", Value: "https://shop.example.com/"},
