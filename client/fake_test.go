@@ -37,15 +37,21 @@ func newFakeServer() *fakeServer {
 }
 
 // start serves f on a loopback port until the test ends and returns the address.
-func (f *fakeServer) start(t *testing.T, opts ...grpc.ServerOption) string {
+func (f *fakeServer) start(t testing.TB, opts ...grpc.ServerOption) string {
+	t.Helper()
+	g := grpc.NewServer(opts...)
+	hookverifyv1.RegisterVerifierServiceServer(g, f)
+	hookverifyv1.RegisterAdminServiceServer(g, f)
+	return serveGRPC(t, g)
+}
+
+// serveGRPC serves g on a loopback port until the test ends and returns the address.
+func serveGRPC(t testing.TB, g *grpc.Server) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := grpc.NewServer(opts...)
-	hookverifyv1.RegisterVerifierServiceServer(g, f)
-	hookverifyv1.RegisterAdminServiceServer(g, f)
 	go g.Serve(lis)
 	t.Cleanup(g.Stop)
 	return lis.Addr().String()

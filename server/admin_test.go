@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -375,4 +376,76 @@ func TestAdminListProviders(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAdminErrorsDoNotEchoHugeInput proves that a call naming something with a huge string
+// gets a clear, short answer (clipStatusMessage). Error messages quoted the caller's ids, provider name,
+// option names and scopes whole: gRPC sends the message in the trailers, and at some MiB of
+// id the client could not even read the answer (the connection failed with an HTTP/2
+// COMPRESSION_ERROR, reported as UNAVAILABLE, which clients retry).
+func TestAdminErrorsDoNotEchoHugeInput(t *testing.T) {
+	t.Parallel()
+	const maxMessage = 4 << 10
+	e := newEnv(t, backends[0])
+	e.setup(t, stripeProvider, "shop")
+	for _, size := range []int{1 << 20, 20 << 20} {
+		big := strings.Repeat("x", size)
+		for _, tt := range []struct {
+			name string
+			want codes.Code
+			call func() error
+		}{
+			{"RetireSecret", codes.NotFound, func() error {
+				_, err := e.admin.RetireSecret(t.Context(), &hookverifyv1.RetireSecretRequest{EndpointId: "shop", SecretId: big})
+				return err
+			}},
+			{"RevokeToken", codes.NotFound, func() error {
+				_, err := e.tokens.RevokeToken(t.Context(), &hookverifyv1.RevokeTokenRequest{Id: big})
+				return err
+			}},
+			{"GetEndpoint", codes.NotFound, func() error {
+				_, err := e.admin.GetEndpoint(t.Context(), &hookverifyv1.GetEndpointRequest{Id: big})
+				return err
+			}},
+			{"CreateEndpoint with an unknown provider", codes.InvalidArgument, func() error {
+				_, err := e.admin.CreateEndpoint(t.Context(), &hookverifyv1.CreateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: "x", Provider: big}})
+				return err
+			}},
+			{"CreateEndpoint with an unknown option", codes.InvalidArgument, func() error {
+				_, err := e.admin.CreateEndpoint(t.Context(), &hookverifyv1.CreateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{
+					Id: "x", Provider: "stripe", Options: map[string]string{big: "1"}}})
+				return err
+			}},
+			{"Ack", codes.NotFound, func() error {
+				_, err := e.inbox.Ack(t.Context(), &hookverifyv1.AckRequest{InboxId: big, LeaseToken: "lease_x"})
+				return err
+			}},
+			{"CreateToken with an invalid scope", codes.InvalidArgument, func() error {
+				_, err := e.tokens.CreateToken(t.Context(), &hookverifyv1.CreateTokenRequest{Name: "n", Scopes: []string{big}})
+				return err
+			}},
+		} {
+			t.Run(fmt.Sprintf("%s %d bytes", tt.name, size), func(t *testing.T) {
+				err := tt.call()
+				wantCode(t, err, tt.want)
+				if msg := status.Convert(err).Message(); len(msg) > maxMessage {
+					t.Fatalf("message of %d bytes, want at most %d", len(msg), maxMessage)
+				}
+			})
+		}
+	}
+}
+
+// TestCreateTokenRefusesNULInName proves both stores answer a token name holding NUL alike:
+// PostgreSQL refuses NUL in text, SQLite stored it.
+func TestCreateTokenRefusesNULInName(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		_, err := e.tokens.CreateToken(t.Context(), &hookverifyv1.CreateTokenRequest{Name: "edge\x00one", Scopes: []string{"verify:*"}})
+		wantCode(t, err, codes.InvalidArgument)
+		if msg := status.Convert(err).Message(); !strings.Contains(msg, "name") {
+			t.Fatalf("message %q does not say what is wrong", msg)
+		}
+	})
 }

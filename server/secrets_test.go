@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -177,4 +178,70 @@ func wantStates(t *testing.T, e *env, endpoint string, want ...hookverifyv1.Secr
 			t.Fatalf("states %v, want %v", got, want)
 		}
 	}
+}
+
+// TestAddSecretRefusesTimesOutOfRange proves that a validity window the stores cannot hold is
+// refused as the caller's mistake, and nothing is stored: a timestamp outside what
+// google.protobuf.Timestamp allows (years 1 to 9999) overflowed the stores' microsecond
+// encoding and came back as another time, and the year-1 minimum reads back as "no limit".
+func TestAddSecretRefusesTimesOutOfRange(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "shop", Provider: "stripe"})
+		for _, tt := range []struct {
+			name                string
+			notBefore, notAfter *timestamppb.Timestamp
+		}{
+			{"not_after far beyond year 9999", nil, &timestamppb.Timestamp{Seconds: 1 << 60}},
+			{"not_before far before year 1", &timestamppb.Timestamp{Seconds: -1 << 60}, nil},
+			{"not_after with nanos out of range", nil, &timestamppb.Timestamp{Seconds: e.clock.Now().Unix(), Nanos: -1}},
+			{"not_after at the zero time", nil, timestamppb.New(time.Time{})},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				_, err := e.admin.AddSecret(t.Context(), &hookverifyv1.AddSecretRequest{EndpointId: "shop",
+					Secret: stripeProvider.newSecret(), NotBefore: tt.notBefore, NotAfter: tt.notAfter})
+				wantCode(t, err, codes.InvalidArgument)
+			})
+		}
+		wantStates(t, e, "shop")
+	})
+}
+
+// TestRetiringARetiredSecretRecordsNothing proves the audit trail's promise, "no record
+// without its change", for a repeated retirement, as it holds for a repeated token revocation:
+// the secret keeps its first retirement time, so a second secret.retire record would name
+// another caller and time for a retirement that did not happen then.
+func TestRetiringARetiredSecretRecordsNothing(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		_, id := e.setup(t, stripeProvider, "shop")
+		retire := func() *hookverifyv1.SecretInfo {
+			t.Helper()
+			resp, err := e.admin.RetireSecret(t.Context(), &hookverifyv1.RetireSecretRequest{EndpointId: "shop", SecretId: id})
+			if err != nil {
+				t.Fatalf("RetireSecret: %v", err)
+			}
+			return resp.GetSecret()
+		}
+		first := retire()
+		e.clock.Advance(time.Hour)
+		if again := retire(); !again.GetRetireTime().AsTime().Equal(first.GetRetireTime().AsTime()) {
+			t.Fatalf("retiring again moved retire_time from %v to %v", first.GetRetireTime().AsTime(), again.GetRetireTime().AsTime())
+		}
+		resp, err := e.admin.ListAuditEvents(t.Context(), &hookverifyv1.ListAuditEventsRequest{EndpointId: "shop"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var retires []*hookverifyv1.AuditEvent
+		for _, ev := range resp.GetEvents() {
+			if ev.GetAction() == "secret.retire" {
+				retires = append(retires, ev)
+			}
+		}
+		if len(retires) != 1 || !retires[0].GetTime().AsTime().Equal(first.GetRetireTime().AsTime()) {
+			t.Fatalf("secret.retire events %v, want one at %v", retires, first.GetRetireTime().AsTime())
+		}
+	})
 }

@@ -119,18 +119,8 @@ func TestTokenCommandsAgainstAnAuthenticatedServer(t *testing.T) {
 // through the CLI's --ca, --cert and --key.
 func TestClientCertificateCommands(t *testing.T) {
 	dir := t.TempDir()
-	ca, caKey := writeCA(t, dir)
-	issueTo(t, dir, "server", pkix.Name{CommonName: "hookverify"}, ca, caKey, true)
-	issueTo(t, dir, "ops", pkix.Name{CommonName: "ops", Organization: []string{"Acme"}}, ca, caKey, false)
-	issueTo(t, dir, "edge", pkix.Name{CommonName: "edge"}, ca, caKey, false)
-	scopes := filepath.Join(dir, "cert-scopes")
-	if err := os.WriteFile(scopes, []byte("# operators\nadmin CN=ops,O=Acme\nverify:acme-*,inbox:acme-* CN=edge\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	addr := startAuthServer(t, serveConfig{auth: authFlags{
-		tlsCert: filepath.Join(dir, "server.pem"), tlsKey: filepath.Join(dir, "server.key"),
-		clientCA: filepath.Join(dir, "ca.pem"), certScopes: scopes,
-	}})
+	addr := startMutualTLSServer(t, dir, "# operators\nadmin CN=ops,O=Acme\nverify:acme-*,inbox:acme-* CN=edge\n",
+		pkix.Name{CommonName: "ops", Organization: []string{"Acme"}}, pkix.Name{CommonName: "edge"})
 	as := func(who string, args ...string) (int, string, string) {
 		t.Helper()
 		return run(t, "", append(args, "--server", addr, "--ca", filepath.Join(dir, "ca.pem"),
@@ -148,6 +138,57 @@ func TestClientCertificateCommands(t *testing.T) {
 	if code, _, errOut := run(t, "", "endpoint", "list", "--server", addr, "--ca", filepath.Join(dir, "ca.pem")); code != 1 || !strings.Contains(errOut, "Unauthenticated") {
 		t.Errorf("endpoint list over TLS without a certificate: exit %d, %q", code, errOut)
 	}
+}
+
+// TestRekeyAgainstAnAuthenticatedServer runs the master-key runbook's step 2 where it matters
+// most, on a server that requires callers to authenticate: rekey must send the token of
+// $HOOKVERIFY_TOKEN (or --token-file) and use --ca/--cert/--key like every other command.
+func TestRekeyAgainstAnAuthenticatedServer(t *testing.T) {
+	t.Run("token", func(t *testing.T) {
+		bootstrapToken := "bootstrap-" + strings.Repeat("r", 40)
+		addr := startAuthServer(t, serveConfig{auth: authFlags{requireAuth: true}, bootstrapToken: bootstrapToken})
+		t.Setenv(tokenEnv, bootstrapToken)
+		if code, out, errOut := run(t, "", "rekey", "--server", addr); code != 0 || !strings.Contains(errOut, "every secret is under mk_") {
+			t.Fatalf("rekey with $%s: exit %d, stdout %q, stderr %q", tokenEnv, code, out, errOut)
+		}
+		t.Setenv(tokenEnv, "")
+		tokenFile := filepath.Join(t.TempDir(), "token")
+		if err := os.WriteFile(tokenFile, []byte(bootstrapToken+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if code, out, errOut := run(t, "", "rekey", "--server", addr, "--token-file", tokenFile); code != 0 {
+			t.Fatalf("rekey with --token-file: exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+	})
+	t.Run("client certificate", func(t *testing.T) {
+		dir := t.TempDir()
+		addr := startMutualTLSServer(t, dir, "admin CN=ops\n", pkix.Name{CommonName: "ops"})
+		code, out, errOut := run(t, "", "rekey", "--server", addr, "--ca", filepath.Join(dir, "ca.pem"),
+			"--cert", filepath.Join(dir, "ops.pem"), "--key", filepath.Join(dir, "ops.key"), "--timeout", "5s")
+		if code != 0 {
+			t.Fatalf("rekey over mutual TLS: exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+	})
+}
+
+// startMutualTLSServer writes a CA, a server certificate and one client certificate for each
+// of clients (in dir, as <CommonName>.pem and .key) and serves mutual TLS on loopback with
+// scopes as the --cert-scopes file.
+func startMutualTLSServer(t *testing.T, dir, scopes string, clients ...pkix.Name) string {
+	t.Helper()
+	ca, caKey := writeCA(t, dir)
+	issueTo(t, dir, "server", pkix.Name{CommonName: "hookverify"}, ca, caKey, true)
+	for _, subject := range clients {
+		issueTo(t, dir, subject.CommonName, subject, ca, caKey, false)
+	}
+	scopesFile := filepath.Join(dir, "cert-scopes")
+	if err := os.WriteFile(scopesFile, []byte(scopes), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startAuthServer(t, serveConfig{auth: authFlags{
+		tlsCert: filepath.Join(dir, "server.pem"), tlsKey: filepath.Join(dir, "server.key"),
+		clientCA: filepath.Join(dir, "ca.pem"), certScopes: scopesFile,
+	}})
 }
 
 // startAuthServer runs an embedded server with sc's authentication settings on loopback.
@@ -288,5 +329,59 @@ func TestPrepareTokensWarnsAccuratelyOnceEveryAdminTokenIsRevoked(t *testing.T) 
 	got := warnings()
 	if strings.Contains(got, "set $"+bootstrapTokenEnv) || !strings.Contains(got, "every admin token is revoked") {
 		t.Fatalf("every admin token revoked: warning %q, want one that does not send the operator to $%s", got, bootstrapTokenEnv)
+	}
+}
+
+// FuzzReadCertScopes: the --cert-scopes file decides which client certificates may do what.
+// Any content either is refused or maps non-empty subjects, as written and without surrounding
+// space, to scopes that print back to text ParseScope reads again to the same scope.
+func FuzzReadCertScopes(f *testing.F) {
+	f.Add("# edges\nverify:shop-* CN=edge-1,O=Acme\n\nadmin CN=ops\n")
+	f.Add("verify:a,inbox:b   CN=x, O=y \r\n")
+	f.Add("admin\nverify:* \t\n")
+	f.Add("verify:a CN=dup\nadmin CN=dup\n")
+	f.Add(strings.Repeat("a", 70000))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, content string) {
+		path := filepath.Join(dir, "scopes")
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		m, err := readCertScopes(path)
+		if err != nil {
+			return
+		}
+		for subject, scopes := range m {
+			if subject == "" || subject != strings.TrimSpace(subject) || strings.ContainsAny(subject, "\n") {
+				t.Fatalf("subject %q", subject)
+			}
+			for _, s := range scopes {
+				again, err := server.ParseScope(s.String())
+				if err != nil || again != s {
+					t.Fatalf("scope %v prints as %q, which reads back as %v, %v", s, s.String(), again, err)
+				}
+			}
+		}
+	})
+}
+
+// TestCertScopesRefuseSpacedSubjects: Go prints a subject "CN=x,O=y", so a line written the
+// way OpenSSL prints it, "CN=x, O=y", would map a subject no certificate ever has: refused at
+// start, with the form to use. An escaped comma followed by a space is part of a value.
+func TestCertScopesRefuseSpacedSubjects(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "scopes")
+	write := func(content string) {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("verify:a CN=edge-1, O=Acme\n")
+	if _, err := readCertScopes(path); err == nil || !strings.Contains(err.Error(), "space after a comma") {
+		t.Fatalf("a spaced subject: %v, want refused", err)
+	}
+	write("verify:a CN=edge-1,O=Acme\\, Inc.\n")
+	m, err := readCertScopes(path)
+	if err != nil || len(m[`CN=edge-1,O=Acme\, Inc.`]) != 1 {
+		t.Fatalf("an escaped comma and a space in a value: %v, %v; want it mapped", m, err)
 	}
 }

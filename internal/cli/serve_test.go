@@ -2,8 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"encoding/base64"
 	"encoding/json"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -82,5 +85,64 @@ func TestServeChecksRetention(t *testing.T) {
 	// And serve itself refuses before it opens anything.
 	if code, _, errOut := run(t, "", "serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--dedupe-window", "0s"); code != 1 || !strings.Contains(errOut, "--dedupe-window") {
 		t.Errorf("serve --dedupe-window 0s: exit %d, %q; want it refused", code, errOut)
+	}
+}
+
+// setMasterKeyEnv sets $HOOKVERIFY_MASTER_KEY to a new key for the test and returns the key.
+func setMasterKeyEnv(t *testing.T) []byte {
+	t.Helper()
+	key, _ := secretbox.NewKey()
+	t.Setenv(masterKeyEnv, base64.StdEncoding.EncodeToString(key))
+	return key
+}
+
+// TestServeStopsOnAnUnusableDatabaseURL: a --database-url that cannot be parsed is a
+// configuration mistake no retry will mend. serve retried it for ever ("storage not ready;
+// retrying" every 5 s, /readyz 503), so a deployment with a typo in its URL looked like a
+// database that was slow to come up, and never failed. It must exit with an error that says
+// what is wrong, and without the URL's password.
+func TestServeStopsOnAnUnusableDatabaseURL(t *testing.T) {
+	setMasterKeyEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out lockedBuffer
+	start := time.Now()
+	err := runServe(ctx, env{stdin: strings.NewReader(""), stdout: &out, stderr: &out}, []string{
+		"--listen", "127.0.0.1:0",
+		"--database-url", "postgres://hv:S3cretPassw0rd@127.0.0.1:1/hv?sslmode=disable&connect_timeout=%zz",
+	})
+	if ctx.Err() != nil || err == nil {
+		t.Fatalf("serve with an unparsable --database-url still running after %v (err %v); log:\n%s", time.Since(start).Round(time.Second), err, out.String())
+	}
+	if !strings.Contains(err.Error(), "database URL") {
+		t.Errorf("serve's error %q does not name the database URL", err)
+	}
+	if strings.Contains(err.Error()+out.String(), "S3cretPassw0rd") {
+		t.Errorf("the password is in the error or the log: %v\n%s", err, out.String())
+	}
+}
+
+// TestMasterKeyFileFlagWinsOverEnvironment: --master-key-file, given on the command line, is
+// the key serve uses even when $HOOKVERIFY_MASTER_KEY is also set. The flag's help says the
+// variable is its default, and the master-key rotation runbook restarts the instances with
+// --master-key-file new.key --old-master-key-file old.key: where the old key also sits in the
+// environment (a unit file, a container spec), the new key must not be silently ignored, or
+// the rotation seals nothing under it, rekey reports every secret under the old key, and
+// dropping the old key later locks every secret away.
+func TestMasterKeyFileFlagWinsOverEnvironment(t *testing.T) {
+	envKey := setMasterKeyEnv(t)
+	path := filepath.Join(t.TempDir(), "new.key")
+	fileKey, _, err := secretbox.LoadOrCreateKeyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := storeConfig{dataDir: t.TempDir(), masterKeyFile: path}
+	keyring, err := cfg.keyring(newTestLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := keyring.CurrentKeyID(), secretbox.KeyID(fileKey); got != want {
+		t.Fatalf("current master key = %s (the environment's is %s), want %s from --master-key-file",
+			got, secretbox.KeyID(envKey), want)
 	}
 }
