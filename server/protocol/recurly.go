@@ -110,12 +110,17 @@ func verifyRecurly(req *Request, keys []Key, p Params) (Result, error) {
 // update, would be answered DUPLICATE and lost. The type and time of the event tell them
 // apart; a retry resends the notification as it was, so it keeps all four.
 func recurlyEventID(body []byte) (string, error) {
-	id, err := jsonBodyString(body, "id")
+	id, err := jsonBodyString(body, "id") // checks that the body is a JSON object, once
 	if err != nil {
 		return "", err
 	}
+	obj, _ := jsonObjectBytes(body)
 	optional := func(key string) string {
-		v, _ := jsonBodyString(body, key)
+		raw, ok := jsonMember(obj, key)
+		if !ok {
+			return ""
+		}
+		v, _ := jsonIDString(raw, key)
 		return v
 	}
 	return id + ":" + optional("object_type") + "." + optional("event_type") + "@" + optional("event_time"), nil

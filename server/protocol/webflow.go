@@ -108,10 +108,7 @@ var webflowRepeatingBodies = map[string]bool{
 // losing an event.
 func webflowEventID(body []byte, ms int64) string {
 	id := bodySHA256ID(body)
-	var top struct {
-		TriggerType string `json:"triggerType"`
-	}
-	if json.Unmarshal(body, &top) == nil && webflowRepeatingBodies[top.TriggerType] {
+	if trigger, err := jsonBodyString(body, "triggerType"); err == nil && webflowRepeatingBodies[trigger] {
 		return id + "@" + strconv.FormatInt(ms, 10)
 	}
 	return id
