@@ -229,8 +229,8 @@ func (s *Server) Register(g *grpc.Server) {
 }
 
 // NewGRPCServer returns a grpc.Server with hookverify's limits and interceptors (panic
-// recovery first, then logging, metrics, and authentication when Options.Auth is set, so that
-// refused calls are logged and counted) and every service registered. Pass TLS credentials
+// recovery first, then logging, status-message clipping, metrics, and authentication when
+// Options.Auth is set, so that refused calls are logged and counted) and every service registered. Pass TLS credentials
 // in extra (grpc.Creds) for mutual TLS.
 func (s *Server) NewGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 	interceptors := []grpc.UnaryServerInterceptor{s.recoverInterceptor, s.logInterceptor, clipStatusMessage}
