@@ -50,6 +50,19 @@ const (
 	DefaultMaxBodyBytes = MaxBodyCeiling
 )
 
+// Header and URL limits of BuildRequest: the server's. A request past them is refused before
+// the call (ErrUnforwardable): the server would refuse it on every retry, and with a body near
+// MaxBodyCeiling it would not even fit the server's gRPC receive limit, a failure that looks
+// like an overloaded server and is retried.
+const (
+	// MaxHeaderCount and MaxHeaderBytes bound the forwarded headers (names plus values, the
+	// Host header included).
+	MaxHeaderCount = 500
+	MaxHeaderBytes = 256 << 10
+	// MaxURLBytes bounds the forwarded URL.
+	MaxURLBytes = 16 << 10
+)
+
 // Option configures Dial.
 type Option func(*config)
 

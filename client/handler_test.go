@@ -472,6 +472,10 @@ func TestVerifyTimeoutBoundsTheBodyRead(t *testing.T) {
 // forever; a body at the ceiling does reach the server.
 func TestBodyLimitStopsAtTheServerCeiling(t *testing.T) {
 	t.Parallel()
+	if client.MaxHeaderCount != server.MaxHeaderCount || client.MaxHeaderBytes != server.MaxHeaderBytes || client.MaxURLBytes != server.MaxURLBytes {
+		t.Fatalf("client header and URL limits %d, %d, %d; the server's are %d, %d, %d", client.MaxHeaderCount, client.MaxHeaderBytes,
+			client.MaxURLBytes, server.MaxHeaderCount, server.MaxHeaderBytes, server.MaxURLBytes)
+	}
 	if client.MaxBodyCeiling != server.MaxBodyCeiling || client.DefaultMaxBodyBytes != server.MaxBodyCeiling {
 		t.Fatalf("client ceiling %d, default %d; the server's ceiling is %d", client.MaxBodyCeiling, client.DefaultMaxBodyBytes, server.MaxBodyCeiling)
 	}

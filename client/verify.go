@@ -20,9 +20,10 @@ var (
 	// ErrBodyRead means the body could not be read in full (the provider hung up, a read
 	// timeout); the cause is wrapped.
 	ErrBodyRead = errors.New("client: reading the request body")
-	// ErrUnforwardable means a header name or value, or the URL, is not valid UTF-8. Protobuf
+	// ErrUnforwardable means a header name or value, or the URL, is not valid UTF-8 (protobuf
 	// strings must be UTF-8, and altering the bytes would break the signature, so such a request
-	// is refused rather than forwarded corrupted.
+	// is refused rather than forwarded corrupted), or the headers or URL exceed the server's
+	// limits (MaxHeaderCount, MaxHeaderBytes, MaxURLBytes).
 	ErrUnforwardable = errors.New("client: request cannot be forwarded")
 )
 
@@ -117,6 +118,16 @@ func forwardHeaders(r *http.Request) ([]*hookverifyv1.HeaderField, error) {
 			out = append(out, &hookverifyv1.HeaderField{Name: name, Value: value})
 		}
 	}
+	if len(out) > MaxHeaderCount {
+		return nil, fmt.Errorf("%w: %d headers, more than the server's limit of %d", ErrUnforwardable, len(out), MaxHeaderCount)
+	}
+	total := 0
+	for _, h := range out {
+		total += len(h.GetName()) + len(h.GetValue())
+	}
+	if total > MaxHeaderBytes {
+		return nil, fmt.Errorf("%w: headers of %d bytes, more than the server's limit of %d", ErrUnforwardable, total, MaxHeaderBytes)
+	}
 	return out, nil
 }
 
@@ -144,6 +155,9 @@ func (c *Conn) requestURL(r *http.Request) (string, error) {
 	}
 	if !utf8.ValidString(url) {
 		return "", fmt.Errorf("%w: the URL is not valid UTF-8", ErrUnforwardable)
+	}
+	if len(url) > MaxURLBytes {
+		return "", fmt.Errorf("%w: a URL of %d bytes, more than the server's limit of %d", ErrUnforwardable, len(url), MaxURLBytes)
 	}
 	return url, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -97,6 +98,15 @@ func TestBuildRequestRefuses(t *testing.T) {
 	}{
 		{"header value not UTF-8", func(r *http.Request) { r.Header["Stripe-Signature"] = []string{"t=1,v1=\xff\xfe"} }, client.ErrUnforwardable},
 		{"URL not UTF-8", func(r *http.Request) { r.RequestURI = "/hooks/\xff" }, client.ErrUnforwardable},
+		// Past the server's limits: refused on every retry, and with a large body past its gRPC
+		// receive limit, which would look like an overloaded server and be retried.
+		{"headers over the server's byte limit", func(r *http.Request) { r.Header.Set("X-Big", strings.Repeat("a", client.MaxHeaderBytes)) }, client.ErrUnforwardable},
+		{"more headers than the server takes", func(r *http.Request) {
+			for i := range client.MaxHeaderCount {
+				r.Header.Add(fmt.Sprintf("X-H%d", i), "v")
+			}
+		}, client.ErrUnforwardable},
+		{"URL over the server's limit", func(r *http.Request) { r.RequestURI = "/hooks/ep?q=" + strings.Repeat("a", client.MaxURLBytes) }, client.ErrUnforwardable},
 		{"body over the limit", func(r *http.Request) { r.Body = io.NopCloser(strings.NewReader("01234567890")); r.ContentLength = -1 }, client.ErrBodyTooLarge},
 		{"Content-Length over the limit", func(r *http.Request) { r.ContentLength = 11 }, client.ErrBodyTooLarge},
 		{"body read fails", func(r *http.Request) { r.Body = io.NopCloser(iotest.ErrReader(errors.New("connection reset"))) }, client.ErrBodyRead},
