@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hookverify/hookverify/server/protocol"
+	"github.com/hookverify/hookverify/server/secretbox"
 	"github.com/hookverify/hookverify/storage"
 )
 
@@ -35,6 +36,10 @@ type cachedEndpoint struct {
 type cachedKey struct {
 	secret   storage.Secret
 	material []byte
+	// unknownKey: the secret is sealed under a master key this server does not hold. Unlike a
+	// corrupted row, that is this instance's configuration (a master-key rotation under way),
+	// which a restart with the key fixes, while another instance may hold it already.
+	unknownKey bool
 }
 
 func newEndpointCache(ttl time.Duration) *endpointCache {
@@ -67,25 +72,27 @@ func (s *Server) load(ctx context.Context, st storage.Store, id string) (*cached
 		return nil, err
 	}
 	for _, sec := range secrets {
-		e.keys = append(e.keys, cachedKey{secret: sec, material: s.openSecret(ctx, prov, sec)})
+		material, unknownKey := s.openSecret(ctx, prov, sec)
+		e.keys = append(e.keys, cachedKey{secret: sec, material: material, unknownKey: unknownKey})
 	}
 	return e, nil
 }
 
 // openSecret decrypts and parses a stored secret. One that fails is logged and skipped (it can
-// authenticate nothing), so a single corrupted row does not take the endpoint down.
-func (s *Server) openSecret(ctx context.Context, prov *protocol.Protocol, sec storage.Secret) []byte {
+// authenticate nothing), so a single corrupted row does not take the endpoint down; unknownKey
+// reports that it failed only because its master key is not in this server's keyring.
+func (s *Server) openSecret(ctx context.Context, prov *protocol.Protocol, sec storage.Secret) (material []byte, unknownKey bool) {
 	plain, err := s.keyring.Open(sec.KeyID, sec.EndpointID, sec.ID, sec.Sealed)
 	if err != nil {
 		s.log.ErrorContext(ctx, "secret does not open", "endpoint", sec.EndpointID, "secret_id", sec.ID, "err", err)
-		return nil
+		return nil, errors.Is(err, secretbox.ErrUnknownKey)
 	}
-	material, err := prov.ParseSecret(string(plain))
+	material, err = prov.ParseSecret(string(plain))
 	if err != nil {
 		s.log.ErrorContext(ctx, "stored secret does not parse", "endpoint", sec.EndpointID, "secret_id", sec.ID)
-		return nil
+		return nil, false
 	}
-	return material
+	return material, false
 }
 
 // validKeys returns the keys of the cached endpoint that authenticate at now.
@@ -97,4 +104,15 @@ func (e *cachedEndpoint) validKeys(now time.Time) []protocol.Key {
 		}
 	}
 	return keys
+}
+
+// unopenedKeyID returns the id of a secret valid at now that this server cannot open for want
+// of its master key, or "" if there is none.
+func (e *cachedEndpoint) unopenedKeyID(now time.Time) string {
+	for _, k := range e.keys {
+		if k.unknownKey && k.secret.ValidAt(now) {
+			return k.secret.ID
+		}
+	}
+	return ""
 }

@@ -94,6 +94,15 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 	if err != nil {
 		var rej *protocol.Rejection
 		if errors.As(err, &rej) {
+			if id := cached.unopenedKeyID(now); id != "" && rej.Reason == protocol.ReasonSignatureMismatch {
+				// A valid secret this instance cannot open may be the one that signed: the
+				// answer is unknown here, not "forged". 401 would make PagerDuty or Okta drop
+				// a genuine event for good; UNAVAILABLE makes the provider retry until the
+				// instance has the key (or reaches one that has).
+				s.log.ErrorContext(ctx, "cannot authenticate: a valid secret is sealed under a master key this server does not hold; restart it with that key (--old-master-key-file during a rotation)",
+					"endpoint", endpoint.ID, "secret_id", id)
+				return nil, status.Error(codes.Unavailable, "a signing secret of this endpoint cannot be opened by this server, retry later")
+			}
 			return rejected(rejectReason(rej.Reason), rej.Detail), nil
 		}
 		s.log.ErrorContext(ctx, "protocol failure", "endpoint", endpoint.ID, "provider", endpoint.Provider, "err", err)

@@ -62,7 +62,7 @@ func (c *storeConfig) openStore(ctx context.Context) (storage.Store, error) {
 	return sqlite.Open(ctx, filepath.Join(c.dataDir, "hookverify.db"))
 }
 
-// keyring loads the master key: the environment variable, else the key file, else (embedded
+// keyring loads the master key: the key file, else the environment variable, else (embedded
 // store only) a key file generated in the data dir, with a warning that it must be backed up.
 func (c *storeConfig) keyring(log *slog.Logger) (*secretbox.Keyring, error) {
 	var key []byte

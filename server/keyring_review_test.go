@@ -1,0 +1,51 @@
+package server_test
+
+import (
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server/secretbox"
+)
+
+// An instance that does not hold the master key a currently valid secret is sealed under (the
+// runbook's step 1 before every instance has restarted, or a restart with the new key alone
+// before rekey finished) cannot tell whether a delivery it cannot authenticate was signed with
+// that secret. It must not answer SIGNATURE_MISMATCH (401): PagerDuty and Okta drop a 4xx for
+// good, so a genuine event would be lost for a configuration the operator fixes by restarting.
+// UNAVAILABLE makes the provider retry; deliveries that a secret it can open authenticates
+// are still accepted.
+func TestSecretUnderUnknownMasterKeyIsUnavailableNotMismatch(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		p := stripeProvider
+		oldSecret, _ := e.setup(t, p, "mk-shop")
+		oldKey := e.masterKey
+		oldOnly := e.keyring
+
+		newKey := mustKey(t)
+		var err error
+		if e.keyring, err = secretbox.NewKeyring(newKey, oldKey); err != nil {
+			t.Fatal(err)
+		}
+		rotated := e.start(t, e.store)
+		newSecret := p.newSecret()
+		if _, err := rotated.admin.RotateSecret(t.Context(), &hookverifyv1.RotateSecretRequest{
+			EndpointId: "mk-shop", Secret: newSecret, Overlap: durationpb.New(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+
+		e.keyring = oldOnly
+		stale := e.start(t, e.store)
+		// The old secret still opens here and still authenticates during the overlap.
+		stale.accept(t, e.deliver(t, p, "mk-shop", eventID(p), oldSecret))
+		// The new one is sealed under a key this instance lacks: retry later, not 401.
+		_, err = stale.call(t, e.deliver(t, p, "mk-shop", eventID(p), newSecret))
+		wantCode(t, err, codes.Unavailable)
+		// Once restarted with both keys, the provider's retry is accepted.
+		rotated.accept(t, e.deliver(t, p, "mk-shop", eventID(p), newSecret))
+	})
+}
