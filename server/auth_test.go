@@ -747,16 +747,23 @@ func TestAuthClientCertificates(t *testing.T) {
 		}
 	})
 
-	t.Run("a certificate that expires during the connection is refused", func(t *testing.T) {
-		// The server clock moves past NotAfter while the verified connection stays open.
-		cert := e.ca.issue(t, edgeSubject, now.Add(-time.Hour), now.Add(time.Hour), false)
+	// refusedOnceExpired calls Verify on one connection made with cert, moves the server clock
+	// two hours on while the connection stays open, and calls again: allowed, then refused.
+	refusedOnceExpired := func(t *testing.T, cert tls.Certificate, before, after string) {
+		t.Helper()
 		client := hookverifyv1.NewVerifierServiceClient(e.dial(t, &cert))
 		_, err := client.Verify(t.Context(), verifyReq("acme-orders"))
-		allowed(t, "Verify before expiry", err)
+		allowed(t, before, err)
 		e.clock.Advance(2 * time.Hour)
 		defer e.clock.Advance(-2 * time.Hour)
 		_, err = client.Verify(t.Context(), verifyReq("acme-orders"))
-		refusedWith(t, "Verify after expiry", err, codes.Unauthenticated)
+		refusedWith(t, after, err, codes.Unauthenticated)
+	}
+
+	t.Run("a certificate that expires during the connection is refused", func(t *testing.T) {
+		// The server clock moves past NotAfter while the verified connection stays open.
+		cert := e.ca.issue(t, edgeSubject, now.Add(-time.Hour), now.Add(time.Hour), false)
+		refusedOnceExpired(t, cert, "Verify before expiry", "Verify after expiry")
 	})
 
 	t.Run("a connection whose issuing intermediate expires is refused", func(t *testing.T) {
@@ -764,13 +771,7 @@ func TestAuthClientCertificates(t *testing.T) {
 		// NotAfter a new handshake fails, and so must every call on a connection made before.
 		inter := e.ca.intermediate(t, "short-lived intermediate", now.Add(-time.Hour), now.Add(time.Hour))
 		cert := inter.issue(t, edgeSubject, now.Add(-time.Hour), now.Add(3*time.Hour), false)
-		client := hookverifyv1.NewVerifierServiceClient(e.dial(t, &cert))
-		_, err := client.Verify(t.Context(), verifyReq("acme-orders"))
-		allowed(t, "Verify while the chain is valid", err)
-		e.clock.Advance(2 * time.Hour)
-		defer e.clock.Advance(-2 * time.Hour)
-		_, err = client.Verify(t.Context(), verifyReq("acme-orders"))
-		refusedWith(t, "Verify after the issuing intermediate expired", err, codes.Unauthenticated)
+		refusedOnceExpired(t, cert, "Verify while the chain is valid", "Verify after the issuing intermediate expired")
 		if logs := string(e.logs.Bytes()); !strings.Contains(logs, "its issuer CN=short-lived intermediate is outside its validity period") {
 			t.Error("the log does not say that the intermediate expired")
 		}
