@@ -20,6 +20,17 @@ import (
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
 
+// unavailableOnce answers the first call of a kind UNAVAILABLE with msg and the others
+// normally: a server restart or a blip the worker must outlast.
+func unavailableOnce(msg string) func(n int) error {
+	return func(n int) error {
+		if n == 1 {
+			return status.Error(codes.Unavailable, msg)
+		}
+		return nil
+	}
+}
+
 // fakeInbox is an InboxService whose answers each test chooses, recording what the worker
 // asked of it. It hands out one delivery (the first successful lease) and nothing after.
 type fakeInbox struct {
@@ -188,12 +199,7 @@ func TestWorkerSettlesTheRunningDeliveryOnShutdown(t *testing.T) {
 // extension goes through and the delivery is acked. Only the server saying the lease is gone,
 // or the lease running out, stops it.
 func TestWorkerOutlastsATransientExtendFailure(t *testing.T) {
-	f := &fakeInbox{extendErr: func(n int) error {
-		if n == 1 {
-			return status.Error(codes.Unavailable, "server restarting")
-		}
-		return nil
-	}}
+	f := &fakeInbox{extendErr: unavailableOnce("server restarting")}
 	remote := startFakeInbox(t, f)
 	// Extensions every 2 s: the first fails, the second (at 4 s, 2 s before the lease would
 	// end) goes through, and the command ends at 4.5 s.
@@ -271,12 +277,7 @@ func TestWorkerOnceGivesUpOnAServerThatDoesNotAnswer(t *testing.T) {
 // transient UNAVAILABLE (the lease still valid) is acked again, rather than left to run once
 // more after the lease expires.
 func TestWorkerRetriesATransientAckFailure(t *testing.T) {
-	f := &fakeInbox{ackErr: func(n int) error {
-		if n == 1 {
-			return status.Error(codes.Unavailable, "storage unavailable, retry later")
-		}
-		return nil
-	}}
+	f := &fakeInbox{ackErr: unavailableOnce("storage unavailable, retry later")}
 	remote := startFakeInbox(t, f)
 	wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once"}, remote...), "--", "true"))
 	err, finished := wait(15 * time.Second)
@@ -292,12 +293,7 @@ func TestWorkerRetriesATransientAckFailure(t *testing.T) {
 // TestWorkerWaitsOutATransientLeaseFailure: one UNAVAILABLE answer to Lease (a server
 // restart) does not end a long-running worker; it leases again and runs the delivery.
 func TestWorkerWaitsOutATransientLeaseFailure(t *testing.T) {
-	f := &fakeInbox{leaseErr: func(n int) error {
-		if n == 1 {
-			return status.Error(codes.Unavailable, "storage unavailable, retry later")
-		}
-		return nil
-	}}
+	f := &fakeInbox{leaseErr: unavailableOnce("storage unavailable, retry later")}
 	remote := startFakeInbox(t, f)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
