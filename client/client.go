@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/hookverify/hookverify/internal/tlsfiles"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
 
@@ -87,36 +87,39 @@ func WithTLS(cfg *tls.Config) Option {
 
 // WithTLSFiles encrypts the connection using PEM files: caFile holds the CAs that sign the
 // server's certificate (empty: the system roots), certFile and keyFile a client certificate
-// for mutual TLS (both empty: none). The files are read by Dial, which reports any problem.
+// for mutual TLS (both empty: none). The files are read by Dial, which reports any problem,
+// and read again at each new connection's handshake when they changed, so that a renewed
+// client certificate or CA bundle is used without a restart. If changed files do not load
+// (a certificate written before its key), the previous ones stay in use, and a failed
+// handshake's error says so.
 func WithTLSFiles(caFile, certFile, keyFile string) Option {
 	return func(c *config) {
-		cfg, err := loadTLSFiles(caFile, certFile, keyFile)
+		if (certFile == "") != (keyFile == "") {
+			c.tlsErr = errors.New("client: a client certificate needs both the certificate and the key file")
+			return
+		}
+		r, err := tlsfiles.NewReloader([]string{caFile, certFile, keyFile}, clientTLSConfig, nil, nil)
 		if err != nil {
 			c.tlsErr = err
 			return
 		}
-		c.creds = credentials.NewTLS(cfg)
+		c.creds = r.Credentials()
 	}
 }
 
-func loadTLSFiles(caFile, certFile, keyFile string) (*tls.Config, error) {
+// clientTLSConfig builds the configuration from the contents of the CA, certificate and key
+// files (nil when not given).
+func clientTLSConfig(contents [][]byte) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("client: reading CA file: %w", err)
-		}
+	if ca := contents[0]; ca != nil {
 		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("client: CA file %s holds no PEM certificate", caFile)
+		if !pool.AppendCertsFromPEM(ca) {
+			return nil, errors.New("client: the CA file holds no PEM certificate")
 		}
 		cfg.RootCAs = pool
 	}
-	if (certFile == "") != (keyFile == "") {
-		return nil, errors.New("client: a client certificate needs both the certificate and the key file")
-	}
-	if certFile != "" {
-		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if contents[1] != nil {
+		cert, err := tls.X509KeyPair(contents[1], contents[2])
 		if err != nil {
 			return nil, fmt.Errorf("client: loading client certificate: %w", err)
 		}

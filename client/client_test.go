@@ -2,16 +2,9 @@ package client_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,6 +24,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/hookverify/hookverify/client"
+	"github.com/hookverify/hookverify/internal/testpki"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
 
@@ -304,28 +298,13 @@ func TestToken(t *testing.T) {
 func TestTLS(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ca, caKey := newCert(t, nil, nil, "test CA", true)
-	serverCert, serverKey := newCert(t, ca, caKey, "localhost", false)
-	clientCert, clientKey := newCert(t, ca, caKey, "edge", false)
-	write := func(name string, blocks ...*pem.Block) string {
-		path := filepath.Join(dir, name)
-		var data []byte
-		for _, b := range blocks {
-			data = append(data, pem.EncodeToMemory(b)...)
-		}
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	caFile := write("ca.pem", certPEM(ca))
-	certFile, keyFile := write("edge.pem", certPEM(clientCert)), write("edge.key", keyPEM(t, clientKey))
-
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
+	ca := testpki.NewCA(t, "test CA")
+	caFile := filepath.Join(dir, "ca.pem")
+	ca.WriteCA(t, caFile)
+	certFile, keyFile := testpki.WriteKeyPair(t, dir, "edge", ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "edge"}}))
 	srvTLS := &tls.Config{
-		Certificates: []tls.Certificate{{Certificate: [][]byte{serverCert.Raw}, PrivateKey: serverKey}},
-		ClientCAs:    pool,
+		Certificates: []tls.Certificate{ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "localhost"}, Server: true})},
+		ClientCAs:    ca.Pool(),
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		MinVersion:   tls.VersionTLS12,
 	}
@@ -373,48 +352,40 @@ func TestTLS(t *testing.T) {
 	}
 }
 
-func newCert(t *testing.T, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, name string, isCA bool) (*x509.Certificate, *ecdsa.PrivateKey) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
+// TestTLSFilesFollowRenewal: an edge whose client certificate expired is turned away until the
+// renewed one is written to its files; then the same connection gets through, without a
+// restart or a new Dial.
+func TestTLSFilesFollowRenewal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "test CA")
+	caFile := filepath.Join(dir, "ca.pem")
+	ca.WriteCA(t, caFile)
+	expired := ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "edge"},
+		NotBefore: time.Now().Add(-2 * time.Hour), NotAfter: time.Now().Add(-time.Hour)})
+	certFile, keyFile := testpki.WriteKeyPair(t, dir, "edge", expired)
+	f := newFakeServer()
+	addr := f.start(t, grpc.Creds(credentials.NewTLS(&tls.Config{
+		Certificates: []tls.Certificate{ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "localhost"}, Server: true})},
+		ClientCAs:    ca.Pool(),
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+	})))
+	_, port, _ := net.SplitHostPort(addr)
+	conn := dial(t, "localhost:"+port, client.WithTLSFiles(caFile, certFile, keyFile), client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))
+	if _, err := conn.Verifier.Verify(context.Background(), &hookverifyv1.VerifyRequest{EndpointId: "e"}); err == nil {
+		t.Fatal("an expired client certificate got through")
 	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	testpki.WriteKeyPair(t, dir, "edge", ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "edge"}}))
+	// The connection reconnects after its backoff (at most a few seconds).
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, err := conn.Verifier.Verify(context.Background(), &hookverifyv1.VerifyRequest{EndpointId: "e"})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("with the renewed certificate on disk, Verify still fails: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	if isCA {
-		tmpl.IsCA, tmpl.BasicConstraintsValid, tmpl.KeyUsage = true, true, x509.KeyUsageCertSign
-	} else {
-		tmpl.DNSNames = []string{name}
-	}
-	if parent == nil {
-		parent, parentKey = tmpl, key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert, key
-}
-
-func certPEM(c *x509.Certificate) *pem.Block {
-	return &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw}
-}
-
-func keyPEM(t *testing.T, k *ecdsa.PrivateKey) *pem.Block {
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &pem.Block{Type: "PRIVATE KEY", Bytes: der}
 }

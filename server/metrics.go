@@ -21,29 +21,30 @@ import (
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	verdicts      *prometheus.CounterVec
-	secretUses    *prometheus.CounterVec
-	verifyLatency prometheus.Histogram
-	claimLatency  prometheus.Histogram
-	claimCacheHit prometheus.Counter
-	batchClaims   prometheus.Histogram
-	batchLatency  prometheus.Histogram
-	batchFailures prometheus.Counter
-	rpcs          *prometheus.CounterVec
-	rpcLatency    *prometheus.HistogramVec
-	inboxPending  *prometheus.GaugeVec
-	inboxLeased   *prometheus.GaugeVec
-	inboxDead     *prometheus.GaugeVec
-	inboxOldest   *prometheus.GaugeVec
-	inboxStatsAt  prometheus.Gauge
-	redeliveries  prometheus.Counter
-	leaseExpiries prometheus.Counter
-	deadLettered  *prometheus.CounterVec
-	acks          prometheus.Counter
-	backpressure  *prometheus.CounterVec
-	sweptInbox    prometheus.Counter
-	sweptClaims   prometheus.Counter
-	authFailures  *prometheus.CounterVec
+	verdicts          *prometheus.CounterVec
+	secretUses        *prometheus.CounterVec
+	verifyLatency     prometheus.Histogram
+	claimLatency      prometheus.Histogram
+	claimCacheHit     prometheus.Counter
+	batchClaims       prometheus.Histogram
+	batchLatency      prometheus.Histogram
+	batchFailures     prometheus.Counter
+	rpcs              *prometheus.CounterVec
+	rpcLatency        *prometheus.HistogramVec
+	inboxPending      *prometheus.GaugeVec
+	inboxLeased       *prometheus.GaugeVec
+	inboxDead         *prometheus.GaugeVec
+	inboxOldest       *prometheus.GaugeVec
+	inboxStatsAt      prometheus.Gauge
+	redeliveries      prometheus.Counter
+	leaseExpiries     prometheus.Counter
+	deadLettered      *prometheus.CounterVec
+	acks              prometheus.Counter
+	backpressure      *prometheus.CounterVec
+	sweptInbox        prometheus.Counter
+	sweptClaims       prometheus.Counter
+	authFailures      *prometheus.CounterVec
+	handshakeFailures prometheus.Counter
 }
 
 // NewMetrics registers hookverify's metrics, plus the Go and process collectors, on a new
@@ -97,10 +98,12 @@ func NewMetrics() *Metrics {
 			Help: "Acked inbox records deleted by retention."}),
 		sweptClaims: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_retention_claims_deleted_total",
 			Help: "Claims deleted after the dedupe window."}),
+		handshakeFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_tls_handshake_failures_total",
+			Help: "TLS handshakes callers failed: an untrusted or expired client certificate, a plaintext caller, a connection closed before its hello."}),
 		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_auth_failures_total",
 			Help: "Calls refused UNAUTHENTICATED or PERMISSION_DENIED, by code and method."}, []string{"code", "method"}),
 	}
-	r.MustRegister(m.verdicts, m.secretUses, m.verifyLatency, m.claimLatency, m.claimCacheHit, m.batchClaims, m.batchLatency, m.batchFailures, m.rpcs, m.rpcLatency, m.inboxPending, m.inboxLeased,
+	r.MustRegister(m.handshakeFailures, m.verdicts, m.secretUses, m.verifyLatency, m.claimLatency, m.claimCacheHit, m.batchClaims, m.batchLatency, m.batchFailures, m.rpcs, m.rpcLatency, m.inboxPending, m.inboxLeased,
 		m.inboxDead, m.inboxOldest, m.inboxStatsAt, m.redeliveries, m.leaseExpiries, m.deadLettered, m.acks, m.backpressure, m.sweptInbox, m.sweptClaims, m.authFailures,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
@@ -218,5 +221,12 @@ func (m *Metrics) observeSweep(r storage.SweepResult) {
 func (m *Metrics) observeAuthFailure(method string, code codes.Code) {
 	if m != nil {
 		m.authFailures.WithLabelValues(code.String(), method).Inc()
+	}
+}
+
+// observeHandshakeFailure counts a failed TLS handshake.
+func (m *Metrics) observeHandshakeFailure() {
+	if m != nil {
+		m.handshakeFailures.Inc()
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"google.golang.org/grpc/credentials"
 
+	"github.com/hookverify/hookverify/internal/tlsfiles"
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/storage"
 )
@@ -89,28 +90,54 @@ func (a *authFlags) config() (*server.AuthConfig, error) {
 
 // transportCredentials returns the server's TLS credentials, nil without --tls-cert. With
 // --client-ca a client certificate is verified if given (a caller may use a token instead).
-func (a *authFlags) transportCredentials() (credentials.TransportCredentials, error) {
+// The files are read again when they change (see tlsfiles): a renewed certificate or CA
+// bundle is used from the next handshake on, without a restart.
+func (a *authFlags) transportCredentials(log *slog.Logger) (credentials.TransportCredentials, error) {
 	if a.tlsCert == "" {
 		return nil, nil
 	}
-	cert, err := tls.LoadX509KeyPair(a.tlsCert, a.tlsKey)
+	r, err := tlsfiles.NewReloader([]string{a.tlsCert, a.tlsKey, a.clientCA}, a.serverTLSConfig,
+		func(err error) {
+			log.Error("the TLS files changed but do not load; still serving the previous ones", "err", err)
+		},
+		func(cfg *tls.Config) {
+			log.Info("reloaded the TLS files", certificateAttrs(cfg)...)
+		})
+	if err != nil {
+		return nil, err
+	}
+	return r.Credentials(), nil
+}
+
+// serverTLSConfig builds the server's configuration from the contents of --tls-cert,
+// --tls-key and --client-ca (empty without it).
+func (a *authFlags) serverTLSConfig(contents [][]byte) (*tls.Config, error) {
+	cert, err := tls.X509KeyPair(contents[0], contents[1])
 	if err != nil {
 		return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	if a.clientCA != "" {
-		pem, err := os.ReadFile(a.clientCA)
-		if err != nil {
-			return nil, fmt.Errorf("--client-ca: %w", err)
-		}
 		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
+		if !pool.AppendCertsFromPEM(contents[2]) {
 			return nil, fmt.Errorf("--client-ca %s holds no PEM certificate", a.clientCA)
 		}
 		cfg.ClientCAs = pool
 		cfg.ClientAuth = tls.VerifyClientCertIfGiven
 	}
-	return credentials.NewTLS(cfg), nil
+	return cfg, nil
+}
+
+// certificateAttrs are log attributes naming the certificate cfg presents.
+func certificateAttrs(cfg *tls.Config) []any {
+	if len(cfg.Certificates) == 0 || len(cfg.Certificates[0].Certificate) == 0 {
+		return nil
+	}
+	leaf, err := x509.ParseCertificate(cfg.Certificates[0].Certificate[0])
+	if err != nil {
+		return nil
+	}
+	return []any{"subject", leaf.Subject.String(), "serial", leaf.SerialNumber.String(), "not_after", leaf.NotAfter.UTC().Format(time.RFC3339)}
 }
 
 // spacedRDNs reports whether subject has an unescaped comma followed by white space, as

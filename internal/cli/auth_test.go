@@ -3,22 +3,21 @@ package cli
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
+	"fmt"
 	"log/slog"
 	"math/big"
-	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hookverify/hookverify/internal/testpki"
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/secretbox"
 	"github.com/hookverify/hookverify/storage/sqlite"
@@ -176,10 +175,11 @@ func TestRekeyAgainstAnAuthenticatedServer(t *testing.T) {
 // scopes as the --cert-scopes file.
 func startMutualTLSServer(t *testing.T, dir, scopes string, clients ...pkix.Name) string {
 	t.Helper()
-	ca, caKey := writeCA(t, dir)
-	issueTo(t, dir, "server", pkix.Name{CommonName: "hookverify"}, ca, caKey, true)
+	ca := testpki.NewCA(t, "test CA")
+	ca.WriteCA(t, filepath.Join(dir, "ca.pem"))
+	testpki.WriteKeyPair(t, dir, "server", ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "hookverify"}, Server: true}))
 	for _, subject := range clients {
-		issueTo(t, dir, subject.CommonName, subject, ca, caKey, false)
+		testpki.WriteKeyPair(t, dir, subject.CommonName, ca.Issue(t, testpki.Leaf{Subject: subject}))
 	}
 	scopesFile := filepath.Join(dir, "cert-scopes")
 	if err := os.WriteFile(scopesFile, []byte(scopes), 0o600); err != nil {
@@ -222,60 +222,6 @@ func startAuthServerOn(t *testing.T, sc serveConfig, keyring *secretbox.Keyring,
 		t.Fatal(err)
 	}
 	return srv.addr
-}
-
-func writePEM(t *testing.T, path, kind string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func writeCA(t *testing.T, dir string) (*x509.Certificate, *ecdsa.PrivateKey) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writePEM(t, filepath.Join(dir, "ca.pem"), "CERTIFICATE", der)
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert, key
-}
-
-func issueTo(t *testing.T, dir, name string, subject pkix.Name, ca *x509.Certificate, caKey *ecdsa.PrivateKey, server bool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: subject,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writePEM(t, filepath.Join(dir, name+".pem"), "CERTIFICATE", der)
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writePEM(t, filepath.Join(dir, name+".key"), "PRIVATE KEY", keyDER)
 }
 
 // TestBenchAgainstAnAuthenticatedServer: bench sends the token of the shared client flags, so
@@ -383,5 +329,67 @@ func TestCertScopesRefuseSpacedSubjects(t *testing.T) {
 	m, err := readCertScopes(path)
 	if err != nil || len(m[`CN=edge-1,O=Acme\, Inc.`]) != 1 {
 		t.Fatalf("an escaped comma and a space in a value: %v, %v; want it mapped", m, err)
+	}
+}
+
+// TestServeReloadsItsCertificateAndReportsFailedHandshakes: a server certificate renewed on
+// disk is presented from the next connection on, without a restart; callers whose handshake
+// fails (here one speaking plaintext) are logged and counted, since gRPC keeps them silent,
+// and the CLI that spoke plaintext is told to try TLS.
+func TestServeReloadsItsCertificateAndReportsFailedHandshakes(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "test CA")
+	first := ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "hookverify"}, Server: true})
+	certFile, keyFile := testpki.WriteKeyPair(t, dir, "server", first)
+	logs := &lockedBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	key, _ := secretbox.NewKey()
+	keyring, err := secretbox.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := serveConfig{listen: "127.0.0.1:0", httpListen: "127.0.0.1:0", auth: authFlags{tlsCert: certFile, tlsKey: keyFile, requireAuth: true}}
+	store := storeConfig{dataDir: t.TempDir()}
+	srv, err := startServerWith(ctx, slog.New(slog.NewJSONHandler(logs, nil)), sc, keyring, store.openStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.stop)
+	if err := srv.waitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	presented := func() *big.Int {
+		t.Helper()
+		conn, err := tls.Dial("tcp", srv.addr, &tls.Config{RootCAs: roots, NextProtos: []string{"h2"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber
+	}
+	if got, want := presented(), testpki.Serial(t, first); got.Cmp(want) != 0 {
+		t.Fatalf("server presented serial %v, want %v", got, want)
+	}
+	renewed := ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "hookverify"}, Server: true})
+	testpki.WriteKeyPair(t, dir, "server", renewed)
+	if got, want := presented(), testpki.Serial(t, renewed); got.Cmp(want) != 0 {
+		t.Fatalf("after the renewal the server presented serial %v, want the renewed %v", got, want)
+	}
+	logs.logLine(t, "reloaded the TLS files")
+
+	code, _, errOut := run(t, "", "endpoint", "list", "--server", srv.addr, "--timeout", "5s")
+	if code != 1 || !strings.Contains(errOut, "--ca") {
+		t.Errorf("plaintext CLI against a TLS server: exit %d, %q; want a hint to give --ca", code, errOut)
+	}
+	failed := logs.logLine(t, "TLS handshake failed")
+	if !strings.Contains(fmt.Sprint(failed["err"]), "does not look like a TLS handshake") || failed["remote"] == "" {
+		t.Errorf("handshake failure logged as %v", failed)
+	}
+	if metrics := get(t, "http://"+srv.httpAddr+"/metrics"); !regexp.MustCompile(`(?m)^hookverify_tls_handshake_failures_total [1-9]`).MatchString(metrics) {
+		t.Errorf("/metrics does not count the failed handshake:\n%s", metrics)
 	}
 }

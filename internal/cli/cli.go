@@ -12,6 +12,9 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // env bundles a command's standard streams so commands are testable.
@@ -73,6 +76,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		fmt.Fprintf(stderr, "hookverify %s: %v\n", args[0], err)
+		if plaintextToTLS(err) {
+			fmt.Fprintln(stderr, "hint: the server closed the connection before answering, as a TLS server does to a plaintext caller; if it serves TLS, give --ca (and --cert/--key for mutual TLS)")
+		}
 		return 1
 	}
 	return 0
@@ -116,3 +122,11 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ", ") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// plaintextToTLS reports whether err is what a plaintext gRPC call to a TLS server gets: the
+// server drops the connection when the first bytes are not a TLS hello, and gRPC reports only
+// that the server's preface never came.
+func plaintextToTLS(err error) bool {
+	s, ok := status.FromError(err)
+	return ok && s.Code() == codes.Unavailable && strings.Contains(s.Message(), "server preface")
+}

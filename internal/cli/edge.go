@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/hookverify/hookverify/client"
+	"github.com/hookverify/hookverify/internal/tlsfiles"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
 
@@ -133,11 +134,23 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 		servers = append(servers, newEdgeServer(cfg, metricsMux, log))
 	}
 	if cfg.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
+		// Read again when the files change: providers' webhooks reach the edge over the
+		// public certificate, renewed every few weeks by certbot or cert-manager.
+		r, err := tlsfiles.NewReloader([]string{cfg.tlsCert, cfg.tlsKey}, func(contents [][]byte) (*tls.Config, error) {
+			cert, err := tls.X509KeyPair(contents[0], contents[1])
+			if err != nil {
+				return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+			}
+			return &tls.Config{Certificates: []tls.Certificate{cert}}, nil
+		}, func(err error) {
+			log.Error("the TLS files changed but do not load; still serving the previous ones", "err", err)
+		}, func(cfg *tls.Config) {
+			log.Info("reloaded the TLS files", certificateAttrs(cfg)...)
+		})
 		if err != nil {
-			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+			return err
 		}
-		servers[0].TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		servers[0].TLSConfig = &tls.Config{GetCertificate: r.GetCertificate, MinVersion: tls.VersionTLS12}
 	}
 
 	addrs := []string{cfg.listen, cfg.metricsListen}

@@ -4,27 +4,20 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hookverify/hookverify/client"
+	"github.com/hookverify/hookverify/internal/testpki"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server/protocol"
 	"github.com/hookverify/hookverify/server/secretbox"
@@ -141,20 +134,6 @@ func TestEdgeCommand(t *testing.T) {
 		io.Copy(io.Discard, resp.Body)
 		return resp, signed.Body
 	}
-	get := func(t *testing.T, url string) string {
-		t.Helper()
-		resp, err := http.Get(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
-			t.Fatalf("GET %s: %d", url, resp.StatusCode)
-		}
-		return string(body)
-	}
-
 	t.Run("http with metrics on the same address", func(t *testing.T) {
 		edge := startEdge(t, "--listen", "127.0.0.1:0", "--verifier", srv.addr, "--route", "/hooks/{endpoint}")
 		base := "http://" + edge.log.logLine(t, "edge listening")["addr"].(string)
@@ -194,16 +173,38 @@ func TestEdgeCommand(t *testing.T) {
 	})
 
 	t.Run("https with separate metrics", func(t *testing.T) {
-		certFile, keyFile := selfSignedCert(t)
+		ca := testpki.NewCA(t, "edge CA")
+		first := ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "edge"}, Server: true})
+		certFile, keyFile := testpki.WriteKeyPair(t, t.TempDir(), "edge", first)
 		edge := startEdge(t, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--verifier", srv.addr,
 			"--route", "POST /in/{endpoint}", "--tls-cert", certFile, "--tls-key", keyFile)
 		line := edge.log.logLine(t, "edge listening")
-		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-		if resp, _ := deliver(t, hc, "https://"+line["addr"].(string)+"/in/shop", "evt_edge_cmd_3"); resp.StatusCode != 200 {
+		roots := x509.NewCertPool()
+		roots.AddCert(ca.Cert)
+		// A new connection each time, as each provider's delivery may be.
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, DisableKeepAlives: true}}
+		resp, _ := deliver(t, hc, "https://"+line["addr"].(string)+"/in/shop", "evt_edge_cmd_3")
+		if resp.StatusCode != 200 {
 			t.Fatalf("signed delivery over HTTPS: %d", resp.StatusCode)
 		}
+		if got, want := resp.TLS.PeerCertificates[0].SerialNumber, testpki.Serial(t, first); got.Cmp(want) != 0 {
+			t.Fatalf("edge presented serial %v, want %v", got, want)
+		}
+
+		// A renewal on disk (certbot, cert-manager) is presented from the next connection on.
+		renewed := ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "edge"}, Server: true})
+		testpki.WriteCertificate(t, certFile, renewed)
+		testpki.WriteKey(t, keyFile, renewed)
+		resp, _ = deliver(t, hc, "https://"+line["addr"].(string)+"/in/shop", "evt_edge_cmd_4")
+		if resp.StatusCode != 200 {
+			t.Fatalf("signed delivery over HTTPS after the renewal: %d", resp.StatusCode)
+		}
+		if got, want := resp.TLS.PeerCertificates[0].SerialNumber, testpki.Serial(t, renewed); got.Cmp(want) != 0 {
+			t.Fatalf("after the renewal the edge presented serial %v, want the renewed %v", got, want)
+		}
+		edge.log.logLine(t, "reloaded the TLS files")
 		metrics := get(t, "http://"+line["metrics_addr"].(string)+"/metrics")
-		if !strings.Contains(metrics, `hookverify_edge_requests_total{endpoint="shop",status="200"} 1`) {
+		if !strings.Contains(metrics, `hookverify_edge_requests_total{endpoint="shop",status="200"} 2`) {
 			t.Errorf("/metrics:\n%s", metrics)
 		}
 	})
@@ -272,36 +273,17 @@ func TestEdgeMetricsLabelOnlyConfirmedEndpoints(t *testing.T) {
 	}
 }
 
-// selfSignedCert writes a certificate for 127.0.0.1 and its key, returning the file paths.
-func selfSignedCert(t *testing.T) (certFile, keyFile string) {
+// get returns the body of a GET of url, failing the test unless it answers 200.
+func get(t *testing.T, url string) string {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "edge test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d", url, resp.StatusCode)
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "edge.pem"), filepath.Join(dir, "edge.key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
+	return string(body)
 }

@@ -368,11 +368,9 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 	if err != nil {
 		return nil, err
 	}
-	var grpcOpts []grpc.ServerOption
-	if creds, err := sc.auth.transportCredentials(); err != nil {
+	creds, err := sc.auth.transportCredentials(log)
+	if err != nil {
 		return nil, err
-	} else if creds != nil {
-		grpcOpts = append(grpcOpts, grpc.Creds(creds))
 	}
 	srv, err := server.New(server.Options{
 		Keyring: keyring, Protocols: protocol.Default(), Logger: log, Metrics: server.NewMetrics(),
@@ -389,6 +387,10 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 	lis, err := net.Listen("tcp", sc.listen)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", sc.listen, err)
+	}
+	var grpcOpts []grpc.ServerOption
+	if creds != nil {
+		grpcOpts = append(grpcOpts, grpc.Creds(srv.ObserveHandshakes(creds)))
 	}
 	g := srv.NewGRPCServer(grpcOpts...)
 	ctx, cancel := context.WithCancel(ctx)

@@ -1,0 +1,79 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/credentials"
+)
+
+// handshakeLogInterval bounds how often failed TLS handshakes are logged: a scanner or a
+// misconfigured fleet can fail thousands a second, and one line per interval, with the count
+// of those not logged, says as much.
+const handshakeLogInterval = 10 * time.Second
+
+// ObserveHandshakes returns creds reporting each failed server handshake: counted in
+// hookverify_tls_handshake_failures_total and logged at most once per handshakeLogInterval.
+// Without it they are silent (gRPC logs them only at its own verbose level), so a caller
+// with an expired or untrusted client certificate, or one speaking plaintext, was invisible
+// from the server's side.
+func (s *Server) ObserveHandshakes(creds credentials.TransportCredentials) credentials.TransportCredentials {
+	return &observedCredentials{TransportCredentials: creds, log: &handshakeLog{logger: s.log, metrics: s.metrics, now: time.Now}}
+}
+
+type observedCredentials struct {
+	credentials.TransportCredentials
+	log *handshakeLog
+}
+
+func (c *observedCredentials) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	out, info, err := c.TransportCredentials.ServerHandshake(conn)
+	if err != nil {
+		c.log.failed(conn.RemoteAddr(), err)
+	}
+	return out, info, err
+}
+
+func (c *observedCredentials) Clone() credentials.TransportCredentials {
+	return &observedCredentials{TransportCredentials: c.TransportCredentials.Clone(), log: c.log}
+}
+
+// handshakeLog counts failed handshakes and logs them, rate-limited.
+type handshakeLog struct {
+	logger  *slog.Logger
+	metrics *Metrics
+	now     func() time.Time
+
+	mu sync.Mutex
+	// last is when a line was last logged; unlogged counts failures since.
+	last     time.Time
+	unlogged int
+}
+
+func (h *handshakeLog) failed(remote net.Addr, err error) {
+	h.metrics.observeHandshakeFailure()
+	if errors.Is(err, io.EOF) {
+		// A connection closed before it sent anything: a TCP health check or a port probe.
+		// Counted, not logged: load balancers do this every few seconds.
+		return
+	}
+	h.mu.Lock()
+	now := h.now()
+	if !h.last.IsZero() && now.Sub(h.last) < handshakeLogInterval {
+		h.unlogged++
+		h.mu.Unlock()
+		return
+	}
+	suppressed := h.unlogged
+	h.last, h.unlogged = now, 0
+	h.mu.Unlock()
+	addr := ""
+	if remote != nil {
+		addr = remote.String()
+	}
+	h.logger.Warn("TLS handshake failed", "remote", addr, "err", err, "not_logged_since_last", suppressed)
+}
