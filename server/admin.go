@@ -389,8 +389,18 @@ func validateOptions(p *protocol.Protocol, options map[string]string) error {
 		if !p.NeedsURL {
 			return status.Errorf(codes.InvalidArgument, "option %s: provider %s does not sign the URL", PublicURLOption, p.Name)
 		}
-		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return status.Errorf(codes.InvalidArgument, "option %s must be an absolute http(s) URL", PublicURLOption)
+		}
+		// A provider that sends its credential itself and needs the URL carries it in the
+		// query (Mailchimp's ?secret=). A public_url query replaces the forwarded one
+		// (signedURL), so the credential would come from this setting on every delivery,
+		// authenticating any request, and sit in plain text in the endpoint and the audit
+		// trail. The query must come from each delivery: public_url names the rest.
+		if p.StaticCredential && (u.RawQuery != "" || u.ForceQuery) {
+			return status.Errorf(codes.InvalidArgument, "option %s must not have a query for provider %s: its credential travels in the query, which must come from each delivery",
+				PublicURLOption, p.Name)
 		}
 	}
 	if p.ValidateOptions == nil {

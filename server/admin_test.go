@@ -15,6 +15,7 @@ import (
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/protocol"
+	"github.com/hookverify/hookverify/storage"
 )
 
 // TestAdminEndpoints proves CreateEndpoint's defaults and validation, ALREADY_EXISTS,
@@ -446,6 +447,73 @@ func TestCreateTokenRefusesNULInName(t *testing.T) {
 		wantCode(t, err, codes.InvalidArgument)
 		if msg := status.Convert(err).Message(); !strings.Contains(msg, "name") {
 			t.Fatalf("message %q does not say what is wrong", msg)
+		}
+	})
+}
+
+// Mailchimp signs nothing: the secret itself travels in the query of the URL it calls. The
+// README tells endpoints behind a proxy to set public_url "to the URL the provider calls",
+// which for Mailchimp is the URL with the secret in it. A public_url with a query replaces the
+// forwarded URL's query, so the secret would then come from the endpoint's own settings on
+// every delivery (any POST authenticates), and it would sit in plain text in the endpoint
+// row, every GetEndpoint answer and the audit trail. Such a public_url must be refused.
+func TestPublicURLCannotCarryAStaticCredential(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		secret := "mc" + randomAlnum(30)
+		_, err := e.admin.CreateEndpoint(t.Context(), &hookverifyv1.CreateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{
+			Id: "mc", Provider: "mailchimp",
+			Options: map[string]string{"public_url": "https://hooks.example.com/mc?secret=" + secret},
+		}})
+		wantCode(t, err, codes.InvalidArgument)
+
+		// The same through an update of an endpoint made without it.
+		e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "mc2", Provider: "mailchimp",
+			Options: map[string]string{"public_url": "https://hooks.example.com/mc2"}})
+		e.addSecret(t, "mc2", secret)
+		_, err = e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{
+			Id: "mc2", Options: map[string]string{"public_url": "https://hooks.example.com/mc2?secret=" + secret},
+		}})
+		wantCode(t, err, codes.InvalidArgument)
+
+		// Whatever was refused, a POST without the secret never authenticates.
+		body := []byte("type=subscribe&fired_at=2026-12-02+10%3A00%3A00&data%5Bid%5D=8a25ff1d98")
+		resp, err := e.verifier.Verify(t.Context(), &hookverifyv1.VerifyRequest{EndpointId: "mc2", Method: "POST",
+			Url: "https://internal.example/mc2", Body: body,
+			Headers: []*hookverifyv1.HeaderField{{Name: "Content-Type", Value: "application/x-www-form-urlencoded"}}})
+		if err != nil {
+			t.Fatalf("Verify: %v", err)
+		}
+		if resp.GetVerdict() != hookverifyv1.Verdict_VERDICT_REJECTED {
+			t.Errorf("a POST without the secret: %v, want REJECTED", resp.GetVerdict())
+		}
+		if strings.Contains(string(e.transcript.Bytes()), secret) {
+			t.Errorf("the secret reached a response or error")
+		}
+
+		// A row stored before the refusal, written straight to the store: the query of its
+		// public_url is ignored, and the delivery's own decides.
+		if err := e.store.CreateEndpoint(t.Context(), storage.Endpoint{ID: "mc3", Provider: "mailchimp", DedupeScope: "mc3",
+			MaxBodyBytes: 1 << 20, Options: map[string]string{"public_url": "https://hooks.example.com/mc3?secret=" + secret}}); err != nil {
+			t.Fatal(err)
+		}
+		e.addSecret(t, "mc3", secret)
+		for _, tc := range []struct {
+			url  string
+			want hookverifyv1.Verdict
+		}{
+			{"https://internal.example/mc3", hookverifyv1.Verdict_VERDICT_REJECTED},
+			{"https://internal.example/mc3?secret=" + secret, hookverifyv1.Verdict_VERDICT_ACCEPTED},
+		} {
+			resp, err := e.verifier.Verify(t.Context(), &hookverifyv1.VerifyRequest{EndpointId: "mc3", Method: "POST", Url: tc.url, Body: body,
+				Headers: []*hookverifyv1.HeaderField{{Name: "Content-Type", Value: "application/x-www-form-urlencoded"}}})
+			if err != nil {
+				t.Fatalf("Verify: %v", err)
+			}
+			if resp.GetVerdict() != tc.want {
+				t.Errorf("stored public_url with the secret, delivery to %s: %v (%s), want %v",
+					strings.ReplaceAll(tc.url, secret, "<secret>"), resp.GetVerdict(), resp.GetDetail(), tc.want)
+			}
 		}
 	})
 }

@@ -15,7 +15,8 @@ import (
 // that was a burst of reads every ttl, queueing for the store's connections in front of the
 // claim batch that all new events wait on, and it set the tail of Verify's latency (BENCHMARKS.md,
 // seventh session). So:
-//   - one caller loads a missing or expired key; the others that need it wait for that load;
+//   - one caller loads a missing or expired key; the others that need it wait for that load
+//     (unless it began more than ttl before they asked: they then load again after it);
 //   - a key still in use is refreshed ahead of its expiry, once three quarters of ttl have
 //     passed, by the one caller that notices first, while the others keep the valid entry. A
 //     key in steady use is then never missed at all. The bound holds: no entry is used once ttl
@@ -51,6 +52,8 @@ type pendingLoad[V any] struct {
 	done  chan struct{}
 	value V
 	err   error
+	// began is when the load started: its value may be what the store held then.
+	began time.Time
 	// generation is the cache's when the load was registered: an invalidation since then
 	// keeps its value out of the cache.
 	generation uint64
@@ -109,16 +112,18 @@ func (c *refreshCache[K, V]) get(ctx context.Context, key K, load func(context.C
 			var zero V
 			return zero, ctx.Err()
 		}
-		if !pending.callerGone {
+		if !pending.callerGone && now.Sub(pending.began) < c.ttl {
 			return pending.value, pending.err
 		}
-		// The load failed only because its caller went away: look again, and load if need be.
+		// The load failed only because its caller went away, or it began more than ttl before
+		// this caller looked (a slow store): it may have read the key before a change made
+		// more than ttl ago, which this caller must see. Look again, and load if need be.
 	}
 }
 
 // startLoad registers a load of key, which the caller must then run with runLoad. c.mu is held.
 func (c *refreshCache[K, V]) startLoad(key K) *pendingLoad[V] {
-	p := &pendingLoad[V]{done: make(chan struct{}), generation: c.generation}
+	p := &pendingLoad[V]{done: make(chan struct{}), generation: c.generation, began: time.Now()}
 	c.loads[key] = p
 	return p
 }
@@ -126,7 +131,7 @@ func (c *refreshCache[K, V]) startLoad(key K) *pendingLoad[V] {
 // runLoad runs p's load, stores its value unless an invalidation came in the meantime, and lets
 // the callers waiting for it go.
 func (c *refreshCache[K, V]) runLoad(ctx context.Context, key K, p *pendingLoad[V], load func(context.Context) (V, error)) (V, error) {
-	began := time.Now()
+	began := p.began
 	completed := false
 	defer func() {
 		// Also when load panics, so that its waiters are not left waiting.

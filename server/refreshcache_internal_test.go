@@ -338,3 +338,29 @@ func TestRefreshCacheLoadAcrossInvalidationNotStored(t *testing.T) {
 		t.Fatalf("a load from before the invalidation was cached: %q", e.value)
 	}
 }
+
+// TestRefreshCacheWaiterGetsNoValueOlderThanTTL: a caller that arrives while a load is under
+// way shares it only if that load began within the TTL. A load that began longer ago (a slow
+// store, or a token's last-use write waiting for a lock) may have read the key before a change
+// made through another instance more than a TTL before this caller asked: taking its value
+// would break the bound (a token revoked elsewhere, a secret retired elsewhere, still honoured
+// beyond --token-cache-ttl / --cache-ttl). Such a caller loads again instead.
+func TestRefreshCacheWaiterGetsNoValueOlderThanTTL(t *testing.T) {
+	const ttl = 100 * time.Millisecond
+	c := newRefreshCache[string, string](ttl, 100)
+	l := newGatedLoader("before")
+	open := l.hold()
+	first := getAsync(t.Context(), c, "k", l)
+	l.waitEntered(t) // the first load has read "before" and is stuck
+	l.set("after", nil)
+	time.Sleep(ttl + 50*time.Millisecond) // the change is now more than a TTL old
+	late := getAsync(t.Context(), c, "k", l)
+	settle()
+	open()
+	if r := receive(t, first); r.err != nil || r.value != "before" {
+		t.Errorf("first caller: %q, %v; want before (its own load)", r.value, r.err)
+	}
+	if r := receive(t, late); r.err != nil || r.value != "after" {
+		t.Errorf("caller arriving a TTL after the change: %q, %v; want after", r.value, r.err)
+	}
+}

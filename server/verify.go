@@ -86,7 +86,7 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 	now := s.clock()
 	keys := cached.validKeys(now)
 
-	preq := &protocol.Request{Method: req.GetMethod(), URL: signedURL(endpoint, req.GetUrl()), Body: req.GetBody(), Headers: make(protocol.Headers, len(req.GetHeaders()))}
+	preq := &protocol.Request{Method: req.GetMethod(), URL: signedURL(prov, endpoint, req.GetUrl()), Body: req.GetBody(), Headers: make(protocol.Headers, len(req.GetHeaders()))}
 	for i, h := range req.GetHeaders() {
 		preq.Headers[i] = protocol.Header{Name: h.GetName(), Value: h.GetValue()}
 	}
@@ -269,18 +269,23 @@ const PublicURLOption = "public_url"
 
 // signedURL is the URL a URL-signing protocol verifies against: the endpoint's public_url when
 // set (its query, if any, taken from the forwarded URL when public_url has none), else the URL
-// the edge forwarded.
-func signedURL(e storage.Endpoint, forwarded string) string {
+// the edge forwarded. A protocol whose credential itself travels in the query (Mailchimp's
+// ?secret=) always takes the query from the delivery: taken from public_url, the credential
+// would come from the endpoint's own settings and authenticate any request. AdminService
+// refuses such a public_url; this also covers rows stored before it did.
+func signedURL(p *protocol.Protocol, e storage.Endpoint, forwarded string) string {
 	public, ok := e.Options[PublicURLOption]
 	if !ok || public == "" {
 		return forwarded
 	}
-	if !strings.Contains(public, "?") {
-		if i := strings.IndexByte(forwarded, '?'); i >= 0 {
-			return public + forwarded[i:]
-		}
+	base, _, hasQuery := strings.Cut(public, "?")
+	if hasQuery && !p.StaticCredential {
+		return public
 	}
-	return public
+	if i := strings.IndexByte(forwarded, '?'); i >= 0 {
+		return base + forwarded[i:]
+	}
+	return base
 }
 
 // handshakeResponse answers a provider's endpoint-verification handshake; nothing is stored.
