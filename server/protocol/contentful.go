@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,7 +43,8 @@ const (
 //
 // The identity is the X-Contentful-Idempotency-Key header (a SHA-256 Contentful assigns to
 // each fired webhook, so that a webhook fired twice for one action can be dropped); without
-// it, "body-sha256:" and the hex SHA-256 of the raw body.
+// it, the X-Contentful-Topic value (when signed), ":", "body-sha256:" and the hex SHA-256 of the
+// raw body.
 //
 // Verify rejects, in this order: no x-contentful-signature (missing signature); a signature
 // that is not 64 lowercase hex digits (malformed signature); no or non-numeric
@@ -57,7 +59,7 @@ func Contentful() *Protocol {
 		SignatureScheme:  "HMAC-SHA256 (hex) of method, path, signed headers and body, x-contentful-signature",
 		SignsTimestamp:   true,
 		DefaultTolerance: contentfulDefaultTolerance,
-		IdentitySource:   "X-Contentful-Idempotency-Key header; else body-sha256 of the raw body",
+		IdentitySource:   "X-Contentful-Idempotency-Key header; else X-Contentful-Topic + \":\" + sha256 of the raw body (\"<topic>:body-sha256:<hex>\") when the topic is signed, the hash alone when it is not",
 		NeedsURL:         true,
 		DocsURL:          "https://www.contentful.com/developers/docs/webhooks/request-verification/",
 		Retries: "Each call is signed when it is sent, with x-contentful-timestamp in milliseconds; Contentful's toolkit " +
@@ -210,10 +212,31 @@ func verifyContentful(req *Request, keys []Key, p Params) (Result, error) {
 	if err := checkGenericTime(time.UnixMilli(ms), p.Now, effectiveTolerance(p, contentfulDefaultTolerance)); err != nil {
 		return Result{}, err
 	}
+	return Result{KeyID: keyID, EventID: contentfulIdentity(req, names)}, nil
+}
+
+// contentfulIdentity is X-Contentful-Idempotency-Key; without it, "<X-Contentful-Topic>:" + the
+// body's hash when the topic is among the signed headers, else the hash alone. The topic names
+// the event (ContentManagement.[Type].[Action]) and is on every webhook request
+// (https://www.contentful.com/developers/docs/webhooks/headers/), while the body need not tell
+// events apart: a webhook's transformation may send a custom body
+// (https://www.contentful.com/developers/docs/webhooks/transformations/), such as just the entry
+// id, which is byte-identical when that entry is published and then unpublished; by the body
+// alone the second event would be a DUPLICATE and lost. A retry keeps its topic and body. An
+// unsigned topic stays out: anyone replaying a captured request within the tolerance could
+// change it, and so make the replay a new event.
+func contentfulIdentity(req *Request, signed []string) string {
 	if id, _ := req.Headers.Get(contentfulIdempotency); id != "" {
-		return Result{KeyID: keyID, EventID: id}, nil
+		return id
 	}
-	return Result{KeyID: keyID, EventID: bodySHA256ID(req.Body)}, nil
+	id := bodySHA256ID(req.Body)
+	if !slices.Contains(signed, "x-contentful-topic") {
+		return id
+	}
+	if topic, _ := req.Headers.Get("x-contentful-topic"); strings.TrimSpace(topic) != "" {
+		return strings.TrimSpace(topic) + ":" + id
+	}
+	return id
 }
 
 // signContentful signs as Contentful does with the first secret (a space has one active

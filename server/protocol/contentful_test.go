@@ -84,7 +84,7 @@ func TestContentfulVerify(t *testing.T) {
 		{name: "stale", req: cfReq(cfURL, cfSig(cfSecret, "POST", cfPath, at(-301*time.Second), cfBody), at(-301*time.Second), cfBody), keys: []string{cfSecret}, wantReason: ReasonTimestampOutOfTolerance},
 		{name: "future", req: cfReq(cfURL, cfSig(cfSecret, "POST", cfPath, at(301*time.Second), cfBody), at(301*time.Second), cfBody), keys: []string{cfSecret}, wantReason: ReasonTimestampOutOfTolerance},
 		{name: "rotation: either secret", req: cfReq(cfURL, cfSig(cfSecretNew, "POST", cfPath, now, cfBody), now, cfBody), keys: []string{cfSecret, cfSecretNew}, wantKey: "k1", wantEvent: idem},
-		{name: "identity: no idempotency key, body hash", req: withoutHeader(cfReq(cfURL, good, now, cfBody), "X-Contentful-Idempotency-Key"), keys: []string{cfSecret}, wantKey: "k0", wantEvent: bodySHA256ID([]byte(cfBody))},
+		{name: "identity: no idempotency key, body hash", req: withoutHeader(cfReq(cfURL, good, now, cfBody), "X-Contentful-Idempotency-Key"), keys: []string{cfSecret}, wantKey: "k0", wantEvent: cfTopic + ":" + bodySHA256ID([]byte(cfBody))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,4 +156,55 @@ func FuzzContentfulSignature(f *testing.F) {
 		sreq.URL = cfURL
 		checkMutation(t, p, keys, params, sreq, "x-contentful-signature", pos, repl)
 	})
+}
+
+// TestContentfulFallbackIdentityKeepsTopic: without X-Contentful-Idempotency-Key, two
+// deliveries whose bodies are byte-identical but whose X-Contentful-Topic differs are two
+// events (an entry published, then unpublished, under a webhook whose transformation sends
+// only the entry id), so they must not share an identity; a retry (same topic, same body)
+// still must.
+func TestContentfulFallbackIdentityKeepsTopic(t *testing.T) {
+	t.Parallel()
+	p := Contentful()
+	keys := keysFor(t, p, cfSecret)
+	ms := fixedNow.UnixMilli()
+	const body = `{"entityId":"e1"}`
+	req := func(topic string, signed string) *Request {
+		var canonical []string
+		for _, n := range strings.Split(signed, ",") {
+			v := map[string]string{"x-contentful-signed-headers": signed, "x-contentful-timestamp": strconv.FormatInt(ms, 10), "x-contentful-topic": topic}[n]
+			canonical = append(canonical, n+":"+v)
+		}
+		m := hmac.New(sha256.New, []byte(cfSecret))
+		m.Write([]byte("POST\n" + cfPath + "\n" + strings.Join(canonical, ";") + "\n" + body))
+		return &Request{Method: "POST", URL: cfURL, Body: []byte(body), Headers: Headers{
+			{"X-Contentful-Topic", topic},
+			{"X-Contentful-Timestamp", strconv.FormatInt(ms, 10)},
+			{"X-Contentful-Signed-Headers", signed},
+			{"X-Contentful-Signature", hex.EncodeToString(m.Sum(nil))},
+		}}
+	}
+	const topicSigned = "x-contentful-signed-headers,x-contentful-timestamp,x-contentful-topic"
+	idSigned := func(topic, signed string) string {
+		t.Helper()
+		res, err := p.Verify(req(topic, signed), keys, Params{Now: fixedNow, Tolerance: 5 * time.Minute})
+		if err != nil {
+			t.Fatalf("Verify(%s): %v", topic, err)
+		}
+		return res.EventID
+	}
+	id := func(topic string) string { t.Helper(); return idSigned(topic, topicSigned) }
+	publish, unpublish := id("ContentManagement.Entry.publish"), id("ContentManagement.Entry.unpublish")
+	if publish == unpublish {
+		t.Fatalf("publish and unpublish with the same body share identity %q: the second event would be lost as DUPLICATE", publish)
+	}
+	if again := id("ContentManagement.Entry.publish"); again != publish {
+		t.Fatalf("a retry got identity %q, the first attempt %q", again, publish)
+	}
+	// An unsigned topic stays out of the identity: a replay of a captured request within the
+	// tolerance under another topic would otherwise be a new event.
+	const topicUnsigned = "x-contentful-signed-headers,x-contentful-timestamp"
+	if a, b := idSigned("ContentManagement.Entry.publish", topicUnsigned), idSigned("ContentManagement.Entry.unpublish", topicUnsigned); a != b || a != bodySHA256ID([]byte(body)) {
+		t.Fatalf("with the topic unsigned, identities %q and %q, want both the body hash", a, b)
+	}
 }
