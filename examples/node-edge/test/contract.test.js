@@ -157,6 +157,20 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
     assert.deepEqual(calls.map((c) => c.request.endpoint_id), ['a'.repeat(128), 'Az09._-']);
   });
 
+  test('a 404 whose body stalls closes the connection at once, rather than holding it until Node\'s requestTimeout', async () => {
+    for (const [path, want] of [['/other', 'not_found'], ['/hooks/a%20b', 'unknown_endpoint']]) {
+      const { text, closed, ms } = await h.rawExchange(edgeURL, [`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"slow":`], { waitMs: 3000 });
+      assert.match(text, /^HTTP\/1\.1 404 /, path);
+      assert.ok(text.includes(want), text);
+      assert.match(text, /\r\nConnection: close\r\n/i, path);
+      assert.ok(closed && ms < 3000, `${path}: connection still open after ${ms} ms`);
+    }
+    // A 404 whose body has arrived keeps the connection for the next request.
+    const kept = await h.rawExchange(edgeURL, ['GET /other HTTP/1.1\r\nHost: x\r\n\r\n', 200, 'GET /other HTTP/1.1\r\nHost: x\r\n\r\n'], { waitMs: 1000 });
+    assert.equal(kept.text.match(/HTTP\/1\.1 404 /g).length, 2, kept.text);
+    assert.equal(calls.length, 0);
+  });
+
   test('writes back the reply exactly: status, headers in order with repeats, binary body', async () => {
     const replyBody = Buffer.from([0x00, 0xff, 0x10, 0x7b, 0x7d]);
     answer = (call, cb) => cb(null, {
