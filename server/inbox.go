@@ -28,6 +28,13 @@ const (
 	maxDeadLimit       = 1000
 	maxNackErrorBytes  = 1024
 	exhaustedBatch     = 1000
+	// maxLeaseBytes bounds the bodies, headers and URLs one lease hands out (the oldest
+	// delivery is leased whatever its size; storage.LeaseRequest.MaxBytes): gRPC's clients
+	// refuse an answer over 4 MiB unless told otherwise, and a lease whose answer the caller
+	// refuses has committed all the same, each of its deliveries leased to nobody. The 512 KiB
+	// left are for the rest of the answer: up to 100 deliveries' ids, keys, last errors and
+	// the framing of their headers.
+	maxLeaseBytes = 4<<20 - 512<<10
 )
 
 // inbox returns the store's inbox side, or UNAVAILABLE while there is no store.
@@ -101,6 +108,7 @@ func (s *Server) Lease(ctx context.Context, req *hookverifyv1.LeaseRequest) (*ho
 		Max:         max,
 		Visibility:  visibility,
 		MaxAttempts: s.maxAttempts,
+		MaxBytes:    maxLeaseBytes,
 		LeaseToken:  token,
 		Now:         s.clock(),
 	})
@@ -225,7 +233,8 @@ func (s *Server) ListDeadLetters(ctx context.Context, req *hookverifyv1.ListDead
 	case limit == 0:
 		limit = defaultDeadLimit
 	}
-	dead, err := ib.ListDeadLetters(ctx, storage.InboxFilter{EndpointIDs: req.GetEndpointIds(), Scopes: req.GetDedupeScopes()}, limit)
+	// Bounded as a lease is: the bodies are read into memory and one answer.
+	dead, err := ib.ListDeadLetters(ctx, storage.InboxFilter{EndpointIDs: req.GetEndpointIds(), Scopes: req.GetDedupeScopes()}, limit, maxLeaseBytes)
 	if err != nil {
 		return nil, storageStatus(ctx, s.log, "list dead letters", err)
 	}

@@ -563,3 +563,82 @@ func wantMetrics(t *testing.T, srv *server.Server, lines ...string) {
 		}
 	}
 }
+
+// TestLeaseAnswerFitsAClientsMessageLimit: a lease of several large deliveries answered them
+// all in one message, whatever its size. Past the caller's receive limit (4 MiB in gRPC's
+// clients unless raised; 34 MiB in hookverify's own) the call failed on the caller's side
+// after the server had committed the lease: every delivery of it stayed leased under a token
+// nobody had, unrun, with an attempt spent, and the worker's next lease did the same to the
+// next ones, until they went to the dead letters without ever reaching a worker. A lease
+// stops adding deliveries at a size budget instead (the oldest is leased whatever its size),
+// and the others wait for the next lease.
+func TestLeaseAnswerFitsAClientsMessageLimit(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		const n = 8
+		acceptLarge(t, e, n)
+		seen := map[string]bool{}
+		for range n {
+			// The harness's client keeps gRPC's default receive limit of 4 MiB.
+			resp, err := e.inbox.Lease(t.Context(), &hookverifyv1.LeaseRequest{MaxDeliveries: n, VisibilityTimeout: durationpb.New(time.Hour)})
+			if err != nil {
+				t.Fatalf("Lease of %d deliveries of 1 MB each, %d leased so far: %v", n, len(seen), err)
+			}
+			for _, d := range resp.GetDeliveries() {
+				if seen[d.GetInboxId()] || d.GetAttempts() != 1 {
+					t.Fatalf("delivery %s leased again (attempt %d)", d.GetInboxId(), d.GetAttempts())
+				}
+				seen[d.GetInboxId()] = true
+			}
+			if len(seen) == n {
+				break
+			}
+		}
+		if len(seen) != n {
+			t.Errorf("leased %d of %d deliveries", len(seen), n)
+		}
+	})
+}
+
+// acceptLarge gets n deliveries of about 1 MB each (just under an endpoint's default limit)
+// accepted on a new endpoint, one second apart.
+func acceptLarge(t *testing.T, e *env, n int) {
+	t.Helper()
+	secret, _ := e.setup(t, githubProvider, "gh-big")
+	pad := strings.Repeat("x", 1000_000)
+	for i := range n {
+		body := []byte(fmt.Sprintf(`{"action":"opened","number":%d,"pad":%q}`, i, pad))
+		e.accept(t, sign(t, githubProvider, "gh-big", eventID(githubProvider), body, e.clock.Now(), secret))
+		e.clock.Advance(time.Second)
+	}
+}
+
+// TestDeadLettersAnswerFitsAClientsMessageLimit: ListDeadLetters read up to 1,000 dead
+// deliveries, bodies included, into the server's memory and one answer (up to 32 GB with
+// 32 MiB bodies), which the caller then refused: an operator could not see the dead letters of
+// an endpoint with large bodies, and the listing could take the server's memory. Like a lease,
+// it stops at a size budget, the oldest listed whatever its size.
+func TestDeadLettersAnswerFitsAClientsMessageLimit(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnvWith(t, b, func(o *server.Options) { o.MaxAttempts = 1 })
+		const n = 8
+		acceptLarge(t, e, n)
+		// Each leased once, at its only attempt; the lease after they expire moves them to the
+		// dead letters.
+		for range n {
+			lease(t, e, 1, time.Minute)
+		}
+		e.clock.Advance(time.Hour)
+		if got := lease(t, e, 1, time.Minute); len(got) != 0 {
+			t.Fatalf("leased %d deliveries with no attempts left", len(got))
+		}
+		// The harness's client keeps gRPC's default receive limit of 4 MiB.
+		resp, err := e.inbox.ListDeadLetters(t.Context(), &hookverifyv1.ListDeadLettersRequest{})
+		if err != nil {
+			t.Fatalf("ListDeadLetters of %d dead deliveries of 1 MB each: %v", n, err)
+		}
+		if got := len(resp.GetDeliveries()); got < 1 || got >= n {
+			t.Errorf("listed %d of %d dead letters of 1 MB each, want at least one and fewer than all", got, n)
+		}
+	})
+}

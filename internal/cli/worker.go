@@ -92,7 +92,16 @@ func runWorker(ctx context.Context, e env, args []string) error {
 			}
 			continue
 		}
-		runErr, stopped := w.run(ctx, d, &deadline)
+		var runErr error
+		var stopped bool
+		if ctx.Err() != nil {
+			// Leased while the worker was told to stop (the call was answered after the
+			// signal): given back at once, for an immediate retry, rather than started only to
+			// be stopped, or left leased for the rest of its lease.
+			runErr, stopped = errNotRun, true
+		} else {
+			runErr, stopped = w.run(ctx, d, &deadline)
+		}
 		if err := w.settle(ctx, d, deadline, runErr, stopped); err != nil {
 			unsettled++
 			fmt.Fprintf(w.e.stderr, "worker: delivery %s not settled (it runs again once its lease ends): %v\n", d.GetInboxId(), err)
@@ -112,7 +121,10 @@ type worker struct {
 	visibility, retryAfter, grace, callTimeout time.Duration
 }
 
-var errLeaseLost = errors.New("lease lost while the command ran")
+var (
+	errLeaseLost = errors.New("lease lost while the command ran")
+	errNotRun    = errors.New("not run: leased as the worker was stopping")
+)
 
 // transient reports whether a failed inbox call may succeed if made again: the server or its
 // storage is down or overloaded, or the call ran out of time.
@@ -155,8 +167,15 @@ func (w *worker) lease(ctx context.Context, once bool) (*hookverifyv1.InboxDeliv
 		start := time.Now()
 		// An answer that comes after the visibility timeout grants a lease that has already
 		// ended (the delivery may be another worker's by then): the call gets no longer.
-		callCtx, cancel := context.WithTimeout(ctx, min(w.callTimeout, w.visibility))
+		// The worker's shutdown does not cut the call short at once: the server may have
+		// leased a delivery already, its answer on the way, and abandoned, that delivery would
+		// wait out its whole lease unrun, an attempt spent (on its last attempt it would go
+		// to the dead letters never run). The call gets --grace to answer, as a running
+		// command does, and what it leases is given back (runWorker).
+		callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(w.callTimeout, w.visibility))
+		stopCall := context.AfterFunc(ctx, func() { time.AfterFunc(w.grace, cancel) })
 		resp, err := w.inbox.Lease(callCtx, req)
+		stopCall()
 		cancel()
 		switch {
 		case err == nil && len(resp.GetDeliveries()) == 0:

@@ -455,3 +455,52 @@ func TestWorkerDoesNotRunADeliveryWhoseLeaseEndedBeforeTheAnswer(t *testing.T) {
 		t.Errorf("the command ran for a delivery whose 1 s lease was answered after 2.5 s (output %q)", out.String())
 	}
 }
+
+// leaseDuringShutdown is a fakeInbox whose first Lease is still being answered when the
+// worker is told to stop: the server has leased the delivery (its transaction committed)
+// and its answer is on the way.
+type leaseDuringShutdown struct {
+	*fakeInbox
+	once           *sync.Once
+	inFlight, done chan struct{}
+}
+
+func (l leaseDuringShutdown) Lease(ctx context.Context, req *hookverifyv1.LeaseRequest) (*hookverifyv1.LeaseResponse, error) {
+	l.once.Do(func() { close(l.inFlight) })
+	time.Sleep(300 * time.Millisecond)
+	resp, err := l.fakeInbox.Lease(context.WithoutCancel(ctx), req)
+	if len(resp.GetDeliveries()) > 0 {
+		close(l.done)
+	}
+	return resp, err
+}
+
+// TestWorkerGivesBackADeliveryLeasedAsItStops: SIGTERM while a Lease call is on its way must
+// not strand what the server leased. The worker cancelled the call and exited: the delivery it
+// had been granted stayed leased, unrun, for the whole --visibility (up to 12 h), with an
+// attempt spent (on its last attempt it went to the dead letters without ever running). The
+// README promises that a stopping worker settles its delivery; one it never ran is given back
+// at once, for an immediate retry, and its command is not started.
+func TestWorkerGivesBackADeliveryLeasedAsItStops(t *testing.T) {
+	f := leaseDuringShutdown{&fakeInbox{}, &sync.Once{}, make(chan struct{}), make(chan struct{})}
+	remote := startFakeInbox(t, f)
+	marker := filepath.Join(t.TempDir(), "ran")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wait, out := runWorkerAsync(ctx, append(append([]string{"--visibility", "1h"}, remote...),
+		"--", "sh", "-c", fmt.Sprintf("touch %s", marker)))
+	<-f.inFlight
+	cancel() // SIGTERM to the worker while its Lease is answered
+	if _, finished := wait(10 * time.Second); !finished {
+		t.Fatal("worker did not stop after SIGTERM")
+	}
+	<-f.done // the server has leased the delivery
+	time.Sleep(200 * time.Millisecond)
+	acks, nacks, _ := f.snapshot()
+	if len(acks) != 0 || len(nacks) != 1 {
+		t.Errorf("the server leased a delivery as the worker stopped: acks %v, nacks %q; want it nacked for an immediate retry (output %q)", acks, nacks, out.String())
+	}
+	if waitForFile(t, marker, 100*time.Millisecond) {
+		t.Errorf("the worker started the command for a delivery leased after its SIGTERM (output %q)", out.String())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -317,6 +318,14 @@ func leaseLeasable(req storage.LeaseRequest) (string, []any) {
 	var lp params
 	now, maxAttempts := lp.add(req.Now), lp.add(int64(req.MaxAttempts))
 	limit := lp.add(int64(req.Max))
+	// Taken while the sizes add up to req.MaxBytes, the oldest whatever its size (a prefix:
+	// once the running total is over, it stays over). octet_length reads a stored value's
+	// size from its TOAST pointer, not the value.
+	maxBytes := req.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = math.MaxInt64
+	}
+	budget := lp.add(maxBytes)
 	filters := req.ByEndpoint()
 	// Pending deliveries and expired leases are picked (and locked) apart, each in the
 	// order of the (state, visible_at, id) index, or of (state, endpoint_id, visible_at,
@@ -326,7 +335,9 @@ func leaseLeasable(req storage.LeaseRequest) (string, []any) {
 	candidates := func(due string) string {
 		branches := make([]string, len(filters))
 		for i, f := range filters {
-			branches[i] = `SELECT * FROM (SELECT id, visible_at, state FROM inbox WHERE ` + due + ` AND attempts < ` +
+			branches[i] = `SELECT * FROM (SELECT id, visible_at, state,
+				octet_length(body)::BIGINT + octet_length(headers) + octet_length(url) AS size
+				FROM inbox WHERE ` + due + ` AND attempts < ` +
 				maxAttempts + filterSQL(f, &lp) + ` ORDER BY visible_at, id LIMIT ` + limit +
 				` FOR UPDATE SKIP LOCKED) AS b` + strconv.Itoa(i)
 		}
@@ -337,8 +348,11 @@ func leaseLeasable(req storage.LeaseRequest) (string, []any) {
 		expired AS (` + candidates(expiredLease(now)) + `),
 		picked AS (
 			SELECT id AS picked_id, state AS picked_state FROM (
-				SELECT * FROM pending UNION ALL SELECT * FROM expired
-			) AS candidates
+				SELECT id, state, visible_at, row_number() OVER (ORDER BY visible_at, id) AS n,
+					sum(size) OVER (ORDER BY visible_at, id) AS running
+				FROM (SELECT * FROM pending UNION ALL SELECT * FROM expired) AS candidates
+			) AS sized
+			WHERE n = 1 OR running <= ` + budget + `
 			ORDER BY visible_at, id
 			LIMIT ` + limit + `
 		)
@@ -646,24 +660,39 @@ func (s *Store) ExtendLease(ctx context.Context, inboxID, leaseToken string, unt
 	})
 }
 
-// listDeadLetters is ListDeadLetters' statement, and its arguments.
-func listDeadLetters(filter storage.InboxFilter, limit int) (string, []any) {
+// listDeadLetters is ListDeadLetters' statement, and its arguments. The ids are picked, with
+// their sizes (octet_length reads them from TOAST pointers), before any body is read.
+func listDeadLetters(filter storage.InboxFilter, limit int, maxBytes int64) (string, []any) {
 	var p params
 	where := filterSQL(filter, &p)
-	sql := `SELECT ` + leasedColumns + ` FROM inbox WHERE state = 'dead'` + where + `
-		ORDER BY visible_at, id LIMIT ` + p.add(int64(limit))
+	if maxBytes <= 0 {
+		maxBytes = math.MaxInt64
+	}
+	sql := `WITH picked AS (
+			SELECT id AS picked_id FROM (
+				SELECT id, row_number() OVER (ORDER BY visible_at, id) AS n,
+					sum(size) OVER (ORDER BY visible_at, id) AS running
+				FROM (SELECT id, visible_at,
+						octet_length(body)::BIGINT + octet_length(headers) + octet_length(url) AS size
+					FROM inbox WHERE state = 'dead'` + where + `
+					ORDER BY visible_at, id LIMIT ` + p.add(int64(limit)) + `) AS dead
+			) AS sized
+			WHERE n = 1 OR running <= ` + p.add(maxBytes) + `
+		)
+		SELECT ` + leasedColumns + ` FROM inbox JOIN picked ON id = picked_id
+		ORDER BY visible_at, id`
 	return sql, p
 }
 
 // ListDeadLetters returns up to limit dead deliveries matching the filter, oldest VisibleAt
-// (the time of their last attempt's lease) first.
-func (s *Store) ListDeadLetters(ctx context.Context, filter storage.InboxFilter, limit int) ([]storage.LeasedDelivery, error) {
+// (the time of their last attempt's lease) first, within maxBytes.
+func (s *Store) ListDeadLetters(ctx context.Context, filter storage.InboxFilter, limit int, maxBytes int64) ([]storage.LeasedDelivery, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("crdb: list dead letters: %w: limit %d, want at least 1", storage.ErrInvalid, limit)
 	}
 	var list []storage.LeasedDelivery
 	err := s.single(ctx, "list dead letters", func(ctx context.Context, conn *pgx.Conn) error {
-		sql, args := listDeadLetters(filter, limit)
+		sql, args := listDeadLetters(filter, limit, maxBytes)
 		rows, err := conn.Query(ctx, sql, args...)
 		if err != nil {
 			return err
@@ -684,14 +713,26 @@ const requeueSQL = `UPDATE inbox SET state = 'pending', attempts = 0, visible_at
 	dead_at = NULL, lease_token = NULL, leased_until = NULL WHERE id = $1 AND (state = 'dead') IS TRUE`
 
 // Requeue moves a dead delivery back to pending, visible at now, with no attempts used.
+//
+// Its statement is run as the other inbox writes are (one trip on PostgreSQL, a transaction
+// on CockroachDB), not through single, which runs a statement again when the connection broke
+// after it was sent: that second run found the delivery the first had requeued no longer dead
+// and answered ErrNotFound, so the operator was told there was no such dead letter while it
+// was back in the queue. An outcome that cannot be known is ErrUnavailable.
 func (s *Store) Requeue(ctx context.Context, inboxID string, now time.Time) error {
-	return s.single(ctx, "requeue", func(ctx context.Context, conn *pgx.Conn) error {
-		tag, err := conn.Exec(ctx, requeueSQL, matchable(inboxID), now)
+	requeue := func(ctx context.Context, db interface {
+		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	}) error {
+		tag, err := db.Exec(ctx, requeueSQL, matchable(inboxID), now)
 		if err == nil && tag.RowsAffected() == 0 {
 			return fmt.Errorf("dead inbox record %q: %w", inboxID, storage.ErrNotFound)
 		}
 		return err
-	})
+	}
+	if s.engine == EnginePostgreSQL {
+		return s.inOneTrip(ctx, "requeue", false, func(ctx context.Context, conn *pgx.Conn) error { return requeue(ctx, conn) })
+	}
+	return s.inTx(ctx, "requeue", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error { return requeue(ctx, tx) })
 }
 
 // deadLetterExhaustedSQL moves up to $4 pending deliveries that used $3 attempts or more to

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -91,7 +92,7 @@ func TestInboxOnCockroachDBPaths(t *testing.T) {
 	if dead, err := s.Nack(t.Context(), "inbox-2", "tok-2", now, 1, "boom", now); err != nil || !dead {
 		t.Fatalf("Nack = %v, %v; want dead", dead, err)
 	}
-	letters, err := s.ListDeadLetters(t.Context(), storage.InboxFilter{}, 10)
+	letters, err := s.ListDeadLetters(t.Context(), storage.InboxFilter{}, 10, 0)
 	if err != nil || len(letters) != 1 || letters[0].LastError != "boom" {
 		t.Fatalf("ListDeadLetters = %+v, %v; want inbox-2 with its error", letters, err)
 	}
@@ -367,7 +368,7 @@ func TestEndpointStatementsUseTheEndpointIndex(t *testing.T) {
 		}{
 			{"a lease", func() (string, []any) { return leaseLeasable(req) }, "off"},
 			{"a lease's dead-lettering", func() (string, []any) { return deadLetterExpired(req) }, "off"},
-			{"the dead letters' list", func() (string, []any) { return listDeadLetters(filter, 100) }, "on"},
+			{"the dead letters' list", func() (string, []any) { return listDeadLetters(filter, 100, 0) }, "on"},
 		} {
 			exec(t, conn, `SELECT set_config('enable_bitmapscan', $1, false)`, c.setting)
 			sql, args := c.statement()
@@ -561,8 +562,45 @@ func TestDeadLetteringSkipsLockedRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	letters, err := s.ListDeadLetters(t.Context(), storage.InboxFilter{}, 10)
+	letters, err := s.ListDeadLetters(t.Context(), storage.InboxFilter{}, 10, 0)
 	if err != nil || len(letters) != 2 {
 		t.Fatalf("ListDeadLetters = %d letters, %v; want both deliveries", len(letters), err)
+	}
+}
+
+// TestRequeueOfUnknownOutcome: a Requeue whose reply is lost after PostgreSQL committed it was
+// run again as if nothing had been sent, found no dead delivery (the first run had requeued
+// it) and answered ErrNotFound: the operator was told there is no such dead letter while it
+// was back in the queue. An outcome the store cannot know is ErrUnavailable, as for every
+// other write of the inbox; the delivery is then pending, once.
+func TestRequeueOfUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Shared(t).NewDatabase(t)
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newFaultProxy(t, u.Host)
+	s := open(t, proxy.url(url))
+	if err := s.CreateEndpoint(t.Context(), endpoint("ep-1")); err != nil {
+		t.Fatal(err)
+	}
+	mustClaim(t, s, delivery("evt-1", "inbox-1"), true)
+	// One attempt allowed: the nack moves it to the dead letters.
+	leased := leaseOne(t, s, "tok-1")
+	if dead, err := s.Nack(t.Context(), leased.InboxID, "tok-1", base.Add(time.Minute), 1, "boom", base.Add(time.Minute)); err != nil || !dead {
+		t.Fatalf("Nack = %v, %v; want dead", dead, err)
+	}
+
+	proxy.arm(dropReply)
+	err = s.Requeue(t.Context(), leased.InboxID, base.Add(2*time.Minute))
+	proxy.wantFired(t, dropReply)
+	if errors.Is(err, storage.ErrNotFound) || !errors.Is(err, storage.ErrUnavailable) {
+		t.Errorf("Requeue whose reply was lost = %v, want ErrUnavailable (it did requeue)", err)
+	}
+	res, err := s.Lease(t.Context(), storage.LeaseRequest{Max: 10, Visibility: time.Hour, MaxAttempts: 5,
+		LeaseToken: "tok-2", Now: base.Add(3 * time.Minute)})
+	if err != nil || len(res.Deliveries) != 1 || res.Deliveries[0].InboxID != leased.InboxID || res.Deliveries[0].Attempts != 1 {
+		t.Fatalf("Lease after the requeue = %+v, %v; want the delivery once, on its first attempt", res, err)
 	}
 }

@@ -251,12 +251,24 @@ func pickLeasable(req storage.LeaseRequest, now int64) (string, []any) {
 			args = append(args, now, req.MaxAttempts)
 			filter := filterSQL(f, &args)
 			args = append(args, req.Max)
-			branches = append(branches, fmt.Sprintf(`SELECT * FROM (SELECT id, visible_at, %d AS was_leased FROM inbox
+			branches = append(branches, fmt.Sprintf(`SELECT * FROM (SELECT id, visible_at, %d AS was_leased,
+				length(body) + length(headers) + length(CAST(url AS BLOB)) AS size FROM inbox
 				WHERE %s AND attempts < ?%s ORDER BY visible_at, id LIMIT ?)`, due.isLeased, due.condition, filter))
 		}
 	}
-	args = append(args, req.Max)
-	return `SELECT id, was_leased FROM (` + strings.Join(branches, ` UNION ALL `) + `)
+	// Taken while the sizes add up to req.MaxBytes, the oldest whatever its size (a prefix:
+	// once the running total is over, it stays over). length reads a blob's size from its
+	// record header, not its overflow pages.
+	budget := req.MaxBytes
+	if budget <= 0 {
+		budget = math.MaxInt64
+	}
+	args = append(args, budget, req.Max)
+	return `SELECT id, was_leased FROM (
+			SELECT id, was_leased, visible_at, row_number() OVER (ORDER BY visible_at, id) AS n,
+				sum(size) OVER (ORDER BY visible_at, id) AS running
+			FROM (` + strings.Join(branches, ` UNION ALL `) + `))
+		WHERE n = 1 OR running <= ?
 		ORDER BY visible_at, id LIMIT ?`, args
 }
 
@@ -443,18 +455,28 @@ func affected(res sql.Result, err error) (bool, error) {
 }
 
 // ListDeadLetters returns up to limit dead deliveries matching the filter, oldest VisibleAt
-// (the time of their last attempt's lease) first.
-func (s *Store) ListDeadLetters(ctx context.Context, filter storage.InboxFilter, limit int) ([]storage.LeasedDelivery, error) {
+// (the time of their last attempt's lease) first, within maxBytes. The ids are picked, with
+// their sizes, before any body is read.
+func (s *Store) ListDeadLetters(ctx context.Context, filter storage.InboxFilter, limit int, maxBytes int64) ([]storage.LeasedDelivery, error) {
 	if limit < 1 {
 		return nil, s.fail("list dead letters", fmt.Errorf("%w: limit %d, want at least 1", storage.ErrInvalid, limit))
+	}
+	if maxBytes <= 0 {
+		maxBytes = math.MaxInt64
 	}
 	var list []storage.LeasedDelivery
 	err := s.read("list dead letters", func(q queryer) error {
 		var args []any
 		where := filterSQL(filter, &args)
-		args = append(args, limit)
-		rows, err := q.QueryContext(ctx, `SELECT `+leasedColumns+` FROM inbox WHERE state = 'dead'`+where+`
-			ORDER BY visible_at, id LIMIT ?`, args...)
+		args = append(args, limit, maxBytes)
+		rows, err := q.QueryContext(ctx, `SELECT `+leasedColumns+` FROM inbox WHERE id IN (
+				SELECT id FROM (
+					SELECT id, row_number() OVER (ORDER BY visible_at, id) AS n,
+						sum(size) OVER (ORDER BY visible_at, id) AS running
+					FROM (SELECT id, visible_at, length(body) + length(headers) + length(CAST(url AS BLOB)) AS size
+						FROM inbox WHERE state = 'dead'`+where+` ORDER BY visible_at, id LIMIT ?))
+				WHERE n = 1 OR running <= ?)
+			ORDER BY visible_at, id`, args...)
 		if err != nil {
 			return err
 		}

@@ -214,7 +214,7 @@ func TestInboxCountsFollowEveryChange(t *testing.T) {
 			}
 		case r.IntN(3) == 0:
 			what = "requeue"
-			letters, err := s.ListDeadLetters(ctx, storage.InboxFilter{}, 50)
+			letters, err := s.ListDeadLetters(ctx, storage.InboxFilter{}, 50, 0)
 			if err != nil {
 				t.Fatalf("ListDeadLetters: %v", err)
 			}

@@ -87,7 +87,7 @@ func nack(t *testing.T, s storage.Store, inboxID, token string, retryAt time.Tim
 
 func deadLetters(t *testing.T, s storage.Store, f storage.InboxFilter, limit int) []storage.LeasedDelivery {
 	t.Helper()
-	list, err := s.ListDeadLetters(t.Context(), f, limit)
+	list, err := s.ListDeadLetters(t.Context(), f, limit, 0)
 	must(t, err, "ListDeadLetters")
 	return list
 }
@@ -130,6 +130,35 @@ func testInbox(t *testing.T, h harness) {
 
 		wantIDs(t, lease(t, s, leaseReq("tok-2", t0, 10)), "second lease", "d3", "d4", "d5")
 		wantIDs(t, lease(t, s, leaseReq("tok-3", t0, 10)), "lease with everything leased")
+	})
+
+	t.Run("a lease stops at MaxBytes, taking the oldest whatever its size", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		// size is what MaxBytes counts of a delivery: its body, headers (as stored) and URL.
+		size := func(d storage.Delivery) int64 {
+			return int64(len(d.Body) + len(storage.EncodeHeaders(d.Headers)) + len(d.URL))
+		}
+		var sizes []int64
+		for i, n := range []int{3000, 1000, 1000, 1000} {
+			d := newDelivery("ep-1", "ep-1", fmt.Sprintf("evt-d%d", i+1), fmt.Sprintf("d%d", i+1))
+			d.Body = []byte(strings.Repeat("x", n))
+			d.ReceivedAt = at(time.Duration(i+1) * time.Second)
+			if r := claim(t, s, d); !r.Accepted {
+				t.Fatalf("Claim %s: not accepted: %+v", d.InboxID, r)
+			}
+			sizes = append(sizes, size(d))
+		}
+		bounded := func(token string, maxBytes int64) storage.LeaseRequest {
+			req := leaseReq(token, t0, 10)
+			req.MaxBytes = maxBytes
+			return req
+		}
+		// The oldest is larger than the bound: taken alone, rather than never.
+		wantIDs(t, lease(t, s, bounded("tok-1", 1)), "lease bounded below the oldest's size", "d1")
+		// Exactly two fit; the third would go one byte over.
+		wantIDs(t, lease(t, s, bounded("tok-2", sizes[1]+sizes[2])), "lease with room for two", "d2", "d3")
+		// The rest wait for the next lease, which a bound of 0 does not limit.
+		wantIDs(t, lease(t, s, bounded("tok-3", 0)), "unbounded lease", "d4")
 	})
 
 	t.Run("a delivery is not leasable before it is visible", func(t *testing.T) {
@@ -405,6 +434,35 @@ func testInbox(t *testing.T, h harness) {
 			_, err := s.DeadLetterExhausted(t.Context(), bad)
 			wantErr(t, err, storage.ErrInvalid, fmt.Sprintf("DeadLetterExhausted %+v", bad))
 		}
+	})
+
+	t.Run("dead letters are listed within maxBytes, the oldest whatever its size", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		var sizes []int64
+		for i, n := range []int{3000, 1000, 1000, 1000} {
+			d := newDelivery("ep-1", "ep-1", fmt.Sprintf("evt-d%d", i+1), fmt.Sprintf("d%d", i+1))
+			d.Body = []byte(strings.Repeat("x", n))
+			d.ReceivedAt = at(time.Duration(i+1) * time.Second)
+			if r := claim(t, s, d); !r.Accepted {
+				t.Fatalf("Claim %s: not accepted: %+v", d.InboxID, r)
+			}
+			sizes = append(sizes, int64(len(d.Body)+len(storage.EncodeHeaders(d.Headers))+len(d.URL)))
+		}
+		for _, d := range lease(t, s, leaseReq("tok-1", t0, 10)) {
+			if !nack(t, s, d.InboxID, "tok-1", t0, 1, t0) {
+				t.Fatalf("Nack of %s at max attempts did not report dead", d.InboxID)
+			}
+		}
+		list := func(maxBytes int64) []storage.LeasedDelivery {
+			t.Helper()
+			got, err := s.ListDeadLetters(t.Context(), storage.InboxFilter{}, 10, maxBytes)
+			must(t, err, fmt.Sprintf("ListDeadLetters within %d bytes", maxBytes))
+			return got
+		}
+		wantIDs(t, list(1), "bounded below the oldest's size", "d1")
+		wantIDs(t, list(sizes[0]+sizes[1]), "room for two", "d1", "d2")
+		wantIDs(t, list(sizes[0]+sizes[1]+sizes[2]-1), "one byte short of three", "d1", "d2")
+		wantIDs(t, list(0), "unbounded", "d1", "d2", "d3", "d4")
 	})
 
 	t.Run("dead letters are filtered, limited and listed oldest first", func(t *testing.T) {
