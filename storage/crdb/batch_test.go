@@ -1,8 +1,10 @@
 package crdb
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/hookverify/hookverify/internal/pgtest"
 	"github.com/hookverify/hookverify/storage"
@@ -81,5 +83,62 @@ func TestClaimBatch(t *testing.T) {
 			wantCount(t, s, 5)
 			mustClaim(t, s, delivery("evt-d", "inbox-d"), true)
 		})
+	}
+}
+
+// TestStuckClaimBatchIsBounded holds the claim of one identity in a transaction that never
+// ends (another instance hung in the middle of one, an operator's forgotten session), so that a
+// batch claiming that identity waits for its lock. The batch's callers must get their answer
+// (UNAVAILABLE: the provider retries) within a bound, and the claims queued behind it must not
+// wait for ever: PostgreSQL has one claim lane, and without a bound every new event of the
+// instance stalled for as long as the lock was held (the batch ran under context.Background()).
+func TestStuckClaimBatchIsBounded(t *testing.T) {
+	defer func(d time.Duration) { claimBatchTimeout = d }(claimBatchTimeout)
+	claimBatchTimeout = time.Second
+
+	url := pgtest.Shared(t).NewDatabase(t)
+	s := open(t, url)
+	if err := s.CreateEndpoint(t.Context(), endpoint("ep-1")); err != nil {
+		t.Fatal(err)
+	}
+	blocker := connect(t, url)
+	exec(t, blocker, "BEGIN")
+	exec(t, blocker, `INSERT INTO claims (scope, event_id, inbox_id, operation_key, first_received_at)
+		VALUES ('ep-1', 'evt-stuck', 'inbox-other', 'op-inbox-other', now())`)
+
+	stuck := make(chan error, 1)
+	go func() {
+		_, err := s.Claim(context.Background(), delivery("evt-stuck", "inbox-1"))
+		stuck <- err
+	}()
+	select {
+	case err := <-stuck:
+		if !errors.Is(err, storage.ErrUnavailable) {
+			t.Fatalf("claim of an identity locked by a transaction that does not end = %v, want ErrUnavailable", err)
+		}
+	case <-time.After(10 * claimBatchTimeout):
+		t.Fatalf("claim of an identity locked by another transaction still waits after %s", 10*claimBatchTimeout)
+	}
+
+	// The lane is free again: a claim of another identity is accepted while the lock is held.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*claimBatchTimeout)
+	defer cancel()
+	r, err := s.Claim(ctx, delivery("evt-free", "inbox-2"))
+	if err != nil || !r.Accepted {
+		t.Fatalf("claim of another identity behind the stuck one = %+v, %v; want accepted", r, err)
+	}
+
+	// Once the other transaction is gone, the stuck identity is claimed exactly once: by the
+	// retry, or (if the abandoned statement went through after all) found held by inbox-1.
+	exec(t, blocker, "ROLLBACK")
+	r, err = s.Claim(t.Context(), delivery("evt-stuck", "inbox-3"))
+	if err != nil {
+		t.Fatalf("claim after the lock was released: %v", err)
+	}
+	if !r.Accepted && r.InboxID != "inbox-1" {
+		t.Fatalf("claim after the lock was released = %+v, want accepted or held by inbox-1", r)
+	}
+	if _, err := s.GetDelivery(t.Context(), r.InboxID); err != nil {
+		t.Fatalf("GetDelivery(%s) of the claim: %v", r.InboxID, err)
 	}
 }

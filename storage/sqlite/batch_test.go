@@ -1,8 +1,11 @@
 package sqlite
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -75,3 +78,109 @@ func TestClaimBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimWhileAnotherProcessHoldsTheWriteLock: a claim that cannot get SQLite's write lock
+// (another process on the file holds it past the busy timeout) is ErrUnavailable within a
+// bound, writes nothing, and is accepted once the lock is free.
+func TestClaimWhileAnotherProcessHoldsTheWriteLock(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "hookverify.db")
+	s, err := OpenWith(t.Context(), path, Options{BusyTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ep := storage.Endpoint{ID: "ep-1", Provider: "stripe", TimestampTolerance: time.Minute, MaxBodyBytes: 1 << 20,
+		DedupeScope: "ep-1", CreatedAt: time.Unix(1, 0), UpdatedAt: time.Unix(1, 0)}
+	if err := s.CreateEndpoint(t.Context(), ep); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite", dsn(path, 100*time.Millisecond, writerConn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Close() })
+	conn, err := other.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	d := storage.Delivery{InboxID: "inbox-1", Scope: "ep-1", EventID: "evt-1", EndpointID: "ep-1", OperationKey: "op-1",
+		SecretID: "sec-1", Method: "POST", URL: "https://h/x", Body: []byte("{}"), ReceivedAt: time.Unix(2, 0).UTC()}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if r, err := s.Claim(ctx, d); !errors.Is(err, storage.ErrUnavailable) {
+		t.Fatalf("claim with the write lock held elsewhere = %+v, %v; want ErrUnavailable", r, err)
+	}
+	if _, err := conn.ExecContext(t.Context(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LookupClaim(t.Context(), "ep-1", "evt-1"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("LookupClaim after the failed claim = %v, want ErrNotFound", err)
+	}
+	d.InboxID = "inbox-2"
+	r, err := s.Claim(t.Context(), d)
+	if err != nil || !r.Accepted {
+		t.Fatalf("claim once the lock is free = %+v, %v; want accepted", r, err)
+	}
+	if n, err := s.CountDeliveries(t.Context(), ""); err != nil || n != 1 {
+		t.Fatalf("CountDeliveries = %d, %v; want 1", n, err)
+	}
+}
+
+// TestClaimOnAFullDisk: a claim batch that cannot grow the database (SQLITE_FULL, here through
+// max_page_count) is ErrUnavailable for every claim in it and leaves nothing half written; once
+// there is room again the same deliveries are accepted.
+func TestClaimOnAFullDisk(t *testing.T) {
+	t.Parallel()
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "hookverify.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ep := storage.Endpoint{ID: "ep-1", Provider: "stripe", TimestampTolerance: time.Minute, MaxBodyBytes: 1 << 20,
+		DedupeScope: "ep-1", CreatedAt: time.Unix(1, 0), UpdatedAt: time.Unix(1, 0)}
+	if err := s.CreateEndpoint(t.Context(), ep); err != nil {
+		t.Fatal(err)
+	}
+	var pages int64
+	if err := s.writer.QueryRowContext(t.Context(), "PRAGMA page_count").Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.writer.ExecContext(t.Context(), "PRAGMA max_page_count = "+itoa(pages)); err != nil {
+		t.Fatal(err)
+	}
+	small := storage.Delivery{InboxID: "inbox-s", Scope: "ep-1", EventID: "evt-s", EndpointID: "ep-1", OperationKey: "op-s",
+		SecretID: "sec-1", Method: "POST", URL: "https://h/x", Body: []byte("{}"), ReceivedAt: time.Unix(2, 0).UTC()}
+	big := small
+	big.InboxID, big.EventID, big.OperationKey, big.Body = "inbox-b", "evt-b", "op-b", make([]byte, 256<<10)
+	results, errs, err := s.commitClaims([]storage.Delivery{small, big})
+	if !errors.Is(err, storage.ErrUnavailable) {
+		t.Fatalf("claim batch on a full disk = %+v, %v, %v; want ErrUnavailable", results, errs, err)
+	}
+	for _, id := range []string{"evt-s", "evt-b"} {
+		if _, err := s.LookupClaim(t.Context(), "ep-1", id); !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("LookupClaim(%s) after the failed batch = %v, want ErrNotFound", id, err)
+		}
+	}
+	if n, err := s.CountDeliveries(t.Context(), ""); err != nil || n != 0 {
+		t.Fatalf("CountDeliveries = %d, %v; want 0", n, err)
+	}
+	if _, err := s.writer.ExecContext(t.Context(), "PRAGMA max_page_count = 1073741823"); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []storage.Delivery{small, big} {
+		if r, err := s.Claim(t.Context(), d); err != nil || !r.Accepted {
+			t.Fatalf("claim %s with room again = %+v, %v; want accepted", d.EventID, r, err)
+		}
+	}
+	stats, err := s.InboxStats(t.Context())
+	if err != nil || len(stats) != 1 || stats[0].Pending != 2 {
+		t.Fatalf("InboxStats = %+v, %v; want 2 pending", stats, err)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
