@@ -85,40 +85,79 @@ func (s *Server) ListEndpoints(ctx context.Context, _ *hookverifyv1.ListEndpoint
 }
 
 // UpdateEndpoint replaces an endpoint's mutable settings; zero values mean defaults, as at
-// creation.
+// creation. A request that carries update_time (as one made from a read of the endpoint does)
+// applies only if the endpoint was not updated since: otherwise ABORTED, so that a client's
+// read-modify-write (the CLI's endpoint update) never silently undoes a concurrent update.
 func (s *Server) UpdateEndpoint(ctx context.Context, req *hookverifyv1.UpdateEndpointRequest) (*hookverifyv1.UpdateEndpointResponse, error) {
-	current, err := s.loadEndpoint(ctx, req.GetEndpoint().GetId())
+	st, err := s.storage()
 	if err != nil {
 		return nil, err
 	}
 	in := req.GetEndpoint()
-	if in.GetProvider() != "" && in.GetProvider() != current.Provider {
-		return nil, status.Error(codes.InvalidArgument, "provider cannot change; create a new endpoint (and share its dedupe_scope to keep deduplicating)")
+	if in.GetId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "endpoint id is required")
 	}
-	// The dedupe scope is fixed at creation: changing it would restart deduplication and change
-	// every operation key, breaking the promise that an event's key never changes. To move
-	// deliveries to a new endpoint, create it with the old endpoint's scope instead.
-	if in.GetDedupeScope() != "" && in.GetDedupeScope() != current.DedupeScope {
-		return nil, status.Error(codes.InvalidArgument, "dedupe_scope cannot change (it would change operation keys); create a new endpoint sharing the scope instead")
+	var ifUpdatedAt time.Time
+	if ts := in.GetUpdateTime(); ts != nil {
+		if !ts.IsValid() {
+			return nil, status.Error(codes.InvalidArgument, "update_time is not a valid timestamp")
+		}
+		// Stored times have microsecond precision; clock() already truncates.
+		ifUpdatedAt = ts.AsTime().UTC().Truncate(time.Microsecond)
 	}
-	withFixed := proto.CloneOf(in)
-	withFixed.Provider, withFixed.DedupeScope = current.Provider, current.DedupeScope
-	e, err := s.endpointFromProto(withFixed)
+	// The detail is filled in by the store from the endpoint as it is when the change is
+	// written (ModifyEndpoint), not as it was read before.
+	auditCtx, err := s.audited(ctx, "endpoint.update", in.GetId(), "", "")
 	if err != nil {
 		return nil, err
 	}
-	e.CreatedAt, e.UpdatedAt = current.CreatedAt, s.clock()
-	auditCtx, err := s.audited(ctx, "endpoint.update", e.ID, "", endpointChanges(current, e))
-	if err != nil {
-		return nil, err
-	}
-	st, _ := s.storage()
-	if err := st.UpdateEndpoint(auditCtx, e); err != nil {
+	now := s.clock()
+	var refused error
+	e, err := st.ModifyEndpoint(auditCtx, in.GetId(), func(current storage.Endpoint) (storage.Endpoint, string, error) {
+		next, err := s.updatedEndpoint(current, in, ifUpdatedAt, now)
+		refused = err
+		if err != nil {
+			return storage.Endpoint{}, "", err
+		}
+		return next, endpointChanges(current, next), nil
+	})
+	switch {
+	case refused != nil:
+		return nil, refused
+	case errors.Is(err, storage.ErrNotFound):
+		return nil, status.Errorf(codes.NotFound, "endpoint %q not found", in.GetId())
+	case err != nil:
 		return nil, storageStatus(ctx, s.log, "update endpoint", err)
 	}
 	s.cache.invalidate(e.ID)
 	s.log.InfoContext(ctx, "endpoint updated", "endpoint", e.ID, "disabled", e.Disabled)
 	return &hookverifyv1.UpdateEndpointResponse{Endpoint: endpointToProto(e)}, nil
+}
+
+// updatedEndpoint is UpdateEndpoint's change: the settings in replacing current's, validated.
+// It runs in the store's transaction, on the endpoint as stored then, and only computes.
+func (s *Server) updatedEndpoint(current storage.Endpoint, in *hookverifyv1.Endpoint, ifUpdatedAt, now time.Time) (storage.Endpoint, error) {
+	if !ifUpdatedAt.IsZero() && !ifUpdatedAt.Equal(current.UpdatedAt) {
+		return storage.Endpoint{}, status.Errorf(codes.Aborted, "endpoint %q changed since the read this update was made from (update_time %s, now %s): read it again and reapply the change, or send no update_time to replace it regardless",
+			current.ID, ifUpdatedAt.Format(time.RFC3339Nano), current.UpdatedAt.Format(time.RFC3339Nano))
+	}
+	if in.GetProvider() != "" && in.GetProvider() != current.Provider {
+		return storage.Endpoint{}, status.Error(codes.InvalidArgument, "provider cannot change; create a new endpoint (and share its dedupe_scope to keep deduplicating)")
+	}
+	// The dedupe scope is fixed at creation: changing it would restart deduplication and change
+	// every operation key, breaking the promise that an event's key never changes. To move
+	// deliveries to a new endpoint, create it with the old endpoint's scope instead.
+	if in.GetDedupeScope() != "" && in.GetDedupeScope() != current.DedupeScope {
+		return storage.Endpoint{}, status.Error(codes.InvalidArgument, "dedupe_scope cannot change (it would change operation keys); create a new endpoint sharing the scope instead")
+	}
+	withFixed := proto.CloneOf(in)
+	withFixed.Provider, withFixed.DedupeScope = current.Provider, current.DedupeScope
+	e, err := s.endpointFromProto(withFixed)
+	if err != nil {
+		return storage.Endpoint{}, err
+	}
+	e.CreatedAt, e.UpdatedAt = current.CreatedAt, now
+	return e, nil
 }
 
 // AddSecret seals and stores a new secret for an endpoint.

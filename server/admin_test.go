@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -514,6 +516,175 @@ func TestPublicURLCannotCarryAStaticCredential(t *testing.T) {
 				t.Errorf("stored public_url with the secret, delivery to %s: %v (%s), want %v",
 					strings.ReplaceAll(tc.url, secret, "<secret>"), resp.GetVerdict(), resp.GetDetail(), tc.want)
 			}
+		}
+	})
+}
+
+// interleavingStore runs hook once, at the first point where an update may read the
+// endpoint: after a GetEndpoint (the read of a read-then-write update), or before a
+// ModifyEndpoint (whose read is inside the write's transaction). The hook lands a concurrent
+// change exactly in the window a read-then-write update leaves open.
+type interleavingStore struct {
+	storage.Store
+	armed atomic.Bool
+	hook  func()
+}
+
+func (s *interleavingStore) fire() {
+	if s.armed.CompareAndSwap(true, false) {
+		s.hook()
+	}
+}
+
+func (s *interleavingStore) GetEndpoint(ctx context.Context, id string) (storage.Endpoint, error) {
+	e, err := s.Store.GetEndpoint(ctx, id)
+	s.fire()
+	return e, err
+}
+
+func (s *interleavingStore) ModifyEndpoint(ctx context.Context, id string, change storage.EndpointChange) (storage.Endpoint, error) {
+	s.fire()
+	return s.Store.ModifyEndpoint(ctx, id, change)
+}
+
+func endpointUpdates(t *testing.T, admin hookverifyv1.AdminServiceClient, id string) []string {
+	t.Helper()
+	resp, err := admin.ListAuditEvents(t.Context(), &hookverifyv1.ListAuditEventsRequest{EndpointId: id})
+	if err != nil {
+		t.Fatalf("ListAuditEvents: %v", err)
+	}
+	var details []string
+	for _, ev := range resp.GetEvents() {
+		if ev.GetAction() == "endpoint.update" {
+			details = append(details, ev.GetDetail())
+		}
+	}
+	return details
+}
+
+// An update that lands between another update's read and its write: the later write must
+// describe, in its audit record, the change from what was stored when it was written. Before,
+// the detail was the difference from the earlier read, so the re-enabling never showed.
+func TestUpdateEndpointAuditDescribesTheChangeAsWritten(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.newDatabase(t)
+		st := &interleavingStore{Store: openStore(t, b, dsn)}
+		e := newEnvOn(t, b, dsn, st)
+		e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "shop", Provider: "stripe"})
+
+		st.hook = func() {
+			if _, err := e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{
+				Id: "shop", Disabled: true}}); err != nil {
+				t.Errorf("concurrent disable: %v", err)
+			}
+		}
+		st.armed.Store(true)
+		// A whole replacement that says enabled: it wins, being last, but its record must say
+		// that it enabled the endpoint again.
+		resp, err := e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{
+			Id: "shop", MaxBodyBytes: 4096}})
+		if err != nil {
+			t.Fatalf("UpdateEndpoint: %v", err)
+		}
+		if st.armed.Load() {
+			t.Fatal("the concurrent disable never ran")
+		}
+		if resp.GetEndpoint().GetDisabled() {
+			t.Fatalf("the last update (enabled) did not win: %v", resp.GetEndpoint())
+		}
+		details := endpointUpdates(t, e.admin, "shop")
+		if len(details) != 2 {
+			t.Fatalf("endpoint.update records %q, want 2", details)
+		}
+		// The clock stands still, so the records' order is their ids': match them by content.
+		disabled, enabled := false, false
+		for _, d := range details {
+			disabled = disabled || d == "disabled: false -> true"
+			enabled = enabled || d == "max_body_bytes: 1048576 -> 4096; disabled: true -> false"
+		}
+		if !disabled || !enabled {
+			t.Errorf("endpoint.update records %q, want the disable's and one showing that the last update set max_body_bytes and enabled the endpoint again", details)
+		}
+
+		// The same window with a request made from a read (update_time): the check is made
+		// against the endpoint as it is when written, so the disable landing in the window
+		// aborts it. (update_time has microsecond precision: the clock moves for the disable.)
+		got, err := e.admin.GetEndpoint(t.Context(), &hookverifyv1.GetEndpointRequest{Id: "shop"})
+		if err != nil {
+			t.Fatalf("GetEndpoint: %v", err)
+		}
+		st.hook = func() {
+			e.clock.Advance(time.Second)
+			if _, err := e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{
+				Id: "shop", Disabled: true}}); err != nil {
+				t.Errorf("concurrent disable: %v", err)
+			}
+		}
+		st.armed.Store(true)
+		stale := got.GetEndpoint()
+		stale.MaxBodyBytes = 2048
+		_, err = e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: stale})
+		wantCode(t, err, codes.Aborted)
+		if got, err := e.admin.GetEndpoint(t.Context(), &hookverifyv1.GetEndpointRequest{Id: "shop"}); err != nil || !got.GetEndpoint().GetDisabled() {
+			t.Fatalf("after the aborted update: %v, %v; want disabled", got, err)
+		}
+	})
+}
+
+// The read-modify-write of a client (the CLI's endpoint update reads the endpoint, applies the
+// flags and sends it all back, update_time included): one administrator disables the
+// endpoint while another, from an earlier read, changes a setting. The second must not
+// silently enable the endpoint again: it is refused with ABORTED, records nothing, and
+// succeeds once made from a fresh read.
+func TestUpdateEndpointFromAStaleReadIsAborted(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "shop", Provider: "stripe"})
+		read := func() *hookverifyv1.Endpoint {
+			t.Helper()
+			got, err := e.admin.GetEndpoint(t.Context(), &hookverifyv1.GetEndpointRequest{Id: "shop"})
+			if err != nil {
+				t.Fatalf("GetEndpoint: %v", err)
+			}
+			return got.GetEndpoint()
+		}
+		stale := read()
+
+		e.clock.Advance(time.Second)
+		disable := read()
+		disable.Disabled = true
+		if _, err := e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: disable}); err != nil {
+			t.Fatalf("disable: %v", err)
+		}
+
+		e.clock.Advance(time.Second)
+		stale.MaxBodyBytes = 4096
+		_, err := e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: stale})
+		wantCode(t, err, codes.Aborted)
+		if got := read(); !got.GetDisabled() || got.GetMaxBodyBytes() == 4096 {
+			t.Fatalf("after the refused update: %v, want disabled and max_body_bytes unchanged", got)
+		}
+		if details := endpointUpdates(t, e.admin, "shop"); len(details) != 1 {
+			t.Fatalf("endpoint.update records %q, want only the disable's", details)
+		}
+
+		// Made again from a fresh read, the change applies and keeps the endpoint disabled.
+		fresh := read()
+		fresh.MaxBodyBytes = 4096
+		resp, err := e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: fresh})
+		if err != nil {
+			t.Fatalf("update from a fresh read: %v", err)
+		}
+		if got := resp.GetEndpoint(); !got.GetDisabled() || got.GetMaxBodyBytes() != 4096 {
+			t.Fatalf("after the fresh update: %v", got)
+		}
+		// The answer's update_time is the stored one: an update made from the answer applies.
+		next := proto.CloneOf(resp.GetEndpoint())
+		next.Disabled = false
+		if _, err := e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: next}); err != nil {
+			t.Fatalf("update from the previous answer: %v", err)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -17,10 +18,9 @@ var UpgradePrincipal = Principal{Name: "system:upgrade", Method: "none"}
 // given (written before such options were stored as digests, see
 // protocol.Protocol.CredentialOptions), so that it stays in the database as a digest only.
 // Each rewrite is audited as an endpoint.update by UpgradePrincipal. It returns how many
-// endpoints it rewrote; run it once the store is open, before serving.
-//
-// An update made through the API between this reading an endpoint and writing it back would
-// be overwritten; the window is the start-up of a server meeting such an endpoint, once.
+// endpoints it rewrote; run it once the store is open, before serving. Each rewrite digests
+// the endpoint as stored when it is written (storage ModifyEndpoint), so an update made
+// through the API meanwhile, by another instance, is kept.
 func (s *Server) DigestStoredCredentialOptions(ctx context.Context, st storage.Store) (int, error) {
 	endpoints, err := st.ListEndpoints(ctx)
 	if err != nil {
@@ -28,30 +28,37 @@ func (s *Server) DigestStoredCredentialOptions(ctx context.Context, st storage.S
 	}
 	ctx = WithPrincipal(ctx, UpgradePrincipal)
 	rewritten := 0
-	for _, e := range endpoints {
-		prov, ok := s.protocols.Lookup(e.Provider)
-		if !ok {
+	for _, listed := range endpoints {
+		prov, ok := s.protocols.Lookup(listed.Provider)
+		if !ok || maps.Equal(prov.DigestCredentialOptions(listed.Options), listed.Options) {
 			continue
 		}
-		digested := prov.DigestCredentialOptions(e.Options)
-		if maps.Equal(digested, e.Options) {
-			continue
-		}
-		var names []string
-		for _, k := range slices.Sorted(maps.Keys(digested)) {
-			if digested[k] != e.Options[k] {
-				names = append(names, k)
-			}
-		}
-		e.Options, e.UpdatedAt = digested, s.clock()
-		auditCtx, err := s.audited(ctx, "endpoint.update", e.ID, "", "options "+strings.Join(names, ", ")+" now stored as digests")
+		auditCtx, err := s.audited(ctx, "endpoint.update", listed.ID, "", "")
 		if err != nil {
 			return rewritten, err
 		}
-		if err := st.UpdateEndpoint(auditCtx, e); err != nil {
+		now := s.clock()
+		_, err = st.ModifyEndpoint(auditCtx, listed.ID, func(current storage.Endpoint) (storage.Endpoint, string, error) {
+			digested := prov.DigestCredentialOptions(current.Options)
+			if maps.Equal(digested, current.Options) {
+				return storage.Endpoint{}, "", errAlreadyDigested
+			}
+			var names []string
+			for _, k := range slices.Sorted(maps.Keys(digested)) {
+				if digested[k] != current.Options[k] {
+					names = append(names, k)
+				}
+			}
+			current.Options, current.UpdatedAt = digested, now
+			return current, "options " + strings.Join(names, ", ") + " now stored as digests", nil
+		})
+		switch {
+		case errors.Is(err, errAlreadyDigested), errors.Is(err, storage.ErrNotFound):
+			continue // done by another instance meanwhile, or the endpoint deleted
+		case err != nil:
 			return rewritten, err
 		}
-		s.cache.invalidate(e.ID)
+		s.cache.invalidate(listed.ID)
 		rewritten++
 	}
 	if rewritten > 0 {
@@ -59,3 +66,6 @@ func (s *Server) DigestStoredCredentialOptions(ctx context.Context, st storage.S
 	}
 	return rewritten, nil
 }
+
+// errAlreadyDigested stops a rewrite that another instance made first: nothing to write.
+var errAlreadyDigested = errors.New("credential options already stored as digests")

@@ -34,7 +34,7 @@ type AuditFilter struct {
 // AuditStore keeps the audit trail.
 //
 // Events are written by the administrative write methods themselves (CreateEndpoint,
-// UpdateEndpoint, AddSecret, RotateSecret, RetireSecret, ResealSecret, CreateToken,
+// UpdateEndpoint, ModifyEndpoint, AddSecret, RotateSecret, RetireSecret, ResealSecret, CreateToken,
 // RevokeToken), inside the transaction
 // of the change: when ctx carries an event (WithAuditEvent), the change and its record commit
 // together or not at all, so no change escapes the trail and no record claims a change that

@@ -41,8 +41,41 @@ type EndpointStore interface {
 	// ListEndpoints returns every endpoint ordered by id.
 	ListEndpoints(ctx context.Context) ([]Endpoint, error)
 	// UpdateEndpoint replaces every field but ID, Provider and CreatedAt of the stored endpoint
-	// with e's. It returns ErrNotFound if no endpoint has e.ID.
+	// with e's. It returns ErrNotFound if no endpoint has e.ID. It is a blind write: whatever
+	// changed since the caller read the endpoint is overwritten, and an audit detail the caller
+	// computed from its read may not describe the change. A change made from the stored
+	// settings uses ModifyEndpoint.
 	UpdateEndpoint(ctx context.Context, e Endpoint) error
+	// ModifyEndpoint reads the endpoint with the id and, in the same transaction, stores what
+	// change makes of it: every field but ID, Provider and CreatedAt, which keep their stored
+	// values. The audit event ctx carries, if any, is recorded in that transaction with the
+	// detail change returns. So no other write to the endpoint falls between the read and the
+	// write, and the detail describes the change from what was really stored. change may run
+	// more than once (a backend retries conflicts) and must only compute. It returns the
+	// endpoint as stored, as GetEndpoint would; ErrNotFound, without calling change, if no
+	// endpoint has the id; and change's error itself, unwrapped, if change fails, having
+	// written nothing.
+	ModifyEndpoint(ctx context.Context, id string, change EndpointChange) (Endpoint, error)
+}
+
+// EndpointChange computes an endpoint's new settings from its stored ones, and the detail of
+// the audit event that records the change (see ModifyEndpoint).
+type EndpointChange func(current Endpoint) (next Endpoint, auditDetail string, err error)
+
+// Apply runs c for a backend's ModifyEndpoint: it returns the endpoint to store, with ID,
+// Provider and CreatedAt kept from current, and ctx with the audit event it carries, if any,
+// given c's detail.
+func (c EndpointChange) Apply(ctx context.Context, current Endpoint) (context.Context, Endpoint, error) {
+	next, detail, err := c(current)
+	if err != nil {
+		return ctx, Endpoint{}, err
+	}
+	next.ID, next.Provider, next.CreatedAt = current.ID, current.Provider, current.CreatedAt
+	if ev, ok := AuditEventFrom(ctx); ok {
+		ev.Detail = detail
+		ctx = WithAuditEvent(ctx, ev)
+	}
+	return ctx, next, nil
 }
 
 // SecretStore keeps signing secrets, sealed: the store never sees plaintext material.

@@ -10,17 +10,24 @@ import (
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-github/v74/github"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stripe/stripe-go/v84/webhook"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/hookverify/hookverify/internal/pgtest"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
@@ -798,5 +805,63 @@ func TestNewEventFrom(t *testing.T) {
 	}
 	if _, err := newEventFrom(&hookverifyv1.VerifyRequest{}); err == nil {
 		t.Error("no header carries the template id: no error")
+	}
+}
+
+// abortingAdmin answers UpdateEndpoint ABORTED the first time, as the server does when the
+// endpoint changed since the read the update was made from, and records each call.
+type abortingAdmin struct {
+	hookverifyv1.UnimplementedAdminServiceServer
+	mu      sync.Mutex
+	reads   int
+	updates []*hookverifyv1.Endpoint
+}
+
+func (a *abortingAdmin) GetEndpoint(_ context.Context, req *hookverifyv1.GetEndpointRequest) (*hookverifyv1.GetEndpointResponse, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.reads++
+	// The second read sees the other admin's change: an option set meanwhile.
+	ep := &hookverifyv1.Endpoint{Id: req.GetId(), Provider: "github", UpdateTime: timestamppb.New(time.Unix(int64(a.reads), 0))}
+	if a.reads > 1 {
+		ep.Options = map[string]string{"set": "meanwhile"}
+	}
+	return &hookverifyv1.GetEndpointResponse{Endpoint: ep}, nil
+}
+
+func (a *abortingAdmin) UpdateEndpoint(_ context.Context, req *hookverifyv1.UpdateEndpointRequest) (*hookverifyv1.UpdateEndpointResponse, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.updates = append(a.updates, req.GetEndpoint())
+	if len(a.updates) == 1 {
+		return nil, status.Error(codes.Aborted, "endpoint changed since the read")
+	}
+	return &hookverifyv1.UpdateEndpointResponse{Endpoint: req.GetEndpoint()}, nil
+}
+
+// TestEndpointUpdateRereadsAfterAConcurrentChange: when another update lands between the CLI's
+// read and its write (ABORTED), the CLI reads again and reapplies its flags, keeping the other
+// change instead of undoing it.
+func TestEndpointUpdateRereadsAfterAConcurrentChange(t *testing.T) {
+	a := &abortingAdmin{}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	hookverifyv1.RegisterAdminServiceServer(g, a)
+	go func() { _ = g.Serve(lis) }()
+	t.Cleanup(g.Stop)
+	if code, _, errOut := run(t, "", "endpoint", "update", "--server", lis.Addr().String(), "--id", "gh", "--disabled"); code != 0 {
+		t.Fatalf("endpoint update: exit %d, %q", code, errOut)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.reads != 2 || len(a.updates) != 2 {
+		t.Fatalf("%d reads and %d updates, want 2 of each (read again after ABORTED)", a.reads, len(a.updates))
+	}
+	last := a.updates[1]
+	if !last.GetDisabled() || last.GetOptions()["set"] != "meanwhile" || last.GetUpdateTime().AsTime().Unix() != 2 {
+		t.Errorf("second update %v: want the flag applied to the second read, its option and update_time kept", last)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -218,7 +220,9 @@ func endpointList(ctx context.Context, e env, args []string) error {
 }
 
 // endpointUpdate changes only the settings given as flags: it reads the endpoint, applies them
-// and writes the whole endpoint back.
+// and writes the whole endpoint back, on condition that nobody updated it since the read (the
+// read's update_time). If somebody did (ABORTED), it reads again and reapplies the flags, so
+// that the other change is kept rather than undone.
 func endpointUpdate(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "endpoint update")
 	var r remoteFlags
@@ -232,17 +236,25 @@ func endpointUpdate(ctx context.Context, e env, args []string) error {
 		return errors.New("--id is required")
 	}
 	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
-		got, err := c.Admin.GetEndpoint(ctx, &hookverifyv1.GetEndpointRequest{Id: f.id})
-		if err != nil {
-			return nil, err
+		for attempt := 1; ; attempt++ {
+			got, err := c.Admin.GetEndpoint(ctx, &hookverifyv1.GetEndpointRequest{Id: f.id})
+			if err != nil {
+				return nil, err
+			}
+			ep := got.GetEndpoint()
+			if err := f.apply(fs, ep); err != nil {
+				return nil, err
+			}
+			resp, err := c.Admin.UpdateEndpoint(ctx, &hookverifyv1.UpdateEndpointRequest{Endpoint: ep})
+			if status.Code(err) != codes.Aborted || attempt == maxUpdateAttempts {
+				return resp, err
+			}
 		}
-		ep := got.GetEndpoint()
-		if err := f.apply(fs, ep); err != nil {
-			return nil, err
-		}
-		return c.Admin.UpdateEndpoint(ctx, &hookverifyv1.UpdateEndpointRequest{Endpoint: ep})
 	})
 }
+
+// maxUpdateAttempts bounds endpointUpdate's reads and writes when other updates keep coming.
+const maxUpdateAttempts = 5
 
 func runSecret(ctx context.Context, e env, args []string) error {
 	return subcommand(ctx, e, "secret", args, map[string]func(context.Context, env, []string) error{

@@ -3,6 +3,7 @@ package crdb
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -66,18 +67,78 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e storage.Endpoint) error {
 		return fmt.Errorf("crdb: update endpoint: %w", err)
 	}
 	return s.inTx(ctx, "update endpoint", writeTx, func(ctx context.Context, tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE endpoints SET timestamp_tolerance_ms = $2, max_body_bytes = $3,
-			dedupe_scope = $4, disabled = $5, options = $6, updated_at = $7 WHERE id = $1`,
-			e.ID, e.TimestampTolerance.Milliseconds(), e.MaxBodyBytes, e.DedupeScope, e.Disabled,
-			options, nullTime(e.UpdatedAt))
-		if err == nil && tag.RowsAffected() == 0 {
+		if _, err := updateEndpoint(ctx, tx, e, options); err != nil {
+			return err
+		}
+		return recordAudit(ctx, tx)
+	})
+}
+
+// ModifyEndpoint stores what change makes of the endpoint, read in the same transaction. The
+// read locks the row (FOR UPDATE), so a concurrent modification waits for this one and then
+// reads its result; under SERIALIZABLE, PostgreSQL fails the waiter with a serialization
+// error instead, and inTx runs it again, change included, on the new row.
+func (s *Store) ModifyEndpoint(ctx context.Context, id string, change storage.EndpointChange) (storage.Endpoint, error) {
+	var (
+		stored    storage.Endpoint
+		changeErr error
+	)
+	err := s.inTx(ctx, "modify endpoint", writeTx, func(ctx context.Context, tx pgx.Tx) error {
+		changeErr = nil
+		rows, err := tx.Query(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = $1 FOR UPDATE`, id)
+		if err != nil {
+			return err
+		}
+		current, err := pgx.CollectExactlyOneRow(rows, scanEndpoint)
+		if errors.Is(err, pgx.ErrNoRows) {
 			return storage.ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		return recordAudit(ctx, tx)
+		auditCtx, next, err := change.Apply(ctx, current)
+		if err != nil {
+			// Returned as is, not mapped to a storage error: it is the caller's refusal.
+			changeErr = err
+			return err
+		}
+		if err := validEndpoint(next); err != nil {
+			return err
+		}
+		options, err := encodeOptions(next.Options)
+		if err != nil {
+			return err
+		}
+		if stored, err = updateEndpoint(ctx, tx, next, options); err != nil {
+			return err
+		}
+		return recordAudit(auditCtx, tx)
 	})
+	if changeErr != nil {
+		return storage.Endpoint{}, changeErr
+	}
+	if err != nil {
+		return storage.Endpoint{}, err
+	}
+	return stored, nil
+}
+
+// updateEndpoint writes e's mutable fields and returns the row as stored; ErrNotFound if no
+// endpoint has e.ID.
+func updateEndpoint(ctx context.Context, tx pgx.Tx, e storage.Endpoint, options any) (storage.Endpoint, error) {
+	rows, err := tx.Query(ctx, `UPDATE endpoints SET timestamp_tolerance_ms = $2, max_body_bytes = $3,
+			dedupe_scope = $4, disabled = $5, options = $6, updated_at = $7 WHERE id = $1
+		RETURNING `+endpointColumns,
+		e.ID, e.TimestampTolerance.Milliseconds(), e.MaxBodyBytes, e.DedupeScope, e.Disabled,
+		options, nullTime(e.UpdatedAt))
+	if err != nil {
+		return storage.Endpoint{}, err
+	}
+	stored, err := pgx.CollectExactlyOneRow(rows, scanEndpoint)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return storage.Endpoint{}, storage.ErrNotFound
+	}
+	return stored, err
 }
 
 // validEndpoint checks what the schema cannot: an endpoint needs an id, and its dedupe scope

@@ -65,20 +65,64 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e storage.Endpoint) error {
 		return s.fail("update endpoint", err)
 	}
 	return s.write(ctx, "update endpoint", func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE endpoints SET timestamp_tolerance_ms = ?, max_body_bytes = ?,
-			dedupe_scope = ?, disabled = ?, options = ?, updated_at = ? WHERE id = ?`,
-			e.TimestampTolerance.Milliseconds(), e.MaxBodyBytes, e.DedupeScope, e.Disabled, options,
-			micros(e.UpdatedAt), e.ID)
-		if err != nil {
+		if _, err := updateEndpoint(ctx, tx, e, options); err != nil {
 			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return fmt.Errorf("endpoint %q: %w", e.ID, storage.ErrNotFound)
 		}
 		return recordAudit(ctx, tx)
 	})
+}
+
+// ModifyEndpoint stores what change makes of the endpoint, read in the write transaction: the
+// single writer holds the database from the read to the commit, so nothing comes between.
+func (s *Store) ModifyEndpoint(ctx context.Context, id string, change storage.EndpointChange) (storage.Endpoint, error) {
+	var (
+		stored    storage.Endpoint
+		changeErr error
+	)
+	err := s.write(ctx, "modify endpoint", func(tx *sql.Tx) error {
+		current, err := scanEndpoint(tx.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("endpoint %q: %w", id, storage.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		auditCtx, next, err := change.Apply(ctx, current)
+		if err != nil {
+			// Returned as is, not mapped to a storage error: it is the caller's refusal.
+			changeErr = err
+			return err
+		}
+		options, err := encodeOptions(next.Options)
+		if err != nil {
+			return err
+		}
+		if stored, err = updateEndpoint(ctx, tx, next, options); err != nil {
+			return err
+		}
+		return recordAudit(auditCtx, tx)
+	})
+	if changeErr != nil {
+		return storage.Endpoint{}, changeErr
+	}
+	if err != nil {
+		return storage.Endpoint{}, err
+	}
+	return stored, nil
+}
+
+// updateEndpoint writes e's mutable fields and returns the row as stored; ErrNotFound if no
+// endpoint has e.ID.
+func updateEndpoint(ctx context.Context, tx *sql.Tx, e storage.Endpoint, options string) (storage.Endpoint, error) {
+	stored, err := scanEndpoint(tx.QueryRowContext(ctx, `UPDATE endpoints SET timestamp_tolerance_ms = ?, max_body_bytes = ?,
+			dedupe_scope = ?, disabled = ?, options = ?, updated_at = ? WHERE id = ?
+		RETURNING `+endpointColumns,
+		e.TimestampTolerance.Milliseconds(), e.MaxBodyBytes, e.DedupeScope, e.Disabled, options,
+		micros(e.UpdatedAt), e.ID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return storage.Endpoint{}, fmt.Errorf("endpoint %q: %w", e.ID, storage.ErrNotFound)
+	}
+	return stored, err
 }
 
 type scanner interface {

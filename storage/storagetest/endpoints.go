@@ -1,6 +1,10 @@
 package storagetest
 
 import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -155,4 +159,186 @@ func testEndpoints(t *testing.T, h harness) {
 		_, err := s.GetEndpoint(t.Context(), "ep-1")
 		wantErr(t, err, storage.ErrNotFound, "GetEndpoint after failed update")
 	})
+
+	t.Run("modify stores what the change makes of the stored endpoint", func(t *testing.T) {
+		s := h.fresh(t)
+		orig := newEndpoint("ep-1")
+		orig.Options = map[string]string{"region": "eu", "mode": "lax"}
+		createEndpoint(t, s, orig)
+		createEndpoint(t, s, newEndpoint("ep-2"))
+
+		var seen []storage.Endpoint
+		got, err := s.ModifyEndpoint(t.Context(), "ep-1", func(current storage.Endpoint) (storage.Endpoint, string, error) {
+			seen = append(seen, current)
+			next := current
+			next.ID, next.Provider, next.CreatedAt = "ep-2", "github", at(time.Hour) // ignored
+			next.TimestampTolerance = 30 * time.Second
+			next.MaxBodyBytes = 4096
+			next.Disabled = true
+			next.Options = map[string]string{"region": current.Options["region"], "mode": "strict"}
+			next.UpdatedAt = at(2*time.Hour + 3*time.Microsecond)
+			return next, "detail", nil
+		})
+		must(t, err, "ModifyEndpoint")
+		if len(seen) == 0 {
+			t.Fatal("ModifyEndpoint never called the change")
+		}
+		wantSame(t, orig, seen[len(seen)-1], "endpoint the change was given")
+		want := orig
+		want.TimestampTolerance = 30 * time.Second
+		want.MaxBodyBytes = 4096
+		want.Disabled = true
+		want.Options = map[string]string{"region": "eu", "mode": "strict"}
+		want.UpdatedAt = at(2*time.Hour + 3*time.Microsecond)
+		wantSame(t, want, got, "endpoint ModifyEndpoint returned")
+		stored, err := s.GetEndpoint(t.Context(), "ep-1")
+		must(t, err, "GetEndpoint")
+		wantSame(t, want, stored, "modified endpoint")
+		other, err := s.GetEndpoint(t.Context(), "ep-2")
+		must(t, err, "GetEndpoint ep-2")
+		wantSame(t, newEndpoint("ep-2"), other, "untouched endpoint")
+	})
+
+	t.Run("modify of an unknown endpoint returns ErrNotFound without calling the change", func(t *testing.T) {
+		s := h.fresh(t)
+		createEndpoint(t, s, newEndpoint("ep-1"))
+		ctx := storage.WithAuditEvent(t.Context(), auditEvent("a1", "endpoint.update", "ep-2", "", at(0)))
+		_, err := s.ModifyEndpoint(ctx, "ep-2", func(current storage.Endpoint) (storage.Endpoint, string, error) {
+			t.Errorf("change called with %+v", current)
+			return current, "", nil
+		})
+		wantErr(t, err, storage.ErrNotFound, "ModifyEndpoint")
+		_, err = s.GetEndpoint(t.Context(), "ep-2")
+		wantErr(t, err, storage.ErrNotFound, "GetEndpoint after failed modify")
+		wantSame(t, []storage.AuditEvent(nil), listAudit(t, s, storage.AuditFilter{Limit: 10}), "audit events")
+	})
+
+	t.Run("a failed change is returned as is and writes and records nothing", func(t *testing.T) {
+		s := h.fresh(t)
+		createEndpoint(t, s, newEndpoint("ep-1"))
+		refusal := errors.New("refused by the caller")
+		ctx := storage.WithAuditEvent(t.Context(), auditEvent("a1", "endpoint.update", "ep-1", "", at(0)))
+		_, err := s.ModifyEndpoint(ctx, "ep-1", func(current storage.Endpoint) (storage.Endpoint, string, error) {
+			return storage.Endpoint{}, "", refusal
+		})
+		if err != refusal {
+			t.Fatalf("ModifyEndpoint = %v, want the change's error itself", err)
+		}
+		got, err := s.GetEndpoint(t.Context(), "ep-1")
+		must(t, err, "GetEndpoint")
+		wantSame(t, newEndpoint("ep-1"), got, "endpoint after a refused change")
+		wantSame(t, []storage.AuditEvent(nil), listAudit(t, s, storage.AuditFilter{Limit: 10}), "audit events")
+	})
+
+	t.Run("modify records the audit event with the change's detail", func(t *testing.T) {
+		s := h.fresh(t)
+		createEndpoint(t, s, newEndpoint("ep-1"))
+		ev := auditEvent("a1", "endpoint.update", "ep-1", "", at(time.Second))
+		_, err := s.ModifyEndpoint(storage.WithAuditEvent(t.Context(), ev), "ep-1",
+			func(current storage.Endpoint) (storage.Endpoint, string, error) {
+				next := current
+				next.Disabled = true
+				return next, fmt.Sprintf("disabled: %t -> %t", current.Disabled, next.Disabled), nil
+			})
+		must(t, err, "ModifyEndpoint")
+		ev.Detail = "disabled: false -> true"
+		wantSame(t, []storage.AuditEvent{ev}, listAudit(t, s, storage.AuditFilter{Limit: 10}), "audit events")
+	})
+
+	// Each modification adds one to MaxBodyBytes and records the step it made: a modification
+	// that read before another's write and wrote after it would lose that one's step, and two
+	// records would describe the same step.
+	t.Run("concurrent modifications from several handles are never lost", func(t *testing.T) {
+		open := h.reopenable(t)
+		stores := []storage.Store{open(t), open(t), open(t)}
+		start := newEndpoint("ep-1")
+		start.MaxBodyBytes = 1000
+		createEndpoint(t, stores[0], start)
+		const perStore = 2
+		n := len(stores) * perStore
+		errs := make([]error, n)
+		race(n, func(i int) {
+			ev := auditEvent(fmt.Sprintf("a%02d", i), "endpoint.update", "ep-1", "", at(time.Second))
+			_, errs[i] = stores[i%len(stores)].ModifyEndpoint(storage.WithAuditEvent(t.Context(), ev), "ep-1", increment(1))
+		})
+		for i, err := range errs {
+			must(t, err, fmt.Sprintf("ModifyEndpoint #%d", i))
+		}
+		wantSteps(t, stores[0], 1000, n)
+	})
+
+	t.Run("a modification that meets one in progress applies after it", func(t *testing.T) {
+		open := h.reopenable(t)
+		first, second := open(t), open(t)
+		start := newEndpoint("ep-1")
+		start.MaxBodyBytes = 1000
+		createEndpoint(t, first, start)
+		inChange, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		firstDone := make(chan error, 1)
+		go func() {
+			ev := auditEvent("a1", "endpoint.update", "ep-1", "", at(time.Second))
+			_, err := first.ModifyEndpoint(storage.WithAuditEvent(t.Context(), ev), "ep-1",
+				func(current storage.Endpoint) (storage.Endpoint, string, error) {
+					// The first run holds its transaction open until the second modification
+					// has started; runs again after a conflict go straight through.
+					once.Do(func() {
+						close(inChange)
+						<-release
+					})
+					return increment(1)(current)
+				})
+			firstDone <- err
+		}()
+		<-inChange
+		secondDone := make(chan error, 1)
+		go func() {
+			ev := auditEvent("a2", "endpoint.update", "ep-1", "", at(time.Second))
+			_, err := second.ModifyEndpoint(storage.WithAuditEvent(t.Context(), ev), "ep-1", increment(1))
+			secondDone <- err
+		}()
+		// Give the second modification time to read and, if nothing stops it, write while the
+		// first is inside its change. Either way the outcome below must hold.
+		select {
+		case err := <-secondDone:
+			secondDone <- err
+		case <-time.After(200 * time.Millisecond):
+		}
+		close(release)
+		must(t, <-firstDone, "first ModifyEndpoint")
+		must(t, <-secondDone, "second ModifyEndpoint")
+		wantSteps(t, first, 1000, 2)
+	})
+}
+
+// increment is a change that adds by to MaxBodyBytes, moves UpdatedAt on by a microsecond and
+// describes the step.
+func increment(by int64) storage.EndpointChange {
+	return func(current storage.Endpoint) (storage.Endpoint, string, error) {
+		next := current
+		next.MaxBodyBytes += by
+		next.UpdatedAt = current.UpdatedAt.Add(time.Microsecond)
+		return next, fmt.Sprintf("%d -> %d", current.MaxBodyBytes, next.MaxBodyBytes), nil
+	}
+}
+
+// wantSteps checks that n increments by one from start all applied, one after the other, each
+// recorded once with the step it made.
+func wantSteps(t *testing.T, s storage.Store, start int64, n int) {
+	t.Helper()
+	got, err := s.GetEndpoint(t.Context(), "ep-1")
+	must(t, err, "GetEndpoint")
+	if got.MaxBodyBytes != start+int64(n) {
+		t.Fatalf("MaxBodyBytes = %d after %d increments from %d: increments were lost", got.MaxBodyBytes, n, start)
+	}
+	var details []string
+	for _, ev := range listAudit(t, s, storage.AuditFilter{EndpointID: "ep-1", Limit: 100}) {
+		details = append(details, ev.Detail)
+	}
+	slices.Sort(details)
+	var want []string
+	for i := range int64(n) {
+		want = append(want, fmt.Sprintf("%d -> %d", start+i, start+i+1))
+	}
+	wantSame(t, want, details, "recorded steps")
 }

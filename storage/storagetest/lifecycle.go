@@ -63,6 +63,9 @@ func closedCalls(ctx context.Context, s storage.Store) map[string]error {
 	_, calls["GetEndpoint"] = s.GetEndpoint(ctx, "ep-1")
 	_, calls["ListEndpoints"] = s.ListEndpoints(ctx)
 	calls["UpdateEndpoint"] = s.UpdateEndpoint(ctx, newEndpoint("ep-1"))
+	_, calls["ModifyEndpoint"] = s.ModifyEndpoint(ctx, "ep-1", func(e storage.Endpoint) (storage.Endpoint, string, error) {
+		return e, "", nil
+	})
 	calls["AddSecret"] = s.AddSecret(ctx, newSecret("ep-1", "sec-2", at(0)))
 	_, calls["RotateSecret"] = s.RotateSecret(ctx, newSecret("ep-1", "sec-3", at(0)), at(time.Hour))
 	_, calls["RetireSecret"] = s.RetireSecret(ctx, "ep-1", "sec-1", at(time.Hour))

@@ -47,7 +47,9 @@ type AdminServiceClient interface {
 	// ListEndpoints returns every endpoint ordered by id.
 	ListEndpoints(ctx context.Context, in *ListEndpointsRequest, opts ...grpc.CallOption) (*ListEndpointsResponse, error)
 	// UpdateEndpoint replaces the mutable settings of an endpoint (everything but id and
-	// provider). NOT_FOUND if it does not exist.
+	// provider). NOT_FOUND if it does not exist. With the endpoint's update_time set (as after
+	// a read of it), it applies only if the endpoint was not updated since: ABORTED otherwise,
+	// and nothing changes (read it again and reapply the change).
 	UpdateEndpoint(ctx context.Context, in *UpdateEndpointRequest, opts ...grpc.CallOption) (*UpdateEndpointResponse, error)
 	// AddSecret stores a new signing secret for an endpoint, valid from not_before (default now)
 	// until not_after (default: no end).
@@ -203,7 +205,9 @@ type AdminServiceServer interface {
 	// ListEndpoints returns every endpoint ordered by id.
 	ListEndpoints(context.Context, *ListEndpointsRequest) (*ListEndpointsResponse, error)
 	// UpdateEndpoint replaces the mutable settings of an endpoint (everything but id and
-	// provider). NOT_FOUND if it does not exist.
+	// provider). NOT_FOUND if it does not exist. With the endpoint's update_time set (as after
+	// a read of it), it applies only if the endpoint was not updated since: ABORTED otherwise,
+	// and nothing changes (read it again and reapply the change).
 	UpdateEndpoint(context.Context, *UpdateEndpointRequest) (*UpdateEndpointResponse, error)
 	// AddSecret stores a new signing secret for an endpoint, valid from not_before (default now)
 	// until not_after (default: no end).
