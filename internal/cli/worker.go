@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -349,9 +350,17 @@ func (w *worker) settle(ctx context.Context, d *hookverifyv1.InboxDelivery, dead
 	}
 }
 
+// truncate cuts s to at most n bytes of valid UTF-8, between characters: a nack's error is a
+// protobuf string, and one holding invalid UTF-8 cannot be sent, so the delivery would be
+// left unsettled (a command whose path or error text is not UTF-8, or a cut through a
+// character).
 func truncate(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n]
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -502,5 +503,25 @@ func TestWorkerGivesBackADeliveryLeasedAsItStops(t *testing.T) {
 	}
 	if waitForFile(t, marker, 100*time.Millisecond) {
 		t.Errorf("the worker started the command for a delivery leased after its SIGTERM (output %q)", out.String())
+	}
+}
+
+// TestTruncateKeepsValidUTF8: a nack's error is cut between characters and made valid UTF-8,
+// or the nack could not be sent and the delivery would stay unsettled.
+func TestTruncateKeepsValidUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 1024, "short"},
+		{strings.Repeat("a", 1023) + "é", 1024, strings.Repeat("a", 1023)},
+		{"exit status 1 from /opt/\xff/run", 1024, "exit status 1 from /opt/\uFFFD/run"},
+		{"ééé", 5, "éé"},
+	} {
+		got := truncate(tc.in, tc.n)
+		if got != tc.want || !utf8.ValidString(got) || len(got) > tc.n {
+			t.Errorf("truncate(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
 	}
 }
