@@ -93,8 +93,8 @@ func TestClaimBatch(t *testing.T) {
 // wait for ever: PostgreSQL has one claim lane, and without a bound every new event of the
 // instance stalled for as long as the lock was held (the batch ran under context.Background()).
 func TestStuckClaimBatchIsBounded(t *testing.T) {
-	defer func(d time.Duration) { claimBatchTimeout = d }(claimBatchTimeout)
-	claimBatchTimeout = time.Second
+	defer func(d time.Duration) { batchTimeout = d }(batchTimeout)
+	batchTimeout = time.Second
 
 	url := pgtest.Shared(t).NewDatabase(t)
 	s := open(t, url)
@@ -116,12 +116,12 @@ func TestStuckClaimBatchIsBounded(t *testing.T) {
 		if !errors.Is(err, storage.ErrUnavailable) {
 			t.Fatalf("claim of an identity locked by a transaction that does not end = %v, want ErrUnavailable", err)
 		}
-	case <-time.After(10 * claimBatchTimeout):
-		t.Fatalf("claim of an identity locked by another transaction still waits after %s", 10*claimBatchTimeout)
+	case <-time.After(10 * batchTimeout):
+		t.Fatalf("claim of an identity locked by another transaction still waits after %s", 10*batchTimeout)
 	}
 
 	// The lane is free again: a claim of another identity is accepted while the lock is held.
-	ctx, cancel := context.WithTimeout(t.Context(), 10*claimBatchTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*batchTimeout)
 	defer cancel()
 	r, err := s.Claim(ctx, delivery("evt-free", "inbox-2"))
 	if err != nil || !r.Accepted {
@@ -140,5 +140,43 @@ func TestStuckClaimBatchIsBounded(t *testing.T) {
 	}
 	if _, err := s.GetDelivery(t.Context(), r.InboxID); err != nil {
 		t.Fatalf("GetDelivery(%s) of the claim: %v", r.InboxID, err)
+	}
+}
+
+// TestStuckAckBatchIsBounded: an ack batch waiting for the row lock of a transaction that does
+// not end answers its callers UNAVAILABLE within the bound, rather than holding every ack of
+// the instance behind it for as long as the lock is held.
+func TestStuckAckBatchIsBounded(t *testing.T) {
+	defer func(d time.Duration) { batchTimeout = d }(batchTimeout)
+	batchTimeout = time.Second
+
+	url := pgtest.Shared(t).NewDatabase(t)
+	s := open(t, url)
+	if err := s.CreateEndpoint(t.Context(), endpoint("ep-1")); err != nil {
+		t.Fatal(err)
+	}
+	mustClaim(t, s, delivery("evt-1", "inbox-1"), true)
+	now := time.Now()
+	leased, err := s.Lease(t.Context(), storage.LeaseRequest{Max: 1, Visibility: time.Minute, MaxAttempts: 10, LeaseToken: "tok-1", Now: now})
+	if err != nil || len(leased.Deliveries) != 1 {
+		t.Fatalf("Lease = %+v, %v", leased, err)
+	}
+	blocker := connect(t, url)
+	exec(t, blocker, "BEGIN")
+	exec(t, blocker, `SELECT id FROM inbox WHERE id = 'inbox-1' FOR UPDATE`)
+
+	acked := make(chan error, 1)
+	go func() { acked <- s.Ack(context.Background(), "inbox-1", "tok-1", now) }()
+	select {
+	case err := <-acked:
+		if !errors.Is(err, storage.ErrUnavailable) {
+			t.Fatalf("ack of a row locked by a transaction that does not end = %v, want ErrUnavailable", err)
+		}
+	case <-time.After(10 * batchTimeout):
+		t.Fatalf("ack of a row locked by another transaction still waits after %s", 10*batchTimeout)
+	}
+	exec(t, blocker, "ROLLBACK")
+	if err := s.Ack(t.Context(), "inbox-1", "tok-1", now); err != nil && !errors.Is(err, storage.ErrLeaseLost) {
+		t.Fatalf("ack once the lock was released: %v", err)
 	}
 }

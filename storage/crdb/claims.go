@@ -92,16 +92,17 @@ func (s *Store) Claim(ctx context.Context, d storage.Delivery) (storage.ClaimRes
 // identity is the key of a claim.
 type identity struct{ scope, eventID string }
 
-// claimBatchTimeout bounds one claim batch, its retries included. The batch runs for all its
-// callers, whose own contexts cannot stop it, and the lane's next batch waits for it, so
-// without a bound one statement that does not end (waiting for the lock of an identity that a
-// hung instance's or an operator's open transaction holds, for as long as that transaction
-// lasts; or on a connection the network silently dropped, for minutes, until TCP keepalive
-// gives up) stalled every new event of the instance while its health said SERVING. When the bound ends the batch, its
-// callers get ErrUnavailable, as for any commit of unknown outcome: the provider retries, and
-// the retry is accepted or finds the claim held. It is as long as callers wait by default (the
-// edge 8 s, the CLI 30 s), so it only ends batches that nobody is waiting for any more.
-var claimBatchTimeout = 30 * time.Second
+// batchTimeout bounds one batch of claims, leases or acks, its retries included. A batch runs
+// for all its callers, whose own contexts cannot stop it, and its lane's next batch waits for
+// it, so without a bound one statement that does not end (waiting for the lock of an identity
+// or a row that a hung instance's or an operator's open transaction holds, for as long as that
+// transaction lasts; or on a connection the network silently dropped, for minutes, until TCP
+// keepalive gives up) stalled every new event, or every lease or ack, of the instance while
+// its health said SERVING. When the bound ends a batch, its callers get ErrUnavailable, as for
+// any commit of unknown outcome: the provider (or worker) retries, and a claim's retry is
+// accepted or finds the claim held. It is as long as callers wait by default (the edge 8 s,
+// the CLI 30 s), so it only ends batches that nobody is waiting for any more.
+var batchTimeout = 30 * time.Second
 
 // commitClaims claims a batch. An identity that appears more than once in the batch is
 // claimed by its first delivery; the later ones get the first one's outcome as duplicates.
@@ -119,8 +120,8 @@ func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, [
 			unique = append(unique, i)
 		}
 	}
-	// The batch outlives any one caller's context; claimBatchTimeout bounds it.
-	ctx, cancel := context.WithTimeout(context.Background(), claimBatchTimeout)
+	// The batch outlives any one caller's context; batchTimeout bounds it.
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
 	var fresh []int
 	if s.engine == EnginePostgreSQL && !s.claimsMetHeld.Load() {

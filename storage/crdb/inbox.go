@@ -193,8 +193,10 @@ func leastBusy(lanes []storage.Batcher[leaseCall, storage.LeaseResult]) int {
 
 // commitLeases commits a batch of leases for storage.Batcher (see commitLeaseBatch).
 func (s *Store) commitLeases(batch []leaseCall) ([]storage.LeaseResult, []error, error) {
-	// The batch outlives any one caller's context; the retry loops bound it.
-	return s.commitLeaseBatch(context.Background(), batch)
+	// The batch outlives any one caller's context; batchTimeout bounds it.
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	return s.commitLeaseBatch(ctx, batch)
 }
 
 // commitLeaseBatch runs the leases of batch in one transaction, in order, and returns what
@@ -482,15 +484,17 @@ RETURNING inbox.id, a.lease_token`
 func (s *Store) commitAcks(batch []ackCall) ([]struct{}, []error, error) {
 	d := distinctAcks(batch)
 	var o ackOutcome
-	// The batch outlives any one caller's context; the retry loops bound it.
+	// The batch outlives any one caller's context; batchTimeout bounds it.
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
 	var err error
 	if s.engine == EnginePostgreSQL {
-		err = s.inOneTrip(context.Background(), "ack", false, func(ctx context.Context, conn *pgx.Conn) error {
+		err = s.inOneTrip(ctx, "ack", false, func(ctx context.Context, conn *pgx.Conn) error {
 			o = ackOutcome{acked: map[ackPair]bool{}, exists: map[string]bool{}}
 			return ackInOnePipeline(ctx, conn, d, o)
 		})
 	} else {
-		err = s.inTx(context.Background(), "ack", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error {
+		err = s.inTx(ctx, "ack", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error {
 			o = ackOutcome{acked: map[ackPair]bool{}, exists: map[string]bool{}}
 			return ackInOneStatement(ctx, tx, d, o)
 		})
