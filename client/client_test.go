@@ -389,3 +389,20 @@ func TestTLSFilesFollowRenewal(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestZeroInitialBackoffRetriesAtOnce: RetryPolicy sleeps a random time below
+// min(MaxBackoff, InitialBackoff·2^(n-1)) before retry n, so an InitialBackoff of zero retries
+// at once. It used to sleep up to MaxBackoff instead (the zero was taken for an overflow), which
+// within a provider's deadline often meant no retry at all.
+func TestZeroInitialBackoffRetriesAtOnce(t *testing.T) {
+	t.Parallel()
+	f := newFakeServer()
+	f.fail("Verify", codes.Unavailable, codes.Unavailable)
+	conn := dial(t, f.start(t), client.WithRetry(client.RetryPolicy{MaxAttempts: 3, InitialBackoff: 0, MaxBackoff: time.Hour, MaxElapsed: 2 * time.Hour}))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	if _, err := conn.Verifier.Verify(ctx, &hookverifyv1.VerifyRequest{EndpointId: "ep"}); err != nil {
+		t.Fatalf("after %v and %d calls: %v; want the retries made at once and the third call answered", time.Since(start), f.count("Verify"), err)
+	}
+}

@@ -27,6 +27,14 @@ func (h *handler) retryHint(err error) time.Duration {
 	return h.retryAfter
 }
 
+// setRetryAfter writes d as Retry-After, rounded up to whole seconds and at least 1: its
+// delay-seconds are digits only (RFC 9110), so a configured zero or negative delay would come
+// out as "0" (retry at once, against a server that is down) or as "-5", which providers cannot
+// parse.
+func setRetryAfter(w http.ResponseWriter, d time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(max(math.Ceil(d.Seconds()), 1))))
+}
+
 // Defaults of Handler.
 const (
 	// DefaultVerifyTimeout leaves an edge time to answer within GitHub's 10 s.
@@ -71,13 +79,15 @@ func EndpointFunc(f func(*http.Request) string) HandlerOption {
 // WithVerifyTimeout bounds each request's work, reading the body included, from the handler's
 // start (default DefaultVerifyTimeout); 0 means only the request's own context applies. The
 // http.Server's ReadTimeout still applies to the body when it is shorter. Keep the timeout below
-// the provider's own, so the provider hears a 503 rather than nothing.
+// the provider's own, so the provider hears a 503 rather than nothing, and below the
+// http.Server's WriteTimeout: net/http drops an answer written after that deadline, so the
+// provider would hear nothing even for a stored event.
 func WithVerifyTimeout(d time.Duration) HandlerOption {
 	return func(h *handler) { h.timeout = d }
 }
 
 // WithRetryAfter sets the Retry-After of 503 answers (default DefaultRetryAfter), rounded up to
-// whole seconds.
+// whole seconds, at least 1.
 func WithRetryAfter(d time.Duration) HandlerOption {
 	return func(h *handler) { h.retryAfter = d }
 }
@@ -190,7 +200,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 		case errors.As(err, &netErr) && netErr.Timeout():
 			// A slow upload is transient; many providers never retry a 4xx.
 			h.log.WarnContext(ctx, "request body read timed out; asking the provider to retry", "endpoint", o.EndpointID)
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(h.retryAfter.Seconds()))))
+			setRetryAfter(w, h.retryAfter)
 			o.Status = writeJSON(w, http.StatusServiceUnavailable, `{"status":"unavailable"}`)
 		default:
 			h.log.WarnContext(ctx, "webhook request not forwarded", "endpoint", o.EndpointID, "err", err)
@@ -211,7 +221,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 			if o.Code != codes.Canceled { // Canceled: the provider hung up; nobody reads the answer.
 				h.log.WarnContext(ctx, "verifier unavailable; asking the provider to retry", "endpoint", o.EndpointID, "code", o.Code.String(), "err", status.Convert(err).Message())
 			}
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(h.retryHint(err).Seconds()))))
+			setRetryAfter(w, h.retryHint(err))
 			o.Status = writeJSON(w, http.StatusServiceUnavailable, `{"status":"unavailable"}`)
 		default:
 			h.log.ErrorContext(ctx, "verifier refused the call; the edge is misconfigured", "endpoint", o.EndpointID, "code", o.Code.String(), "err", status.Convert(err).Message())

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -620,4 +621,28 @@ func FuzzHandlerHTTPRequest(f *testing.F) {
 			t.Fatalf("verifier replied 401, provider got %d", w.Code)
 		}
 	})
+}
+
+// TestRetryAfterIsAlwaysAValidDelay: Retry-After's delay-seconds are digits only (RFC 9110
+// 10.2.3), so a configured Retry-After of zero or below must not come out as "0" (retry at
+// once, against a server that just said it is down) or "-5" (which providers cannot parse). Like
+// the server's hint, the configured value is sent as at least 1 s, on every 503.
+func TestRetryAfterIsAlwaysAValidDelay(t *testing.T) {
+	t.Parallel()
+	f := newFakeServer()
+	conn := dial(t, f.start(t), client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))
+	for _, tc := range []struct {
+		configured time.Duration
+		want       string
+	}{{-5 * time.Second, "1"}, {0, "1"}, {300 * time.Millisecond, "1"}, {1500 * time.Millisecond, "2"}, {10 * time.Second, "10"}} {
+		h := client.Handler(conn, client.EndpointFromPath("/hooks/"), client.WithRetryAfter(tc.configured),
+			client.WithLogger(slog.New(slog.DiscardHandler)))
+		f.fail("Verify", codes.Unavailable)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("POST", "/hooks/ep", strings.NewReader("{}")))
+		got := w.Header().Get("Retry-After")
+		if n, err := strconv.Atoi(got); w.Code != 503 || err != nil || n < 1 || got != tc.want {
+			t.Errorf("WithRetryAfter(%v): status %d, Retry-After %q; want 503, %s", tc.configured, w.Code, got, tc.want)
+		}
+	}
 }

@@ -77,10 +77,10 @@ func retryHint(err error) (time.Duration, bool) {
 // backoff returns the sleep before retry n (n ≥ 1).
 func (p RetryPolicy) backoff(n int) time.Duration {
 	ceiling := p.MaxBackoff
-	if n-1 < 32 {
-		if d := p.InitialBackoff << (n - 1); d > 0 && d < ceiling {
-			ceiling = d
-		}
+	// Compared before shifting, so that the shift cannot overflow, and a zero InitialBackoff
+	// means no sleep rather than passing for an overflow.
+	if n-1 < 63 && p.InitialBackoff <= p.MaxBackoff>>(n-1) {
+		ceiling = p.InitialBackoff << (n - 1)
 	}
 	if ceiling <= 0 {
 		return 0

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,7 +64,7 @@ func (c *edgeConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.verifyTimeout, "verifier-timeout", client.DefaultVerifyTimeout, "deadline of each request's work, retries included; keep it under the providers' timeout (GitHub: 10s)")
 	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 5*time.Second, "time allowed to read request headers")
 	fs.DurationVar(&c.readTimeout, "read-timeout", 10*time.Second, "time allowed to read a whole request")
-	fs.DurationVar(&c.writeTimeout, "write-timeout", 10*time.Second, "time allowed from the end of the headers to the end of the answer")
+	fs.DurationVar(&c.writeTimeout, "write-timeout", 10*time.Second, "time allowed from the end of the headers to the end of the answer; at least 1s above --verifier-timeout (0: none)")
 	fs.DurationVar(&c.retryAfter, "retry-after", client.DefaultRetryAfter, "Retry-After sent with 503 answers")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 }
@@ -82,6 +83,9 @@ func runEdge(ctx context.Context, e env, args []string) error {
 	return serveEdge(ctx, log, cfg)
 }
 
+// answerMargin is the time --write-timeout leaves, after --verifier-timeout, to write the answer.
+const answerMargin = time.Second
+
 // serveEdge runs the edge until ctx ends, then drains in-flight requests.
 func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 	if !strings.Contains(cfg.route, "{endpoint}") {
@@ -97,6 +101,19 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 		// Above the server's ceiling, a body could never be accepted, and the largest would
 		// fail as if the server were overloaded, so providers would retry them for days.
 		return fmt.Errorf("--max-body-bytes must be between 1 and the server's ceiling of %d", client.MaxBodyCeiling)
+	}
+	if cfg.verifyTimeout <= 0 {
+		// Without it nothing bounds a request's work, and the drain at shutdown (which waits
+		// the verifier timeout and a little more) would cut in-flight deliveries.
+		return errors.New("--verifier-timeout must be positive")
+	}
+	if cfg.writeTimeout > 0 && cfg.writeTimeout < cfg.verifyTimeout+answerMargin {
+		// net/http drops an answer written after the write deadline (and over HTTP/2 cancels
+		// the call): a Verify that ends after it, even one that stored the event, reaches the
+		// provider as a closed connection while the access log says 200, and a redelivery as
+		// slow is lost the same way.
+		return fmt.Errorf("--write-timeout %v must be at least %v longer than --verifier-timeout %v, to leave time to write the answer",
+			cfg.writeTimeout, answerMargin, cfg.verifyTimeout)
 	}
 	conn, err := dialVerifier(cfg)
 	if err != nil {
@@ -210,8 +227,9 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 func dialVerifier(cfg edgeConfig) (*client.Conn, error) {
 	opts := []client.Option{client.WithMaxBodyBytes(cfg.maxBodyBytes)}
 	if cfg.publicURLBase != "" {
-		if !strings.HasPrefix(cfg.publicURLBase, "https://") && !strings.HasPrefix(cfg.publicURLBase, "http://") {
-			return nil, fmt.Errorf("--public-url-base %q: want scheme://host", cfg.publicURLBase)
+		if err := checkPublicURLBase(cfg.publicURLBase); err != nil {
+			// The value is not quoted: it might hold credentials.
+			return nil, fmt.Errorf("--public-url-base: %w", err)
 		}
 		opts = append(opts, client.WithPublicURLBase(cfg.publicURLBase))
 	}
@@ -229,6 +247,29 @@ func dialVerifier(cfg edgeConfig) (*client.Conn, error) {
 		opts = append(opts, client.WithToken(token))
 	}
 	return client.Dial(cfg.verifier, opts...)
+}
+
+// checkPublicURLBase refuses a base that cannot be the front of the URL a provider called: the
+// forwarded URL is the base followed by the request URI, and URL-signing providers sign that URL
+// byte for byte, so with such a base every one of their deliveries would be rejected (a 4xx, which
+// most providers never retry).
+func checkPublicURLBase(base string) error {
+	if !strings.HasPrefix(base, "https://") && !strings.HasPrefix(base, "http://") {
+		return errors.New("want scheme://host")
+	}
+	if strings.ContainsFunc(base, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return errors.New("contains a space or a control character")
+	}
+	u, err := url.Parse(base)
+	switch {
+	case err != nil:
+		return errors.New("not a URL")
+	case u.Host == "":
+		return errors.New("want scheme://host, with a host")
+	case u.User != nil, u.RawQuery != "", u.ForceQuery, strings.Contains(base, "#"):
+		return errors.New("want scheme://host and at most a path, without credentials, query or fragment")
+	}
+	return nil
 }
 
 // handle registers h, turning ServeMux's panic on a bad or conflicting pattern into an error.

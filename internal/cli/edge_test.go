@@ -287,3 +287,82 @@ func get(t *testing.T, url string) string {
 	}
 	return string(body)
 }
+
+// TestEdgeRefusesTimeoutsThatLoseAnswers: the verifier timeout bounds each request's work, and
+// the answer is written after it. With a --write-timeout no longer than it, a Verify that ends
+// after the write deadline (a slow commit, retries across a server restart) has its answer
+// dropped by net/http: the provider sees the connection close, the access log and metrics say
+// 200, and for a stored event every redelivery that is as slow is lost the same way, until the
+// provider gives up on the endpoint. Over HTTP/2 the write timeout even cancels the call. And a
+// --verifier-timeout of zero or less removes the deadline altogether and leaves the graceful
+// drain (verifier timeout + 2 s) too short to finish in-flight deliveries, or none at all.
+func TestEdgeRefusesTimeoutsThatLoseAnswers(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		args  []string
+		names string // "" when the edge must start
+	}{
+		{[]string{"--verifier-timeout", "0"}, "--verifier-timeout"},
+		{[]string{"--verifier-timeout", "-5s"}, "--verifier-timeout"},
+		{[]string{"--write-timeout", "5s"}, "--write-timeout"},
+		{[]string{"--write-timeout", "8s"}, "--write-timeout"},
+		{[]string{"--verifier-timeout", "12s"}, "--write-timeout"},
+		{[]string{"--verifier-timeout", "2s", "--write-timeout", "3s"}, ""},
+		{[]string{"--write-timeout", "0"}, ""}, // no write deadline at all
+	} {
+		err := runEdge(ctx, env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}, append(tc.args, "--listen", "127.0.0.1:0", "--verifier", "127.0.0.1:1"))
+		if tc.names == "" && err != nil {
+			t.Errorf("%q: %v, want the edge to start", tc.args, err)
+		}
+		if tc.names != "" && (err == nil || !strings.Contains(err.Error(), tc.names)) {
+			t.Errorf("%q: err %v, want one naming %s", tc.args, err, tc.names)
+		}
+	}
+}
+
+// TestEdgeRefusesPublicURLBasesThatCannotBeAURLPrefix: the forwarded URL is --public-url-base
+// followed by the request URI, and URL-signing providers (Twilio, Square, HubSpot) sign the URL
+// they called byte for byte. A base with no host, a stray space, a query, a fragment or
+// credentials can never be the front of that URL, so every such delivery would be rejected as
+// a signature mismatch, a 4xx most providers never retry; the edge refuses it at start instead.
+func TestEdgeRefusesPublicURLBasesThatCannotBeAURLPrefix(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		base string
+		ok   bool
+	}{
+		{"https://", false},
+		{"https:///hooks", false},
+		{"https://hooks.example.com ", false},
+		{" https://hooks.example.com", false},
+		{"https://hooks.example.com?x=1", false},
+		{"https://hooks.example.com/#top", false},
+		{"https://user:pw@hooks.example.com", false},
+		{"https://hooks.example.com", true},
+		{"https://hooks.example.com/", true},
+		{"http://hooks.example.com:8080/edge", true}, // a prefix the proxy strips
+	} {
+		err := runEdge(ctx, env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard},
+			[]string{"--public-url-base", tc.base, "--listen", "127.0.0.1:0", "--verifier", "127.0.0.1:1"})
+		if tc.ok && err != nil {
+			t.Errorf("--public-url-base %q: %v, want the edge to start", tc.base, err)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "--public-url-base")) {
+			t.Errorf("--public-url-base %q: err %v, want one naming --public-url-base", tc.base, err)
+		}
+	}
+}
+
+// TestEdgePublicURLBaseErrorQuotesNoCredentials: the refusal of a base with credentials in it
+// does not repeat them.
+func TestEdgePublicURLBaseErrorQuotesNoCredentials(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := runEdge(ctx, env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard},
+		[]string{"--public-url-base", "https://edge:hunter2-secret@hooks.example.com", "--listen", "127.0.0.1:0", "--verifier", "127.0.0.1:1"})
+	if err == nil || strings.Contains(err.Error(), "hunter2-secret") {
+		t.Errorf("err %v: want a refusal that does not quote the password", err)
+	}
+}
