@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc/credentials"
@@ -56,9 +57,12 @@ type handshakeLog struct {
 
 func (h *handshakeLog) failed(remote net.Addr, err error) {
 	h.metrics.observeHandshakeFailure()
-	if errors.Is(err, io.EOF) {
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
 		// A connection closed before it sent anything: a TCP health check or a port probe.
-		// Counted, not logged: load balancers do this every few seconds.
+		// Counted, not logged: load balancers do this every few seconds, and many (HAProxy
+		// among them) close with a reset rather than a FIN, to spare TIME_WAIT sockets. A
+		// client that refuses a handshake it started (an untrusted certificate) sends an
+		// alert instead, which is logged.
 		return
 	}
 	h.mu.Lock()

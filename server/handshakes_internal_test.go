@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"io"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/hookverify/hookverify/internal/testpki"
 )
 
 // TestHandshakeLogIsRateLimited: every failed handshake is counted, but a flood of them logs
@@ -53,5 +57,54 @@ func TestHandshakeLogIsRateLimited(t *testing.T) {
 	}
 	if lines[1]["not_logged_since_last"] != 2.0 {
 		t.Errorf("second line says %v not logged, want 2", lines[1]["not_logged_since_last"])
+	}
+}
+
+// TestHandshakeResetBeforeHelloIsNotLogged: a TCP health check that closes with a reset
+// rather than a FIN (HAProxy and other balancers close checks with SO_LINGER 0, to spare
+// TIME_WAIT sockets) is a connection closed before its hello too: counted, not logged, or
+// every instance behind such a balancer logged a warning every 10 s for ever.
+func TestHandshakeResetBeforeHelloIsNotLogged(t *testing.T) {
+	var out bytes.Buffer
+	h := &handshakeLog{logger: slog.New(slog.NewJSONHandler(&out, nil)), metrics: NewMetrics(), now: time.Now}
+	ca := testpki.NewCA(t, "test CA")
+	cfg := &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, testpki.Leaf{Server: true})}}
+	creds := &observedCredentials{TransportCredentials: credentials.NewTLS(cfg), log: h}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	done := make(chan error, 1)
+	go func() {
+		conn, err := lis.Accept()
+		if err != nil {
+			done <- err
+			return
+		}
+		time.Sleep(100 * time.Millisecond) // let the reset arrive before the handshake reads
+		_, _, err = creds.ServerHandshake(conn)
+		done <- err
+	}()
+	c, err := net.Dial("tcp", lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.(*net.TCPConn).SetLinger(0); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := <-done; err == nil {
+		t.Fatal("a handshake with a connection reset before its hello succeeded")
+	}
+	var counted dto.Metric
+	if err := h.metrics.handshakeFailures.Write(&counted); err != nil {
+		t.Fatal(err)
+	}
+	if got := counted.GetCounter().GetValue(); got != 1 {
+		t.Errorf("counted %v failed handshakes, want 1", got)
+	}
+	if out.Len() != 0 {
+		t.Errorf("a reset before the hello was logged:\n%s", out.String())
 	}
 }

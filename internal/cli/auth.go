@@ -137,7 +137,7 @@ func certificateAttrs(cfg *tls.Config) []any {
 	if err != nil {
 		return nil
 	}
-	return []any{"subject", leaf.Subject.String(), "serial", leaf.SerialNumber.String(), "not_after", leaf.NotAfter.UTC().Format(time.RFC3339)}
+	return []any{"subject", leaf.Subject.String(), "serial", fmt.Sprintf("%X", leaf.SerialNumber), "not_after", leaf.NotAfter.UTC().Format(time.RFC3339)}
 }
 
 // spacedRDNs reports whether subject has an unescaped comma followed by white space, as

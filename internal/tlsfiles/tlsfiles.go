@@ -9,12 +9,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"slices"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc/credentials"
 )
@@ -36,6 +38,11 @@ type Reloader struct {
 	current *tls.Config
 	// creds is current wrapped for gRPC, made once per build.
 	creds credentials.TransportCredentials
+	// expires is when the first certificate chain of current stops being valid (zero without
+	// one), and margin how long before that a client connection presenting it is closed (see
+	// ClientHandshake).
+	expires time.Time
+	margin  time.Duration
 	// failed is the error of the last build attempt, nil when it succeeded.
 	failed error
 }
@@ -55,6 +62,7 @@ func NewReloader(paths []string, build func(contents [][]byte) (*tls.Config, err
 	if err != nil {
 		return nil, err
 	}
+	r.expires, r.margin = chainExpiry(cfg)
 	r.seen, r.current, r.creds = contents, cfg, credentials.NewTLS(cfg)
 	return r, nil
 }
@@ -92,6 +100,7 @@ func (r *Reloader) refresh() {
 	if err == nil {
 		var cfg *tls.Config
 		if cfg, err = r.build(contents); err == nil {
+			r.expires, r.margin = chainExpiry(cfg)
 			r.seen, r.current, r.creds, r.failed = contents, cfg, credentials.NewTLS(cfg), nil
 			if r.onBuilt != nil {
 				r.onBuilt(cfg)
@@ -147,33 +156,100 @@ type reloadingCredentials struct {
 	serverName string
 }
 
-// currentCredentials returns the credentials of the current configuration, and the error of
-// the last build attempt if it failed.
-func (c *reloadingCredentials) currentCredentials() (credentials.TransportCredentials, error) {
+// currentCredentials returns the credentials of the current configuration, how long a client
+// connection made with them may stay open (0: no limit), and the error of the last build
+// attempt if it failed.
+func (c *reloadingCredentials) currentCredentials() (credentials.TransportCredentials, time.Duration, error) {
 	c.r.refresh()
 	c.r.mu.Lock()
 	creds, failed := c.r.creds, c.r.failed
+	var open time.Duration
+	if !c.r.expires.IsZero() {
+		// Closed a margin early, so that calls near the expiry, or a server clock a little
+		// ahead, do not meet the expired certificate when a renewed one is on disk. A connection
+		// made within the margin (the files not renewed yet) lasts until the expiry itself,
+		// so that it is not made again and again; one made after (still not renewed) is
+		// refused by the server, or not asked for the certificate, and left alone.
+		if open = time.Until(c.r.expires); open > c.r.margin {
+			open -= c.r.margin
+		} else if open <= 0 {
+			open = 0
+		}
+	}
 	c.r.mu.Unlock()
 	if c.serverName != "" {
 		creds = creds.Clone()
 		//lint:ignore SA1019 kept working for callers of the deprecated method
 		_ = creds.OverrideServerName(c.serverName) // TLS credentials never fail it
 	}
-	return creds, failed
+	return creds, open, failed
 }
 
+// ClientHandshake also closes the connection when the client certificate it presented
+// expires. A connection keeps the certificate of its handshake, and a server that checks it
+// on every call, as hookverify does, refuses every call from then on; gRPC keeps such a
+// connection open (it works at its level), so a certificate renewed on disk in time was never
+// used and the caller failed until restarted. Closed, the connection is made again at the
+// next call, with the files as they are then.
 func (c *reloadingCredentials) ClientHandshake(ctx context.Context, authority string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	creds, failed := c.currentCredentials()
+	creds, open, failed := c.currentCredentials()
 	out, info, err := creds.ClientHandshake(ctx, authority, conn)
-	if err != nil && failed != nil {
-		err = fmt.Errorf("%w (the TLS files changed but do not load, so the previous ones are in use: %v)", err, failed)
+	if err != nil {
+		if failed != nil {
+			err = fmt.Errorf("%w (the TLS files changed but do not load, so the previous ones are in use: %v)", err, failed)
+		}
+		return out, info, err
+	}
+	if open > 0 {
+		out = closeAfter(out, open)
 	}
 	return out, info, err
 }
 
 func (c *reloadingCredentials) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	creds, _ := c.currentCredentials()
+	creds, _, _ := c.currentCredentials()
 	return creds.ServerHandshake(conn)
+}
+
+// chainExpiry returns when the first certificate chain of cfg, the one a client presents,
+// stops being valid: the earliest expiry of its certificates (leaf and intermediates), zero
+// when cfg has none or it does not parse. margin is a tenth of that certificate's lifetime,
+// at most a minute.
+func chainExpiry(cfg *tls.Config) (expires time.Time, margin time.Duration) {
+	if len(cfg.Certificates) == 0 {
+		return time.Time{}, 0
+	}
+	var earliest *x509.Certificate
+	for _, der := range cfg.Certificates[0].Certificate {
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			return time.Time{}, 0
+		}
+		if earliest == nil || c.NotAfter.Before(earliest.NotAfter) {
+			earliest = c
+		}
+	}
+	if earliest == nil {
+		return time.Time{}, 0
+	}
+	return earliest.NotAfter, min(time.Minute, earliest.NotAfter.Sub(earliest.NotBefore)/10)
+}
+
+// expiringConn is a connection closed by a timer, which its own Close stops, so that closed
+// connections do not hold a timer each until their certificate's expiry.
+type expiringConn struct {
+	net.Conn
+	timer *time.Timer
+}
+
+// closeAfter closes conn after d.
+func closeAfter(conn net.Conn, d time.Duration) net.Conn {
+	return &expiringConn{Conn: conn, timer: time.AfterFunc(d, func() { conn.Close() })}
+}
+
+func (c *expiringConn) Close() error {
+	c.timer.Stop()
+	return c.Conn.Close()
 }
 
 func (c *reloadingCredentials) Info() credentials.ProtocolInfo {

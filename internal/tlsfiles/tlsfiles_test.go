@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -246,5 +247,86 @@ func TestCredentialsSayWhenRenewedFilesDoNotLoad(t *testing.T) {
 	_, _, err = r.Credentials().ClientHandshake(context.Background(), "localhost", a)
 	if err == nil || !strings.Contains(err.Error(), "do not load") {
 		t.Fatalf("handshake error %v, want it to say the changed files do not load", err)
+	}
+}
+
+// TestClientConnectionEndsWithItsCertificate: a gRPC connection keeps the client certificate
+// of its handshake, and hookverify's server refuses every call on it once that certificate
+// expires. A renewal written on time must therefore take over by the old certificate's expiry
+// on the connection already open, not only on a "next connection" that a healthy connection
+// never makes: an edge whose renewed certificate had been on disk for days otherwise failed
+// every delivery from the old one's expiry until it was restarted.
+func TestClientConnectionEndsWithItsCertificate(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "test CA")
+	caFile := filepath.Join(dir, "ca.pem")
+	ca.WriteCA(t, caFile)
+
+	// The server records the serial number of the client certificate behind each call.
+	serverCert := ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "server"}, Server: true})
+	var mu sync.Mutex
+	var seen []*big.Int
+	record := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		p, _ := peer.FromContext(ctx)
+		mu.Lock()
+		seen = append(seen, p.AuthInfo.(credentials.TLSInfo).State.PeerCertificates[0].SerialNumber)
+		mu.Unlock()
+		return handler(ctx, req)
+	}
+	g := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{serverCert},
+		ClientCAs: ca.Pool(), ClientAuth: tls.RequireAndVerifyClientCert})), grpc.UnaryInterceptor(record))
+	healthpb.RegisterHealthServer(g, health.NewServer())
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(lis)
+	defer g.Stop()
+
+	// A certificate with a few seconds left (validity has a resolution of one second).
+	notAfter := time.Now().Add(3 * time.Second).Truncate(time.Second)
+	first := ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "edge"}, NotAfter: notAfter})
+	certFile, keyFile := testpki.WriteKeyPair(t, dir, "client", first)
+	r, err := tlsfiles.NewReloader([]string{caFile, certFile, keyFile}, func(c [][]byte) (*tls.Config, error) {
+		cfg, err := keyPairConfig(c[1:])
+		if err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		cfg.RootCAs.AppendCertsFromPEM(c[0])
+		return cfg, nil
+	}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(r.Credentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	call := func() *big.Int {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true)); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return seen[len(seen)-1]
+	}
+	if got, want := call(), testpki.Serial(t, first); got.Cmp(want) != 0 {
+		t.Fatalf("first call made with serial %v, want %v", got, want)
+	}
+
+	// Renewed on time, as cert-manager does at two thirds of the lifetime.
+	renewed := ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "edge"}})
+	testpki.WriteKeyPair(t, dir, "client", renewed)
+	if got, want := call(), testpki.Serial(t, first); got.Cmp(want) != 0 {
+		t.Fatalf("before the old certificate's expiry the open connection was dropped: serial %v, want %v", got, want)
+	}
+	time.Sleep(time.Until(notAfter) + 2*time.Second)
+	if got, want := call(), testpki.Serial(t, renewed); got.Cmp(want) != 0 {
+		t.Fatalf("after the old certificate's expiry, a call still went out with serial %v, want the renewed %v", got, want)
 	}
 }
