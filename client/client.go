@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/hookverify/hookverify/internal/tlsfiles"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
@@ -61,6 +62,14 @@ const (
 	MaxHeaderBytes = 256 << 10
 	// MaxURLBytes bounds the forwarded URL.
 	MaxURLBytes = 16 << 10
+)
+
+// KeepaliveTime and KeepaliveTimeout are how often Dial's connections ping the server when
+// idle, and how long they wait for the answer before closing. The server (server.KeepaliveMinTime)
+// accepts pings this often, idle or not.
+const (
+	KeepaliveTime    = 30 * time.Second
+	KeepaliveTimeout = 10 * time.Second
 )
 
 // Option configures Dial.
@@ -207,6 +216,11 @@ func Dial(addr string, opts ...Option) (*Conn, error) {
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 3 * time.Second},
 			MinConnectTimeout: 5 * time.Second,
 		}),
+		// Ping an idle connection, so that a NAT or load balancer that drops idle flows
+		// silently does not leave it looking ready while every call on it waits out its
+		// deadline until TCP gives up (minutes): the ping keeps the flow alive, or finds it
+		// dead within KeepaliveTime + KeepaliveTimeout, and the next call reconnects.
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: KeepaliveTime, Timeout: KeepaliveTimeout, PermitWithoutStream: true}),
 		grpc.WithChainUnaryInterceptor(cfg.retry.interceptor()),
 	}
 	if cfg.token != "" {

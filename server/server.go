@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
@@ -228,6 +229,10 @@ func (s *Server) Register(g *grpc.Server) {
 	reflection.Register(g)
 }
 
+// KeepaliveMinTime is the shortest interval between a client's pings the server accepts:
+// gRPC's own minimum for clients, so no client is sent away for pinging too often.
+const KeepaliveMinTime = 10 * time.Second
+
 // NewGRPCServer returns a grpc.Server with hookverify's limits and interceptors (panic
 // recovery first, then logging, status-message clipping, metrics, and authentication when
 // Options.Auth is set, so that refused calls are logged and counted) and every service registered. Pass TLS credentials
@@ -238,7 +243,11 @@ func (s *Server) NewGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 		interceptors = append(interceptors, s.metrics.interceptor)
 	}
 	interceptors = append(interceptors, rejectInvalidUTF8)
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize), grpc.ForceServerCodecV2(newUTF8ReportingCodec())}
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize), grpc.ForceServerCodecV2(newUTF8ReportingCodec()),
+		// gRPC's default answers a client pinging more than every 5 minutes, or at all while
+		// idle, with GOAWAY (too_many_pings) and closes its connection; clients ping idle
+		// connections every 30 s (client.KeepaliveTime) to survive NATs that drop idle flows.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: KeepaliveMinTime, PermitWithoutStream: true})}
 	if s.auth != nil {
 		interceptors = append(interceptors, s.authInterceptor)
 		opts = append(opts, grpc.ChainStreamInterceptor(s.authStreamInterceptor))
