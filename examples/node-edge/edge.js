@@ -89,6 +89,12 @@ function newVerifierClient(addr, hookverify = loadHookverify(), { tls } = {}) {
     // every delivery in that window would get a 503.
     'grpc.initial_reconnect_backoff_ms': 250,
     'grpc.max_reconnect_backoff_ms': 5000,
+    // Ping an idle connection every 30 s, as hookverify's Go client does (the server accepts
+    // pings every 10 s): a NAT or load balancer that drops idle flows silently would otherwise
+    // leave a dead connection looking ready, every Verify on it waiting out its deadline.
+    'grpc.keepalive_time_ms': 30000,
+    'grpc.keepalive_timeout_ms': 10000,
+    'grpc.keepalive_permit_without_calls': 1,
   });
 }
 
