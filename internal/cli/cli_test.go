@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -174,11 +173,7 @@ func startTestServer(t *testing.T) (remote []string, must func(stdin string, arg
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	key, _ := secretbox.NewKey()
-	keyring, err := secretbox.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyring := newKeyring(t)
 	cfg := storeConfig{dataDir: t.TempDir()}
 	srv, err := startServer(ctx, newTestLogger(t), "127.0.0.1:0", keyring, cfg.openStore)
 	if err != nil {
@@ -844,15 +839,8 @@ func (a *abortingAdmin) UpdateEndpoint(_ context.Context, req *hookverifyv1.Upda
 // change instead of undoing it.
 func TestEndpointUpdateRereadsAfterAConcurrentChange(t *testing.T) {
 	a := &abortingAdmin{}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	hookverifyv1.RegisterAdminServiceServer(g, a)
-	go func() { _ = g.Serve(lis) }()
-	t.Cleanup(g.Stop)
-	if code, _, errOut := run(t, "", "endpoint", "update", "--server", lis.Addr().String(), "--id", "gh", "--disabled"); code != 0 {
+	remote := serveFake(t, func(g *grpc.Server) { hookverifyv1.RegisterAdminServiceServer(g, a) })
+	if code, _, errOut := run(t, "", append([]string{"endpoint", "update", "--id", "gh", "--disabled"}, remote...)...); code != 0 {
 		t.Fatalf("endpoint update: exit %d, %q", code, errOut)
 	}
 	a.mu.Lock()

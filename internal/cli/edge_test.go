@@ -20,7 +20,6 @@ import (
 	"github.com/hookverify/hookverify/internal/testpki"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server/protocol"
-	"github.com/hookverify/hookverify/server/secretbox"
 )
 
 // lockedBuffer collects a command's log output while the test reads it.
@@ -86,11 +85,7 @@ func startEdge(t *testing.T, args ...string) *runningEdge {
 func TestEdgeCommand(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	key, _ := secretbox.NewKey()
-	keyring, err := secretbox.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyring := newKeyring(t)
 	cfg := storeConfig{dataDir: t.TempDir()}
 	srv, err := startServer(ctx, newTestLogger(t), "127.0.0.1:0", keyring, cfg.openStore)
 	if err != nil {

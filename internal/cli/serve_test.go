@@ -19,11 +19,7 @@ import (
 // --max-attempts 5 has no attempts left when serve restarts with --max-attempts 2, and the
 // start moves it to the dead letters rather than leave it pending, leasable by no one.
 func TestServeDeadLettersSpentDeliveriesAtStart(t *testing.T) {
-	key, _ := secretbox.NewKey()
-	keyring, err := secretbox.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyring := newKeyring(t)
 	cfg := storeConfig{dataDir: t.TempDir()}
 	serve := func(maxAttempts int) (must func(stdin string, args ...string) string, stop func()) {
 		t.Helper()

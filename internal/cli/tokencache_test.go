@@ -15,7 +15,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
-	"github.com/hookverify/hookverify/server/secretbox"
 )
 
 // TestTokenCacheTTLZeroMeansNoCache: `serve --token-cache-ttl 0`, like `--cache-ttl 0`, leaves
@@ -32,11 +31,7 @@ func TestTokenCacheTTLZeroMeansNoCache(t *testing.T) {
 	}
 	sc.bootstrapToken = "bootstrap-" + strings.Repeat("r", 40)
 	dataDir := t.TempDir()
-	key, _ := secretbox.NewKey()
-	keyring, err := secretbox.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyring := newKeyring(t)
 	start := func() string { return startAuthServerOn(t, sc, keyring, dataDir) }
 	here, there := start(), start() // two instances, one store
 	dial := func(addr string) *grpc.ClientConn {

@@ -130,12 +130,19 @@ func (f *fakeInbox) snapshot() (acks, nacks, extends []string) {
 // startFakeInbox serves f on a loopback port and returns the worker's --server flags.
 func startFakeInbox(t *testing.T, f hookverifyv1.InboxServiceServer) []string {
 	t.Helper()
+	return serveFake(t, func(g *grpc.Server) { hookverifyv1.RegisterInboxServiceServer(g, f) })
+}
+
+// serveFake serves what register registers on a loopback port and returns the --server flags
+// of a command calling it.
+func serveFake(t *testing.T, register func(*grpc.Server)) []string {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := grpc.NewServer()
-	hookverifyv1.RegisterInboxServiceServer(g, f)
+	register(g)
 	go func() { _ = g.Serve(lis) }()
 	t.Cleanup(g.Stop)
 	return []string{"--server", lis.Addr().String()}

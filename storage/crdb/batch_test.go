@@ -93,14 +93,7 @@ func TestClaimBatch(t *testing.T) {
 // wait for ever: PostgreSQL has one claim lane, and without a bound every new event of the
 // instance stalled for as long as the lock was held (the batch ran under context.Background()).
 func TestStuckClaimBatchIsBounded(t *testing.T) {
-	defer func(d time.Duration) { batchTimeout = d }(batchTimeout)
-	batchTimeout = time.Second
-
-	url := pgtest.Shared(t).NewDatabase(t)
-	s := open(t, url)
-	if err := s.CreateEndpoint(t.Context(), endpoint("ep-1")); err != nil {
-		t.Fatal(err)
-	}
+	s, url := storeWithShortBatches(t)
 	blocker := connect(t, url)
 	exec(t, blocker, "BEGIN")
 	exec(t, blocker, `INSERT INTO claims (scope, event_id, inbox_id, operation_key, first_received_at)
@@ -147,14 +140,7 @@ func TestStuckClaimBatchIsBounded(t *testing.T) {
 // not end answers its callers UNAVAILABLE within the bound, rather than holding every ack of
 // the instance behind it for as long as the lock is held.
 func TestStuckAckBatchIsBounded(t *testing.T) {
-	defer func(d time.Duration) { batchTimeout = d }(batchTimeout)
-	batchTimeout = time.Second
-
-	url := pgtest.Shared(t).NewDatabase(t)
-	s := open(t, url)
-	if err := s.CreateEndpoint(t.Context(), endpoint("ep-1")); err != nil {
-		t.Fatal(err)
-	}
+	s, url := storeWithShortBatches(t)
 	mustClaim(t, s, delivery("evt-1", "inbox-1"), true)
 	now := time.Now()
 	leased, err := s.Lease(t.Context(), storage.LeaseRequest{Max: 1, Visibility: time.Minute, MaxAttempts: 10, LeaseToken: "tok-1", Now: now})
@@ -179,4 +165,19 @@ func TestStuckAckBatchIsBounded(t *testing.T) {
 	if err := s.Ack(t.Context(), "inbox-1", "tok-1", now); err != nil && !errors.Is(err, storage.ErrLeaseLost) {
 		t.Fatalf("ack once the lock was released: %v", err)
 	}
+}
+
+// storeWithShortBatches opens a store on a fresh database with endpoint ep-1, its batches
+// bounded to a second for the test's duration.
+func storeWithShortBatches(t *testing.T) (*Store, string) {
+	t.Helper()
+	saved := batchTimeout
+	t.Cleanup(func() { batchTimeout = saved })
+	batchTimeout = time.Second
+	url := pgtest.Shared(t).NewDatabase(t)
+	s := open(t, url)
+	if err := s.CreateEndpoint(t.Context(), endpoint("ep-1")); err != nil {
+		t.Fatal(err)
+	}
+	return s, url
 }
