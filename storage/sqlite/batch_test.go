@@ -90,11 +90,7 @@ func TestClaimWhileAnotherProcessHoldsTheWriteLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	ep := storage.Endpoint{ID: "ep-1", Provider: "stripe", TimestampTolerance: time.Minute, MaxBodyBytes: 1 << 20,
-		DedupeScope: "ep-1", CreatedAt: time.Unix(1, 0), UpdatedAt: time.Unix(1, 0)}
-	if err := s.CreateEndpoint(t.Context(), ep); err != nil {
-		t.Fatal(err)
-	}
+	createStripeEndpoint(t, s, "ep-1")
 	other, err := sql.Open("sqlite", dsn(path, 100*time.Millisecond, writerConn))
 	if err != nil {
 		t.Fatal(err)
@@ -141,11 +137,7 @@ func TestClaimOnAFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	ep := storage.Endpoint{ID: "ep-1", Provider: "stripe", TimestampTolerance: time.Minute, MaxBodyBytes: 1 << 20,
-		DedupeScope: "ep-1", CreatedAt: time.Unix(1, 0), UpdatedAt: time.Unix(1, 0)}
-	if err := s.CreateEndpoint(t.Context(), ep); err != nil {
-		t.Fatal(err)
-	}
+	createStripeEndpoint(t, s, "ep-1")
 	var pages int64
 	if err := s.writer.QueryRowContext(t.Context(), "PRAGMA page_count").Scan(&pages); err != nil {
 		t.Fatal(err)
@@ -184,3 +176,13 @@ func TestClaimOnAFullDisk(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// createStripeEndpoint stores a Stripe endpoint with the id.
+func createStripeEndpoint(t *testing.T, s *Store, id string) {
+	t.Helper()
+	ep := storage.Endpoint{ID: id, Provider: "stripe", TimestampTolerance: time.Minute, MaxBodyBytes: 1 << 20,
+		DedupeScope: id, CreatedAt: time.Unix(1, 0), UpdatedAt: time.Unix(1, 0)}
+	if err := s.CreateEndpoint(t.Context(), ep); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -134,20 +134,7 @@ func testInbox(t *testing.T, h harness) {
 
 	t.Run("a lease stops at MaxBytes, taking the oldest whatever its size", func(t *testing.T) {
 		s := inboxFixture(t, h)
-		// size is what MaxBytes counts of a delivery: its body, headers (as stored) and URL.
-		size := func(d storage.Delivery) int64 {
-			return int64(len(d.Body) + len(storage.EncodeHeaders(d.Headers)) + len(d.URL))
-		}
-		var sizes []int64
-		for i, n := range []int{3000, 1000, 1000, 1000} {
-			d := newDelivery("ep-1", "ep-1", fmt.Sprintf("evt-d%d", i+1), fmt.Sprintf("d%d", i+1))
-			d.Body = []byte(strings.Repeat("x", n))
-			d.ReceivedAt = at(time.Duration(i+1) * time.Second)
-			if r := claim(t, s, d); !r.Accepted {
-				t.Fatalf("Claim %s: not accepted: %+v", d.InboxID, r)
-			}
-			sizes = append(sizes, size(d))
-		}
+		sizes := claimSized(t, s, 3000, 1000, 1000, 1000)
 		bounded := func(token string, maxBytes int64) storage.LeaseRequest {
 			req := leaseReq(token, t0, 10)
 			req.MaxBytes = maxBytes
@@ -438,16 +425,7 @@ func testInbox(t *testing.T, h harness) {
 
 	t.Run("dead letters are listed within maxBytes, the oldest whatever its size", func(t *testing.T) {
 		s := inboxFixture(t, h)
-		var sizes []int64
-		for i, n := range []int{3000, 1000, 1000, 1000} {
-			d := newDelivery("ep-1", "ep-1", fmt.Sprintf("evt-d%d", i+1), fmt.Sprintf("d%d", i+1))
-			d.Body = []byte(strings.Repeat("x", n))
-			d.ReceivedAt = at(time.Duration(i+1) * time.Second)
-			if r := claim(t, s, d); !r.Accepted {
-				t.Fatalf("Claim %s: not accepted: %+v", d.InboxID, r)
-			}
-			sizes = append(sizes, int64(len(d.Body)+len(storage.EncodeHeaders(d.Headers))+len(d.URL)))
-		}
+		sizes := claimSized(t, s, 3000, 1000, 1000, 1000)
 		for _, d := range lease(t, s, leaseReq("tok-1", t0, 10)) {
 			if !nack(t, s, d.InboxID, "tok-1", t0, 1, t0) {
 				t.Fatalf("Nack of %s at max attempts did not report dead", d.InboxID)
@@ -1138,4 +1116,22 @@ func UnreadableRecordFailsItsLeaseAlone(t *testing.T, s storage.Store, b CommitB
 	}
 	// Its batchmate's delivery is leased, and acks.
 	must(t, s.Ack(t.Context(), "good", "tok-good", ackNow), "Ack of the batchmate's delivery")
+}
+
+// claimSized claims deliveries d1, d2, ... of ep-1, received a second apart, with bodies of
+// the given lengths, and returns the size of each as MaxBytes counts it: its body, headers (as
+// stored) and URL.
+func claimSized(t *testing.T, s storage.Store, bodies ...int) []int64 {
+	t.Helper()
+	var sizes []int64
+	for i, n := range bodies {
+		d := newDelivery("ep-1", "ep-1", fmt.Sprintf("evt-d%d", i+1), fmt.Sprintf("d%d", i+1))
+		d.Body = []byte(strings.Repeat("x", n))
+		d.ReceivedAt = at(time.Duration(i+1) * time.Second)
+		if r := claim(t, s, d); !r.Accepted {
+			t.Fatalf("Claim %s: not accepted: %+v", d.InboxID, r)
+		}
+		sizes = append(sizes, int64(len(d.Body)+len(storage.EncodeHeaders(d.Headers))+len(d.URL)))
+	}
+	return sizes
 }
