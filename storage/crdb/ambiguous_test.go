@@ -227,16 +227,7 @@ func (p *faultProxy) fromServer(client, server net.Conn, replyLost *atomic.Bool,
 
 func TestCommitOfUnknownOutcome(t *testing.T) {
 	t.Parallel()
-	url := pgtest.Shared(t).NewDatabase(t)
-	u, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newFaultProxy(t, u.Host)
-	s := open(t, proxy.url(url))
-	if err := s.CreateEndpoint(t.Context(), endpoint("ep-1")); err != nil {
-		t.Fatal(err)
-	}
+	s, proxy := storeBehindFaultProxy(t)
 
 	t.Run("claim that committed is reported accepted", func(t *testing.T) {
 		d := delivery("evt-1", "inbox-1")
@@ -308,4 +299,21 @@ func leaseOne(t *testing.T, s *Store, token string) storage.LeasedDelivery {
 		t.Fatalf("Lease %s = %+v, %v; want one delivery", token, res, err)
 	}
 	return res.Deliveries[0]
+}
+
+// storeBehindFaultProxy opens a store on a fresh database through a fault proxy, with
+// endpoint ep-1.
+func storeBehindFaultProxy(t *testing.T) (*Store, *faultProxy) {
+	t.Helper()
+	url := pgtest.Shared(t).NewDatabase(t)
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newFaultProxy(t, u.Host)
+	s := open(t, proxy.url(url))
+	if err := s.CreateEndpoint(t.Context(), endpoint("ep-1")); err != nil {
+		t.Fatal(err)
+	}
+	return s, proxy
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	neturl "net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -575,16 +574,7 @@ func TestDeadLetteringSkipsLockedRows(t *testing.T) {
 // other write of the inbox; the delivery is then pending, once.
 func TestRequeueOfUnknownOutcome(t *testing.T) {
 	t.Parallel()
-	url := pgtest.Shared(t).NewDatabase(t)
-	u, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newFaultProxy(t, u.Host)
-	s := open(t, proxy.url(url))
-	if err := s.CreateEndpoint(t.Context(), endpoint("ep-1")); err != nil {
-		t.Fatal(err)
-	}
+	s, proxy := storeBehindFaultProxy(t)
 	mustClaim(t, s, delivery("evt-1", "inbox-1"), true)
 	// One attempt allowed: the nack moves it to the dead letters.
 	leased := leaseOne(t, s, "tok-1")
@@ -593,7 +583,7 @@ func TestRequeueOfUnknownOutcome(t *testing.T) {
 	}
 
 	proxy.arm(dropReply)
-	err = s.Requeue(t.Context(), leased.InboxID, base.Add(2*time.Minute))
+	err := s.Requeue(t.Context(), leased.InboxID, base.Add(2*time.Minute))
 	proxy.wantFired(t, dropReply)
 	if errors.Is(err, storage.ErrNotFound) || !errors.Is(err, storage.ErrUnavailable) {
 		t.Errorf("Requeue whose reply was lost = %v, want ErrUnavailable (it did requeue)", err)
