@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -294,8 +295,49 @@ func newEdgeServer(cfg edgeConfig, h http.Handler, log *slog.Logger) *http.Serve
 		IdleTimeout:       60 * time.Second,
 		// The server refuses more than 256 KiB of headers; a little framing on top.
 		MaxHeaderBytes: 256<<10 + 16<<10,
-		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:       stdlog.New(&edgeErrorLog{log: log, now: time.Now}, "", 0),
 	}
+}
+
+// edgeHandshakeLogInterval bounds how often the edge logs failed TLS handshakes.
+const edgeHandshakeLogInterval = 10 * time.Second
+
+// edgeErrorLog takes net/http's error lines to log at WARN, except failed TLS handshakes: one
+// closed or reset before its hello (a load balancer's TCP health check, every few seconds) is
+// not logged, and the others (a scanner, a client speaking plaintext) at most once per
+// edgeHandshakeLogInterval, with how many were not logged since, as the server does.
+type edgeErrorLog struct {
+	log *slog.Logger
+	now func() time.Time
+
+	mu       sync.Mutex
+	last     time.Time
+	unlogged int
+}
+
+func (w *edgeErrorLog) Write(p []byte) (int, error) {
+	line := strings.TrimSpace(string(p))
+	rest, handshake := strings.CutPrefix(line, "http: TLS handshake error from ")
+	if !handshake {
+		w.log.Warn(line)
+		return len(p), nil
+	}
+	if strings.HasSuffix(rest, ": EOF") || strings.HasSuffix(rest, "connection reset by peer") {
+		return len(p), nil
+	}
+	w.mu.Lock()
+	now := w.now()
+	if !w.last.IsZero() && now.Sub(w.last) < edgeHandshakeLogInterval {
+		w.unlogged++
+		w.mu.Unlock()
+		return len(p), nil
+	}
+	suppressed := w.unlogged
+	w.last, w.unlogged = now, 0
+	w.mu.Unlock()
+	remote, reason, _ := strings.Cut(rest, ": ")
+	w.log.Warn("TLS handshake failed", "remote", remote, "err", reason, "not_logged_since_last", suppressed)
+	return len(p), nil
 }
 
 // outcomeKey carries a *client.Outcome slot from the access log into the handler's observer.

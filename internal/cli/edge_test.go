@@ -8,7 +8,11 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
+	"fmt"
 	"io"
+	stdlog "log"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -198,6 +202,26 @@ func TestEdgeCommand(t *testing.T) {
 			t.Fatalf("after the renewal the edge presented serial %v, want the renewed %v", got, want)
 		}
 		edge.log.logLine(t, "reloaded the TLS files")
+
+		// A TCP health check (connect, close) is not logged; a client speaking plaintext is.
+		addr := line["addr"].(string)
+		for range 3 {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+		}
+		if _, err := http.Get("http://" + addr + "/in/shop"); err != nil {
+			t.Fatal(err)
+		}
+		failed := edge.log.logLine(t, "TLS handshake failed")
+		if failed["level"] != "WARN" || !strings.HasPrefix(fmt.Sprint(failed["remote"]), "127.0.0.1:") {
+			t.Errorf("plaintext client logged as %v", failed)
+		}
+		if n := strings.Count(edge.log.String(), "TLS handshake"); n != 1 {
+			t.Errorf("%d TLS handshake lines, want 1 (health checks are not logged):\n%s", n, edge.log.String())
+		}
 		metrics := get(t, "http://"+line["metrics_addr"].(string)+"/metrics")
 		if !strings.Contains(metrics, `hookverify_edge_requests_total{endpoint="shop",status="200"} 2`) {
 			t.Errorf("/metrics:\n%s", metrics)
@@ -359,5 +383,42 @@ func TestEdgePublicURLBaseErrorQuotesNoCredentials(t *testing.T) {
 		[]string{"--public-url-base", "https://edge:hunter2-secret@hooks.example.com", "--listen", "127.0.0.1:0", "--verifier", "127.0.0.1:1"})
 	if err == nil || strings.Contains(err.Error(), "hunter2-secret") {
 		t.Errorf("err %v: want a refusal that does not quote the password", err)
+	}
+}
+
+// TestEdgeHandshakeLogIsRateLimited: a flood of failed TLS handshakes logs one line per
+// interval, carrying how many were not logged; closes and resets before the hello, none.
+func TestEdgeHandshakeLogIsRateLimited(t *testing.T) {
+	var out lockedBuffer
+	now := time.Unix(1_700_000_000, 0)
+	w := &edgeErrorLog{log: slog.New(slog.NewJSONHandler(&out, nil)), now: func() time.Time { return now }}
+	errorLog := stdlog.New(w, "", 0)
+	errorLog.Print("http: TLS handshake error from 10.0.0.1:1234: EOF")
+	errorLog.Print("http: TLS handshake error from 10.0.0.1:1235: read tcp 10.0.0.2:443->10.0.0.1:1235: read: connection reset by peer")
+	for range 3 {
+		errorLog.Print("http: TLS handshake error from 192.0.2.7:4242: client sent an HTTP request to an HTTPS server")
+	}
+	now = now.Add(edgeHandshakeLogInterval)
+	errorLog.Print("http: TLS handshake error from 192.0.2.7:4243: tls: unsupported SSLv2 handshake received")
+	errorLog.Print("http: superfluous response.WriteHeader call")
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d log lines, want 3:\n%s", len(lines), out.String())
+	}
+	var first, second map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &second); err != nil {
+		t.Fatal(err)
+	}
+	if first["remote"] != "192.0.2.7:4242" || first["err"] != "client sent an HTTP request to an HTTPS server" || first["not_logged_since_last"] != 0.0 {
+		t.Errorf("first line %v", first)
+	}
+	if second["not_logged_since_last"] != 2.0 {
+		t.Errorf("second line says %v not logged, want 2", second["not_logged_since_last"])
+	}
+	if !strings.Contains(lines[2], "superfluous") {
+		t.Errorf("other net/http errors must still be logged: %s", lines[2])
 	}
 }
