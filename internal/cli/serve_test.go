@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"log/slog"
@@ -11,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	_ "modernc.org/sqlite"
+
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/secretbox"
+	"github.com/hookverify/hookverify/storage/sqlite"
 )
 
 // TestServeDeadLettersSpentDeliveriesAtStart: a delivery nacked three times under
@@ -140,5 +144,39 @@ func TestMasterKeyFileFlagWinsOverEnvironment(t *testing.T) {
 	if got, want := keyring.CurrentKeyID(), secretbox.KeyID(fileKey); got != want {
 		t.Fatalf("current master key = %s (the environment's is %s), want %s from --master-key-file",
 			got, secretbox.KeyID(envKey), want)
+	}
+}
+
+// TestServeStopsOnASchemaFromANewerRelease: serve of this release on a data directory that a
+// newer release has migrated (a rollback) exits with an error that says why, rather than serve
+// a schema it does not know, or retry for ever as though the database were slow to come up.
+func TestServeStopsOnASchemaFromANewerRelease(t *testing.T) {
+	setMasterKeyEnv(t)
+	dir := t.TempDir()
+	st, err := sqlite.Open(t.Context(), filepath.Join(dir, "hookverify.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	db, err := sql.Open("sqlite", filepath.Join(dir, "hookverify.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`, 1_000_000); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out lockedBuffer
+	err = runServe(ctx, env{stdin: strings.NewReader(""), stdout: &out, stderr: &out}, []string{
+		"--listen", "127.0.0.1:0", "--data-dir", dir,
+	})
+	if ctx.Err() != nil || err == nil {
+		t.Fatalf("serve on a newer schema still running after 10 s (err %v); log:\n%s", err, out.String())
+	}
+	if !strings.Contains(err.Error(), "newer release") {
+		t.Errorf("serve's error %q does not say a newer release migrated the database", err)
 	}
 }

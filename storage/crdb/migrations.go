@@ -6,6 +6,9 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/hookverify/hookverify/storage"
 )
 
 // migration is one versioned schema step.
@@ -189,6 +192,13 @@ const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 	applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
 )`
 
+// migrationsTableExists asks whether schema_migrations is there before creating it: CREATE
+// TABLE IF NOT EXISTS needs the CREATE privilege on the schema even when the table exists, and
+// serve may run as a role that only reads and writes rows once `hookverify migrate` has run as
+// the schema's owner.
+const migrationsTableExists = `SELECT EXISTS (SELECT 1 FROM information_schema.tables
+	WHERE table_schema = current_schema() AND table_name = 'schema_migrations')`
+
 const recordMigration = `INSERT INTO schema_migrations (version, description) VALUES ($1, $2)
 ON CONFLICT (version) DO NOTHING`
 
@@ -222,11 +232,14 @@ func (s *Store) migratePostgreSQL(ctx context.Context, steps []migration) error 
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLockKey); err != nil {
 			return fmt.Errorf("lock: %w", err)
 		}
-		if _, err := tx.Exec(ctx, createMigrationsTable); err != nil {
-			return fmt.Errorf("create schema_migrations: %w", err)
+		if err := ensureMigrationsTable(ctx, tx); err != nil {
+			return err
 		}
 		applied, err := appliedVersions(ctx, tx)
 		if err != nil {
+			return err
+		}
+		if err := refuseNewerSchema(applied); err != nil {
 			return err
 		}
 		for _, m := range steps {
@@ -251,16 +264,22 @@ func (s *Store) migrateCockroachDB(ctx context.Context, steps []migration) error
 			return err
 		})
 	}
-	if err := exec("create schema_migrations", createMigrationsTable); err != nil {
+	err := s.single(ctx, "migrate: create schema_migrations", func(ctx context.Context, conn *pgx.Conn) error {
+		return ensureMigrationsTable(ctx, conn)
+	})
+	if err != nil {
 		return err
 	}
 	var applied map[int64]bool
-	err := s.single(ctx, "migrate: read versions", func(ctx context.Context, conn *pgx.Conn) (err error) {
+	err = s.single(ctx, "migrate: read versions", func(ctx context.Context, conn *pgx.Conn) (err error) {
 		applied, err = appliedVersions(ctx, conn)
 		return err
 	})
 	if err != nil {
 		return err
+	}
+	if err := refuseNewerSchema(applied); err != nil {
+		return fmt.Errorf("crdb: migrate: %w", err)
 	}
 	for _, m := range steps {
 		if applied[m.version] {
@@ -276,9 +295,52 @@ func (s *Store) migrateCockroachDB(ctx context.Context, steps []migration) error
 	return nil
 }
 
-// querier is what pgx.Conn and pgx.Tx have in common for reading.
+// querier is what pgx.Conn and pgx.Tx have in common.
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// ensureMigrationsTable creates schema_migrations unless it exists (see migrationsTableExists).
+func ensureMigrationsTable(ctx context.Context, q querier) error {
+	var exists bool
+	if err := q.QueryRow(ctx, migrationsTableExists).Scan(&exists); err != nil {
+		return fmt.Errorf("look for schema_migrations: %w", err)
+	}
+	if exists {
+		return nil
+	}
+	if _, err := q.Exec(ctx, createMigrationsTable); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	return nil
+}
+
+// refuseNewerSchema fails when the database records a step that no list of this release
+// holds: a newer release migrated it (a rollback to this binary, or an old instance restarted
+// during a rolling deploy). This code does not know what that step changed, and would run on
+// a schema it was not written for, so it refuses; ErrInvalid, because no retry mends it and
+// serve then stops with this error rather than wait for ever. The lists of both engines
+// count as known, so that an engine's own steps are never taken for a newer release's.
+func refuseNewerSchema(applied map[int64]bool) error {
+	known := make(map[int64]bool)
+	for _, list := range [][]migration{migrations, cockroachOnlyMigrations, postgresOnlyMigrations} {
+		for _, m := range list {
+			known[m.version] = true
+		}
+	}
+	var unknown []int64
+	for v := range applied {
+		if !known[v] {
+			unknown = append(unknown, v)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	return fmt.Errorf("%w: the database holds migrations %v, which this release does not know: a newer release of hookverify migrated it; run that release or a later one", storage.ErrInvalid, unknown)
 }
 
 func appliedVersions(ctx context.Context, q querier) (map[int64]bool, error) {

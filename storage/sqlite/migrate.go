@@ -157,6 +157,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 	) STRICT`); err != nil {
 		return s.fail("migrate", unavailable(err))
 	}
+	if err := s.refuseNewerSchema(ctx); err != nil {
+		return s.fail("migrate", err)
+	}
 	for version := 1; version < len(migrations); version++ {
 		err := s.write(ctx, fmt.Sprintf("migrate to version %d", version), func(tx *sql.Tx) error {
 			var applied int
@@ -177,6 +180,34 @@ func (s *Store) Migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// refuseNewerSchema fails when the file records a step this release does not have: a newer
+// release migrated it (a rollback to this binary, say). This code does not know what that step
+// changed (a count it would not keep, like migration 25's for the releases before it) and
+// would run on a schema it was not written for, so it refuses; ErrInvalid, because no retry
+// mends it and serve then stops with this error rather than wait for ever.
+func (s *Store) refuseNewerSchema(ctx context.Context) error {
+	rows, err := s.writer.QueryContext(ctx, `SELECT version FROM schema_migrations WHERE version >= ? ORDER BY version`, len(migrations))
+	if err != nil {
+		return unavailable(err)
+	}
+	defer rows.Close()
+	var unknown []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return unavailable(err)
+		}
+		unknown = append(unknown, v)
+	}
+	if err := rows.Err(); err != nil {
+		return unavailable(err)
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("%w: the database holds migrations %v, which this release does not know: a newer release of hookverify migrated it; run that release or a later one", storage.ErrInvalid, unknown)
 	}
 	return nil
 }

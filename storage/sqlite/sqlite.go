@@ -183,9 +183,27 @@ func initFile(ctx context.Context, path string, opts Options) error {
 		return fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
 	}
 	defer conn.Close()
-	for _, stmt := range []string{fmt.Sprintf("PRAGMA page_size = %d", opts.PageSize), "PRAGMA journal_mode = WAL"} {
-		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA page_size = %d", opts.PageSize)); err != nil {
+		return fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
+	}
+	// Several processes started at once on a new data directory all find the file empty and
+	// come here. Switching to WAL takes the file for itself, and SQLite answers SQLITE_BUSY at
+	// once, without waiting out the busy timeout, to the one that finds another switching it at
+	// the same moment: Open failed. The other has then made the file WAL, or is about to, so
+	// the statement is tried again for as long as the busy timeout allows.
+	deadline := time.Now().Add(opts.BusyTimeout)
+	for {
+		_, err := conn.ExecContext(ctx, "PRAGMA journal_mode = WAL")
+		if err == nil {
+			break
+		}
+		if !isBusy(err) || time.Now().After(deadline) {
 			return fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 	if err := conn.Close(); err != nil {
@@ -195,6 +213,12 @@ func initFile(ctx context.Context, path string, opts Options) error {
 		return fmt.Errorf("sqlite: open %s: %w: %w", path, storage.ErrUnavailable, err)
 	}
 	return nil
+}
+
+// isBusy reports SQLite's SQLITE_BUSY, with or without an extended code.
+func isBusy(err error) bool {
+	se, ok := errors.AsType[*sqlite.Error](err)
+	return ok && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // connRole is what a connection is opened for.
