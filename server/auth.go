@@ -7,6 +7,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,6 +56,12 @@ type AuthConfig struct {
 	// TokenCacheTTL bounds how long a token revoked through another instance is still
 	// accepted here (default DefaultTokenCacheTTL; negative: look every token up each call).
 	TokenCacheTTL time.Duration
+	// TrustsClientCA, when set, reports whether a certificate that anchored a verified client
+	// chain (the last certificate of the chain: one of the client CAs when the handshake was
+	// made) is still a client CA. It is asked on every call, so that a CA taken out of the
+	// client CA file (a compromised one, say) stops authenticating the connections it had
+	// verified, not only new ones; it must be cheap.
+	TrustsClientCA func(anchor *x509.Certificate) bool
 }
 
 // caller is an authenticated principal with its scopes.
@@ -65,15 +72,16 @@ type caller struct {
 
 // authenticator checks credentials; it is nil when authentication is off.
 type authenticator struct {
-	certScopes map[string]scopeSet
-	tokens     *tokenCache
+	certScopes     map[string]scopeSet
+	tokens         *tokenCache
+	trustsClientCA func(*x509.Certificate) bool
 }
 
 func newAuthenticator(cfg *AuthConfig) *authenticator {
 	if cfg == nil {
 		return nil
 	}
-	a := &authenticator{certScopes: map[string]scopeSet{}}
+	a := &authenticator{certScopes: map[string]scopeSet{}, trustsClientCA: cfg.TrustsClientCA}
 	for subject, scopes := range cfg.CertScopes {
 		a.certScopes[subject] = scopeSet(scopes)
 	}
@@ -158,8 +166,9 @@ func (s *Server) authenticateToken(ctx context.Context, token string) (caller, e
 }
 
 // authenticateCert maps a client certificate the TLS handshake verified, through chains, to
-// its caller. The handshake checked the validity periods of the chain once; a connection can
-// outlive its leaf or an issuing CA, so they are checked again on every call.
+// its caller. The handshake checked the validity periods of the chain, and its CA, once; a
+// connection can outlive its leaf or an issuing CA, or its CA's removal from the client CAs,
+// so they are checked again on every call.
 func (s *Server) authenticateCert(chains [][]*x509.Certificate) (caller, error) {
 	leaf := chains[0][0]
 	if c := outsideValidity(chains, s.now()); c != nil {
@@ -167,6 +176,10 @@ func (s *Server) authenticateCert(chains [][]*x509.Certificate) (caller, error) 
 			return caller{}, unauthenticated("client certificate " + leaf.Subject.String() + " is outside its validity period")
 		}
 		return caller{}, unauthenticated("client certificate " + leaf.Subject.String() + ": its issuer " + c.Subject.String() + " is outside its validity period")
+	}
+	if trusts := s.auth.trustsClientCA; trusts != nil && !slices.ContainsFunc(chains, func(chain []*x509.Certificate) bool { return trusts(chain[len(chain)-1]) }) {
+		return caller{}, unauthenticated("client certificate " + leaf.Subject.String() + ": its CA " +
+			chains[0][len(chains[0])-1].Subject.String() + " is no longer a client CA")
 	}
 	if attr := repeatedSingleAttribute(leaf.Subject); attr != "" {
 		return caller{}, unauthenticated("client certificate subject " + signedSubject(leaf) + " names " + attr +

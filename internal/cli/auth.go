@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/credentials"
@@ -31,6 +33,37 @@ type authFlags struct {
 	certScopes      string
 	requireAuth     bool
 	tokenCacheTTL   time.Duration
+
+	// clientCAs are the CAs of --client-ca as last loaded, for the per-call check.
+	clientCAs *clientCAs
+}
+
+// clientCAs tracks the certificates of --client-ca as the TLS configuration last loaded them,
+// so that every call can check that the CA its connection was verified against is still one:
+// the TLS layer checks only at the handshake, and a CA taken out of the file (a compromised
+// one) would otherwise keep authenticating the connections it had verified.
+type clientCAs struct {
+	// anchors holds the DER of every certificate in the file as loaded.
+	anchors atomic.Pointer[map[string]bool]
+	// lookedAt is when the files were last read for a call (Unix nanoseconds); reload reads
+	// them, and builds the TLS configuration again if they changed.
+	lookedAt atomic.Int64
+	reload   func()
+}
+
+// clientCALookInterval bounds how often calls make the server read its TLS files: a CA taken
+// out of --client-ca stops authenticating within about this long.
+const clientCALookInterval = time.Second
+
+// trusts reports whether anchor is in --client-ca as last loaded, reading the files again
+// first if the last look is older than clientCALookInterval.
+func (c *clientCAs) trusts(anchor *x509.Certificate) bool {
+	now := time.Now().UnixNano()
+	if last := c.lookedAt.Load(); now-last > int64(clientCALookInterval) && c.lookedAt.CompareAndSwap(last, now) && c.reload != nil {
+		c.reload()
+	}
+	m := c.anchors.Load()
+	return m != nil && (*m)[string(anchor.Raw)]
 }
 
 func (a *authFlags) register(fs *flag.FlagSet) {
@@ -79,6 +112,10 @@ func (a *authFlags) config() (*server.AuthConfig, error) {
 		return nil, nil
 	}
 	cfg := &server.AuthConfig{TokenCacheTTL: offWhenZero(a.tokenCacheTTL)}
+	if a.clientCA != "" {
+		a.clientCAs = &clientCAs{}
+		cfg.TrustsClientCA = a.clientCAs.trusts
+	}
 	if a.certScopes != "" {
 		var err error
 		if cfg.CertScopes, err = readCertScopes(a.certScopes); err != nil {
@@ -106,6 +143,9 @@ func (a *authFlags) transportCredentials(log *slog.Logger) (credentials.Transpor
 	if err != nil {
 		return nil, err
 	}
+	if a.clientCAs != nil {
+		a.clientCAs.reload = func() { r.Config() }
+	}
 	return r.Credentials(), nil
 }
 
@@ -118,14 +158,44 @@ func (a *authFlags) serverTLSConfig(contents [][]byte) (*tls.Config, error) {
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	if a.clientCA != "" {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(contents[2]) {
-			return nil, fmt.Errorf("--client-ca %s holds no PEM certificate", a.clientCA)
+		pool, anchors, err := parseClientCAs(contents[2])
+		if err != nil {
+			return nil, fmt.Errorf("--client-ca %s: %w", a.clientCA, err)
 		}
 		cfg.ClientCAs = pool
 		cfg.ClientAuth = tls.VerifyClientCertIfGiven
+		if a.clientCAs != nil {
+			// This configuration is the one in use from now on: build's success makes it so.
+			a.clientCAs.anchors.Store(&anchors)
+		}
 	}
 	return cfg, nil
+}
+
+// parseClientCAs reads the certificates of a --client-ca file into a pool, and the set of
+// their DER encodings. Blocks other than certificates are skipped, as
+// x509.CertPool.AppendCertsFromPEM skips them.
+func parseClientCAs(pemData []byte) (*x509.CertPool, map[string]bool, error) {
+	pool, anchors := x509.NewCertPool(), map[string]bool{}
+	for rest := pemData; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, nil, err
+		}
+		pool.AddCert(cert)
+		anchors[string(cert.Raw)] = true
+	}
+	if len(anchors) == 0 {
+		return nil, nil, errors.New("holds no PEM certificate")
+	}
+	return pool, anchors, nil
 }
 
 // certificateAttrs are log attributes naming the certificate cfg presents.

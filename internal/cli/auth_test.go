@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,7 +18,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/hookverify/hookverify/client"
 	"github.com/hookverify/hookverify/internal/testpki"
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/secretbox"
 	"github.com/hookverify/hookverify/storage/sqlite"
@@ -398,4 +404,48 @@ func newKeyring(t *testing.T) *secretbox.Keyring {
 		t.Fatal(err)
 	}
 	return keyring
+}
+
+// TestClientCARemovedStopsOpenConnections: a CA taken out of --client-ca (a compromised one)
+// stops authenticating the connections it had verified, within about a second, not only new
+// ones; put back, it authenticates them again.
+func TestClientCARemovedStopsOpenConnections(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "test CA")
+	caFile, clientCAFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "client-ca.pem")
+	ca.WriteCA(t, caFile)
+	ca.WriteCA(t, clientCAFile)
+	serverCert, serverKey := testpki.WriteKeyPair(t, dir, "server", ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "hookverify"}, Server: true}))
+	opsCert, opsKey := testpki.WriteKeyPair(t, dir, "ops", ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "ops"}}))
+	scopes := filepath.Join(dir, "cert-scopes")
+	if err := os.WriteFile(scopes, []byte("admin CN=ops\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := startAuthServer(t, serveConfig{auth: authFlags{tlsCert: serverCert, tlsKey: serverKey, clientCA: clientCAFile, certScopes: scopes}})
+	_, port, _ := net.SplitHostPort(addr)
+	conn, err := client.Dial("localhost:"+port, client.WithTLSFiles(caFile, opsCert, opsKey), client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	list := func() error {
+		_, err := conn.Admin.ListEndpoints(t.Context(), &hookverifyv1.ListEndpointsRequest{})
+		return err
+	}
+	if err := list(); err != nil {
+		t.Fatalf("ListEndpoints as ops: %v", err)
+	}
+	// The client CA file now holds another CA only.
+	testpki.NewCA(t, "another CA").WriteCA(t, clientCAFile)
+	time.Sleep(clientCALookInterval + 100*time.Millisecond)
+	_ = list() // the call that makes the server look at its files again
+	if err := list(); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("ListEndpoints over a connection verified by a removed CA: %v, want Unauthenticated", err)
+	}
+	ca.WriteCA(t, clientCAFile)
+	time.Sleep(clientCALookInterval + 100*time.Millisecond)
+	_ = list()
+	if err := list(); err != nil {
+		t.Fatalf("ListEndpoints once the CA is back: %v", err)
+	}
 }
