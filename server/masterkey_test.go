@@ -49,3 +49,41 @@ func TestSecretUnderUnknownMasterKeyIsUnavailableNotMismatch(t *testing.T) {
 		rotated.accept(t, e.deliver(t, p, "mk-shop", eventID(p), newSecret))
 	})
 }
+
+// TestUnreadableSecretsAreCounted: serve warns at start when secrets in force are sealed under
+// master keys the instance was not given, naming the keys; ended secrets do not count, and
+// with every key given there is nothing to warn about.
+func TestUnreadableSecretsAreCounted(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		p := stripeProvider
+		e.setup(t, p, "mk-a")
+		retiredID := e.addSecret(t, "mk-a", p.newSecret())
+		if _, err := e.admin.RetireSecret(t.Context(), &hookverifyv1.RetireSecretRequest{EndpointId: "mk-a", SecretId: retiredID}); err != nil {
+			t.Fatal(err)
+		}
+		oldKey := e.masterKey
+
+		newKey := mustKey(t)
+		var err error
+		if e.keyring, err = secretbox.NewKeyring(newKey); err != nil {
+			t.Fatal(err)
+		}
+		newOnly := e.start(t, e.store)
+		n, keys, err := newOnly.srv.UnreadableSecrets(t.Context(), e.store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := secretbox.KeyID(oldKey); n != 1 || len(keys) != 1 || keys[0] != want {
+			t.Fatalf("UnreadableSecrets with the new key alone = %d, %v; want 1 (the retired one does not count), [%s]", n, keys, want)
+		}
+
+		if e.keyring, err = secretbox.NewKeyring(newKey, oldKey); err != nil {
+			t.Fatal(err)
+		}
+		both := e.start(t, e.store)
+		if n, keys, err := both.srv.UnreadableSecrets(t.Context(), e.store); err != nil || n != 0 || len(keys) != 0 {
+			t.Fatalf("UnreadableSecrets with both keys = %d, %v, %v; want none", n, keys, err)
+		}
+	})
+}

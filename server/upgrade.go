@@ -69,3 +69,34 @@ func (s *Server) DigestStoredCredentialOptions(ctx context.Context, st storage.S
 
 // errAlreadyDigested stops a rewrite that another instance made first: nothing to write.
 var errAlreadyDigested = errors.New("credential options already stored as digests")
+
+// UnreadableSecrets counts the secrets that are in force now or scheduled for later and are
+// sealed under a master key this instance does not hold, and names those keys. Deliveries
+// signed with them are answered UNAVAILABLE here (it cannot tell a forgery from a genuine
+// delivery it cannot check), so serve warns at start: the master-key runbook half done (an
+// instance restarted with the new key alone before rekey finished), or instances sharing a
+// database with different keys. It reads every endpoint's secrets: run it once, in the
+// background.
+func (s *Server) UnreadableSecrets(ctx context.Context, st storage.Store) (count int, keyIDs []string, err error) {
+	endpoints, err := st.ListEndpoints(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	now := s.clock()
+	missing := map[string]bool{}
+	for _, e := range endpoints {
+		secrets, err := st.ListSecrets(ctx, e.ID)
+		if err != nil {
+			return 0, nil, err
+		}
+		for _, sec := range secrets {
+			ended := (!sec.RetiredAt.IsZero() && !now.Before(sec.RetiredAt)) || (!sec.NotAfter.IsZero() && !now.Before(sec.NotAfter))
+			if ended || s.keyring.Has(sec.KeyID) {
+				continue
+			}
+			count++
+			missing[sec.KeyID] = true
+		}
+	}
+	return count, slices.Sorted(maps.Keys(missing)), nil
+}

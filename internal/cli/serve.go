@@ -436,6 +436,7 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 				srv.SetStore(st)
 				r.store <- st
 				log.Info("storage ready")
+				r.background.Go(func() { warnUnreadableSecrets(ctx, log, srv, st) })
 				r.background.Add(3)
 				go func() { defer r.background.Done(); srv.RunInboxMonitor(ctx, time.Second) }()
 				go func() { defer r.background.Done(); srv.RunRetention(ctx, sc.retention) }()
@@ -510,5 +511,20 @@ func (r *runningServer) stop() {
 		r.srv.SetStore(nil)
 		st.Close()
 	default:
+	}
+}
+
+// warnUnreadableSecrets logs, once the store is open, how many secrets in force are sealed
+// under master keys this instance was not given (see server.UnreadableSecrets).
+func warnUnreadableSecrets(ctx context.Context, log *slog.Logger, srv *server.Server, st storage.Store) {
+	n, keys, err := srv.UnreadableSecrets(ctx, st)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			log.Warn("could not check which master keys the stored secrets need", "err", err)
+		}
+	case n > 0:
+		log.Warn("secrets in force are sealed under master keys this instance was not given: deliveries signed with them are answered UNAVAILABLE here; "+
+			"start it with those keys (--old-master-key-file) or finish the runbook ('hookverify rekey')", "secrets", n, "key_ids", keys)
 	}
 }

@@ -68,6 +68,12 @@ func KeyID(key []byte) string {
 	return "mk_" + hex.EncodeToString(sum[:8])
 }
 
+// Has reports whether the keyring holds the key named keyID.
+func (k *Keyring) Has(keyID string) bool {
+	_, ok := k.aeads[keyID]
+	return ok
+}
+
 // CurrentKeyID is the id of the key new values are sealed under.
 func (k *Keyring) CurrentKeyID() string { return k.currentID }
 
