@@ -5,7 +5,8 @@
 // the provider with the HttpReply hookverify returns.
 //
 // Failure policy: the provider must retry, never drop. When hookverify cannot answer in time
-// (UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED) the edge answers 503 with Retry-After,
+// (UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED; the first two after retries within the
+// deadline, as the Go client does) the edge answers 503 with Retry-After,
 // taken from the server's google.rpc.RetryInfo hint when it sends one. Any other gRPC error
 // (UNAUTHENTICATED and PERMISSION_DENIED included) means the edge or the server is
 // misconfigured: the edge answers 500 (providers retry 5xx too) and logs one line, never the
@@ -82,7 +83,11 @@ function loadHookverify(protoDir = process.env.HOOKVERIFY_PROTO_DIR || DEFAULT_P
  * TLS), in plaintext otherwise (hookverify's loopback development mode).
  */
 function newVerifierClient(addr, hookverify = loadHookverify(), { tls } = {}) {
-  return new hookverify.VerifierService(addr, channelCredentials(tls), {
+  return dialVerifier(addr, hookverify, tls ? sslCredentials(readTLS(tls)) : grpc.credentials.createInsecure());
+}
+
+function dialVerifier(addr, hookverify, credentials) {
+  return new hookverify.VerifierService(addr, credentials, {
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
     // Reconnect quickly once hookverify is back: grpc-js's default backoff grows to 120 s, and
@@ -98,9 +103,11 @@ function newVerifierClient(addr, hookverify = loadHookverify(), { tls } = {}) {
   });
 }
 
-/** channelCredentials turns the tls option into grpc-js credentials (insecure without it). */
-function channelCredentials(tls) {
-  if (!tls) return grpc.credentials.createInsecure();
+/**
+ * readTLS reads the tls option: {ca, cert, key} as PEM Buffers (null when not given), reading
+ * the ones given as file paths. Errors name the option, never quote a file's contents.
+ */
+function readTLS(tls) {
   const pem = (value, what) => {
     if (value === undefined || value === null || value === '') return null;
     if (Buffer.isBuffer(value)) return value;
@@ -113,11 +120,92 @@ function channelCredentials(tls) {
     }
     throw new Error(`tls.${what} must be a Buffer or a file path`);
   };
-  const ca = pem(tls.ca, 'ca');
-  const cert = pem(tls.cert, 'cert');
-  const key = pem(tls.key, 'key');
-  if (!cert !== !key) throw new Error('tls.cert and tls.key go together (a client certificate for mutual TLS)');
+  const material = { ca: pem(tls.ca, 'ca'), cert: pem(tls.cert, 'cert'), key: pem(tls.key, 'key') };
+  if (!material.cert !== !material.key) throw new Error('tls.cert and tls.key go together (a client certificate for mutual TLS)');
+  return material;
+}
+
+/**
+ * sslCredentials turns PEM material into grpc-js credentials. grpc-js builds the TLS context
+ * here, so a certificate that does not match its key, or PEM that does not parse, throws now
+ * rather than at the first handshake. The message is Node's (OpenSSL's), which never quotes
+ * the key.
+ */
+function sslCredentials({ ca, cert, key }) {
   return grpc.credentials.createSsl(ca, key, cert);
+}
+
+/**
+ * verifierClients holds the client the edge calls. With TLS files given as paths, it reads
+ * them again at most every checkMs, when a call is about to be made; when their contents
+ * changed, it dials a new client with them (a client's connections keep the certificate of
+ * their handshake, so only a new one presents a renewed certificate) and closes the old one
+ * once the calls it carries have passed their deadline (graceMs). Files that changed but do
+ * not load (a certificate written before its key, a file half written) leave the current
+ * client in use, reported once per change, as hookverify's Go client does.
+ */
+function verifierClients(addr, hookverify, tls, { checkMs, graceMs, log }) {
+  if (!tls) return fixedClient(dialVerifier(addr, hookverify, grpc.credentials.createInsecure()));
+  let seen = readTLS(tls);
+  let client = dialVerifier(addr, hookverify, sslCredentials(seen));
+  const paths = ['ca', 'cert', 'key'].filter((k) => typeof tls[k] === 'string' && tls[k] !== '');
+  if (paths.length === 0) return fixedClient(client); // Buffers: nothing to read again
+  const retired = new Set();
+  let nextCheck = Date.now() + checkMs;
+  let unreadable = false;
+  const same = (a, b) => ['ca', 'cert', 'key'].every((k) => (a[k] === null ? b[k] === null : b[k] !== null && a[k].equals(b[k])));
+  const report = (err) => log('error', 'the TLS files to hookverify changed but do not load; still using the previous ones', {
+    files: paths, error: err.message,
+  });
+  const refresh = () => {
+    let material;
+    try {
+      material = readTLS(tls);
+    } catch (err) {
+      if (!unreadable) report(err); // once, until the files can be read again
+      unreadable = true;
+      return;
+    }
+    unreadable = false;
+    // Contents, not modification times: a file rewritten within the clock's tick is a change.
+    if (same(material, seen)) return;
+    seen = material; // each change is tried once, so broken files are reported once
+    let next;
+    try {
+      next = dialVerifier(addr, hookverify, sslCredentials(material));
+    } catch (err) {
+      report(err);
+      return;
+    }
+    const old = client;
+    client = next;
+    retired.add(old);
+    // Closing a grpc-js client fails the calls still waiting for its connection: wait until
+    // every call made on it has passed its deadline.
+    setTimeout(() => {
+      retired.delete(old);
+      old.close();
+    }, graceMs).unref();
+    log('info', 'reloaded the TLS files to hookverify', { files: paths });
+  };
+  return {
+    get() {
+      if (Date.now() >= nextCheck) {
+        nextCheck = Date.now() + checkMs;
+        refresh();
+      }
+      return client;
+    },
+    close() {
+      for (const old of retired) old.close();
+      retired.clear();
+      client.close();
+    },
+  };
+}
+
+function fixedClient(client) {
+  return { get: () => client, close: () => client.close() };
 }
 
 /**
@@ -245,15 +333,20 @@ function retryDelaySeconds(statusBytes) {
  * RetryInfo hint rounded up, within [1, MAX_RETRY_AFTER_SECONDS], else fallback.
  */
 function retryAfterFor(err, fallback) {
-  let hint = null;
+  const hint = retryHintSeconds(err);
+  if (hint === null) return wholeSeconds(fallback);
+  return wholeSeconds(Math.min(hint, MAX_RETRY_AFTER_SECONDS));
+}
+
+/** retryHintSeconds is the RetryInfo delay a gRPC error carries, in seconds, or null. */
+function retryHintSeconds(err) {
   try {
     const values = err && err.metadata && typeof err.metadata.get === 'function' ? err.metadata.get(STATUS_DETAILS_TRAILER) : [];
-    if (values.length > 0) hint = retryDelaySeconds(values[0]);
+    const hint = values.length > 0 ? retryDelaySeconds(values[0]) : null;
+    return hint !== null && Number.isFinite(hint) ? hint : null;
   } catch {
-    hint = null;
+    return null;
   }
-  if (hint === null || !Number.isFinite(hint)) return wholeSeconds(fallback);
-  return wholeSeconds(Math.min(hint, MAX_RETRY_AFTER_SECONDS));
 }
 
 /**
@@ -368,19 +461,22 @@ function sendJSON(res, status, doc, extraHeaders = {}) {
 }
 
 /**
- * checkBaseUrl validates a public base URL (http(s)://host[:port][/prefix], no query or
- * fragment) and returns it without trailing slashes. A path prefix is for proxies that strip
- * it before the request reaches the edge.
+ * checkBaseUrl validates a public base URL (http(s)://host[:port][/prefix], no credentials,
+ * query or fragment, no space or control character) and returns it without trailing slashes.
+ * A path prefix is for proxies that strip it before the request reaches the edge. The base is
+ * the front of every forwarded URL, which URL-signing providers sign byte for byte: one that
+ * cannot be would have all their deliveries rejected (a 4xx most never retry). The error does
+ * not quote the value: it might hold credentials.
  */
 function checkBaseUrl(raw) {
-  let u;
-  try {
-    u = new URL(raw);
-  } catch {
-    u = null;
+  let u = null;
+  if (typeof raw === 'string' && /^https?:\/\//i.test(raw) && !/[\x00-\x20\x7f]/.test(raw)) {
+    try {
+      u = new URL(raw);
+    } catch { /* not a URL */ }
   }
-  if (!u || !['http:', 'https:'].includes(u.protocol) || u.search || u.hash || raw.includes('?') || raw.includes('#')) {
-    throw new Error(`publicBaseUrl must be http(s)://host[:port][/prefix], got ${JSON.stringify(raw)}`);
+  if (!u || !u.host || /^https?:\/\/[^/]*@/i.test(raw) || u.search || u.hash || raw.includes('?') || raw.includes('#')) {
+    throw new Error('publicBaseUrl must be http(s)://host[:port][/prefix], without credentials, query, fragment, spaces or control characters');
   }
   return raw.replace(/\/+$/, '');
 }
@@ -395,6 +491,9 @@ function checkBaseUrl(raw) {
  *   providers call, e.g. "https://hooks.example.com"; the forwarded URL is publicBaseUrl + req.url. Without it the
  *   URL is "http://" + the Host header, which is wrong behind a TLS-terminating proxy (it only
  *   matters for protocols that sign the URL).
+ * @param {boolean} [opts.trustForwardedProto=false] Without publicBaseUrl, take the URL's scheme
+ *   from the X-Forwarded-Proto header (its first value, http or https). Only behind a proxy
+ *   that sets and overwrites it: otherwise whoever calls the edge chooses it.
  * @param {number} [opts.deadlineMs=8000] Time the edge gives each request from its arrival: reading
  *   the body, Verify and onEvent (GitHub waits 10 s for an answer). A body that has not arrived
  *   by then gets 503 with Retry-After and the connection is dropped; a Verify or onEvent that
@@ -405,7 +504,12 @@ function checkBaseUrl(raw) {
  *   throws otherwise, since the token would cross the network in clear.
  * @param {object} [opts.tls] TLS to hookverify: {ca, cert, key}, each a PEM Buffer or a file
  *   path; ca defaults to the system roots, cert and key (together) are a client certificate for
- *   mutual TLS. Without it the channel is plaintext (hookverify on loopback).
+ *   mutual TLS. Without it the channel is plaintext (hookverify on loopback). Files given as
+ *   paths are read again when a call is made at least tlsReloadMs after the last check; when
+ *   their contents changed, the edge dials hookverify anew with them (renewed certificates
+ *   need no restart). Files that changed but do not load leave the previous ones in use, with
+ *   one error log line. Buffers are used as given.
+ * @param {number} [opts.tlsReloadMs=5000] How often, at most, TLS files are read again.
  * @param {number} [opts.retryAfterSeconds=10] Retry-After on 503 when hookverify sends no
  *   RetryInfo hint (its backpressure refusals do; the hint is used, within [1, 300] s). Sent
  *   rounded up to whole seconds, at least 1.
@@ -434,6 +538,8 @@ function createEdge(opts = {}) {
     onEvent,
     token = process.env.HOOKVERIFY_TOKEN,
     tls,
+    tlsReloadMs = 5000,
+    trustForwardedProto = false,
   } = opts;
   const base = publicBaseUrl ? checkBaseUrl(publicBaseUrl) : null;
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1 || maxBodyBytes > MAX_BODY_BYTES) {
@@ -454,8 +560,13 @@ function createEdge(opts = {}) {
       throw new Error(`refusing to send the API token in clear to ${verifierAddr}; set the tls option`);
     }
   }
+  if (typeof tlsReloadMs !== 'number' || !Number.isFinite(tlsReloadMs) || tlsReloadMs <= 0) {
+    throw new Error(`tlsReloadMs must be a positive number of milliseconds, got ${tlsReloadMs}`);
+  }
   const ownClient = !opts.client;
-  const client = opts.client || newVerifierClient(verifierAddr, loadHookverify(protoDir), { tls });
+  // An old client is closed once every call it carries has passed its deadline.
+  const clients = opts.client ? fixedClient(opts.client)
+    : verifierClients(verifierAddr, loadHookverify(protoDir), tls, { checkMs: tlsReloadMs, graceMs: deadlineMs + 1000, log });
   // The token goes as per-call metadata rather than call credentials: grpc-js only sends call
   // credentials over TLS, and the loopback development setup is plaintext.
   const callMetadata = () => {
@@ -466,8 +577,14 @@ function createEdge(opts = {}) {
 
   // The latest request and response on each connection, for the clientError listener below.
   const exchanges = new WeakMap();
+  // Responses not yet finished, and whether shutdown() has begun: see shutdown below.
+  const inFlight = new Set();
+  let closing = false;
   const server = http.createServer((req, res) => {
     exchanges.set(req.socket, { req, res });
+    inFlight.add(res);
+    res.on('close', () => inFlight.delete(res));
+    if (closing) res.setHeader('Connection', 'close');
     handle(req, res).catch((err) => {
       // A bug, not a verdict: answer 500 (the provider retries) rather than crash the process.
       log('error', 'edge failed handling a delivery', { error: err && err.message });
@@ -499,6 +616,41 @@ function createEdge(opts = {}) {
     socket.destroy(err);
   });
 
+  // The scheme the provider used: X-Forwarded-Proto only when trusted (a proxy in front sets
+  // and overwrites it; otherwise the caller chooses it), its first value (the first proxy's),
+  // and only http or https, as the Go edge does.
+  const scheme = (req) => {
+    if (!trustForwardedProto) return 'http';
+    const first = String(req.headers['x-forwarded-proto'] ?? '').split(',')[0].trim().toLowerCase();
+    return first === 'https' || first === 'http' ? first : 'http';
+  };
+
+  /**
+   * verify calls Verify, retried as hookverify's Go client does (client.DefaultRetryPolicy):
+   * after UNAVAILABLE or RESOURCE_EXHAUSTED, up to 4 attempts within 5 s and the deadline,
+   * sleeping a random time below 100 ms, 200 ms, 400 ms... (at most 2 s), or the server's
+   * RetryInfo hint when longer; a hint that does not fit ends the retries at once, and goes
+   * to the provider as Retry-After. A restart of hookverify, or a connection dropped by a load
+   * balancer, then costs the provider nothing. Safe: the claim is idempotent by event
+   * identity, so an attempt that committed before its answer was lost makes the retry a
+   * DUPLICATE with the same operation key.
+   */
+  async function verify(request, deadline) {
+    const start = Date.now();
+    for (let attempt = 1; ; attempt++) {
+      const result = await new Promise((resolve) => {
+        clients.get().Verify(request, callMetadata(), { deadline }, (err, resp) => resolve({ err, resp }));
+      });
+      const code = result.err && result.err.code;
+      if (!result.err || attempt >= 4 || (code !== grpc.status.UNAVAILABLE && code !== grpc.status.RESOURCE_EXHAUSTED)) return result;
+      let sleepMs = Math.random() * Math.min(2000, 100 * 2 ** (attempt - 1));
+      const hint = retryHintSeconds(result.err);
+      if (hint !== null && hint * 1000 > sleepMs) sleepMs = hint * 1000;
+      if (Date.now() - start + sleepMs > 5000 || deadline - Date.now() <= sleepMs) return result;
+      await new Promise((resolve) => setTimeout(resolve, sleepMs));
+    }
+  }
+
   async function handle(req, res) {
     const requestId = crypto.randomUUID();
     // The deadline covers the whole request from its arrival: the body read, Verify, onEvent.
@@ -518,9 +670,13 @@ function createEdge(opts = {}) {
       return;
     }
 
-    let body;
+    // A body declared larger than the limit is refused before it is read, as the Go handler
+    // does: reading up to the limit first would keep the provider uploading for nothing, up
+    // to the deadline for a slow one, and then answer 503 (retry) instead of 413.
+    const declared = req.headers['content-length'];
+    let body = declared !== undefined && /^\d+$/.test(declared) && Number(declared) > maxBodyBytes ? null : undefined;
     try {
-      body = await within(readBody(req, maxBodyBytes), deadline);
+      if (body === undefined) body = await within(readBody(req, maxBodyBytes), deadline);
     } catch (err) {
       // The provider went away mid-body; there is nobody to answer.
       log('warn', 'reading the request body failed', { request_id: requestId, endpoint: endpointId, error: err.message });
@@ -550,7 +706,11 @@ function createEdge(opts = {}) {
       sendJSON(res, 400, { status: 'rejected', reason: 'unreadable_request' });
       return;
     }
-    const url = (base ?? `http://${req.headers.host ?? 'localhost'}`) + req.url;
+    // The Host value as forwarded (its received bytes as UTF-8), not req.headers.host, which
+    // Node decoded as latin1: the URL must carry the bytes the provider sent, as the Host
+    // header does. (Node refuses a request line with bytes outside ASCII: req.url is ASCII.)
+    const host = headers.find((f) => f.name.toLowerCase() === 'host')?.value ?? 'localhost';
+    const url = (base ?? `${scheme(req)}://${host}`) + req.url;
     const beyond = beyondServerLimits(headers, url);
     if (beyond) {
       // hookverify refuses it (INVALID_ARGUMENT) whatever it holds: a 500 would have the
@@ -567,9 +727,7 @@ function createEdge(opts = {}) {
       url,
     };
 
-    const { err, resp } = await new Promise((resolve) => {
-      client.Verify(request, callMetadata(), { deadline }, (e, answer) => resolve({ err: e, resp: answer }));
-    });
+    const { err, resp } = await verify(request, deadline);
     if (err) {
       const code = CODE_NAMES[err.code] ?? String(err.code);
       if (RETRYABLE.has(err.code)) {
@@ -614,7 +772,30 @@ function createEdge(opts = {}) {
     writeReply(res, resp, { requestId, endpointId, log });
   }
 
-  if (ownClient) server.on('close', () => client.close());
+  /**
+   * shutdown stops taking deliveries and lets the ones in flight finish, as the Go edge's
+   * http.Server.Shutdown does: it stops listening, closes idle connections, and answers the
+   * requests in flight with Connection: close, so that their connections end with them. Node's
+   * server.close() alone does not: a busy keep-alive connection stays open and goes on serving
+   * whatever the provider sends on it next, past the point where the process exits. After
+   * graceMs (default: the deadline and 2 s, by which every request has been answered) the
+   * remaining connections are closed. Resolves true when all ended in time, false otherwise.
+   */
+  server.shutdown = (graceMs = deadlineMs + 2000) => new Promise((resolve) => {
+    closing = true;
+    for (const res of inFlight) if (!res.headersSent) res.setHeader('Connection', 'close');
+    const timer = setTimeout(() => {
+      server.closeAllConnections();
+      resolve(false);
+    }, graceMs);
+    server.close(() => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+    server.closeIdleConnections();
+  });
+
+  if (ownClient) server.on('close', () => clients.close());
   return server;
 }
 
@@ -670,6 +851,7 @@ if (require.main === module) {
   const edge = createEdge({
     verifierAddr: process.env.HOOKVERIFY_ADDR || '127.0.0.1:7700',
     publicBaseUrl: process.env.PUBLIC_BASE_URL || undefined,
+    trustForwardedProto: process.env.TRUST_FORWARDED_PROTO === '1',
     tls: useTLS ? tlsFiles : undefined,
   });
   edge.listen(port, process.env.HOST || undefined, () => {
@@ -677,17 +859,22 @@ if (require.main === module) {
     defaultLog('info', 'hookverify node edge listening', {
       addr: `${addr.address}:${addr.port}`,
       hookverify: process.env.HOOKVERIFY_ADDR || '127.0.0.1:7700',
-      public_base_url: process.env.PUBLIC_BASE_URL || null,
+      public_base_url: process.env.PUBLIC_BASE_URL || null, // createEdge refused one with credentials
+      trust_forwarded_proto: process.env.TRUST_FORWARDED_PROTO === '1',
       tls: useTLS,
       token: Boolean(process.env.HOOKVERIFY_TOKEN),
     });
   });
+  let stopping = false;
   const stop = (signal) => {
+    if (stopping) return;
+    stopping = true;
     defaultLog('info', 'shutting down', { signal });
-    // Stop accepting; let in-flight deliveries finish (bounded), then exit.
-    edge.close(() => process.exit(0));
-    edge.closeIdleConnections();
-    setTimeout(() => process.exit(0), 15000).unref();
+    // Stop accepting; let in-flight deliveries finish (bounded by the deadline), then exit.
+    edge.shutdown().then((clean) => {
+      if (!clean) defaultLog('warn', 'closed the connections still open at the end of the shutdown grace period', {});
+      process.exit(0);
+    });
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);

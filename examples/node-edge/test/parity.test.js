@@ -1,0 +1,339 @@
+// Behaviours of the Go edge (client.Handler, client.Dial, `hookverify edge`) the Node edge
+// matches: TLS files read again when they change, the URL scheme from a trusted
+// X-Forwarded-Proto, a public base URL refused (and not quoted) when it holds credentials, and
+// a declared body over the limit answered 413 at once.
+'use strict';
+
+const { describe, before, after, beforeEach, test } = require('node:test');
+const assert = require('node:assert/strict');
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const path = require('node:path');
+const grpc = require('@grpc/grpc-js');
+
+const { createEdge, loadHookverify } = require('../edge.js');
+const h = require('./helpers.js');
+
+let haveOpenssl = true;
+try {
+  execFileSync('openssl', ['version'], { stdio: 'ignore' });
+} catch {
+  haveOpenssl = false;
+}
+
+const accepted = () => ({ verdict: 'VERDICT_ACCEPTED', reply: { status: 200, body: Buffer.from('{"status":"accepted"}') } });
+
+describe('TLS files read again when they change (fake VerifierService, mutual TLS)', { timeout: 60000, skip: !haveOpenssl && 'no openssl command' }, () => {
+  let tmp;
+  let grpcServer;
+  let addr;
+  let certs;
+  const edges = [];
+
+  const selfSigned = (name, subject) => {
+    const key = path.join(tmp.dir, `${name}.key`);
+    const cert = path.join(tmp.dir, `${name}.pem`);
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+      '-keyout', key, '-out', cert, '-days', '1', '-subj', subject, '-addext', 'subjectAltName=DNS:localhost'], { stdio: 'ignore' });
+    return { key: fs.readFileSync(key), cert: fs.readFileSync(cert) };
+  };
+
+  before(async () => {
+    tmp = h.mkTmp();
+    certs = {
+      server: selfSigned('server', '/CN=hookverify-test'),
+      trusted: selfSigned('trusted', '/CN=edge-trusted'),
+      stranger: selfSigned('stranger', '/CN=edge-stranger'),
+    };
+    grpcServer = new grpc.Server();
+    grpcServer.addService(loadHookverify().VerifierService.service, { Verify: (call, cb) => cb(null, accepted()) });
+    const creds = grpc.ServerCredentials.createSsl(certs.trusted.cert,
+      [{ private_key: certs.server.key, cert_chain: certs.server.cert }], true);
+    const port = await new Promise((resolve, reject) => {
+      grpcServer.bindAsync('localhost:0', creds, (err, p) => (err ? reject(err) : resolve(p)));
+    });
+    addr = `localhost:${port}`;
+  });
+
+  after(async () => {
+    for (const edge of edges) await h.closeServer(edge);
+    if (grpcServer) grpcServer.forceShutdown();
+    if (tmp) tmp.cleanup();
+  });
+
+  // edgeWith writes the given client certificate to the edge's files and starts an edge on them.
+  const edgeWith = async (client, logs) => {
+    const dir = fs.mkdtempSync(path.join(tmp.dir, 'edge-'));
+    const files = { ca: path.join(dir, 'ca.pem'), cert: path.join(dir, 'cert.pem'), key: path.join(dir, 'key.pem') };
+    fs.writeFileSync(files.ca, certs.server.cert);
+    fs.writeFileSync(files.cert, client.cert);
+    fs.writeFileSync(files.key, client.key);
+    const edge = createEdge({
+      verifierAddr: addr, deadlineMs: 2000, retryAfterSeconds: 5, token: null, tls: files, tlsReloadMs: 100,
+      log: (level, msg, fields) => logs.push({ level, msg, ...fields }),
+    });
+    edges.push(edge);
+    return { url: await h.listen(edge), files };
+  };
+  const deliver = async (url) => (await h.request(`${url}/hooks/ep`, { body: Buffer.from('{}') })).status;
+
+  test('a client certificate renewed on disk is used without a restart', async () => {
+    const logs = [];
+    const { url, files } = await edgeWith(certs.stranger, logs);
+    assert.equal(await deliver(url), 503); // a certificate the server does not trust
+    fs.writeFileSync(files.key, certs.trusted.key);
+    fs.writeFileSync(files.cert, certs.trusted.cert);
+    await h.sleep(200);
+    assert.equal(await deliver(url), 200);
+    assert.ok(logs.some((l) => l.level === 'info' && /reloaded/.test(l.msg)), JSON.stringify(logs));
+  });
+
+  test('files that changed but do not load (a certificate written before its key) leave the previous ones in use, reported once', async () => {
+    const logs = [];
+    const { url, files } = await edgeWith(certs.trusted, logs);
+    assert.equal(await deliver(url), 200);
+    fs.writeFileSync(files.cert, certs.stranger.cert); // the key does not match it yet
+    for (let i = 0; i < 3; i++) {
+      await h.sleep(150);
+      assert.equal(await deliver(url), 200);
+    }
+    const errors = logs.filter((l) => l.level === 'error');
+    assert.equal(errors.length, 1, JSON.stringify(logs));
+    assert.match(errors[0].msg, /previous/);
+    assert.doesNotMatch(JSON.stringify(logs), /PRIVATE KEY|BEGIN/);
+    fs.writeFileSync(files.key, certs.stranger.key); // now they load: the stranger certificate is used
+    await h.sleep(200);
+    assert.equal(await deliver(url), 503);
+  });
+});
+
+describe('URL, base URL and body limit as the Go edge (fake VerifierService)', { timeout: 60000 }, () => {
+  let grpcServer;
+  let addr;
+  let calls;
+  const edges = [];
+
+  before(async () => {
+    grpcServer = new grpc.Server();
+    grpcServer.addService(loadHookverify().VerifierService.service, {
+      Verify(call, cb) {
+        calls.push(call.request);
+        cb(null, accepted());
+      },
+    });
+    const port = await new Promise((resolve, reject) => {
+      grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+    });
+    addr = `127.0.0.1:${port}`;
+  });
+
+  after(async () => {
+    for (const edge of edges) await h.closeServer(edge);
+    if (grpcServer) grpcServer.forceShutdown();
+  });
+
+  beforeEach(() => {
+    calls = [];
+  });
+
+  const edgeWith = (opts) => {
+    const edge = createEdge({ verifierAddr: addr, deadlineMs: 3000, log: () => {}, token: null, ...opts });
+    edges.push(edge);
+    return h.listen(edge);
+  };
+
+  test('trustForwardedProto: the scheme comes from the first X-Forwarded-Proto value (http or https only); not trusted by default', async () => {
+    const trusting = await edgeWith({ trustForwardedProto: true });
+    const plain = await edgeWith({});
+    const cases = [
+      [trusting, 'https', 'https'],
+      [trusting, 'HTTPS, http', 'https'],
+      [trusting, ' http ', 'http'],
+      [trusting, 'gopher', 'http'],
+      [plain, 'https', 'http'],
+    ];
+    for (const [url, proto, want] of cases) {
+      calls = [];
+      const res = await h.request(`${url}/hooks/ep?a=1`, { body: Buffer.from('{}'), headers: ['Host', 'hooks.example.com', 'X-Forwarded-Proto', proto] });
+      assert.equal(res.status, 200);
+      assert.equal(calls[0].url, `${want}://hooks.example.com/hooks/ep?a=1`, proto);
+    }
+  });
+
+  test('without publicBaseUrl, the URL carries the Host header\'s bytes as received (UTF-8), as the forwarded Host header does', async () => {
+    const url = await edgeWith({});
+    const host = 'hé.example'; // sent as its UTF-8 bytes, which Node decodes as latin1
+    const res = await h.request(`${url}/hooks/ep`, { body: Buffer.from('{}'), headers: ['Host', Buffer.from(host).toString('latin1')] });
+    assert.equal(res.status, 200);
+    assert.equal(calls[0].headers.find((f) => f.name === 'Host').value, host);
+    assert.equal(calls[0].url, `http://${host}/hooks/ep`);
+  });
+
+  test('a public base URL with credentials, a space or a control character is refused, without quoting it', () => {
+    for (const bad of ['https://user:s3cr3t@hooks.example.com', 'https://hooks.example.com/a b', 'https://hooks.example.com/a\tb']) {
+      assert.throws(() => createEdge({ verifierAddr: addr, publicBaseUrl: bad }), (err) => {
+        assert.match(err.message, /publicBaseUrl/);
+        assert.ok(!err.message.includes('s3cr3t') && !err.message.includes(bad), err.message);
+        return true;
+      }, bad);
+    }
+  });
+
+  test('a Content-Length over the limit is answered 413 at once, without waiting for the body', async () => {
+    const url = new URL(await edgeWith({ maxBodyBytes: 1024, deadlineMs: 5000 }));
+    const started = Date.now();
+    const answer = await new Promise((resolve, reject) => {
+      const socket = net.connect(Number(url.port), url.hostname, () => {
+        socket.write(`POST /hooks/ep HTTP/1.1\r\nHost: x\r\nContent-Length: ${1 << 20}\r\n\r\n{"partial":`);
+      });
+      let data = '';
+      socket.on('data', (c) => {
+        data += c;
+      });
+      socket.on('close', () => resolve(data));
+      socket.on('error', reject);
+      setTimeout(() => socket.destroy(), 8000).unref();
+    });
+    assert.match(answer, /^HTTP\/1\.1 413 /);
+    assert.match(answer, /body_too_large/);
+    assert.ok(Date.now() - started < 2000, `answered after ${Date.now() - started} ms`);
+    assert.equal(calls.length, 0);
+  });
+});
+
+describe('graceful shutdown (fake VerifierService)', { timeout: 60000 }, () => {
+  let grpcServer;
+  let addr;
+
+  before(async () => {
+    grpcServer = new grpc.Server();
+    grpcServer.addService(loadHookverify().VerifierService.service, {
+      Verify: (call, cb) => setTimeout(() => cb(null, accepted()), 400),
+    });
+    const port = await new Promise((resolve, reject) => {
+      grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+    });
+    addr = `127.0.0.1:${port}`;
+  });
+
+  after(() => {
+    if (grpcServer) grpcServer.forceShutdown();
+  });
+
+  test('shutdown: in-flight deliveries finish and close their keep-alive connection; new connections and requests are refused', async () => {
+    const edge = createEdge({ verifierAddr: addr, deadlineMs: 3000, log: () => {}, token: null });
+    const url = new URL(await h.listen(edge));
+    const port = Number(url.port);
+    try {
+      const socket = net.connect(port, '127.0.0.1');
+      let data = '';
+      socket.on('data', (c) => {
+        data += c;
+      });
+      const closed = new Promise((resolve) => socket.on('close', resolve));
+      const post = (id) => `POST /hooks/ep-${id} HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\n{}`;
+      await new Promise((resolve) => socket.once('connect', resolve));
+      socket.write(post(1));
+      await h.sleep(100);
+      const done = edge.shutdown();
+      // A new connection is refused once shutdown has begun.
+      await assert.rejects(new Promise((resolve, reject) => {
+        const c = net.connect(port, '127.0.0.1', () => {
+          c.destroy();
+          resolve();
+        });
+        c.on('error', reject);
+      }), /ECONNREFUSED/);
+      await h.sleep(600); // the first delivery has been answered
+      if (!socket.destroyed) socket.write(post(2)); // a provider reusing the connection
+      await Promise.race([closed, h.sleep(3000, { unref: true })]);
+      assert.match(data, /^HTTP\/1\.1 200 /);
+      assert.match(data, /\r\nConnection: close\r\n/i);
+      assert.equal(data.match(/HTTP\/1\.1 /g).length, 1, data); // the second request was not served
+      assert.ok(socket.destroyed || socket.readableEnded, 'the edge closed the connection');
+      assert.equal(await Promise.race([done, h.sleep(3000, { unref: true }).then(() => 'timeout')]), true);
+    } finally {
+      await h.closeServer(edge);
+    }
+  });
+
+  test('shutdown is bounded: connections still open after graceMs are closed', async () => {
+    const edge = createEdge({ verifierAddr: addr, deadlineMs: 3000, log: () => {}, token: null });
+    const url = new URL(await h.listen(edge));
+    try {
+      // A request whose body never ends holds its connection.
+      const socket = net.connect(Number(url.port), '127.0.0.1');
+      socket.on('error', () => {});
+      await new Promise((resolve) => socket.once('connect', resolve));
+      socket.write('POST /hooks/ep HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{');
+      await h.sleep(100);
+      const started = Date.now();
+      assert.equal(await edge.shutdown(300), false);
+      assert.ok(Date.now() - started < 1500, `took ${Date.now() - started} ms`);
+    } finally {
+      await h.closeServer(edge);
+    }
+  });
+});
+
+describe('Verify retried as the Go client does (fake VerifierService)', { timeout: 60000 }, () => {
+  const rpc = require('./rpc-status.js');
+  let grpcServer;
+  let addr;
+  let answers;
+  let calls = 0;
+
+  before(async () => {
+    grpcServer = new grpc.Server();
+    grpcServer.addService(loadHookverify().VerifierService.service, {
+      Verify(call, cb) {
+        calls++;
+        (answers.shift() ?? ((c) => c(null, accepted())))(cb);
+      },
+    });
+    const port = await new Promise((resolve, reject) => {
+      grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+    });
+    addr = `127.0.0.1:${port}`;
+  });
+
+  after(() => {
+    if (grpcServer) grpcServer.forceShutdown();
+  });
+
+  test('a transient UNAVAILABLE is retried within the deadline: the provider gets the verdict, not 503', async () => {
+    const edge = createEdge({ verifierAddr: addr, deadlineMs: 3000, log: () => {}, token: null });
+    const url = await h.listen(edge);
+    try {
+      calls = 0;
+      answers = [(cb) => cb({ code: grpc.status.UNAVAILABLE, details: 'restarting' }), (cb) => cb({ code: grpc.status.UNAVAILABLE, details: 'restarting' })];
+      const res = await h.request(`${url}/hooks/ep`, { body: Buffer.from('{}') });
+      assert.equal(res.status, 200);
+      assert.equal(calls, 3);
+    } finally {
+      await h.closeServer(edge);
+    }
+  });
+
+  test('a RetryInfo hint longer than the time left ends the retries at once, as Retry-After', async () => {
+    const edge = createEdge({ verifierAddr: addr, deadlineMs: 3000, log: () => {}, token: null });
+    const url = await h.listen(edge);
+    try {
+      calls = 0;
+      const full = (cb) => cb({
+        code: grpc.status.RESOURCE_EXHAUSTED, details: 'inbox full',
+        metadata: rpc.trailer(rpc.status({ code: grpc.status.RESOURCE_EXHAUSTED, details: [rpc.retryInfo({ seconds: 30 })] })),
+      });
+      answers = [full, full, full, full];
+      const started = Date.now();
+      const res = await h.request(`${url}/hooks/ep`, { body: Buffer.from('{}') });
+      assert.equal(res.status, 503);
+      assert.equal(res.headers['retry-after'], '30');
+      assert.equal(calls, 1);
+      assert.ok(Date.now() - started < 1000);
+    } finally {
+      await h.closeServer(edge);
+    }
+  });
+});
