@@ -60,13 +60,26 @@ const defaultInboxMonitorInterval = time.Second
 // MaxInboxMonitorShare of the time, until ctx ends. Limits are checked against this snapshot,
 // so they may be overshot by about one interval of traffic: that is the price of not reading
 // the counts on every delivery.
+//
+// Only a read that answered paces the monitor by its length: a failed one measured a broken
+// connection or a timeout, not the cost of a scan, and waiting twenty times that (hours after
+// a read that hung until TCP gave up) would leave health NOT_SERVING and the gauges frozen
+// long after storage is back. A read that has not answered within StaleInboxSnapshotRefreshes
+// refresh periods counts as a failed one while it runs on (see watchRead).
 func (s *Server) RunInboxMonitor(ctx context.Context, interval time.Duration) {
+	var scan time.Duration // how long the last read that answered took
 	for {
-		took := s.refreshInbox(ctx, interval)
+		stall := StaleInboxSnapshotRefreshes * (scan + monitorPause(interval, scan))
+		took, ok := s.refreshInbox(ctx, interval, stall)
+		pause := monitorPause(interval, scan)
+		if ok {
+			scan = took
+			pause = monitorPause(interval, took)
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(monitorPause(interval, took)):
+		case <-time.After(pause):
 		}
 	}
 }
@@ -86,35 +99,41 @@ func monitorPause(interval, took time.Duration) time.Duration {
 // StaleInboxSnapshotRefreshes). Before SetStore, and after SetStore(nil), it does nothing.
 // It reads as the monitor does at defaultInboxMonitorInterval.
 func (s *Server) RefreshInboxDepth(ctx context.Context) {
-	s.refreshInbox(ctx, defaultInboxMonitorInterval)
+	s.refreshInbox(ctx, defaultInboxMonitorInterval, 0)
 }
 
 // refreshInbox is RefreshInboxDepth for a monitor reading every interval; it returns how long
-// the read took.
-func (s *Server) refreshInbox(ctx context.Context, interval time.Duration) (took time.Duration) {
+// the read took and whether it answered. A read still running after stall (when above zero)
+// is handled as failed meanwhile (watchRead).
+func (s *Server) refreshInbox(ctx context.Context, interval, stall time.Duration) (took time.Duration, ok bool) {
 	h := s.store.Load()
 	if h == nil {
-		return 0
+		return 0, false
 	}
 	start := time.Now()
-	stats, err := h.InboxStats(ctx)
+	var stats []storage.EndpointInboxStats
+	var err error
+	if stall > 0 {
+		stop, stopped := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(stopped)
+			s.watchRead(h, stall, interval, stop)
+		}()
+		stats, err = h.InboxStats(ctx)
+		close(stop)
+		<-stopped // so that it cannot report NOT_SERVING after this read's answer
+	} else {
+		stats, err = h.InboxStats(ctx)
+	}
 	took = time.Since(start)
 	now := s.clock()
 	if err != nil {
 		if ctx.Err() != nil {
-			return took // the monitor is stopping, which says nothing of storage
+			return took, false // the monitor is stopping, which says nothing of storage
 		}
 		s.log.WarnContext(ctx, "inbox stats unavailable", "err", err)
-		s.setStorageAnswering(h, false)
-		if last := s.inboxSnap.Load(); last != nil {
-			if s.metrics != nil {
-				for _, st := range last.stats {
-					s.metrics.inboxOldest.WithLabelValues(st.EndpointID).Set(waitingAge(st, now))
-				}
-			}
-			s.limitSnapshot(now) // logs when the snapshot has just become too old
-		}
-		return took
+		s.inboxUnread(h, now)
+		return took, false
 	}
 	period := took + monitorPause(interval, took)
 	snap := &inboxSnapshot{
@@ -123,28 +142,55 @@ func (s *Server) refreshInbox(ctx context.Context, interval time.Duration) (took
 		readAt:      now,
 		applyUntil:  now.Add(StaleInboxSnapshotRefreshes * period),
 	}
-	if s.metrics != nil {
-		s.metrics.inboxPending.Reset()
-		s.metrics.inboxLeased.Reset()
-		s.metrics.inboxDead.Reset()
-		s.metrics.inboxOldest.Reset()
-	}
 	for _, st := range stats {
 		snap.perEndpoint[st.EndpointID] = st.Pending + st.Leased
 		snap.total += st.Pending + st.Leased
-		if s.metrics != nil {
-			s.metrics.inboxPending.WithLabelValues(st.EndpointID).Set(float64(st.Pending))
-			s.metrics.inboxLeased.WithLabelValues(st.EndpointID).Set(float64(st.Leased))
-			s.metrics.inboxDead.WithLabelValues(st.EndpointID).Set(float64(st.Dead))
-			s.metrics.inboxOldest.WithLabelValues(st.EndpointID).Set(waitingAge(st, now))
-		}
 	}
 	if s.metrics != nil {
-		s.metrics.inboxStatsAt.Set(float64(now.UnixMicro()) / 1e6)
+		s.metrics.setInboxStats(stats, now)
 	}
 	s.inboxSnap.Store(snap)
 	s.setStorageAnswering(h, true)
-	return took
+	return took, true
+}
+
+// inboxUnread is what a read of the inbox statistics from h that failed at now does: health
+// NOT_SERVING, the oldest-pending gauges aged from the last read (nothing can be acked
+// meanwhile), and the snapshot dropped from the limits once too old.
+func (s *Server) inboxUnread(h *storeHolder, now time.Time) {
+	s.setStorageAnswering(h, false)
+	if last := s.inboxSnap.Load(); last != nil {
+		if s.metrics != nil {
+			s.metrics.ageInbox(last.stats, now)
+		}
+		s.limitSnapshot(now) // logs when the snapshot has just become too old
+	}
+}
+
+// watchRead handles a read of the inbox statistics from h that has not answered after stall
+// (a connection that hangs without an error, which may last until TCP gives up, a quarter of
+// an hour on Linux) as a failed one until stop closes: health NOT_SERVING and the
+// oldest-pending gauges aged every interval. Otherwise a hung read would leave health SERVING
+// and the business-completion alarm frozen at its last value for as long as it hangs.
+func (s *Server) watchRead(h *storeHolder, stall, interval time.Duration, stop <-chan struct{}) {
+	timer := time.NewTimer(stall)
+	defer timer.Stop()
+	select {
+	case <-stop:
+		return
+	case <-timer.C:
+	}
+	s.log.Warn("inbox stats read has not answered; handled as failed until it does", "after", stall.String())
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		s.inboxUnread(h, s.clock())
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // waitingAge is how long, at now, the endpoint's delivery waiting longest for a worker has

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,6 +46,11 @@ type Metrics struct {
 	sweptClaims       prometheus.Counter
 	authFailures      *prometheus.CounterVec
 	handshakeFailures prometheus.Counter
+
+	// inboxMu serializes the writes of inbox statistics to the inbox gauges; inboxEndpoints
+	// are the endpoints whose inbox gauges are exported.
+	inboxMu        sync.Mutex
+	inboxEndpoints map[string]bool
 }
 
 // NewMetrics registers hookverify's metrics, plus the Go and process collectors, on a new
@@ -106,6 +112,12 @@ func NewMetrics() *Metrics {
 	r.MustRegister(m.handshakeFailures, m.verdicts, m.secretUses, m.verifyLatency, m.claimLatency, m.claimCacheHit, m.batchClaims, m.batchLatency, m.batchFailures, m.rpcs, m.rpcLatency, m.inboxPending, m.inboxLeased,
 		m.inboxDead, m.inboxOldest, m.inboxStatsAt, m.redeliveries, m.leaseExpiries, m.deadLettered, m.acks, m.backpressure, m.sweptInbox, m.sweptClaims, m.authFailures,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	// Every cause is exported from the start, at 0: increase() and rate() need a sample before
+	// the rise, and a series that first appeared at 1 (or at N, when serve dead-letters what a
+	// lowered --max-attempts has spent, all at once at start) would show no increase at all.
+	for _, cause := range []string{"nack", "lease_expired", "max_attempts_lowered"} {
+		m.deadLettered.WithLabelValues(cause)
+	}
 	return m
 }
 
@@ -206,6 +218,45 @@ func (m *Metrics) observeNack(dead bool) {
 func (m *Metrics) observeExhausted(n int64) {
 	if m != nil && n > 0 {
 		m.deadLettered.WithLabelValues("max_attempts_lowered").Add(float64(n))
+	}
+}
+
+// setInboxStats sets the inbox gauges from a read of the inbox statistics at now: each
+// endpoint's series is overwritten in place, and only then are the series of endpoints the read
+// no longer has deleted. (Resetting the vectors first left a gap in which a scrape found no
+// inbox gauge at all: to Prometheus the series went stale, which resets the `for` of every
+// alert on them.)
+func (m *Metrics) setInboxStats(stats []storage.EndpointInboxStats, now time.Time) {
+	m.inboxMu.Lock()
+	defer m.inboxMu.Unlock()
+	seen := make(map[string]bool, len(stats))
+	for _, st := range stats {
+		seen[st.EndpointID] = true
+		m.inboxPending.WithLabelValues(st.EndpointID).Set(float64(st.Pending))
+		m.inboxLeased.WithLabelValues(st.EndpointID).Set(float64(st.Leased))
+		m.inboxDead.WithLabelValues(st.EndpointID).Set(float64(st.Dead))
+		m.inboxOldest.WithLabelValues(st.EndpointID).Set(waitingAge(st, now))
+	}
+	for endpointID := range m.inboxEndpoints {
+		if !seen[endpointID] {
+			for _, g := range []*prometheus.GaugeVec{m.inboxPending, m.inboxLeased, m.inboxDead, m.inboxOldest} {
+				g.DeleteLabelValues(endpointID)
+			}
+		}
+	}
+	m.inboxEndpoints = seen
+	m.inboxStatsAt.Set(float64(now.UnixMicro()) / 1e6)
+}
+
+// ageInbox sets the oldest-pending gauges from the last read, stats, at now, while the inbox
+// statistics cannot be read: nothing can be acked meanwhile.
+func (m *Metrics) ageInbox(stats []storage.EndpointInboxStats, now time.Time) {
+	m.inboxMu.Lock()
+	defer m.inboxMu.Unlock()
+	for _, st := range stats {
+		if m.inboxEndpoints[st.EndpointID] {
+			m.inboxOldest.WithLabelValues(st.EndpointID).Set(waitingAge(st, now))
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
+	"github.com/hookverify/hookverify/server/protocol"
 	"github.com/hookverify/hookverify/storage"
 )
 
@@ -209,4 +211,133 @@ func TestBackpressureSnapshotExpires(t *testing.T) {
 		_, err = e.call(t, e.deliver(t, githubProvider, "busy", "evt-d", secret))
 		wantCode(t, err, codes.ResourceExhausted)
 	})
+}
+
+// fixedStats is a store whose InboxStats answers stats; nothing else of it is called.
+type fixedStats struct {
+	storage.Store
+	stats atomic.Pointer[[]storage.EndpointInboxStats]
+}
+
+func (f *fixedStats) InboxStats(context.Context) ([]storage.EndpointInboxStats, error) {
+	return *f.stats.Load(), nil
+}
+
+// newMonitoredServer returns a server with metrics on a fixedStats store.
+func newMonitoredServer(t *testing.T) (*server.Server, *server.Metrics, *fixedStats) {
+	t.Helper()
+	_, kr := mustKeyring(t)
+	metrics := server.NewMetrics()
+	srv, err := server.New(server.Options{Keyring: kr, Protocols: protocol.Default(), Metrics: metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &fixedStats{}
+	srv.SetStore(st)
+	return srv, metrics, st
+}
+
+// seriesCount counts the series of the metric family name in one scrape.
+func seriesCount(t *testing.T, m *server.Metrics, name string) int {
+	t.Helper()
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return len(f.GetMetric())
+		}
+	}
+	return 0
+}
+
+// TestInboxGaugesStayWhileTheMonitorRefreshes: a scrape taken while the monitor writes a new
+// read must see every endpoint's inbox gauges, old value or new. A series missing from one
+// scrape is stale to Prometheus: it resets the `for` of an alert on the oldest pending age or
+// on dead letters, which then never fires while scrapes keep landing in that gap.
+func TestInboxGaugesStayWhileTheMonitorRefreshes(t *testing.T) {
+	srv, metrics, st := newMonitoredServer(t)
+	const endpoints = 3000
+	stats := make([]storage.EndpointInboxStats, endpoints)
+	for i := range stats {
+		stats[i] = storage.EndpointInboxStats{EndpointID: fmt.Sprintf("ep-%05d", i), Pending: 1, Dead: 1,
+			OldestPendingAt: time.Now().Add(-time.Hour)}
+	}
+	st.stats.Store(&stats)
+	srv.RefreshInboxDepth(t.Context())
+
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 50 {
+			srv.RefreshInboxDepth(t.Context())
+		}
+		done.Store(true)
+	}()
+	missing := 0
+	for !done.Load() {
+		if n := seriesCount(t, metrics, "hookverify_inbox_dead"); n != endpoints {
+			missing++
+		}
+	}
+	wg.Wait()
+	if missing > 0 {
+		t.Errorf("%d scrapes during refreshes lacked some of the %d endpoints' inbox gauges", missing, endpoints)
+	}
+}
+
+// TestInboxGaugesOfDrainedEndpointsGo: an endpoint with nothing left unacked drops out of the
+// inbox gauges at the next read (no stale series), the others stay.
+func TestInboxGaugesOfDrainedEndpointsGo(t *testing.T) {
+	srv, metrics, st := newMonitoredServer(t)
+	both := []storage.EndpointInboxStats{{EndpointID: "a", Pending: 2}, {EndpointID: "b", Dead: 1}}
+	st.stats.Store(&both)
+	srv.RefreshInboxDepth(t.Context())
+	wantGauge(t, metrics, "hookverify_inbox_pending", "a", 2, "first read")
+	wantGauge(t, metrics, "hookverify_inbox_dead", "b", 1, "first read")
+
+	onlyB := []storage.EndpointInboxStats{{EndpointID: "b", Dead: 1}}
+	st.stats.Store(&onlyB)
+	srv.RefreshInboxDepth(t.Context())
+	for _, name := range []string{"hookverify_inbox_pending", "hookverify_inbox_leased", "hookverify_inbox_dead", "hookverify_inbox_oldest_pending_age_seconds"} {
+		if _, ok := inboxGauge(t, metrics, name, "a"); ok {
+			t.Errorf("%s{endpoint=\"a\"} still exported after a drained", name)
+		}
+		wantGauge(t, metrics, name, "b", map[bool]float64{true: 1}[name == "hookverify_inbox_dead"], "b after a drained")
+	}
+}
+
+// TestDeadLetteredCausesExportedFromStart: every cause of hookverify_inbox_dead_lettered_total
+// is exported, at 0, before its first dead letter. Prometheus' increase() and rate() need a
+// sample before the rise: a series that appears at 1, or at N when serve dead-letters the
+// deliveries a lowered --max-attempts has spent, all at once at start, shows no increase, and
+// the alert on dead letters by cause misses it.
+func TestDeadLetteredCausesExportedFromStart(t *testing.T) {
+	metrics := server.NewMetrics()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	causes := map[string]bool{}
+	for _, f := range families {
+		if f.GetName() != "hookverify_inbox_dead_lettered_total" {
+			continue
+		}
+		for _, series := range f.GetMetric() {
+			for _, l := range series.GetLabel() {
+				if l.GetName() == "cause" && series.GetCounter().GetValue() == 0 {
+					causes[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	for _, cause := range []string{"nack", "lease_expired", "max_attempts_lowered"} {
+		if !causes[cause] {
+			t.Errorf("hookverify_inbox_dead_lettered_total{cause=%q} not exported at 0 before any dead letter", cause)
+		}
+	}
 }

@@ -1,0 +1,140 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/hookverify/hookverify/server/protocol"
+	"github.com/hookverify/hookverify/server/secretbox"
+	"github.com/hookverify/hookverify/storage"
+)
+
+// scriptedStats is a store whose InboxStats, while hang is set, waits until it is cleared
+// (a connection that hangs without an error), and while slowFail is above zero sleeps that
+// long, once, and fails (a read that hung until the connection broke); else it answers stats.
+type scriptedStats struct {
+	storage.Store
+	stats    []storage.EndpointInboxStats
+	hang     atomic.Bool
+	slowFail atomic.Int64
+}
+
+func (s *scriptedStats) InboxStats(ctx context.Context) ([]storage.EndpointInboxStats, error) {
+	for s.hang.Load() {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if d := s.slowFail.Swap(0); d > 0 {
+		time.Sleep(time.Duration(d))
+		return nil, errors.New("connection reset")
+	}
+	return s.stats, nil
+}
+
+func newScriptedMonitor(t *testing.T) (*Server, *scriptedStats) {
+	t.Helper()
+	key, err := secretbox.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := secretbox.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Options{Keyring: kr, Protocols: protocol.Default(), Metrics: NewMetrics()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &scriptedStats{stats: []storage.EndpointInboxStats{{EndpointID: "work", Pending: 1, OldestPendingAt: time.Now().Add(-time.Hour)}}}
+	srv.SetStore(st)
+	return srv, st
+}
+
+func healthIs(t *testing.T, s *Server) healthpb.HealthCheckResponse_ServingStatus {
+	t.Helper()
+	resp, err := s.health.Check(t.Context(), &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetStatus()
+}
+
+// waitHealth waits up to within for health to be want, and says whether it was.
+func waitHealth(t *testing.T, s *Server, want healthpb.HealthCheckResponse_ServingStatus, within time.Duration) bool {
+	t.Helper()
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if healthIs(t, s) == want {
+			return true
+		}
+	}
+	return false
+}
+
+func oldestAge(s *Server) float64 {
+	s.metrics.inboxMu.Lock()
+	defer s.metrics.inboxMu.Unlock()
+	g, err := s.metrics.inboxOldest.GetMetricWithLabelValues("work")
+	if err != nil {
+		return 0
+	}
+	var m dto.Metric
+	if err := g.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetGauge().GetValue()
+}
+
+// TestMonitorRecoversSoonAfterASlowFailure: a read that failed after a long wait (a hung
+// connection that broke at last) says nothing of what a scan costs. The monitor must read
+// again at its interval, not twenty times that wait later: meanwhile health stays NOT_SERVING
+// and the gauges stay frozen although storage is back (in production, a read stuck until TCP
+// gave up after 15 minutes paused the monitor for five hours).
+func TestMonitorRecoversSoonAfterASlowFailure(t *testing.T) {
+	srv, st := newScriptedMonitor(t)
+	st.slowFail.Store(int64(200 * time.Millisecond))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go srv.RunInboxMonitor(ctx, 10*time.Millisecond)
+	if !waitHealth(t, srv, healthpb.HealthCheckResponse_NOT_SERVING, 2*time.Second) {
+		t.Fatal("health never NOT_SERVING after the failed read")
+	}
+	if !waitHealth(t, srv, healthpb.HealthCheckResponse_SERVING, time.Second) {
+		t.Fatal("health still NOT_SERVING a second after the failed read, though storage answers again (the monitor paused twenty times the failed read's length)")
+	}
+}
+
+// TestMonitorHandlesAHungReadAsFailed: a read that neither answers nor fails (a connection
+// hanging without an error) is handled as failed once StaleInboxSnapshotRefreshes refresh
+// periods have passed: health NOT_SERVING, and the oldest-pending age, the business-completion
+// alarm, keeps growing rather than freezing at its last value. Once it answers, health is
+// SERVING again.
+func TestMonitorHandlesAHungReadAsFailed(t *testing.T) {
+	srv, st := newScriptedMonitor(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	const interval = 20 * time.Millisecond
+	srv.RefreshInboxDepth(t.Context())
+	before := oldestAge(srv)
+	st.hang.Store(true)
+	go srv.RunInboxMonitor(ctx, interval)
+	if !waitHealth(t, srv, healthpb.HealthCheckResponse_NOT_SERVING, 2*time.Second) {
+		t.Fatal("health still SERVING while the inbox stats read hangs")
+	}
+	time.Sleep(10 * interval)
+	if after := oldestAge(srv); after < before+float64(StaleInboxSnapshotRefreshes*interval)/float64(time.Second) {
+		t.Errorf("oldest pending age %v while the read hangs, was %v before it: frozen", after, before)
+	}
+	st.hang.Store(false)
+	if !waitHealth(t, srv, healthpb.HealthCheckResponse_SERVING, 2*time.Second) {
+		t.Fatal("health not SERVING again once the read answers")
+	}
+}
