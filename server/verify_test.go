@@ -722,3 +722,33 @@ func TestVerifyHTTPReply(t *testing.T) {
 		}
 	})
 }
+
+// TestVerifyImpossibleEndpointIDsAreUnknown: the endpoint id comes from the URL the provider
+// (or anyone) called, so an id no endpoint can have is that caller's mistake, not the edge's.
+// Every such id, whatever makes it impossible (a character outside the id alphabet, NUL, or
+// its length), gets the same answer as an id that is merely not configured: REJECTED
+// UNKNOWN_ENDPOINT (404), nothing recorded. An overlong one used to be INVALID_ARGUMENT, which
+// edges turn into a 500 and an "edge misconfigured" error log that any caller could trigger.
+func TestVerifyImpossibleEndpointIDsAreUnknown(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		p := stripeProvider
+		secret, _ := e.setup(t, p, "shop")
+		for _, id := range []string{
+			"nope",
+			"a b",
+			"shop\x00",
+			strings.Repeat("a", 129),
+			strings.Repeat("shop", 64<<10),
+		} {
+			resp := e.reject(t, withEndpoint(e.deliver(t, p, "shop", eventID(p), secret), id), unknownEndpoint)
+			if got := resp.GetReply().GetStatus(); got != 404 {
+				t.Errorf("id of %d bytes: HTTP %d, want 404", len(id), got)
+			}
+		}
+		if n := e.count(t); n != 0 {
+			t.Fatalf("%d inbox records after rejections only, want 0", n)
+		}
+	})
+}
