@@ -62,6 +62,8 @@ const (
 	MaxHeaderBytes = 256 << 10
 	// MaxURLBytes bounds the forwarded URL.
 	MaxURLBytes = 16 << 10
+	// MaxMethodBytes bounds the forwarded HTTP method: net/http accepts a method of any length.
+	MaxMethodBytes = 32
 )
 
 // KeepaliveTime and KeepaliveTimeout are how often Dial's connections ping the server when

@@ -473,6 +473,9 @@ func TestVerifyTimeoutBoundsTheBodyRead(t *testing.T) {
 // forever; a body at the ceiling does reach the server.
 func TestBodyLimitStopsAtTheServerCeiling(t *testing.T) {
 	t.Parallel()
+	if client.MaxMethodBytes != server.MaxMethodBytes {
+		t.Fatalf("client method limit %d, the server's %d", client.MaxMethodBytes, server.MaxMethodBytes)
+	}
 	if client.MaxHeaderCount != server.MaxHeaderCount || client.MaxHeaderBytes != server.MaxHeaderBytes || client.MaxURLBytes != server.MaxURLBytes {
 		t.Fatalf("client header and URL limits %d, %d, %d; the server's are %d, %d, %d", client.MaxHeaderCount, client.MaxHeaderBytes,
 			client.MaxURLBytes, server.MaxHeaderCount, server.MaxHeaderBytes, server.MaxURLBytes)

@@ -54,6 +54,9 @@ func (c *Conn) Verify(ctx context.Context, endpointID string, r *http.Request) (
 //
 // It fails with ErrBodyTooLarge, ErrBodyRead or ErrUnforwardable.
 func (c *Conn) BuildRequest(endpointID string, r *http.Request) (*hookverifyv1.VerifyRequest, error) {
+	if len(r.Method) > MaxMethodBytes {
+		return nil, fmt.Errorf("%w: a method of %d bytes, more than the server's limit of %d", ErrUnforwardable, len(r.Method), MaxMethodBytes)
+	}
 	url, err := c.requestURL(r)
 	if err != nil {
 		return nil, err

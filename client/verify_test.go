@@ -107,6 +107,8 @@ func TestBuildRequestRefuses(t *testing.T) {
 			}
 		}, client.ErrUnforwardable},
 		{"URL over the server's limit", func(r *http.Request) { r.RequestURI = "/hooks/ep?q=" + strings.Repeat("a", client.MaxURLBytes) }, client.ErrUnforwardable},
+		// net/http accepts a method of any length; anyone on the internet can send one.
+		{"method over the server's limit", func(r *http.Request) { r.Method = strings.Repeat("A", client.MaxMethodBytes+1) }, client.ErrUnforwardable},
 		{"body over the limit", func(r *http.Request) { r.Body = io.NopCloser(strings.NewReader("01234567890")); r.ContentLength = -1 }, client.ErrBodyTooLarge},
 		{"Content-Length over the limit", func(r *http.Request) { r.ContentLength = 11 }, client.ErrBodyTooLarge},
 		{"body read fails", func(r *http.Request) { r.Body = io.NopCloser(iotest.ErrReader(errors.New("connection reset"))) }, client.ErrBodyRead},

@@ -69,8 +69,29 @@ func hasInvalidUTF8Marker(req any) bool {
 // handler (or authorization, which would read the emptied request) sees it.
 func rejectInvalidUTF8(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	if hasInvalidUTF8Marker(req) {
-		return nil, status.Error(codes.InvalidArgument,
-			"a string field of the request (a header value, the endpoint id, the method or the URL) is not valid UTF-8; the edge must refuse such an HTTP request itself (400)")
+		return nil, errInvalidUTF8
 	}
 	return handler(ctx, req)
+}
+
+var errInvalidUTF8 = status.Error(codes.InvalidArgument,
+	"a string field of the request (a header value, the endpoint id, the method or the URL) is not valid UTF-8; the edge must refuse such an HTTP request itself (400)")
+
+// rejectInvalidUTF8InStreams does for streaming calls (health Watch, reflection) what
+// rejectInvalidUTF8 does for unary ones: a message the codec marked is refused rather than
+// handed on emptied, as if the caller had sent no fields.
+func rejectInvalidUTF8InStreams(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	return handler(srv, utf8CheckingStream{ss})
+}
+
+type utf8CheckingStream struct{ grpc.ServerStream }
+
+func (s utf8CheckingStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	if hasInvalidUTF8Marker(m) {
+		return errInvalidUTF8
+	}
+	return nil
 }

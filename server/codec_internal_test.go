@@ -2,16 +2,23 @@ package server
 
 import (
 	"context"
+	"log/slog"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server/protocol"
+	"github.com/hookverify/hookverify/server/secretbox"
 )
 
 // TestInvalidUTF8IsInvalidArgument: a request whose string field is not UTF-8 reaches no
@@ -53,5 +60,76 @@ func TestInvalidUTF8IsInvalidArgument(t *testing.T) {
 
 	if _, err := decode([]byte{0xff, 0xff, 0xff}); err == nil {
 		t.Fatal("garbage decoded without error")
+	}
+}
+
+// rawCodec sends and receives messages as the bytes given, so that a test can send what the
+// protobuf library refuses to encode (a string that is not UTF-8).
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	return mem.BufferSlice{mem.SliceBuffer(*v.(*[]byte))}, nil
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	*v.(*[]byte) = data.Materialize()
+	return nil
+}
+
+func (rawCodec) Name() string { return "proto" }
+
+// TestInvalidUTF8IsInvalidArgumentInStreams: a streaming call (health Watch here) whose
+// message holds a string that is not UTF-8 is refused, not handed on emptied: Watch would
+// otherwise answer for the service "" (the whole server) as if asked about it.
+func TestInvalidUTF8IsInvalidArgumentInStreams(t *testing.T) {
+	key, err := secretbox.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyring, err := secretbox.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Options{Keyring: keyring, Protocols: protocol.Default(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := srv.NewGRPCServer()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = g.Serve(lis) }()
+	t.Cleanup(g.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(rawCodec{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	watch := func(service string) error {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, healthpb.Health_Watch_FullMethodName)
+		if err != nil {
+			return err
+		}
+		// Field 1, length-delimited: the service name, bytes as given.
+		msg := append([]byte{0x0a, byte(len(service))}, service...)
+		if err := stream.SendMsg(&msg); err != nil {
+			return err
+		}
+		if err := stream.CloseSend(); err != nil {
+			return err
+		}
+		var reply []byte
+		return stream.RecvMsg(&reply)
+	}
+	if err := watch(""); err != nil {
+		t.Fatalf("Watch of the whole server: %v", err)
+	}
+	if err := watch("\xff\xfe"); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("Watch of a service name that is not UTF-8: %v, want InvalidArgument", err)
 	}
 }

@@ -42,6 +42,8 @@ const (
 	MaxHeaderBytes = 256 << 10
 	// MaxURLBytes bounds the forwarded URL.
 	MaxURLBytes = 16 << 10
+	// MaxMethodBytes bounds the forwarded HTTP method.
+	MaxMethodBytes = 32
 	// MaxRecvMsgSize is the gRPC receive limit: the largest body plus room for headers and URL.
 	MaxRecvMsgSize = MaxBodyCeiling + MaxHeaderBytes + MaxURLBytes + 64<<10
 )
@@ -248,10 +250,12 @@ func (s *Server) NewGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 		// idle, with GOAWAY (too_many_pings) and closes its connection; clients ping idle
 		// connections every 30 s (client.KeepaliveTime) to survive NATs that drop idle flows.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: KeepaliveMinTime, PermitWithoutStream: true})}
+	streamInterceptors := []grpc.StreamServerInterceptor{rejectInvalidUTF8InStreams}
 	if s.auth != nil {
 		interceptors = append(interceptors, s.authInterceptor)
-		opts = append(opts, grpc.ChainStreamInterceptor(s.authStreamInterceptor))
+		streamInterceptors = append(streamInterceptors, s.authStreamInterceptor)
 	}
+	opts = append(opts, grpc.ChainStreamInterceptor(streamInterceptors...))
 	opts = append(append(opts, grpc.ChainUnaryInterceptor(interceptors...)), extra...)
 	g := grpc.NewServer(opts...)
 	s.Register(g)

@@ -244,8 +244,8 @@ func validateVerifyRequest(req *hookverifyv1.VerifyRequest) error {
 	if strings.ContainsRune(req.GetUrl(), 0) || strings.ContainsRune(req.GetMethod(), 0) {
 		return status.Error(codes.InvalidArgument, "url and method must not contain NUL")
 	}
-	if len(req.GetMethod()) > 32 {
-		return status.Error(codes.InvalidArgument, "method is longer than 32 bytes")
+	if len(req.GetMethod()) > MaxMethodBytes {
+		return status.Errorf(codes.InvalidArgument, "method is longer than %d bytes", MaxMethodBytes)
 	}
 	return nil
 }
