@@ -86,11 +86,9 @@ func nylasChallenge(req *Request) (Result, error) {
 	if len(challenge) > nylasMaxChallenge {
 		return Result{}, Reject(ReasonMissingSignature, "the challenge parameter is longer than %d bytes", nylasMaxChallenge)
 	}
-	return Result{Handshake: &Reply{
-		Status:  http.StatusOK,
-		Headers: Headers{{Name: "Content-Type", Value: "text/plain; charset=utf-8"}},
-		Body:    []byte(challenge),
-	}}, nil
+	// echoReply adds nosniff: the challenge comes from whoever calls the URL, and a browser
+	// sniffing the echo as HTML would run it on the webhook's domain.
+	return Result{Handshake: echoReply(challenge)}, nil
 }
 
 // signNylas produces the X-Nylas-Signature header. A destination has one secret, so only

@@ -59,6 +59,9 @@ func TestNylasChallenge(t *testing.T) {
 			if res.Handshake == nil || res.Handshake.Status != 200 || string(res.Handshake.Body) != tc.wantBody || res.EventID != "" {
 				t.Fatalf("result %+v", res)
 			}
+			if nosniff, _ := res.Handshake.Headers.Get("X-Content-Type-Options"); nosniff != "nosniff" {
+				t.Fatalf("X-Content-Type-Options %q: an echo of caller input must not be sniffed as HTML", nosniff)
+			}
 			if ct, _ := res.Handshake.Headers.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
 				t.Fatalf("Content-Type %q", ct)
 			}
