@@ -32,7 +32,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"serve":     {"run the gRPC server", runServe},
-		"inbox":     {"stats|lease|ack|nack|dead|requeue: work the inbox of a running server", runInbox},
+		"inbox":     {"stats|lease|ack|nack|extend|dead|requeue: work the inbox of a running server", runInbox},
 		"worker":    {"run a command for each inbox delivery (operation key in its environment)", runWorker},
 		"bench":     {"load-test a running server: throughput and latency per verdict, vs a no-op gRPC baseline", runBench},
 		"migrate":   {"apply database migrations and exit", runMigrate},
@@ -72,7 +72,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := cmd.run(ctx, e, args[1:]); err != nil {
-		if errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, flag.ErrHelp) {
+			// Help asked for and printed, as for "hookverify -h": not a usage mistake.
+			return 0
+		}
+		if errors.Is(err, errUsage) {
 			return 2
 		}
 		fmt.Fprintf(stderr, "hookverify %s: %v\n", args[0], err)
@@ -104,9 +108,13 @@ func newFlags(e env, name string) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses and rejects stray positional arguments.
+// parseFlags parses and rejects stray positional arguments. -h returns flag.ErrHelp, which
+// exits 0: the help was asked for.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return flag.ErrHelp
+		}
 		return errUsage
 	}
 	if fs.NArg() > 0 {

@@ -853,3 +853,137 @@ func TestEndpointUpdateRereadsAfterAConcurrentChange(t *testing.T) {
 		t.Errorf("second update %v: want the flag applied to the second read, its option and update_time kept", last)
 	}
 }
+
+// TestInboxExtendKeepsALeaseAlive: an operator who leased a delivery with `inbox lease` and
+// needs longer than its visibility timeout must be able to extend the lease (ExtendLease), or
+// the delivery goes to another worker while the work is still being done and is done twice.
+func TestInboxExtendKeepsALeaseAlive(t *testing.T) {
+	remote, must := startTestServer(t)
+	acceptDeliveries(t, must, "x-1")
+	var leased struct {
+		Deliveries []struct {
+			InboxID     string    `json:"inboxId"`
+			LeaseToken  string    `json:"leaseToken"`
+			LeasedUntil time.Time `json:"leasedUntil"`
+		} `json:"deliveries"`
+	}
+	if err := json.Unmarshal([]byte(must("", "inbox", "lease", "--visibility", "5s")), &leased); err != nil || len(leased.Deliveries) != 1 {
+		t.Fatalf("inbox lease: %v", err)
+	}
+	d := leased.Deliveries[0]
+	code, out, errOut := run(t, "", append([]string{"inbox", "extend", "--id", d.InboxID, "--lease", d.LeaseToken, "--visibility", "10m"}, remote...)...)
+	if code != 0 {
+		t.Fatalf("inbox extend: exit %d, stderr %q", code, errOut)
+	}
+	var ext struct {
+		LeasedUntil time.Time `json:"leasedUntil"`
+	}
+	if err := json.Unmarshal([]byte(out), &ext); err != nil || ext.LeasedUntil.Before(d.LeasedUntil.Add(5*time.Minute)) {
+		t.Fatalf("inbox extend printed %s (%v); want leasedUntil about 10 minutes ahead", out, err)
+	}
+	// Mistakes: no lease token (exit 1, naming the flag), a lost lease (exit 1), a visibility the
+	// server would refuse (usage, naming the flag).
+	if code, _, errOut := run(t, "", append([]string{"inbox", "extend", "--id", d.InboxID}, remote...)...); code != 1 || !strings.Contains(errOut, "--lease") {
+		t.Errorf("extend without --lease: exit %d %q", code, errOut)
+	}
+	if code, _, errOut := run(t, "", append([]string{"inbox", "extend", "--id", d.InboxID, "--lease", "lease_wrong"}, remote...)...); code != 1 || !strings.Contains(errOut, "FailedPrecondition") {
+		t.Errorf("extend with a wrong lease: exit %d %q", code, errOut)
+	}
+	if code, _, errOut := run(t, "", append([]string{"inbox", "extend", "--id", d.InboxID, "--lease", d.LeaseToken, "--visibility", "13h"}, remote...)...); code != 2 || !strings.Contains(errOut, "--visibility") {
+		t.Errorf("extend --visibility 13h: exit %d %q", code, errOut)
+	}
+}
+
+// TestTokenFromEnvironmentIsTrimmedLikeTheFile: a token in $HOOKVERIFY_TOKEN with a trailing
+// newline (a Kubernetes secret made from a file, an env file) works as it does in --token-file,
+// rather than being refused as "not printable ASCII" without saying where it came from.
+func TestTokenFromEnvironmentIsTrimmedLikeTheFile(t *testing.T) {
+	t.Setenv(tokenEnv, "hvt_abc\n")
+	if got, err := readToken(""); err != nil || got != "hvt_abc" {
+		t.Errorf("readToken with $%s=%q: %q, %v", tokenEnv, "hvt_abc\n", got, err)
+	}
+}
+
+// TestEmptyTokenFileIsAnError: --token-file naming an empty file (a secret not mounted yet, a
+// provisioning step that failed) is an error naming the file, not a silent call without a
+// token that the server answers with a bare Unauthenticated.
+func TestEmptyTokenFileIsAnError(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "", "endpoint", "list", "--server", "127.0.0.1:1", "--token-file", file)
+	if code != 1 || !strings.Contains(errOut, "--token-file") || !strings.Contains(errOut, "empty") {
+		t.Errorf("empty --token-file: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestInboxDurationsOutOfRangeAreUsageErrors: `inbox lease --visibility` and `inbox nack
+// --retry-after` outside what the server takes are refused before any call, naming the flag,
+// as `inbox lease --max` and the worker's flags are, rather than as the server's field names.
+func TestInboxDurationsOutOfRangeAreUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"inbox", "lease", "--visibility", "13h"},
+		{"inbox", "lease", "--visibility", "-5s"},
+		{"inbox", "nack", "--id", "i", "--lease", "l", "--retry-after", "-1m"},
+	} {
+		code, _, errOut := run(t, "", append(args, "--server", "127.0.0.1:1")...)
+		if flagName := args[len(args)-2]; code != 2 || !strings.Contains(errOut, flagName) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 naming %s", args, code, errOut, flagName)
+		}
+	}
+}
+
+// TestHelpExitsZero: asking a command for its help is not a usage mistake; it exits 0 like
+// "hookverify -h", so that `hookverify secret add -h && ...` or a help check in CI works.
+// Mistakes still exit 2.
+func TestHelpExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"secret", "add", "-h"}, {"inbox", "lease", "--help"}, {"sign", "-h"}, {"audit", "-h"}, {"inbox", "-h"}, {"token", "help"}} {
+		if code, _, errOut := run(t, "", args...); code != 0 || !strings.Contains(errOut, "sage") {
+			t.Errorf("%q: exit %d, stderr %q; want 0 and the usage", args, code, errOut)
+		}
+	}
+	for _, args := range [][]string{{"secret", "add", "--bogus"}, {"inbox", "frob"}, {"inbox"}} {
+		if code, _, _ := run(t, "", args...); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+}
+
+// TestZeroTimeoutNamesTheFlag: `--timeout 0` (which an operator may take for "no deadline")
+// is refused naming the flag, rather than every call failing with a bare DeadlineExceeded
+// that reads like a slow or unreachable server.
+func TestZeroTimeoutNamesTheFlag(t *testing.T) {
+	for _, timeout := range []string{"0", "-1s"} {
+		code, _, errOut := run(t, "", "endpoint", "list", "--server", "127.0.0.1:1", "--timeout", timeout)
+		if code != 1 || !strings.Contains(errOut, "--timeout") {
+			t.Errorf("--timeout %s: exit %d, stderr %q", timeout, code, errOut)
+		}
+	}
+}
+
+// TestAuditSaysWhenThereMayBeMore: audit lists oldest first, so a full page leaves out the
+// latest actions; it says so on standard error (stdout stays the JSON). A --limit outside
+// 1-1000 is a usage error naming the flag, not the server's page_size, and a --since the flag
+// cannot read names both forms it takes.
+func TestAuditSaysWhenThereMayBeMore(t *testing.T) {
+	remote, must := startTestServer(t)
+	for _, id := range []string{"a1", "a2", "a3"} {
+		must("", "endpoint", "create", "--id", id, "--provider", "github")
+	}
+	code, out, errOut := run(t, "", append([]string{"audit", "--limit", "2"}, remote...)...)
+	if code != 0 || strings.Count(out, `"action"`) != 2 || !strings.Contains(errOut, "later") {
+		t.Errorf("audit --limit 2 of 3: exit %d, stdout %s, stderr %q", code, out, errOut)
+	}
+	if code, _, errOut := run(t, "", append([]string{"audit", "--limit", "10"}, remote...)...); code != 0 || errOut != "" {
+		t.Errorf("audit --limit 10 of 3: exit %d, stderr %q", code, errOut)
+	}
+	for _, limit := range []string{"0", "1001", "-1"} {
+		if code, _, errOut := run(t, "", append([]string{"audit", "--limit", limit}, remote...)...); code != 2 || !strings.Contains(errOut, "--limit") {
+			t.Errorf("audit --limit %s: exit %d, stderr %q", limit, code, errOut)
+		}
+	}
+	if code, _, errOut := run(t, "", append([]string{"audit", "--since", "1d"}, remote...)...); code != 1 || !strings.Contains(errOut, "24h") {
+		t.Errorf("audit --since 1d: exit %d, stderr %q", code, errOut)
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookverify/hookverify/client"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server"
 )
 
 func runInbox(ctx context.Context, e env, args []string) error {
@@ -23,6 +24,7 @@ func runInbox(ctx context.Context, e env, args []string) error {
 		"lease":   inboxLease,
 		"ack":     inboxAck,
 		"nack":    inboxNack,
+		"extend":  inboxExtend,
 		"dead":    inboxDead,
 		"requeue": inboxRequeue,
 	})
@@ -59,11 +61,14 @@ func inboxLease(ctx context.Context, e env, args []string) error {
 	r.register(fs)
 	f.register(fs)
 	max := fs.Int("max", 1, "how many deliveries to lease (1-100)")
-	visibility := fs.Duration("visibility", 30*time.Second, "lease duration")
+	visibility := fs.Duration("visibility", server.DefaultVisibility, "lease duration (1s-12h)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := inRange(e, "max", *max, 1, 100); err != nil {
+		return err
+	}
+	if err := inRange(e, "visibility", *visibility, time.Second, server.MaxVisibility); err != nil {
 		return err
 	}
 	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
@@ -203,9 +208,12 @@ func inboxNack(ctx context.Context, e env, args []string) error {
 	var l leaseFlags
 	r.register(fs)
 	l.register(fs)
-	retryAfter := fs.Duration("retry-after", time.Minute, "when the delivery becomes leasable again")
+	retryAfter := fs.Duration("retry-after", time.Minute, "when the delivery becomes leasable again (0-12h)")
 	reason := fs.String("error", "", "why the work failed (kept with the delivery)")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := inRange(e, "retry-after", *retryAfter, 0, server.MaxVisibility); err != nil {
 		return err
 	}
 	if err := l.check(); err != nil {
@@ -213,6 +221,30 @@ func inboxNack(ctx context.Context, e env, args []string) error {
 	}
 	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
 		return inboxClient(c).Nack(ctx, &hookverifyv1.NackRequest{InboxId: l.id, LeaseToken: l.token, RetryAfter: durationpb.New(*retryAfter), Error: *reason})
+	})
+}
+
+// inboxExtend extends a lease taken with `inbox lease`, for work that takes longer than its
+// visibility timeout: without it the delivery becomes leasable again while the work goes on,
+// another worker takes it, and the work is done twice.
+func inboxExtend(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "inbox extend")
+	var r remoteFlags
+	var l leaseFlags
+	r.register(fs)
+	l.register(fs)
+	visibility := fs.Duration("visibility", server.DefaultVisibility, "the lease lasts this long from now (1s-12h)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := inRange(e, "visibility", *visibility, time.Second, server.MaxVisibility); err != nil {
+		return err
+	}
+	if err := l.check(); err != nil {
+		return err
+	}
+	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+		return inboxClient(c).ExtendLease(ctx, &hookverifyv1.ExtendLeaseRequest{InboxId: l.id, LeaseToken: l.token, VisibilityTimeout: durationpb.New(*visibility)})
 	})
 }
 

@@ -41,6 +41,11 @@ func (r *remoteFlags) register(fs *flag.FlagSet) {
 
 // dial connects to the server with the token and TLS settings of the flags and environment.
 func (r *remoteFlags) dial(opts ...client.Option) (*client.Conn, error) {
+	if r.timeout <= 0 {
+		// Every call would fail at once with a bare DeadlineExceeded, which reads like a slow
+		// server; 0 does not mean "no deadline" here.
+		return nil, fmt.Errorf("--timeout %v: want a positive duration, e.g. 30s", r.timeout)
+	}
 	if r.caFile != "" || r.cert != "" || r.certKey != "" {
 		opts = append(opts, client.WithTLSFiles(r.caFile, r.cert, r.certKey))
 	}
@@ -56,15 +61,23 @@ func (r *remoteFlags) dial(opts ...client.Option) (*client.Conn, error) {
 
 // readToken returns the API token: the file's content when a file is named, else $HOOKVERIFY_TOKEN.
 // A token on the command line itself would show in process listings, so there is no flag for it.
+// Both are trimmed alike: a variable filled from a file (a Kubernetes secret, an env file)
+// keeps the file's trailing newline, which no token has.
 func readToken(file string) (string, error) {
 	if file == "" {
-		return os.Getenv(tokenEnv), nil
+		return strings.TrimSpace(os.Getenv(tokenEnv)), nil
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return "", fmt.Errorf("--token-file: %w", err)
 	}
-	return strings.TrimSpace(string(data)), nil
+	token := strings.TrimSpace(string(data))
+	if token == "" {
+		// Calling without a token would end in a bare Unauthenticated (or, on a server without
+		// authentication, hide that the token was never provisioned).
+		return "", fmt.Errorf("--token-file %s is empty: write the token 'token create' printed into it", file)
+	}
+	return token, nil
 }
 
 // call dials the server, runs fn under the timeout and prints its result as JSON.
@@ -107,6 +120,10 @@ func subcommand(ctx context.Context, e env, group string, args []string, verbs m
 			names = append(names, v)
 		}
 		fmt.Fprintf(e.stderr, "usage: hookverify %s <%s> [flags]\n", group, strings.Join(sortedStrings(names), "|"))
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			fmt.Fprintf(e.stderr, "\nRun 'hookverify %s <verb> -h' for a verb's flags.\n", group)
+			return flag.ErrHelp
+		}
 		return errUsage
 	}
 	return verbs[args[0]](ctx, e, args[1:])

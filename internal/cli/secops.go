@@ -26,7 +26,10 @@ func runAudit(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	req := &hookverifyv1.ListAuditEventsRequest{EndpointId: *endpoint, PageSize: int32(min(max(*limit, -1), 1001))}
+	if err := inRange(e, "limit", *limit, 1, 1000); err != nil {
+		return err
+	}
+	req := &hookverifyv1.ListAuditEventsRequest{EndpointId: *endpoint, PageSize: int32(*limit)}
 	var err error
 	if req.StartTime, err = parseTimeOrAgo("--since", *since); err != nil {
 		return err
@@ -34,9 +37,18 @@ func runAudit(ctx context.Context, e env, args []string) error {
 	if req.EndTime, err = parseTimeOrAgo("--until", *until); err != nil {
 		return err
 	}
-	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
-		return c.Admin.ListAuditEvents(ctx, req)
+	var got int
+	err = r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+		resp, err := c.Admin.ListAuditEvents(ctx, req)
+		got = len(resp.GetEvents())
+		return resp, err
 	})
+	if err == nil && got == *limit {
+		// Oldest first: a full page hides the latest actions, the ones an operator usually
+		// looks for. Say so rather than let the listing pass for complete.
+		fmt.Fprintf(e.stderr, "hookverify audit: showing the oldest %d actions; there may be later ones: narrow --since/--until or raise --limit (up to 1000)\n", got)
+	}
+	return err
 }
 
 // parseTimeOrAgo reads an RFC 3339 time or a duration before now.
@@ -47,7 +59,15 @@ func parseTimeOrAgo(flagName, value string) (*timestamppb.Timestamp, error) {
 		}
 		return timestamppb.New(time.Now().Add(-ago)), nil
 	}
-	return parseOptionalTime(flagName, value)
+	if value == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339, value)
+	if err != nil {
+		// Both forms named: "1d" or "2026-12-04" is a likely first try, and the flag takes either.
+		return nil, fmt.Errorf("%s %q: want an RFC 3339 time such as 2026-12-31T23:59:00Z or a duration ago such as 24h or 30m", flagName, value)
+	}
+	return timestamppb.New(t), nil
 }
 
 // runRekey moves every secret to the server's current master key, page by page, and reports
