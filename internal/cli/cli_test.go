@@ -938,7 +938,7 @@ func TestInboxDurationsOutOfRangeAreUsageErrors(t *testing.T) {
 // "hookverify -h", so that `hookverify secret add -h && ...` or a help check in CI works.
 // Mistakes still exit 2.
 func TestHelpExitsZero(t *testing.T) {
-	for _, args := range [][]string{{"-h"}, {"secret", "add", "-h"}, {"inbox", "lease", "--help"}, {"sign", "-h"}, {"audit", "-h"}, {"inbox", "-h"}, {"token", "help"}} {
+	for _, args := range [][]string{{"-h"}, {"secret", "add", "-h"}, {"inbox", "lease", "--help"}, {"sign", "-h"}, {"audit", "-h"}, {"inbox", "-h"}, {"token", "help"}, {"worker", "-h"}} {
 		if code, _, errOut := run(t, "", args...); code != 0 || !strings.Contains(errOut, "sage") {
 			t.Errorf("%q: exit %d, stderr %q; want 0 and the usage", args, code, errOut)
 		}
