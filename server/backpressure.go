@@ -51,6 +51,10 @@ const MaxInboxMonitorShare = 0.05
 // then (logged) until a read succeeds again.
 const StaleInboxSnapshotRefreshes = 5
 
+// firstInboxReadStall is how long the monitor's first read may run before it counts as
+// failed, since no read has yet said how long a scan of this inbox takes.
+const firstInboxReadStall = time.Minute
+
 // defaultInboxMonitorInterval is the interval RefreshInboxDepth reads as: the one serve runs
 // the monitor at.
 const defaultInboxMonitorInterval = time.Second
@@ -68,12 +72,19 @@ const defaultInboxMonitorInterval = time.Second
 // refresh periods counts as a failed one while it runs on (see watchRead).
 func (s *Server) RunInboxMonitor(ctx context.Context, interval time.Duration) {
 	var scan time.Duration // how long the last read that answered took
+	answered := false
 	for {
 		stall := StaleInboxSnapshotRefreshes * (scan + monitorPause(interval, scan))
+		if !answered {
+			// Until a read has answered, nothing says how long a scan takes: a first one over
+			// a large backlog (a restart with a million pending rows) may take seconds, and
+			// must not turn health NOT_SERVING while storage is fine.
+			stall = max(stall, firstInboxReadStall)
+		}
 		took, ok := s.refreshInbox(ctx, interval, stall)
 		pause := monitorPause(interval, scan)
 		if ok {
-			scan = took
+			scan, answered = took, true
 			pause = monitorPause(interval, took)
 		}
 		select {

@@ -124,8 +124,9 @@ func TestMonitorHandlesAHungReadAsFailed(t *testing.T) {
 	const interval = 20 * time.Millisecond
 	srv.RefreshInboxDepth(t.Context())
 	before := oldestAge(srv)
-	st.hang.Store(true)
 	go srv.RunInboxMonitor(ctx, interval)
+	time.Sleep(5 * interval) // the monitor's own reads answer: it knows how long a scan takes
+	st.hang.Store(true)
 	if !waitHealth(t, srv, healthpb.HealthCheckResponse_NOT_SERVING, 2*time.Second) {
 		t.Fatal("health still SERVING while the inbox stats read hangs")
 	}
@@ -136,5 +137,24 @@ func TestMonitorHandlesAHungReadAsFailed(t *testing.T) {
 	st.hang.Store(false)
 	if !waitHealth(t, srv, healthpb.HealthCheckResponse_SERVING, 2*time.Second) {
 		t.Fatal("health not SERVING again once the read answers")
+	}
+}
+
+// TestMonitorGivesItsFirstReadTime: before any read has answered, nothing says how long a scan
+// takes, and a first one over a large backlog (a restart with a million pending rows) may take
+// seconds: it must not turn health NOT_SERVING while storage is fine.
+func TestMonitorGivesItsFirstReadTime(t *testing.T) {
+	srv, st := newScriptedMonitor(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	const interval = 20 * time.Millisecond
+	st.hang.Store(true) // the first read takes a while
+	go srv.RunInboxMonitor(ctx, interval)
+	if waitHealth(t, srv, healthpb.HealthCheckResponse_NOT_SERVING, 20*StaleInboxSnapshotRefreshes*interval) {
+		t.Fatal("health NOT_SERVING during the monitor's first read, though storage answers other calls")
+	}
+	st.hang.Store(false)
+	if !waitHealth(t, srv, healthpb.HealthCheckResponse_SERVING, 2*time.Second) {
+		t.Fatal("health not SERVING after the first read answered")
 	}
 }
