@@ -27,10 +27,10 @@ import (
 
 	"github.com/hookverify/hookverify/client"
 	"github.com/hookverify/hookverify/internal/ident"
+	"github.com/hookverify/hookverify/internal/testpki"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/protocol"
-	"github.com/hookverify/hookverify/server/secretbox"
 	"github.com/hookverify/hookverify/storage"
 	"github.com/hookverify/hookverify/storage/sqlite"
 )
@@ -44,14 +44,7 @@ type hookverifyServer struct {
 
 func startHookverify(t *testing.T, opts ...grpc.ServerOption) *hookverifyServer {
 	t.Helper()
-	key, err := secretbox.NewKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyring, err := secretbox.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyring := testpki.Keyring(t)
 	srv, err := server.New(server.Options{Keyring: keyring, Protocols: protocol.Default(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -8,22 +8,15 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/hookverify/hookverify/internal/testpki"
 	"github.com/hookverify/hookverify/server/protocol"
-	"github.com/hookverify/hookverify/server/secretbox"
 )
 
 // TestEveryRegisteredMethodHasARule keeps the authorization table complete: every unary
 // method of every service but health and reflection has a rule, every rule names a registered
 // method, and no hookverify method streams (the stream interceptor refuses all streams).
 func TestEveryRegisteredMethodHasARule(t *testing.T) {
-	key, err := secretbox.NewKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kr, err := secretbox.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := testpki.Keyring(t)
 	s, err := New(Options{Keyring: kr, Protocols: protocol.Default(), Auth: &AuthConfig{}})
 	if err != nil {
 		t.Fatal(err)

@@ -16,9 +16,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hookverify/hookverify/internal/testpki"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server/protocol"
-	"github.com/hookverify/hookverify/server/secretbox"
 )
 
 // TestInvalidUTF8IsInvalidArgument: a request whose string field is not UTF-8 reaches no
@@ -82,14 +82,7 @@ func (rawCodec) Name() string { return "proto" }
 // message holds a string that is not UTF-8 is refused, not handed on emptied: Watch would
 // otherwise answer for the service "" (the whole server) as if asked about it.
 func TestInvalidUTF8IsInvalidArgumentInStreams(t *testing.T) {
-	key, err := secretbox.NewKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyring, err := secretbox.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyring := testpki.Keyring(t)
 	srv, err := New(Options{Keyring: keyring, Protocols: protocol.Default(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -11,9 +11,9 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/hookverify/hookverify/internal/testpki"
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/protocol"
-	"github.com/hookverify/hookverify/server/secretbox"
 )
 
 // countingListener counts the connections it accepts.
@@ -40,11 +40,7 @@ func TestIdleClientsMayPing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for four keepalive pings (about 45 s)")
 	}
-	key, _ := secretbox.NewKey()
-	keyring, err := secretbox.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyring := testpki.Keyring(t)
 	srv, err := server.New(server.Options{Keyring: keyring, Protocols: protocol.Default()})
 	if err != nil {
 		t.Fatal(err)

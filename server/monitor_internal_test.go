@@ -10,8 +10,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/hookverify/hookverify/internal/testpki"
 	"github.com/hookverify/hookverify/server/protocol"
-	"github.com/hookverify/hookverify/server/secretbox"
 	"github.com/hookverify/hookverify/storage"
 )
 
@@ -42,14 +42,7 @@ func (s *scriptedStats) InboxStats(ctx context.Context) ([]storage.EndpointInbox
 
 func newScriptedMonitor(t *testing.T) (*Server, *scriptedStats) {
 	t.Helper()
-	key, err := secretbox.NewKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kr, err := secretbox.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := testpki.Keyring(t)
 	srv, err := New(Options{Keyring: kr, Protocols: protocol.Default(), Metrics: NewMetrics()})
 	if err != nil {
 		t.Fatal(err)

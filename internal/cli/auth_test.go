@@ -200,7 +200,7 @@ func startMutualTLSServer(t *testing.T, dir, scopes string, clients ...pkix.Name
 // startAuthServer runs an embedded server with sc's authentication settings on loopback.
 func startAuthServer(t *testing.T, sc serveConfig) string {
 	t.Helper()
-	keyring := newKeyring(t)
+	keyring := testpki.Keyring(t)
 	return startAuthServerOn(t, sc, keyring, t.TempDir())
 }
 
@@ -346,7 +346,7 @@ func TestServeReloadsItsCertificateAndReportsFailedHandshakes(t *testing.T) {
 	logs := &lockedBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	keyring := newKeyring(t)
+	keyring := testpki.Keyring(t)
 	sc := serveConfig{listen: "127.0.0.1:0", httpListen: "127.0.0.1:0", auth: authFlags{tlsCert: certFile, tlsKey: keyFile, requireAuth: true}}
 	store := storeConfig{dataDir: t.TempDir()}
 	srv, err := startServerWith(ctx, slog.New(slog.NewJSONHandler(logs, nil)), sc, keyring, store.openStore)
@@ -390,20 +390,6 @@ func TestServeReloadsItsCertificateAndReportsFailedHandshakes(t *testing.T) {
 	if metrics := get(t, "http://"+srv.httpAddr+"/metrics"); !regexp.MustCompile(`(?m)^hookverify_tls_handshake_failures_total [1-9]`).MatchString(metrics) {
 		t.Errorf("/metrics does not count the failed handshake:\n%s", metrics)
 	}
-}
-
-// newKeyring returns a keyring under a fresh master key.
-func newKeyring(t *testing.T) *secretbox.Keyring {
-	t.Helper()
-	key, err := secretbox.NewKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyring, err := secretbox.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return keyring
 }
 
 // TestClientCARemovedStopsOpenConnections: a CA taken out of --client-ca (a compromised one)

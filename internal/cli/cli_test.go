@@ -29,6 +29,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/hookverify/hookverify/internal/pgtest"
+	"github.com/hookverify/hookverify/internal/testpki"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/secretbox"
@@ -173,7 +174,7 @@ func startTestServer(t *testing.T) (remote []string, must func(stdin string, arg
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	keyring := newKeyring(t)
+	keyring := testpki.Keyring(t)
 	cfg := storeConfig{dataDir: t.TempDir()}
 	srv, err := startServer(ctx, newTestLogger(t), "127.0.0.1:0", keyring, cfg.openStore)
 	if err != nil {

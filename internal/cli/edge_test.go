@@ -89,7 +89,7 @@ func startEdge(t *testing.T, args ...string) *runningEdge {
 func TestEdgeCommand(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	keyring := newKeyring(t)
+	keyring := testpki.Keyring(t)
 	cfg := storeConfig{dataDir: t.TempDir()}
 	srv, err := startServer(ctx, newTestLogger(t), "127.0.0.1:0", keyring, cfg.openStore)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/hookverify/hookverify/internal/testpki"
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/secretbox"
 	"github.com/hookverify/hookverify/storage/sqlite"
@@ -23,7 +24,7 @@ import (
 // --max-attempts 5 has no attempts left when serve restarts with --max-attempts 2, and the
 // start moves it to the dead letters rather than leave it pending, leasable by no one.
 func TestServeDeadLettersSpentDeliveriesAtStart(t *testing.T) {
-	keyring := newKeyring(t)
+	keyring := testpki.Keyring(t)
 	cfg := storeConfig{dataDir: t.TempDir()}
 	serve := func(maxAttempts int) (must func(stdin string, args ...string) string, stop func()) {
 		t.Helper()

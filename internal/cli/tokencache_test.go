@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/hookverify/hookverify/internal/testpki"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
 
@@ -31,7 +32,7 @@ func TestTokenCacheTTLZeroMeansNoCache(t *testing.T) {
 	}
 	sc.bootstrapToken = "bootstrap-" + strings.Repeat("r", 40)
 	dataDir := t.TempDir()
-	keyring := newKeyring(t)
+	keyring := testpki.Keyring(t)
 	start := func() string { return startAuthServerOn(t, sc, keyring, dataDir) }
 	here, there := start(), start() // two instances, one store
 	dial := func(addr string) *grpc.ClientConn {

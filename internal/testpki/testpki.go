@@ -1,5 +1,5 @@
 // Package testpki issues certificates for tests: a CA, server and client certificates signed
-// by it, and their PEM files. It is for tests only.
+// by it, and their PEM files; and keyrings under fresh master keys. It is for tests only.
 package testpki
 
 import (
@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hookverify/hookverify/server/secretbox"
 )
 
 // CA signs certificates.
@@ -150,4 +152,18 @@ func (ca *CA) Pool() *x509.CertPool {
 	p := x509.NewCertPool()
 	p.AddCert(ca.Cert)
 	return p
+}
+
+// Keyring returns a keyring under a fresh master key.
+func Keyring(t testing.TB) *secretbox.Keyring {
+	t.Helper()
+	key, err := secretbox.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyring, err := secretbox.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keyring
 }
