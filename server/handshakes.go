@@ -5,11 +5,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"sync"
 	"syscall"
 	"time"
 
 	"google.golang.org/grpc/credentials"
+
+	"github.com/hookverify/hookverify/internal/ratelog"
 )
 
 // handshakeLogInterval bounds how often failed TLS handshakes are logged: a scanner or a
@@ -23,7 +24,7 @@ const handshakeLogInterval = 10 * time.Second
 // with an expired or untrusted client certificate, or one speaking plaintext, was invisible
 // from the server's side.
 func (s *Server) ObserveHandshakes(creds credentials.TransportCredentials) credentials.TransportCredentials {
-	return &observedCredentials{TransportCredentials: creds, log: &handshakeLog{logger: s.log, metrics: s.metrics, now: time.Now}}
+	return &observedCredentials{TransportCredentials: creds, log: &handshakeLog{logger: s.log, metrics: s.metrics, limit: ratelog.New(handshakeLogInterval, time.Now)}}
 }
 
 type observedCredentials struct {
@@ -47,12 +48,7 @@ func (c *observedCredentials) Clone() credentials.TransportCredentials {
 type handshakeLog struct {
 	logger  *slog.Logger
 	metrics *Metrics
-	now     func() time.Time
-
-	mu sync.Mutex
-	// last is when a line was last logged; unlogged counts failures since.
-	last     time.Time
-	unlogged int
+	limit   *ratelog.Limiter
 }
 
 func (h *handshakeLog) failed(remote net.Addr, err error) {
@@ -65,19 +61,13 @@ func (h *handshakeLog) failed(remote net.Addr, err error) {
 		// alert instead, which is logged.
 		return
 	}
-	h.mu.Lock()
-	now := h.now()
-	if !h.last.IsZero() && now.Sub(h.last) < handshakeLogInterval {
-		h.unlogged++
-		h.mu.Unlock()
+	ok, heldBack := h.limit.Allow()
+	if !ok {
 		return
 	}
-	suppressed := h.unlogged
-	h.last, h.unlogged = now, 0
-	h.mu.Unlock()
 	addr := ""
 	if remote != nil {
 		addr = remote.String()
 	}
-	h.logger.Warn("TLS handshake failed", "remote", addr, "err", err, "not_logged_since_last", suppressed)
+	h.logger.Warn("TLS handshake failed", "remote", addr, "err", err, "not_logged_since_last", heldBack)
 }

@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/hookverify/hookverify/internal/ratelog"
 	"github.com/hookverify/hookverify/internal/testpki"
 )
 
@@ -23,7 +24,7 @@ import (
 func TestHandshakeLogIsRateLimited(t *testing.T) {
 	var out bytes.Buffer
 	now := time.Unix(1_700_000_000, 0)
-	h := &handshakeLog{logger: slog.New(slog.NewJSONHandler(&out, nil)), metrics: NewMetrics(), now: func() time.Time { return now }}
+	h := &handshakeLog{logger: slog.New(slog.NewJSONHandler(&out, nil)), metrics: NewMetrics(), limit: ratelog.New(handshakeLogInterval, func() time.Time { return now })}
 	remote := &net.TCPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 4242}
 	refused := errors.New("tls: first record does not look like a TLS handshake")
 
@@ -66,7 +67,7 @@ func TestHandshakeLogIsRateLimited(t *testing.T) {
 // every instance behind such a balancer logged a warning every 10 s for ever.
 func TestHandshakeResetBeforeHelloIsNotLogged(t *testing.T) {
 	var out bytes.Buffer
-	h := &handshakeLog{logger: slog.New(slog.NewJSONHandler(&out, nil)), metrics: NewMetrics(), now: time.Now}
+	h := &handshakeLog{logger: slog.New(slog.NewJSONHandler(&out, nil)), metrics: NewMetrics(), limit: ratelog.New(handshakeLogInterval, time.Now)}
 	ca := testpki.NewCA(t, "test CA")
 	cfg := &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, testpki.Leaf{Server: true})}}
 	creds := &observedCredentials{TransportCredentials: credentials.NewTLS(cfg), log: h}

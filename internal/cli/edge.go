@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/hookverify/hookverify/client"
+	"github.com/hookverify/hookverify/internal/ratelog"
 	"github.com/hookverify/hookverify/internal/tlsfiles"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
@@ -295,7 +296,7 @@ func newEdgeServer(cfg edgeConfig, h http.Handler, log *slog.Logger) *http.Serve
 		IdleTimeout:       60 * time.Second,
 		// The server refuses more than 256 KiB of headers; a little framing on top.
 		MaxHeaderBytes: 256<<10 + 16<<10,
-		ErrorLog:       stdlog.New(&edgeErrorLog{log: log, now: time.Now}, "", 0),
+		ErrorLog:       stdlog.New(&edgeErrorLog{log: log, limit: ratelog.New(edgeHandshakeLogInterval, time.Now)}, "", 0),
 	}
 }
 
@@ -307,12 +308,8 @@ const edgeHandshakeLogInterval = 10 * time.Second
 // not logged, and the others (a scanner, a client speaking plaintext) at most once per
 // edgeHandshakeLogInterval, with how many were not logged since, as the server does.
 type edgeErrorLog struct {
-	log *slog.Logger
-	now func() time.Time
-
-	mu       sync.Mutex
-	last     time.Time
-	unlogged int
+	log   *slog.Logger
+	limit *ratelog.Limiter
 }
 
 func (w *edgeErrorLog) Write(p []byte) (int, error) {
@@ -325,18 +322,10 @@ func (w *edgeErrorLog) Write(p []byte) (int, error) {
 	if strings.HasSuffix(rest, ": EOF") || strings.HasSuffix(rest, "connection reset by peer") {
 		return len(p), nil
 	}
-	w.mu.Lock()
-	now := w.now()
-	if !w.last.IsZero() && now.Sub(w.last) < edgeHandshakeLogInterval {
-		w.unlogged++
-		w.mu.Unlock()
-		return len(p), nil
+	if ok, heldBack := w.limit.Allow(); ok {
+		remote, reason, _ := strings.Cut(rest, ": ")
+		w.log.Warn("TLS handshake failed", "remote", remote, "err", reason, "not_logged_since_last", heldBack)
 	}
-	suppressed := w.unlogged
-	w.last, w.unlogged = now, 0
-	w.mu.Unlock()
-	remote, reason, _ := strings.Cut(rest, ": ")
-	w.log.Warn("TLS handshake failed", "remote", remote, "err", reason, "not_logged_since_last", suppressed)
 	return len(p), nil
 }
 

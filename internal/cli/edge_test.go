@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hookverify/hookverify/client"
+	"github.com/hookverify/hookverify/internal/ratelog"
 	"github.com/hookverify/hookverify/internal/testpki"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server/protocol"
@@ -391,7 +392,7 @@ func TestEdgePublicURLBaseErrorQuotesNoCredentials(t *testing.T) {
 func TestEdgeHandshakeLogIsRateLimited(t *testing.T) {
 	var out lockedBuffer
 	now := time.Unix(1_700_000_000, 0)
-	w := &edgeErrorLog{log: slog.New(slog.NewJSONHandler(&out, nil)), now: func() time.Time { return now }}
+	w := &edgeErrorLog{log: slog.New(slog.NewJSONHandler(&out, nil)), limit: ratelog.New(edgeHandshakeLogInterval, func() time.Time { return now })}
 	errorLog := stdlog.New(w, "", 0)
 	errorLog.Print("http: TLS handshake error from 10.0.0.1:1234: EOF")
 	errorLog.Print("http: TLS handshake error from 10.0.0.1:1235: read tcp 10.0.0.2:443->10.0.0.1:1235: read: connection reset by peer")
