@@ -302,12 +302,7 @@ func TestTLS(t *testing.T) {
 	caFile := filepath.Join(dir, "ca.pem")
 	ca.WriteCA(t, caFile)
 	certFile, keyFile := testpki.WriteKeyPair(t, dir, "edge", ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "edge"}}))
-	srvTLS := &tls.Config{
-		Certificates: []tls.Certificate{ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "localhost"}, Server: true})},
-		ClientCAs:    ca.Pool(),
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		MinVersion:   tls.VersionTLS12,
-	}
+	srvTLS := mutualTLSServerConfig(t, ca)
 	f := newFakeServer()
 	var seen []string // guarded by f.mu
 	f.respond = func(ctx context.Context, _ *hookverifyv1.VerifyRequest) (*hookverifyv1.VerifyResponse, error) {
@@ -365,11 +360,7 @@ func TestTLSFilesFollowRenewal(t *testing.T) {
 		NotBefore: time.Now().Add(-2 * time.Hour), NotAfter: time.Now().Add(-time.Hour)})
 	certFile, keyFile := testpki.WriteKeyPair(t, dir, "edge", expired)
 	f := newFakeServer()
-	addr := f.start(t, grpc.Creds(credentials.NewTLS(&tls.Config{
-		Certificates: []tls.Certificate{ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "localhost"}, Server: true})},
-		ClientCAs:    ca.Pool(),
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-	})))
+	addr := f.start(t, grpc.Creds(credentials.NewTLS(mutualTLSServerConfig(t, ca))))
 	_, port, _ := net.SplitHostPort(addr)
 	conn := dial(t, "localhost:"+port, client.WithTLSFiles(caFile, certFile, keyFile), client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))
 	if _, err := conn.Verifier.Verify(context.Background(), &hookverifyv1.VerifyRequest{EndpointId: "e"}); err == nil {
@@ -404,5 +395,17 @@ func TestZeroInitialBackoffRetriesAtOnce(t *testing.T) {
 	start := time.Now()
 	if _, err := conn.Verifier.Verify(ctx, &hookverifyv1.VerifyRequest{EndpointId: "ep"}); err != nil {
 		t.Fatalf("after %v and %d calls: %v; want the retries made at once and the third call answered", time.Since(start), f.count("Verify"), err)
+	}
+}
+
+// mutualTLSServerConfig is a server's TLS configuration with a certificate for localhost from
+// ca, requiring a client certificate from ca.
+func mutualTLSServerConfig(t *testing.T, ca *testpki.CA) *tls.Config {
+	t.Helper()
+	return &tls.Config{
+		Certificates: []tls.Certificate{ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "localhost"}, Server: true})},
+		ClientCAs:    ca.Pool(),
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		MinVersion:   tls.VersionTLS12,
 	}
 }

@@ -504,9 +504,7 @@ func (s *Server) secretInfo(sec storage.Secret) *hookverifyv1.SecretInfo {
 
 func secretState(sec storage.Secret, now time.Time) hookverifyv1.SecretState {
 	switch {
-	case !sec.RetiredAt.IsZero() && !now.Before(sec.RetiredAt), !sec.NotAfter.IsZero() && !now.Before(sec.NotAfter),
-		// A window that ends before it starts never authenticates anything.
-		!sec.NotAfter.IsZero() && !sec.NotBefore.IsZero() && !sec.NotAfter.After(sec.NotBefore):
+	case sec.EndedAt(now):
 		return hookverifyv1.SecretState_SECRET_STATE_RETIRED
 	case !sec.NotBefore.IsZero() && now.Before(sec.NotBefore):
 		return hookverifyv1.SecretState_SECRET_STATE_SCHEDULED

@@ -90,8 +90,7 @@ func (s *Server) UnreadableSecrets(ctx context.Context, st storage.Store) (count
 			return 0, nil, err
 		}
 		for _, sec := range secrets {
-			ended := (!sec.RetiredAt.IsZero() && !now.Before(sec.RetiredAt)) || (!sec.NotAfter.IsZero() && !now.Before(sec.NotAfter))
-			if ended || s.keyring.Has(sec.KeyID) {
+			if sec.EndedAt(now) || s.keyring.Has(sec.KeyID) {
 				continue
 			}
 			count++

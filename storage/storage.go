@@ -169,16 +169,15 @@ type Secret struct {
 
 // ValidAt reports whether the secret authenticates deliveries at t.
 func (s Secret) ValidAt(t time.Time) bool {
-	if !s.RetiredAt.IsZero() && !t.Before(s.RetiredAt) {
-		return false
-	}
-	if !s.NotBefore.IsZero() && t.Before(s.NotBefore) {
-		return false
-	}
-	if !s.NotAfter.IsZero() && !t.Before(s.NotAfter) {
-		return false
-	}
-	return true
+	return !s.EndedAt(t) && (s.NotBefore.IsZero() || !t.Before(s.NotBefore))
+}
+
+// EndedAt reports whether the secret will never authenticate from t on: retired, past its
+// NotAfter, or with a window that ends before it starts (one scheduled for later has not
+// ended).
+func (s Secret) EndedAt(t time.Time) bool {
+	return (!s.RetiredAt.IsZero() && !t.Before(s.RetiredAt)) || (!s.NotAfter.IsZero() && !t.Before(s.NotAfter)) ||
+		(!s.NotAfter.IsZero() && !s.NotBefore.IsZero() && !s.NotAfter.After(s.NotBefore))
 }
 
 // Header is one HTTP header line as received.

@@ -2,7 +2,7 @@
 // Every wait is bounded so a failure never hangs CI.
 'use strict';
 
-const { spawn, execFile } = require('node:child_process');
+const { spawn, execFile, execFileSync } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
@@ -281,7 +281,29 @@ function sleep(ms, { unref = false } = {}) {
   });
 }
 
+/** haveOpenssl is whether the openssl command is there to make test certificates. */
+const haveOpenssl = (() => {
+  try {
+    execFileSync('openssl', ['version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/**
+ * selfSigned writes dir/name.pem, a self-signed P-256 certificate (its own CA) for subject
+ * with the subjectAltName san, and dir/name.key, and returns their paths.
+ */
+function selfSigned(dir, name, subject, san = 'DNS:localhost') {
+  const key = path.join(dir, `${name}.key`);
+  const cert = path.join(dir, `${name}.pem`);
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+    '-keyout', key, '-out', cert, '-days', '1', '-subj', subject, '-addext', `subjectAltName=${san}`], { stdio: 'ignore' });
+  return { key, cert };
+}
+
 module.exports = {
   REPO_ROOT, mkTmp, run, buildHookverify, startHookverify, waitServing, listen, closeServer, request,
-  rawExchange, signGitHub, githubHeaders, sleep,
+  rawExchange, signGitHub, githubHeaders, sleep, haveOpenssl, selfSigned,
 };

@@ -6,7 +6,6 @@
 
 const { describe, before, after, beforeEach, test } = require('node:test');
 const assert = require('node:assert/strict');
-const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
@@ -15,16 +14,10 @@ const grpc = require('@grpc/grpc-js');
 const { createEdge, loadHookverify } = require('../edge.js');
 const h = require('./helpers.js');
 
-let haveOpenssl = true;
-try {
-  execFileSync('openssl', ['version'], { stdio: 'ignore' });
-} catch {
-  haveOpenssl = false;
-}
 
 const accepted = () => ({ verdict: 'VERDICT_ACCEPTED', reply: { status: 200, body: Buffer.from('{"status":"accepted"}') } });
 
-describe('TLS files read again when they change (fake VerifierService, mutual TLS)', { timeout: 60000, skip: !haveOpenssl && 'no openssl command' }, () => {
+describe('TLS files read again when they change (fake VerifierService, mutual TLS)', { timeout: 60000, skip: !h.haveOpenssl && 'no openssl command' }, () => {
   let tmp;
   let grpcServer;
   let addr;
@@ -32,10 +25,7 @@ describe('TLS files read again when they change (fake VerifierService, mutual TL
   const edges = [];
 
   const selfSigned = (name, subject) => {
-    const key = path.join(tmp.dir, `${name}.key`);
-    const cert = path.join(tmp.dir, `${name}.pem`);
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-      '-keyout', key, '-out', cert, '-days', '1', '-subj', subject, '-addext', 'subjectAltName=DNS:localhost'], { stdio: 'ignore' });
+    const { key, cert } = h.selfSigned(tmp.dir, name, subject);
     return { key: fs.readFileSync(key), cert: fs.readFileSync(cert) };
   };
 

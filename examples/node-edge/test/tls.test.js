@@ -4,7 +4,6 @@
 
 const { describe, before, after, test } = require('node:test');
 const assert = require('node:assert/strict');
-const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
@@ -12,14 +11,8 @@ const grpc = require('@grpc/grpc-js');
 const { createEdge, loadHookverify } = require('../edge.js');
 const h = require('./helpers.js');
 
-let haveOpenssl = true;
-try {
-  execFileSync('openssl', ['version'], { stdio: 'ignore' });
-} catch {
-  haveOpenssl = false;
-}
 
-describe('edge over TLS (fake VerifierService, mutual TLS)', { timeout: 60000, skip: !haveOpenssl && 'no openssl command to make certificates' }, () => {
+describe('edge over TLS (fake VerifierService, mutual TLS)', { timeout: 60000, skip: !h.haveOpenssl && 'no openssl command to make certificates' }, () => {
   let tmp;
   let grpcServer;
   let addr;
@@ -27,14 +20,7 @@ describe('edge over TLS (fake VerifierService, mutual TLS)', { timeout: 60000, s
   const calls = [];
   const edges = [];
 
-  // selfSigned writes a self-signed P-256 certificate (it is its own CA) and its key.
-  const selfSigned = (name, subject, san) => {
-    const key = path.join(tmp.dir, `${name}.key`);
-    const cert = path.join(tmp.dir, `${name}.pem`);
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-      '-keyout', key, '-out', cert, '-days', '1', '-subj', subject, '-addext', `subjectAltName=${san}`], { stdio: 'ignore' });
-    return { key, cert };
-  };
+  const selfSigned = (name, subject, san) => h.selfSigned(tmp.dir, name, subject, san);
 
   before(async () => {
     tmp = h.mkTmp();
