@@ -9,7 +9,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,7 +80,10 @@ const (
 type Option func(*config)
 
 type config struct {
-	creds       credentials.TransportCredentials
+	creds credentials.TransportCredentials
+	// tlsFiles are WithTLSFiles' CA, certificate and key files, read by Dial (nil without).
+	tlsFiles    []string
+	logger      *slog.Logger
 	tlsErr      error
 	token       string
 	retry       RetryPolicy
@@ -92,7 +97,7 @@ type config struct {
 // WithTLS encrypts the connection with cfg (server name, root CAs, client certificates).
 func WithTLS(cfg *tls.Config) Option {
 	return func(c *config) {
-		c.creds = credentials.NewTLS(cfg.Clone())
+		c.creds, c.tlsFiles = credentials.NewTLS(cfg.Clone()), nil
 	}
 }
 
@@ -103,19 +108,41 @@ func WithTLS(cfg *tls.Config) Option {
 // client certificate or CA bundle is used without a restart. If changed files do not load
 // (a certificate written before its key), the previous ones stay in use, and a failed
 // handshake's error says so.
+// With WithConnLogger, a reload and a change that does not load are logged.
 func WithTLSFiles(caFile, certFile, keyFile string) Option {
 	return func(c *config) {
-		if (certFile == "") != (keyFile == "") {
-			c.tlsErr = errors.New("client: a client certificate needs both the certificate and the key file")
-			return
-		}
-		r, err := tlsfiles.NewReloader([]string{caFile, certFile, keyFile}, clientTLSConfig, nil, nil)
-		if err != nil {
-			c.tlsErr = err
-			return
-		}
-		c.creds = r.Credentials()
+		c.creds, c.tlsFiles = nil, []string{caFile, certFile, keyFile}
 	}
+}
+
+// WithConnLogger logs what the connection does on its own, outside any call: TLS files
+// (WithTLSFiles) reloaded after a change, or changed but not loading. A long-running edge
+// wants both in its log: the second is the only sign, before the old certificate expires,
+// that a renewal went wrong. Without it nothing is logged.
+func WithConnLogger(log *slog.Logger) Option {
+	return func(c *config) { c.logger = log }
+}
+
+// tlsFilesCredentials reads the files of WithTLSFiles, and watches them as it describes.
+func (c *config) tlsFilesCredentials() (credentials.TransportCredentials, error) {
+	if (c.tlsFiles[1] == "") != (c.tlsFiles[2] == "") {
+		return nil, errors.New("client: a client certificate needs both the certificate and the key file")
+	}
+	var onError func(error)
+	var onBuilt func(*tls.Config)
+	if log := c.logger; log != nil {
+		onError = func(err error) {
+			log.Error("the TLS files for the verifier changed but do not load; still using the previous ones", "err", err)
+		}
+		onBuilt = func(*tls.Config) {
+			log.Info("reloaded the TLS files for the verifier", "files", strings.Join(slices.DeleteFunc(slices.Clone(c.tlsFiles), func(p string) bool { return p == "" }), ", "))
+		}
+	}
+	r, err := tlsfiles.NewReloader(c.tlsFiles, clientTLSConfig, onError, onBuilt)
+	if err != nil {
+		return nil, err
+	}
+	return r.Credentials(), nil
 }
 
 // clientTLSConfig builds the configuration from the contents of the CA, certificate and key
@@ -198,6 +225,13 @@ func Dial(addr string, opts ...Option) (*Conn, error) {
 	}
 	if cfg.tlsErr != nil {
 		return nil, cfg.tlsErr
+	}
+	if cfg.tlsFiles != nil {
+		creds, err := cfg.tlsFilesCredentials()
+		if err != nil {
+			return nil, err
+		}
+		cfg.creds = creds
 	}
 	if err := cfg.retry.validate(); err != nil {
 		return nil, err

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509/pkix"
+	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -349,7 +351,8 @@ func TestTLS(t *testing.T) {
 
 // TestTLSFilesFollowRenewal: an edge whose client certificate expired is turned away until the
 // renewed one is written to its files; then the same connection gets through, without a
-// restart or a new Dial.
+// restart or a new Dial. With WithConnLogger, a renewal caught half written and the reload
+// after it are both logged: the first is the only warning before the old certificate expires.
 func TestTLSFilesFollowRenewal(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -362,11 +365,29 @@ func TestTLSFilesFollowRenewal(t *testing.T) {
 	f := newFakeServer()
 	addr := f.start(t, grpc.Creds(credentials.NewTLS(mutualTLSServerConfig(t, ca))))
 	_, port, _ := net.SplitHostPort(addr)
-	conn := dial(t, "localhost:"+port, client.WithTLSFiles(caFile, certFile, keyFile), client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))
+	var logs syncBuffer
+	conn := dial(t, "localhost:"+port, client.WithTLSFiles(caFile, certFile, keyFile), client.WithRetry(client.RetryPolicy{MaxAttempts: 1}),
+		client.WithConnLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	if _, err := conn.Verifier.Verify(context.Background(), &hookverifyv1.VerifyRequest{EndpointId: "e"}); err == nil {
 		t.Fatal("an expired client certificate got through")
 	}
-	testpki.WriteKeyPair(t, dir, "edge", ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "edge"}}))
+	// A renewal caught between its two files: the new certificate beside the old key.
+	renewed := ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "edge"}})
+	halfDir := t.TempDir()
+	newCert, _ := testpki.WriteKeyPair(t, halfDir, "edge", renewed)
+	if err := os.Rename(newCert, certFile); err != nil {
+		t.Fatal(err)
+	}
+	// The next handshake reads the files: after the connection's backoff, a few seconds at most.
+	for deadline := time.Now().Add(15 * time.Second); !strings.Contains(logs.String(), "changed but do not load"); time.Sleep(50 * time.Millisecond) {
+		if _, err := conn.Verifier.Verify(context.Background(), &hookverifyv1.VerifyRequest{EndpointId: "e"}); err == nil {
+			t.Fatal("a certificate without its key got through")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a half-written renewal was not logged; logs: %s", logs.String())
+		}
+	}
+	testpki.WriteKeyPair(t, dir, "edge", renewed)
 	// The connection reconnects after its backoff (at most a few seconds).
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -378,6 +399,9 @@ func TestTLSFilesFollowRenewal(t *testing.T) {
 			t.Fatalf("with the renewed certificate on disk, Verify still fails: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), "reloaded the TLS files") {
+		t.Fatalf("the reload was not logged; logs: %s", logs.String())
 	}
 }
 

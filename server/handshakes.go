@@ -24,7 +24,7 @@ const handshakeLogInterval = 10 * time.Second
 // with an expired or untrusted client certificate, or one speaking plaintext, was invisible
 // from the server's side.
 func (s *Server) ObserveHandshakes(creds credentials.TransportCredentials) credentials.TransportCredentials {
-	return &observedCredentials{TransportCredentials: creds, log: &handshakeLog{logger: s.log, metrics: s.metrics, limit: ratelog.New(handshakeLogInterval, time.Now)}}
+	return &observedCredentials{TransportCredentials: creds, log: &handshakeLog{logger: s.log, metrics: s.metrics, limit: ratelog.ForLog(s.log, handshakeLogInterval, "TLS handshakes failed")}}
 }
 
 type observedCredentials struct {

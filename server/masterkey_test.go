@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -45,6 +46,15 @@ func TestSecretUnderUnknownMasterKeyIsUnavailableNotMismatch(t *testing.T) {
 		// The new one is sealed under a key this instance lacks: retry later, not 401.
 		_, err = stale.call(t, e.deliver(t, p, "mk-shop", eventID(p), newSecret))
 		wantCode(t, err, codes.Unavailable)
+		// Every delivery to the endpoint, forged ones too, meets this until the restart: the
+		// ERROR line naming the secret is logged once per interval, not once per call.
+		for range 5 {
+			_, err = stale.call(t, e.deliver(t, p, "mk-shop", eventID(p), newSecret))
+			wantCode(t, err, codes.Unavailable)
+		}
+		if n := strings.Count(string(e.logs.Bytes()), "sealed under a master key this server does not hold"); n != 1 {
+			t.Fatalf("six such calls logged the ERROR %d times; want once per interval", n)
+		}
 		// Once restarted with both keys, the provider's retry is accepted.
 		rotated.accept(t, e.deliver(t, p, "mk-shop", eventID(p), newSecret))
 	})

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
+	"github.com/hookverify/hookverify/internal/ratelog"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server/protocol"
 	"github.com/hookverify/hookverify/server/secretbox"
@@ -103,6 +104,9 @@ type Server struct {
 	claims      *claimCache
 	uses        *secretUses
 	auth        *authenticator
+	// unopenedKeyLog bounds the ERROR logged while a secret in force is sealed under a master
+	// key this instance lacks: every delivery to its endpoint, forged ones too, meets it.
+	unopenedKeyLog *ratelog.Limiter
 
 	maxPendingPerEndpoint int64
 	maxPendingTotal       int64
@@ -135,6 +139,7 @@ func New(opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.unopenedKeyLog = ratelog.ForLog(s.log, unopenedKeyLogInterval, "deliveries met a secret sealed under a master key this server does not hold")
 	if s.now == nil {
 		s.now = time.Now
 	}

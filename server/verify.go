@@ -21,6 +21,10 @@ import (
 // maxEventIDBytes bounds the provider's event identity; real ones are well under 100 bytes.
 const maxEventIDBytes = 512
 
+// unopenedKeyLogInterval bounds how often a delivery meeting a secret sealed under a master key
+// this instance lacks is logged: the cause is one misconfiguration, the same until a restart.
+const unopenedKeyLogInterval = 10 * time.Second
+
 // Verify authenticates a delivery, claims its event identity and stores it, in this order:
 // request shape → body size (server ceiling) → endpoint (unknown, disabled) → body size
 // (endpoint limit) → signature and, where signed, timestamp → event identity → claim. A
@@ -99,8 +103,10 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 				// answer is unknown here, not "forged". 401 would make PagerDuty or Okta drop
 				// a genuine event for good; UNAVAILABLE makes the provider retry until the
 				// instance has the key (or reaches one that has).
-				s.log.ErrorContext(ctx, "cannot authenticate: a valid secret is sealed under a master key this server does not hold; restart it with that key (--old-master-key-file during a rotation)",
-					"endpoint", endpoint.ID, "secret_id", id)
+				if ok, heldBack := s.unopenedKeyLog.Allow(); ok {
+					s.log.ErrorContext(ctx, "cannot authenticate: a valid secret is sealed under a master key this server does not hold; restart it with that key (--old-master-key-file during a rotation)",
+						"endpoint", endpoint.ID, "secret_id", id, "not_logged_since_last", heldBack)
+				}
 				return nil, status.Error(codes.Unavailable, "a signing secret of this endpoint cannot be opened by this server, retry later")
 			}
 			return rejected(rejectReason(rej.Reason), rej.Detail), nil

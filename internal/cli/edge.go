@@ -117,7 +117,7 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 		return fmt.Errorf("--write-timeout %v must be at least %v longer than --verifier-timeout %v, to leave time to write the answer",
 			cfg.writeTimeout, answerMargin, cfg.verifyTimeout)
 	}
-	conn, err := dialVerifier(cfg)
+	conn, err := dialVerifier(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -226,8 +226,8 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 	return nil
 }
 
-func dialVerifier(cfg edgeConfig) (*client.Conn, error) {
-	opts := []client.Option{client.WithMaxBodyBytes(cfg.maxBodyBytes)}
+func dialVerifier(cfg edgeConfig, log *slog.Logger) (*client.Conn, error) {
+	opts := []client.Option{client.WithMaxBodyBytes(cfg.maxBodyBytes), client.WithConnLogger(log)}
 	if cfg.publicURLBase != "" {
 		if err := checkPublicURLBase(cfg.publicURLBase); err != nil {
 			// The value is not quoted: it might hold credentials.
@@ -296,7 +296,7 @@ func newEdgeServer(cfg edgeConfig, h http.Handler, log *slog.Logger) *http.Serve
 		IdleTimeout:       60 * time.Second,
 		// The server refuses more than 256 KiB of headers; a little framing on top.
 		MaxHeaderBytes: 256<<10 + 16<<10,
-		ErrorLog:       stdlog.New(&edgeErrorLog{log: log, limit: ratelog.New(edgeHandshakeLogInterval, time.Now)}, "", 0),
+		ErrorLog:       stdlog.New(&edgeErrorLog{log: log, limit: ratelog.ForLog(log, edgeHandshakeLogInterval, "TLS handshakes failed")}, "", 0),
 	}
 }
 

@@ -29,3 +29,41 @@ func TestOnePerInterval(t *testing.T) {
 		t.Fatal("the interval did not start again")
 	}
 }
+
+// TestHeldBackReportedAtTheEnd: a flood's last events, held back with no event after them to
+// carry their count, are reported once the interval is over, and only once.
+func TestHeldBackReportedAtTheEnd(t *testing.T) {
+	const interval = 50 * time.Millisecond
+	l := ratelog.New(interval, time.Now)
+	reports := make(chan int, 4)
+	l.OnHeldBack(func(count int) { reports <- count })
+	if ok, _ := l.Allow(); !ok {
+		t.Fatal("first event held back")
+	}
+	for range 3 {
+		if ok, _ := l.Allow(); ok {
+			t.Fatal("an event within the interval was let through")
+		}
+	}
+	select {
+	case n := <-reports:
+		if n != 3 {
+			t.Fatalf("reported %d held back, want 3", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the events held back at the end of the flood were never reported")
+	}
+	// The report counts as a line: an event right after it is held back, and reported in turn.
+	if ok, _ := l.Allow(); ok {
+		t.Fatal("an event right after the report was let through")
+	}
+	if n := <-reports; n != 1 {
+		t.Fatalf("second report: %d held back, want 1", n)
+	}
+
+	select {
+	case n := <-reports:
+		t.Fatalf("reported %d more, with nothing held back", n)
+	case <-time.After(3 * interval):
+	}
+}
