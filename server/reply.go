@@ -68,11 +68,14 @@ func jsonReply(code int32, body replyBody) *hookverifyv1.HttpReply {
 }
 
 // successReply answers accepted and duplicate alike with 200: either way the provider must stop
-// retrying.
-func successReply(p *protocol.Protocol, v hookverifyv1.Verdict) *hookverifyv1.HttpReply {
-	if p != nil && p.SuccessReply != nil {
-		reply := &hookverifyv1.HttpReply{Status: int32(p.SuccessReply.Status), Body: p.SuccessReply.Body}
-		for _, h := range p.SuccessReply.Headers {
+// retrying. A reply the delivery (override) or its protocol asks for comes first.
+func successReply(p *protocol.Protocol, override *protocol.Reply, v hookverifyv1.Verdict) *hookverifyv1.HttpReply {
+	if override == nil && p != nil {
+		override = p.SuccessReply
+	}
+	if override != nil {
+		reply := &hookverifyv1.HttpReply{Status: int32(override.Status), Body: override.Body}
+		for _, h := range override.Headers {
 			reply.Headers = append(reply.Headers, &hookverifyv1.HeaderField{Name: h.Name, Value: h.Value})
 		}
 		return reply

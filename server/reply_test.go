@@ -42,3 +42,39 @@ func TestProviderSuccessReplies(t *testing.T) {
 		})
 	}
 }
+
+// TestDiscordWebhookEventsAcknowledgedWith204: Discord asks a Webhook Events endpoint to
+// "respond with a 204 No Content" (developers/events/webhook-events), for a new event and a
+// retry alike; an interaction keeps the default reply.
+func TestDiscordWebhookEventsAcknowledgedWith204(t *testing.T) {
+	e := newEnv(t, backends[0])
+	p, _ := protocol.Default().Lookup("discord")
+	signing, verifying, err := p.ExampleSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "discord-events", Provider: p.Name})
+	e.addSecret(t, "discord-events", verifying)
+	deliver := func(body string) *hookverifyv1.VerifyRequest {
+		signed, err := protocol.SignDelivery(p, protocol.SignInput{Body: []byte(body), Timestamp: e.clock.Now(), Method: "POST", URL: "https://hooks.example.com/discord"}, []string{signing})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := &hookverifyv1.VerifyRequest{EndpointId: "discord-events", Body: signed.Body, Method: "POST", Url: signed.URL}
+		for _, h := range signed.Headers {
+			req.Headers = append(req.Headers, &hookverifyv1.HeaderField{Name: h.Name, Value: h.Value})
+		}
+		return req
+	}
+	event := deliver(`{"version":1,"application_id":"1234560123453231555","type":1,"event":{"type":"APPLICATION_AUTHORIZED","timestamp":"2024-10-18T14:42:53.064834","data":{"user":{"id":"1"}}}}`)
+	for _, want := range []hookverifyv1.Verdict{hookverifyv1.Verdict_VERDICT_ACCEPTED, hookverifyv1.Verdict_VERDICT_DUPLICATE} {
+		resp := e.verify(t, event)
+		if resp.GetVerdict() != want || resp.GetReply().GetStatus() != 204 || len(resp.GetReply().GetBody()) != 0 {
+			t.Fatalf("webhook event: got %s with reply %d %q, want %s with 204 and no body", resp.GetVerdict(), resp.GetReply().GetStatus(), resp.GetReply().GetBody(), want)
+		}
+	}
+	interaction := e.verify(t, deliver(`{"application_id":"1234560123453231555","id":"1234567890123456789","token":"dG9r","type":2,"version":1}`))
+	if interaction.GetVerdict() != hookverifyv1.Verdict_VERDICT_ACCEPTED || interaction.GetReply().GetStatus() != 200 {
+		t.Fatalf("interaction: got %s with reply %d", interaction.GetVerdict(), interaction.GetReply().GetStatus())
+	}
+}

@@ -190,7 +190,7 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 		resp.Verdict = hookverifyv1.Verdict_VERDICT_DUPLICATE
 		resp.Detail = "event already accepted"
 	}
-	resp.Reply = successReply(prov, resp.Verdict)
+	resp.Reply = successReply(prov, result.SuccessReply, resp.Verdict)
 	return resp, nil
 }
 

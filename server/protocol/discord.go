@@ -40,7 +40,8 @@ const (
 // (missing event id).
 //
 // Authenticated PINGs are answered, never stored: an interaction PING (type 1 without an
-// "event") with 200 {"type":1}; a Webhook Events PING (type 0) with 204 and an empty body.
+// "event") with 200 {"type":1}; a Webhook Events PING (type 0) with 204 and an empty body. A
+// Webhook Event, accepted or a duplicate, is acknowledged with 204 as well.
 func Discord() *Protocol {
 	return &Protocol{
 		Name:             discordName,
@@ -159,6 +160,9 @@ func verifyDiscord(req *Request, keys []Key, p Params) (Result, error) {
 	return res, nil
 }
 
+// discordEventAck acknowledges a Webhook Event, accepted or a duplicate. Never modified.
+var discordEventAck = Reply{Status: 204}
+
 // discordIdentity answers PINGs and finds the identity of interactions and webhook events.
 func discordIdentity(body []byte) (Result, error) {
 	top, err := jsonObject(body)
@@ -175,7 +179,9 @@ func discordIdentity(body []byte) (Result, error) {
 	case typ == discordWebhookPing:
 		return Result{Handshake: &Reply{Status: 204, Headers: Headers{{Name: "Content-Type", Value: "application/json"}}}}, nil
 	case typ == discordTypeOne && isWebhookEvent:
-		return Result{EventID: bodySHA256ID(body)}, nil
+		// "Your endpoint must respond with a 204 No Content" (developers/events/webhook-events):
+		// the acknowledgement asked for, rather than a 200 that Discord may count as a failure.
+		return Result{EventID: bodySHA256ID(body), SuccessReply: &discordEventAck}, nil
 	case typ == discordTypeOne:
 		return Result{Handshake: jsonReply([]byte(discordPongResponse))}, nil
 	}

@@ -101,6 +101,10 @@ type Result struct {
 	// this reply and is neither claimed nor stored. A protocol whose provider signs its
 	// handshake must authenticate it before returning one.
 	Handshake *Reply
+	// SuccessReply, when set, is the reply to this delivery once accepted or found a
+	// duplicate, in place of Protocol.SuccessReply: for a provider whose kinds of delivery
+	// ask for different acknowledgements (Discord: 204 for a Webhook Event).
+	SuccessReply *Reply
 }
 
 // Reply is an HTTP response the edge sends back to the provider.
