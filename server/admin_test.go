@@ -151,6 +151,8 @@ func TestAdminEndpoints(t *testing.T) {
 				t.Fatalf("restating the same dedupe_scope: %v", err)
 			}
 
+			// Later than the updates above: two in the same microsecond are 1 µs apart.
+			e.clock.Advance(time.Second)
 			resp, err := e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{
 				Id: "shop", Provider: "stripe", Disabled: true, MaxBodyBytes: 4096, TimestampTolerance: durationpb.New(time.Minute),
 			}})

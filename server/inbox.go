@@ -3,13 +3,22 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -220,7 +229,10 @@ func (s *Server) ExtendLease(ctx context.Context, req *hookverifyv1.ExtendLeaseR
 	return &hookverifyv1.ExtendLeaseResponse{LeasedUntil: timestamppb.New(until)}, nil
 }
 
-// ListDeadLetters lists deliveries that used all their attempts.
+// ListDeadLetters lists deliveries that used all their attempts, a page at a time: the page
+// token is the place in the store's order (storage.DeadLetterKey) after which the next page
+// starts, so that an operator with more dead letters than one answer holds can see them all
+// without requeuing any, and a page cut short by the size budget continues where it stopped.
 func (s *Server) ListDeadLetters(ctx context.Context, req *hookverifyv1.ListDeadLettersRequest) (*hookverifyv1.ListDeadLettersResponse, error) {
 	ib, err := s.inbox()
 	if err != nil {
@@ -233,16 +245,115 @@ func (s *Server) ListDeadLetters(ctx context.Context, req *hookverifyv1.ListDead
 	case limit == 0:
 		limit = defaultDeadLimit
 	}
+	filter := storage.InboxFilter{EndpointIDs: req.GetEndpointIds(), Scopes: req.GetDedupeScopes()}
+	after, err := parseDeadLetterToken(req.GetPageToken(), filter)
+	if err != nil {
+		return nil, err
+	}
 	// Bounded as a lease is: the bodies are read into memory and one answer.
-	dead, err := ib.ListDeadLetters(ctx, storage.InboxFilter{EndpointIDs: req.GetEndpointIds(), Scopes: req.GetDedupeScopes()}, limit, maxLeaseBytes)
+	dead, more, err := ib.ListDeadLetters(ctx, filter, after, limit, maxLeaseBytes)
 	if err != nil {
 		return nil, storageStatus(ctx, s.log, "list dead letters", err)
 	}
-	resp := &hookverifyv1.ListDeadLettersResponse{Deliveries: make([]*hookverifyv1.InboxDelivery, len(dead))}
+	// The store's budget counts bodies, headers and URLs only, and leaves room for the rest of
+	// up to 100 deliveries, as a lease takes; a page holds up to 1,000, whose event ids (512
+	// bytes each) and last errors (1 KiB, 3 with NULs made U+FFFD) alone can pass the client's
+	// 4 MiB, and the client then refuses every answer of that page. So the page is measured as
+	// it is sent and ends before the delivery that would pass the limit (the first is kept
+	// whatever its size); the next page starts there.
+	resp := &hookverifyv1.ListDeadLettersResponse{Deliveries: make([]*hookverifyv1.InboxDelivery, 0, len(dead))}
+	size := 0
 	for i, d := range dead {
-		resp.Deliveries[i] = inboxDeliveryToProto(d)
+		pd := inboxDeliveryToProto(d)
+		size += protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(pd))
+		if i > 0 && size > maxDeadAnswerBytes {
+			more = true
+			break
+		}
+		resp.Deliveries = append(resp.Deliveries, pd)
+	}
+	if more && len(resp.Deliveries) > 0 {
+		resp.NextPageToken = deadLetterToken(storage.DeadLetterKeyOf(dead[len(resp.Deliveries)-1]), filter)
 	}
 	return resp, nil
+}
+
+// maxDeadAnswerBytes bounds the deliveries of one ListDeadLetters answer as encoded, below
+// gRPC's default 4 MiB receive limit by room for the page token and the framing.
+const maxDeadAnswerBytes = 4<<20 - 16<<10
+
+// deadLetterTokenVersion starts every dead-letter page token, so that a later format can be
+// told from this one.
+const deadLetterTokenVersion = "d1"
+
+// deadLetterToken is the page token of the page after key, for a listing filtered by filter:
+// "d1:<filter hash>:<VisibleAt in Unix µs>:<inbox id>", in unpadded base64url so that callers
+// treat it as opaque. Inbox ids are not secret: the page that gave the token listed it.
+func deadLetterToken(key storage.DeadLetterKey, filter storage.InboxFilter) string {
+	raw := deadLetterTokenVersion + ":" + filterHash(filter) + ":" + strconv.FormatInt(key.VisibleAt.UnixMicro(), 10) + ":" + key.InboxID
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+// Bounds of a page token's time: those of a stored VisibleAt, and within every store's range.
+var (
+	minTokenTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTokenTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+)
+
+// maxDeadLetterToken bounds a page token's length: an inbox id is at most some dozens of
+// bytes, and a longer token is not one this service gave.
+const maxDeadLetterToken = 1024
+
+// parseDeadLetterToken returns the key a page token names (the zero key for no token), or
+// INVALID_ARGUMENT for one this service did not give, or gave for other filters (AIP-158: a
+// page token continues the listing it came from; with other filters its place would skip or
+// repeat deliveries without telling).
+func parseDeadLetterToken(token string, filter storage.InboxFilter) (storage.DeadLetterKey, error) {
+	if token == "" {
+		return storage.DeadLetterKey{}, nil
+	}
+	invalid := status.Error(codes.InvalidArgument, "page_token is not one a ListDeadLetters answer gave")
+	if len(token) > maxDeadLetterToken {
+		return storage.DeadLetterKey{}, invalid
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return storage.DeadLetterKey{}, invalid
+	}
+	parts := strings.SplitN(string(raw), ":", 4)
+	if len(parts) != 4 || parts[0] != deadLetterTokenVersion {
+		return storage.DeadLetterKey{}, invalid
+	}
+	if parts[1] != filterHash(filter) {
+		return storage.DeadLetterKey{}, status.Error(codes.InvalidArgument,
+			"page_token was given for other endpoint_ids or dedupe_scopes: pass the same filters as the call that gave it")
+	}
+	micros, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil {
+		return storage.DeadLetterKey{}, invalid
+	}
+	at := time.UnixMicro(micros).UTC()
+	id := parts[3]
+	if at.Before(minTokenTime) || at.After(maxTokenTime) || id == "" || !utf8.ValidString(id) || strings.IndexByte(id, 0) >= 0 {
+		return storage.DeadLetterKey{}, invalid
+	}
+	return storage.DeadLetterKey{VisibleAt: at, InboxID: id}, nil
+}
+
+// filterHash identifies a listing's filters in its page tokens: the endpoint ids and scopes as
+// sets, since their order and repetition do not change what is listed.
+func filterHash(f storage.InboxFilter) string {
+	h := sha256.New()
+	for _, list := range [][]string{f.EndpointIDs, f.Scopes} {
+		set := slices.Compact(slices.Sorted(slices.Values(list)))
+		// Each value length-prefixed, so that no two filters encode alike.
+		h.Write(binary.AppendUvarint(nil, uint64(len(set))))
+		for _, v := range set {
+			h.Write(binary.AppendUvarint(nil, uint64(len(v))))
+			h.Write([]byte(v))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // Requeue brings a dead delivery back.

@@ -21,8 +21,10 @@ type InboxStore interface {
 	// Lease picks up to req.Max leasable deliveries matching req's filter, oldest VisibleAt
 	// first, and leases them until req.Now + req.Visibility under one new lease token, counting
 	// an attempt on each. First, in the same transaction, every matching delivery whose lease
-	// has expired and which has used req.MaxAttempts attempts moves to dead. Returns no error
-	// and no deliveries when nothing is leasable. The result also says which leases had
+	// has expired and which has used req.MaxAttempts attempts moves to dead, its last error
+	// becoming "lease expired" followed by the error it held before, if not empty ("lease
+	// expired; last error: ...": the worker's nack of an earlier attempt says what failed, and
+	// an operator needs it). Returns no error and no deliveries when nothing is leasable. The result also says which leases had
 	// expired: an expiry is only noticed by the Lease call that takes the delivery over or
 	// dead-letters it.
 	Lease(ctx context.Context, req LeaseRequest) (LeaseResult, error)
@@ -41,10 +43,14 @@ type InboxStore interface {
 	// ExtendLease moves a live lease's end to until. Errors as for Ack (an expired lease cannot
 	// be extended: another worker may hold the delivery by now).
 	ExtendLease(ctx context.Context, inboxID, leaseToken string, until, now time.Time) error
-	// ListDeadLetters returns up to limit dead deliveries matching the filter, oldest first,
-	// and, when maxBytes is above zero, only as many as fit in it as LeaseRequest.MaxBytes
-	// counts (the oldest whatever its size): the bodies are read into memory and one answer.
-	ListDeadLetters(ctx context.Context, filter InboxFilter, limit int, maxBytes int64) ([]LeasedDelivery, error)
+	// ListDeadLetters returns a page of the dead deliveries matching the filter, in
+	// DeadLetterKey order, starting after the key after (from the first when after is zero):
+	// up to limit and, when maxBytes is above zero, only as many as fit in it as
+	// LeaseRequest.MaxBytes counts (the page's first whatever its size), since the bodies are
+	// read into memory and one answer. more reports whether any matching dead delivery follows
+	// the page's last, so that a page cut by limit or maxBytes can be continued after the key
+	// of its last delivery, and a listing ends without asking for an empty page.
+	ListDeadLetters(ctx context.Context, filter InboxFilter, after DeadLetterKey, limit int, maxBytes int64) (list []LeasedDelivery, more bool, err error)
 	// Requeue moves a dead delivery back to pending, visible at now, with its attempts reset to
 	// zero. ErrNotFound if no dead delivery has the id.
 	Requeue(ctx context.Context, inboxID string, now time.Time) error
@@ -76,6 +82,25 @@ type InboxStore interface {
 // often quotes a command's output; refused, the nack would fail and the delivery wait out
 // its lease instead of being retried when the worker asked.
 func StorableText(t string) string { return strings.ReplaceAll(t, "\x00", "\uFFFD") }
+
+// DeadLetterKey is a dead delivery's place in the order ListDeadLetters lists them in: by
+// VisibleAt (the time of its last attempt's lease), then by inbox id, compared byte by byte
+// (not by a database's collation), so that every store, and a page token, agree on it. The
+// inbox id makes the order total: many deliveries can share a VisibleAt (a lease takes them
+// at one time), and a key of VisibleAt alone would skip or repeat them across pages.
+type DeadLetterKey struct {
+	VisibleAt time.Time
+	InboxID   string
+}
+
+// IsZero reports whether k is the zero key, which lists from the first dead delivery. Inbox
+// ids are never empty, so no dead delivery has it.
+func (k DeadLetterKey) IsZero() bool { return k.InboxID == "" }
+
+// DeadLetterKeyOf returns the key of d.
+func DeadLetterKeyOf(d LeasedDelivery) DeadLetterKey {
+	return DeadLetterKey{VisibleAt: d.VisibleAt, InboxID: d.InboxID}
+}
 
 // LeaseRef names one leased delivery: what acking, nacking or extending it needs.
 type LeaseRef struct {

@@ -44,13 +44,17 @@ type EndpointStore interface {
 	// with e's. It returns ErrNotFound if no endpoint has e.ID. It is a blind write: whatever
 	// changed since the caller read the endpoint is overwritten, and an audit detail the caller
 	// computed from its read may not describe the change. A change made from the stored
-	// settings uses ModifyEndpoint.
+	// settings uses ModifyEndpoint. UpdatedAt is stored as e's, or as a microsecond after the
+	// stored one if e's is not later: every update moves it forward, so that a caller's
+	// compare-and-set on it (the API's update_time) sees every change, even two within one
+	// microsecond of the clock or made after the clock was set back.
 	UpdateEndpoint(ctx context.Context, e Endpoint) error
 	// ModifyEndpoint reads the endpoint with the id and, in the same transaction, stores what
 	// change makes of it: every field but ID, Provider and CreatedAt, which keep their stored
 	// values. The audit event ctx carries, if any, is recorded in that transaction with the
 	// detail change returns. So no other write to the endpoint falls between the read and the
-	// write, and the detail describes the change from what was really stored. change may run
+	// write, and the detail describes the change from what was really stored. UpdatedAt moves
+	// forward as in UpdateEndpoint. change may run
 	// more than once (a backend retries conflicts) and must only compute. It returns the
 	// endpoint as stored, as GetEndpoint would; ErrNotFound, without calling change, if no
 	// endpoint has the id; and change's error itself, unwrapped, if change fails, having

@@ -105,7 +105,8 @@ type identity struct{ scope, eventID string }
 var batchTimeout = 30 * time.Second
 
 // commitClaims claims a batch. An identity that appears more than once in the batch is
-// claimed by its first delivery; the later ones get the first one's outcome as duplicates.
+// claimed by its first delivery; the later ones get the first one's outcome as duplicates,
+// unless the first failed on its own (see claimAgain).
 // If the multi-row statement fails on a unique violation (only an inbox id reused can cause
 // one), the batch runs again one claim per savepoint, so that only the offending claim fails.
 func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, []error, error) {
@@ -167,20 +168,45 @@ func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, [
 	if s.engine == EnginePostgreSQL {
 		s.claimsMetHeld.Store(metHeld(unique, results, errs))
 	}
+	var again []int
 	for i, d := range batch {
 		j := first[identity{d.Scope, d.EventID}]
 		if j == i {
 			continue
 		}
-		// A later delivery of an identity in the batch: a duplicate of the first.
 		if errs[j] != nil {
-			errs[i] = errs[j]
+			// The first failed on its own (its inbox id is taken) and claimed nothing: this
+			// one, with an inbox id of its own, is claimed as if alone, not failed with it.
+			again = append(again, i)
 			continue
 		}
+		// A later delivery of an identity in the batch: a duplicate of the first.
 		results[i] = results[j]
 		results[i].Accepted = results[j].InboxID == d.InboxID
 	}
+	if len(again) > 0 {
+		s.claimAgain(batch, again, results, errs)
+	}
 	return results, errs, nil
+}
+
+// claimAgain claims batch[i], i in idx, as a batch of their own, and sets their results or
+// errors: the later deliveries of identities whose first delivery failed on its own. This is
+// rare (an inbox id reused), so it costs another transaction only then. A failure of that
+// transaction fails only these claims: the rest of the batch has committed.
+func (s *Store) claimAgain(batch []storage.Delivery, idx []int, results []storage.ClaimResult, errs []error) {
+	sub := make([]storage.Delivery, len(idx))
+	for k, i := range idx {
+		sub[k] = batch[i]
+	}
+	subResults, subErrs, err := s.commitClaims(sub)
+	for k, i := range idx {
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		results[i], errs[i] = subResults[k], subErrs[k]
+	}
 }
 
 // existingClaims reads the claims already held for the deliveries batch[i], i in idx.

@@ -124,10 +124,13 @@ func (s *Store) ModifyEndpoint(ctx context.Context, id string, change storage.En
 }
 
 // updateEndpoint writes e's mutable fields and returns the row as stored; ErrNotFound if no
-// endpoint has e.ID.
+// endpoint has e.ID. The update time is e's or, if that is not later, a microsecond after the
+// stored one (see storage.EndpointStore.UpdateEndpoint); GREATEST ignores NULLs on both
+// engines, so an unset time on either side leaves the other.
 func updateEndpoint(ctx context.Context, tx pgx.Tx, e storage.Endpoint, options any) (storage.Endpoint, error) {
 	rows, err := tx.Query(ctx, `UPDATE endpoints SET timestamp_tolerance_ms = $2, max_body_bytes = $3,
-			dedupe_scope = $4, disabled = $5, options = $6, updated_at = $7 WHERE id = $1
+			dedupe_scope = $4, disabled = $5, options = $6,
+			updated_at = GREATEST($7::TIMESTAMPTZ, updated_at + INTERVAL '1 microsecond') WHERE id = $1
 		RETURNING `+endpointColumns,
 		e.ID, e.TimestampTolerance.Milliseconds(), e.MaxBodyBytes, e.DedupeScope, e.Disabled,
 		options, nullTime(e.UpdatedAt))

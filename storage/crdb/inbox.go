@@ -302,12 +302,13 @@ func (s *Store) commitLeaseBatch(ctx context.Context, batch []leaseCall) ([]stor
 // each runs several leases' statements, in whatever order its callers queued, so two of them
 // could each lock one endpoint's expired leases and then wait for the other's. A row skipped
 // stays an expired lease with no attempts left, which no lease takes (they need attempts <
-// MaxAttempts), and the next lease of its endpoint moves it to dead.
+// MaxAttempts), and the next lease of its endpoint moves it to dead. The worker's last error
+// is kept after the cause: it says what failed.
 func deadLetterExpired(req storage.LeaseRequest) (string, []any) {
 	var p params
 	now, maxAttempts := p.add(req.Now), p.add(int64(req.MaxAttempts))
 	sql := `UPDATE inbox SET state = 'dead', dead_at = ` + now + `, lease_token = NULL,
-		leased_until = NULL, last_error = 'lease expired'
+		leased_until = NULL, last_error = 'lease expired' || COALESCE('; last error: ' || NULLIF(last_error, ''), '')
 		WHERE id IN (SELECT id FROM inbox WHERE state = 'leased' AND leased_until <= ` + now +
 		` AND attempts >= ` + maxAttempts + filterSQL(req.InboxFilter, &p) + ` FOR UPDATE SKIP LOCKED)`
 	return sql, p
@@ -665,50 +666,78 @@ func (s *Store) ExtendLease(ctx context.Context, inboxID, leaseToken string, unt
 }
 
 // listDeadLetters is ListDeadLetters' statement, and its arguments. The ids are picked, with
-// their sizes (octet_length reads them from TOAST pointers), before any body is read.
-func listDeadLetters(filter storage.InboxFilter, limit int, maxBytes int64) (string, []any) {
+// their sizes (octet_length reads them from TOAST pointers), before any body is read. One more
+// than the page is picked, so that the page can tell whether another follows without reading
+// it, and a page cut by maxBytes knows it was cut: the last column, the same on every row, is
+// true when fewer rows were kept than picked.
+//
+// Ids are ordered, and compared with the key's, by their bytes, as sortLeased orders the page
+// and as the key's id was taken from it: on PostgreSQL with COLLATE "C", since ORDER BY and >
+// follow the database's collation, which may order "B" after "a" and ignore punctuation; in
+// such an order a key from the page's last by bytes would skip or repeat deliveries.
+// CockroachDB's STRING compares bytes already.
+func listDeadLetters(engine Engine, filter storage.InboxFilter, after storage.DeadLetterKey, limit int, maxBytes int64) (string, []any) {
 	var p params
 	where := filterSQL(filter, &p)
 	if maxBytes <= 0 {
 		maxBytes = math.MaxInt64
 	}
-	sql := `WITH picked AS (
-			SELECT id AS picked_id FROM (
-				SELECT id, row_number() OVER (ORDER BY visible_at, id) AS n,
-					sum(size) OVER (ORDER BY visible_at, id) AS running
-				FROM (SELECT id, visible_at,
-						octet_length(body)::BIGINT + octet_length(headers) + octet_length(url) AS size
-					FROM inbox WHERE state = 'dead'` + where + `
-					ORDER BY visible_at, id LIMIT ` + p.add(int64(limit)) + `) AS dead
-			) AS sized
-			WHERE n = 1 OR running <= ` + p.add(maxBytes) + `
+	id := `id`
+	if engine == EnginePostgreSQL {
+		id = `id COLLATE "C"`
+	}
+	if !after.IsZero() {
+		// The first condition alone bounds the index scan; the second drops the key's
+		// VisibleAt's ids up to the key's.
+		at := p.add(after.VisibleAt)
+		where += ` AND visible_at >= ` + at + ` AND (visible_at > ` + at + ` OR ` + id + ` > ` + p.add(matchable(after.InboxID)) + `)`
+	}
+	order := `visible_at, ` + id
+	sql := `WITH sized AS (
+			SELECT id, row_number() OVER (ORDER BY ` + order + `) AS n,
+				sum(size) OVER (ORDER BY ` + order + `) AS running
+			FROM (SELECT id, visible_at,
+					octet_length(body)::BIGINT + octet_length(headers) + octet_length(url) AS size
+				FROM inbox WHERE state = 'dead'` + where + `
+				ORDER BY ` + order + ` LIMIT ` + p.add(int64(limit)+1) + `) AS dead
+		), picked AS (
+			SELECT id AS picked_id FROM sized WHERE n <= ` + p.add(int64(limit)) + ` AND (n = 1 OR running <= ` + p.add(maxBytes) + `)
 		)
-		SELECT ` + leasedColumns + ` FROM inbox JOIN picked ON id = picked_id
-		ORDER BY visible_at, id`
+		SELECT ` + leasedColumns + `, (SELECT count(*) FROM sized) > (SELECT count(*) FROM picked)
+		FROM inbox JOIN picked ON id = picked_id`
 	return sql, p
 }
 
-// ListDeadLetters returns up to limit dead deliveries matching the filter, oldest VisibleAt
-// (the time of their last attempt's lease) first, within maxBytes.
-func (s *Store) ListDeadLetters(ctx context.Context, filter storage.InboxFilter, limit int, maxBytes int64) ([]storage.LeasedDelivery, error) {
+// ListDeadLetters returns a page of the dead deliveries matching the filter, after the key
+// after, oldest VisibleAt (the time of their last attempt's lease) first, then by id bytes, up
+// to limit and within maxBytes, and whether more follow.
+func (s *Store) ListDeadLetters(ctx context.Context, filter storage.InboxFilter, after storage.DeadLetterKey, limit int, maxBytes int64) ([]storage.LeasedDelivery, bool, error) {
 	if limit < 1 {
-		return nil, fmt.Errorf("crdb: list dead letters: %w: limit %d, want at least 1", storage.ErrInvalid, limit)
+		return nil, false, fmt.Errorf("crdb: list dead letters: %w: limit %d, want at least 1", storage.ErrInvalid, limit)
 	}
-	var list []storage.LeasedDelivery
+	var (
+		list []storage.LeasedDelivery
+		more bool
+	)
 	err := s.single(ctx, "list dead letters", func(ctx context.Context, conn *pgx.Conn) error {
-		sql, args := listDeadLetters(filter, limit, maxBytes)
+		sql, args := listDeadLetters(s.engine, filter, after, limit, maxBytes)
 		rows, err := conn.Query(ctx, sql, args...)
 		if err != nil {
 			return err
 		}
-		list, err = pgx.CollectRows(rows, scanLeased)
+		more = false // an attempt run again after a broken connection starts over
+		list, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (storage.LeasedDelivery, error) {
+			var d storage.LeasedDelivery
+			err := scanLeasedInto(row, &d, &more)
+			return d, err
+		})
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	sortLeased(list)
-	return list, nil
+	return list, more, nil
 }
 
 // requeueSQL moves a dead delivery back to pending. IS TRUE keeps the planner on the
@@ -754,6 +783,11 @@ const deadLetterExhaustedSQL = `WITH picked AS (
 
 // DeadLetterExhausted moves up to req.Batch pending deliveries with no attempts left under
 // req.MaxAttempts to dead, in one statement.
+//
+// The statement is run as Requeue's is, not through single, which runs it again when the
+// connection broke after it was sent: that second run moved another batch and reported only
+// that one, so the count, and the dead-lettered metric the server keeps from it, missed the
+// first. An outcome that cannot be known is ErrUnavailable.
 func (s *Store) DeadLetterExhausted(ctx context.Context, req storage.ExhaustedRequest) (int64, error) {
 	switch {
 	case req.MaxAttempts < 1:
@@ -762,11 +796,19 @@ func (s *Store) DeadLetterExhausted(ctx context.Context, req storage.ExhaustedRe
 		return 0, fmt.Errorf("crdb: dead-letter exhausted: %w: Batch %d, want at least 1", storage.ErrInvalid, req.Batch)
 	}
 	var moved int64
-	err := s.single(ctx, "dead-letter exhausted", func(ctx context.Context, conn *pgx.Conn) error {
-		tag, err := conn.Exec(ctx, deadLetterExhaustedSQL, req.Now, req.Reason, int64(req.MaxAttempts), int64(req.Batch))
+	move := func(ctx context.Context, db interface {
+		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	}) error {
+		tag, err := db.Exec(ctx, deadLetterExhaustedSQL, req.Now, req.Reason, int64(req.MaxAttempts), int64(req.Batch))
 		moved = tag.RowsAffected()
 		return err
-	})
+	}
+	var err error
+	if s.engine == EnginePostgreSQL {
+		err = s.inOneTrip(ctx, "dead-letter exhausted", false, func(ctx context.Context, conn *pgx.Conn) error { return move(ctx, conn) })
+	} else {
+		err = s.inTx(ctx, "dead-letter exhausted", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error { return move(ctx, tx) })
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -91,7 +91,7 @@ func TestInboxOnCockroachDBPaths(t *testing.T) {
 	if dead, err := s.Nack(t.Context(), "inbox-2", "tok-2", now, 1, "boom", now); err != nil || !dead {
 		t.Fatalf("Nack = %v, %v; want dead", dead, err)
 	}
-	letters, err := s.ListDeadLetters(t.Context(), storage.InboxFilter{}, 10, 0)
+	letters, _, err := s.ListDeadLetters(t.Context(), storage.InboxFilter{}, storage.DeadLetterKey{}, 10, 0)
 	if err != nil || len(letters) != 1 || letters[0].LastError != "boom" {
 		t.Fatalf("ListDeadLetters = %+v, %v; want inbox-2 with its error", letters, err)
 	}
@@ -367,7 +367,9 @@ func TestEndpointStatementsUseTheEndpointIndex(t *testing.T) {
 		}{
 			{"a lease", func() (string, []any) { return leaseLeasable(req) }, "off"},
 			{"a lease's dead-lettering", func() (string, []any) { return deadLetterExpired(req) }, "off"},
-			{"the dead letters' list", func() (string, []any) { return listDeadLetters(filter, 100, 0) }, "on"},
+			{"the dead letters' list", func() (string, []any) {
+				return listDeadLetters(EnginePostgreSQL, filter, storage.DeadLetterKey{}, 100, 0)
+			}, "on"},
 		} {
 			exec(t, conn, `SELECT set_config('enable_bitmapscan', $1, false)`, c.setting)
 			sql, args := c.statement()
@@ -561,7 +563,7 @@ func TestDeadLetteringSkipsLockedRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	letters, err := s.ListDeadLetters(t.Context(), storage.InboxFilter{}, 10, 0)
+	letters, _, err := s.ListDeadLetters(t.Context(), storage.InboxFilter{}, storage.DeadLetterKey{}, 10, 0)
 	if err != nil || len(letters) != 2 {
 		t.Fatalf("ListDeadLetters = %d letters, %v; want both deliveries", len(letters), err)
 	}

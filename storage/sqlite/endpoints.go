@@ -112,10 +112,11 @@ func (s *Store) ModifyEndpoint(ctx context.Context, id string, change storage.En
 }
 
 // updateEndpoint writes e's mutable fields and returns the row as stored; ErrNotFound if no
-// endpoint has e.ID.
+// endpoint has e.ID. The update time is e's or, if that is not later, a microsecond after the
+// stored one (see storage.EndpointStore.UpdateEndpoint).
 func updateEndpoint(ctx context.Context, tx *sql.Tx, e storage.Endpoint, options string) (storage.Endpoint, error) {
 	stored, err := scanEndpoint(tx.QueryRowContext(ctx, `UPDATE endpoints SET timestamp_tolerance_ms = ?, max_body_bytes = ?,
-			dedupe_scope = ?, disabled = ?, options = ?, updated_at = ? WHERE id = ?
+			dedupe_scope = ?, disabled = ?, options = ?, updated_at = max(?, updated_at + 1) WHERE id = ?
 		RETURNING `+endpointColumns,
 		e.TimestampTolerance.Milliseconds(), e.MaxBodyBytes, e.DedupeScope, e.Disabled, options,
 		micros(e.UpdatedAt), e.ID))

@@ -90,8 +90,9 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 		return storage.LeaseResult{}, err
 	}
 	call := leaseCall{req: req, deadArgs: []any{now, now, req.MaxAttempts}}
+	// The worker's last error is kept after the cause: it says what failed.
 	call.deadSQL = `UPDATE inbox SET state = 'dead', dead_at = ?, lease_token = NULL,
-		leased_until = NULL, last_error = 'lease expired'
+		leased_until = NULL, last_error = 'lease expired' || coalesce('; last error: ' || nullif(last_error, ''), '')
 		WHERE state = 'leased' AND leased_until <= ? AND attempts >= ?` + filterSQL(req.InboxFilter, &call.deadArgs)
 	call.pickSQL, call.pickArgs = pickLeasable(req, now)
 	result, err := s.leases.Submit(ctx, call, s.commitLeases)
@@ -454,39 +455,53 @@ func affected(res sql.Result, err error) (bool, error) {
 	return n > 0, err
 }
 
-// ListDeadLetters returns up to limit dead deliveries matching the filter, oldest VisibleAt
-// (the time of their last attempt's lease) first, within maxBytes. The ids are picked, with
-// their sizes, before any body is read.
-func (s *Store) ListDeadLetters(ctx context.Context, filter storage.InboxFilter, limit int, maxBytes int64) ([]storage.LeasedDelivery, error) {
+// ListDeadLetters returns a page of the dead deliveries matching the filter, after the key
+// after, oldest VisibleAt (the time of their last attempt's lease) first, then by id (TEXT
+// compares bytes here), up to limit and within maxBytes, and whether more follow. The ids are
+// picked, with their sizes, before any body is read. One more than the page is picked, so
+// that the page can tell whether another follows without reading it, and a page cut by
+// maxBytes knows it was cut: more is on every row, true when fewer rows were kept than picked.
+func (s *Store) ListDeadLetters(ctx context.Context, filter storage.InboxFilter, after storage.DeadLetterKey, limit int, maxBytes int64) ([]storage.LeasedDelivery, bool, error) {
 	if limit < 1 {
-		return nil, s.fail("list dead letters", fmt.Errorf("%w: limit %d, want at least 1", storage.ErrInvalid, limit))
+		return nil, false, s.fail("list dead letters", fmt.Errorf("%w: limit %d, want at least 1", storage.ErrInvalid, limit))
 	}
 	if maxBytes <= 0 {
 		maxBytes = math.MaxInt64
 	}
-	var list []storage.LeasedDelivery
+	var (
+		list []storage.LeasedDelivery
+		more bool
+	)
 	err := s.read("list dead letters", func(q queryer) error {
 		var args []any
 		where := filterSQL(filter, &args)
-		args = append(args, limit, maxBytes)
-		rows, err := q.QueryContext(ctx, `SELECT `+leasedColumns+` FROM inbox WHERE id IN (
-				SELECT id FROM (
-					SELECT id, row_number() OVER (ORDER BY visible_at, id) AS n,
-						sum(size) OVER (ORDER BY visible_at, id) AS running
-					FROM (SELECT id, visible_at, length(body) + length(headers) + length(CAST(url AS BLOB)) AS size
-						FROM inbox WHERE state = 'dead'`+where+` ORDER BY visible_at, id LIMIT ?))
-				WHERE n = 1 OR running <= ?)
+		if !after.IsZero() {
+			// A row value, which SQLite compares in the (state, visible_at, id) index's order.
+			where += ` AND (visible_at, id) > (?, ?)`
+			args = append(args, micros(after.VisibleAt), after.InboxID)
+		}
+		args = append(args, limit+1, limit, maxBytes)
+		rows, err := q.QueryContext(ctx, `WITH sized AS (
+				SELECT id, row_number() OVER (ORDER BY visible_at, id) AS n,
+					sum(size) OVER (ORDER BY visible_at, id) AS running
+				FROM (SELECT id, visible_at, length(body) + length(headers) + length(CAST(url AS BLOB)) AS size
+					FROM inbox WHERE state = 'dead'`+where+` ORDER BY visible_at, id LIMIT ?)
+			), picked AS (
+				SELECT id FROM sized WHERE n <= ? AND (n = 1 OR running <= ?)
+			)
+			SELECT `+leasedColumns+`, (SELECT count(*) FROM sized) > (SELECT count(*) FROM picked)
+			FROM inbox WHERE id IN (SELECT id FROM picked)
 			ORDER BY visible_at, id`, args...)
 		if err != nil {
 			return err
 		}
-		list, err = collectLeased(rows)
+		list, err = collectLeased(rows, &more)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return list, nil
+	return list, more, nil
 }
 
 // Requeue moves a dead delivery back to pending, visible at now, with no attempts used.
@@ -663,8 +678,9 @@ func (s *Store) Sweep(ctx context.Context, req storage.SweepRequest) (storage.Sw
 	return res, nil
 }
 
-// collectLeased reads every row of leasedColumns and closes rows.
-func collectLeased(rows *sql.Rows) ([]storage.LeasedDelivery, error) {
+// collectLeased reads every row of leasedColumns and closes rows. Columns after them, the same
+// on every row, are read into extra.
+func collectLeased(rows *sql.Rows, extra ...any) ([]storage.LeasedDelivery, error) {
 	defer rows.Close()
 	list := []storage.LeasedDelivery{} // empty, not nil, when nothing matched, as on crdb
 	for rows.Next() {
@@ -675,9 +691,9 @@ func collectLeased(rows *sql.Rows) ([]storage.LeasedDelivery, error) {
 			leaseToken, lastError sql.NullString
 			leasedUntil           sql.NullInt64
 		)
-		err := rows.Scan(&d.InboxID, &d.Scope, &d.EventID, &d.EndpointID, &d.OperationKey, &d.SecretID, &d.Method,
-			&d.URL, &headers, &d.Body, &receivedAt, &d.State, &d.Attempts, &leaseToken, &leasedUntil, &visibleAt,
-			&lastError)
+		err := rows.Scan(append([]any{&d.InboxID, &d.Scope, &d.EventID, &d.EndpointID, &d.OperationKey, &d.SecretID,
+			&d.Method, &d.URL, &headers, &d.Body, &receivedAt, &d.State, &d.Attempts, &leaseToken, &leasedUntil,
+			&visibleAt, &lastError}, extra...)...)
 		if err != nil {
 			return nil, err
 		}

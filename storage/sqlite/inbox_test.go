@@ -214,7 +214,7 @@ func TestInboxCountsFollowEveryChange(t *testing.T) {
 			}
 		case r.IntN(3) == 0:
 			what = "requeue"
-			letters, err := s.ListDeadLetters(ctx, storage.InboxFilter{}, 50, 0)
+			letters, _, err := s.ListDeadLetters(ctx, storage.InboxFilter{}, storage.DeadLetterKey{}, 50, 0)
 			if err != nil {
 				t.Fatalf("ListDeadLetters: %v", err)
 			}

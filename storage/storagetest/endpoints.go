@@ -153,6 +153,46 @@ func testEndpoints(t *testing.T, h harness) {
 		wantSame(t, want, got, "cleared endpoint")
 	})
 
+	// UpdatedAt is what a caller's compare-and-set compares (the API's update_time): two
+	// updates within one microsecond of the clock, or a clock set back, must not leave it as
+	// it was, or a writer holding the first read would overwrite the second update unseen.
+	t.Run("every update moves the update time forward, whatever the clock says", func(t *testing.T) {
+		s := h.fresh(t)
+		orig := newEndpoint("ep-1")
+		createEndpoint(t, s, orig)
+		wantUpdatedAt := func(want time.Time, what string) {
+			t.Helper()
+			got, err := s.GetEndpoint(t.Context(), "ep-1")
+			must(t, err, "GetEndpoint")
+			if !got.UpdatedAt.Equal(want) {
+				t.Fatalf("%s: UpdatedAt %s, want %s", what, fmtTime(got.UpdatedAt), fmtTime(want))
+			}
+		}
+		same := orig
+		same.MaxBodyBytes = 2048
+		must(t, s.UpdateEndpoint(t.Context(), same), "UpdateEndpoint at the creation's time")
+		wantUpdatedAt(at(time.Microsecond), "update in the creation's microsecond")
+		back := same
+		back.UpdatedAt = at(-time.Hour)
+		must(t, s.UpdateEndpoint(t.Context(), back), "UpdateEndpoint with a clock set back")
+		wantUpdatedAt(at(2*time.Microsecond), "update with a clock set back")
+		stored, err := s.ModifyEndpoint(t.Context(), "ep-1", func(current storage.Endpoint) (storage.Endpoint, string, error) {
+			next := current
+			next.Disabled = true
+			next.UpdatedAt = at(0) // a fixed clock
+			return next, "", nil
+		})
+		must(t, err, "ModifyEndpoint with a fixed clock")
+		if want := at(3 * time.Microsecond); !stored.UpdatedAt.Equal(want) {
+			t.Fatalf("ModifyEndpoint with a fixed clock returned UpdatedAt %s, want %s", fmtTime(stored.UpdatedAt), fmtTime(want))
+		}
+		wantUpdatedAt(at(3*time.Microsecond), "modification with a fixed clock")
+		later := same
+		later.UpdatedAt = at(time.Hour)
+		must(t, s.UpdateEndpoint(t.Context(), later), "UpdateEndpoint an hour later")
+		wantUpdatedAt(at(time.Hour), "update an hour later")
+	})
+
 	t.Run("update unknown returns ErrNotFound and creates nothing", func(t *testing.T) {
 		s := h.fresh(t)
 		wantErr(t, s.UpdateEndpoint(t.Context(), newEndpoint("ep-1")), storage.ErrNotFound, "UpdateEndpoint")

@@ -64,7 +64,7 @@ func testInboxHostileInput(t *testing.T, h harness) {
 			req := leaseReq("tok-1", t0, 10)
 			req.InboxFilter = f
 			wantIDs(t, lease(t, s, req), "lease filtered by "+describeFilter(f))
-			list, err := s.ListDeadLetters(t.Context(), f, 10, 0)
+			list, _, err := s.ListDeadLetters(t.Context(), f, storage.DeadLetterKey{}, 10, 0)
 			must(t, err, "ListDeadLetters filtered by "+describeFilter(f))
 			wantIDs(t, list, "dead letters filtered by "+describeFilter(f))
 		}
@@ -81,7 +81,7 @@ func testInboxHostileInput(t *testing.T, h harness) {
 		req.EndpointIDs = append(manyEndpoints(40000), "ep-1")
 		req.Scopes = append(manyEndpoints(40000), "ep-1")
 		wantIDs(t, lease(t, s, req), "lease filtered by 40,001 endpoints and scopes", "d1")
-		list, err := s.ListDeadLetters(t.Context(), req.InboxFilter, 10, 0)
+		list, _, err := s.ListDeadLetters(t.Context(), req.InboxFilter, storage.DeadLetterKey{}, 10, 0)
 		must(t, err, "ListDeadLetters filtered by 40,001 endpoints and scopes")
 		wantIDs(t, list, "dead letters filtered by 40,001 endpoints")
 	})

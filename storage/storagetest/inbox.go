@@ -87,7 +87,7 @@ func nack(t *testing.T, s storage.Store, inboxID, token string, retryAt time.Tim
 
 func deadLetters(t *testing.T, s storage.Store, f storage.InboxFilter, limit int) []storage.LeasedDelivery {
 	t.Helper()
-	list, err := s.ListDeadLetters(t.Context(), f, limit, 0)
+	list, _, err := s.ListDeadLetters(t.Context(), f, storage.DeadLetterKey{}, limit, 0)
 	must(t, err, "ListDeadLetters")
 	return list
 }
@@ -372,6 +372,32 @@ func testInbox(t *testing.T, h harness) {
 		wantErr(t, s.Ack(t.Context(), "d1", "tok-1", expired), storage.ErrLeaseLost, "Ack of a dead delivery")
 	})
 
+	// A worker nacked with its error, then crashed on the last attempt: the dead letter must
+	// still say what the worker saw fail, not only that a lease ran out, or the operator has
+	// nothing to go on.
+	t.Run("an expired lease moved to dead keeps the worker's last error", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		deliver(t, s, "ep-1", "ep-1", "nacked", at(1*time.Second))
+		deliver(t, s, "ep-1", "ep-1", "silent", at(2*time.Second))
+		req := leaseReq("tok-1", t0, 10)
+		req.MaxAttempts = 2
+		wantIDs(t, lease(t, s, req), "first lease", "nacked", "silent")
+		nack(t, s, "nacked", "tok-1", t0, 2, t0)
+		// "silent" is left to expire: its first lease ends without an error.
+		req.LeaseToken, req.Now = "tok-2", t0.Add(req.Visibility)
+		wantIDs(t, lease(t, s, req), "second lease", "silent", "nacked")
+		req.LeaseToken, req.Now = "tok-3", req.Now.Add(req.Visibility)
+		if res := leaseResult(t, s, req); res.ExpiredToDead != 2 || len(res.Deliveries) != 0 {
+			t.Fatalf("lease after the last leases expired = %+v, want 2 moved to dead and none leased", res)
+		}
+		got := map[string]string{}
+		for _, d := range deadLetters(t, s, storage.InboxFilter{}, 10) {
+			got[d.InboxID] = d.LastError
+		}
+		wantSame(t, map[string]string{"nacked": "lease expired; last error: failed: tok-1", "silent": "lease expired"},
+			got, "last errors of the dead letters")
+	})
+
 	t.Run("pending deliveries with no attempts left under a lowered limit move to dead", func(t *testing.T) {
 		s := inboxFixture(t, h)
 		spent := deliver(t, s, "ep-1", "ep-1", "spent", at(1*time.Second))
@@ -433,7 +459,7 @@ func testInbox(t *testing.T, h harness) {
 		}
 		list := func(maxBytes int64) []storage.LeasedDelivery {
 			t.Helper()
-			got, err := s.ListDeadLetters(t.Context(), storage.InboxFilter{}, 10, maxBytes)
+			got, _, err := s.ListDeadLetters(t.Context(), storage.InboxFilter{}, storage.DeadLetterKey{}, 10, maxBytes)
 			must(t, err, fmt.Sprintf("ListDeadLetters within %d bytes", maxBytes))
 			return got
 		}
@@ -464,6 +490,8 @@ func testInbox(t *testing.T, h harness) {
 			"a1", "b2", "a3")
 		wantIDs(t, deadLetters(t, s, storage.InboxFilter{EndpointIDs: []string{"ep-3"}}, 10), "ep-3")
 	})
+
+	testDeadLetterPages(t, h)
 
 	t.Run("requeue makes a dead delivery pending with no attempts", func(t *testing.T) {
 		s := inboxFixture(t, h)

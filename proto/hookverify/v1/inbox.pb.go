@@ -774,8 +774,15 @@ type ListDeadLettersRequest struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	EndpointIds  []string               `protobuf:"bytes,1,rep,name=endpoint_ids,json=endpointIds,proto3" json:"endpoint_ids,omitempty"`
 	DedupeScopes []string               `protobuf:"bytes,2,rep,name=dedupe_scopes,json=dedupeScopes,proto3" json:"dedupe_scopes,omitempty"`
-	// At most this many (0 means 100; at most 1000).
-	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	// The page size: at most this many (0 means 100; at most 1000). A page may hold fewer even
+	// when more follow: an answer is also kept within the size a lease's answer is (the first
+	// delivery of a page is listed whatever its size).
+	Limit int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	// A previous answer's next_page_token, to list the dead deliveries after that answer's last
+	// one; empty for the first page. Opaque: INVALID_ARGUMENT if it is not one this service gave.
+	// It names a place in the order, not a snapshot: a delivery dead-lettered meanwhile shows up
+	// if it sorts after it, and requeuing listed ones does not move the rest.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -831,9 +838,19 @@ func (x *ListDeadLettersRequest) GetLimit() int32 {
 	return 0
 }
 
+func (x *ListDeadLettersRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 type ListDeadLettersResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Deliveries    []*InboxDelivery       `protobuf:"bytes,1,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Deliveries []*InboxDelivery       `protobuf:"bytes,1,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
+	// Lists the next page when passed as page_token (with the same filters); empty when there
+	// were no more dead deliveries.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -873,6 +890,13 @@ func (x *ListDeadLettersResponse) GetDeliveries() []*InboxDelivery {
 		return x.Deliveries
 	}
 	return nil
+}
+
+func (x *ListDeadLettersResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type RequeueRequest struct {
@@ -1188,15 +1212,18 @@ const file_hookverify_v1_inbox_proto_rawDesc = "" +
 	"leaseToken\x12H\n" +
 	"\x12visibility_timeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x11visibilityTimeout\"T\n" +
 	"\x13ExtendLeaseResponse\x12=\n" +
-	"\fleased_until\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\vleasedUntil\"v\n" +
+	"\fleased_until\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\vleasedUntil\"\x95\x01\n" +
 	"\x16ListDeadLettersRequest\x12!\n" +
 	"\fendpoint_ids\x18\x01 \x03(\tR\vendpointIds\x12#\n" +
 	"\rdedupe_scopes\x18\x02 \x03(\tR\fdedupeScopes\x12\x14\n" +
-	"\x05limit\x18\x03 \x01(\x05R\x05limit\"W\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"\x7f\n" +
 	"\x17ListDeadLettersResponse\x12<\n" +
 	"\n" +
 	"deliveries\x18\x01 \x03(\v2\x1c.hookverify.v1.InboxDeliveryR\n" +
-	"deliveries\"+\n" +
+	"deliveries\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"+\n" +
 	"\x0eRequeueRequest\x12\x19\n" +
 	"\binbox_id\x18\x01 \x01(\tR\ainboxId\"\x11\n" +
 	"\x0fRequeueResponse\"\x16\n" +

@@ -55,7 +55,9 @@ type InboxServiceClient interface {
 	Nack(ctx context.Context, in *NackRequest, opts ...grpc.CallOption) (*NackResponse, error)
 	// ExtendLease keeps a live lease for another visibility timeout.
 	ExtendLease(ctx context.Context, in *ExtendLeaseRequest, opts ...grpc.CallOption) (*ExtendLeaseResponse, error)
-	// ListDeadLetters lists deliveries that used all their attempts.
+	// ListDeadLetters lists deliveries that used all their attempts, a page at a time (AIP-158):
+	// oldest first (by when each last became due for a lease, then by inbox id); pass an
+	// answer's next_page_token to get the page after it, until the token comes back empty.
 	ListDeadLetters(ctx context.Context, in *ListDeadLettersRequest, opts ...grpc.CallOption) (*ListDeadLettersResponse, error)
 	// Requeue brings a dead delivery back, with its attempts reset.
 	Requeue(ctx context.Context, in *RequeueRequest, opts ...grpc.CallOption) (*RequeueResponse, error)
@@ -177,7 +179,9 @@ type InboxServiceServer interface {
 	Nack(context.Context, *NackRequest) (*NackResponse, error)
 	// ExtendLease keeps a live lease for another visibility timeout.
 	ExtendLease(context.Context, *ExtendLeaseRequest) (*ExtendLeaseResponse, error)
-	// ListDeadLetters lists deliveries that used all their attempts.
+	// ListDeadLetters lists deliveries that used all their attempts, a page at a time (AIP-158):
+	// oldest first (by when each last became due for a lease, then by inbox id); pass an
+	// answer's next_page_token to get the page after it, until the token comes back empty.
 	ListDeadLetters(context.Context, *ListDeadLettersRequest) (*ListDeadLettersResponse, error)
 	// Requeue brings a dead delivery back, with its attempts reset.
 	Requeue(context.Context, *RequeueRequest) (*RequeueResponse, error)
