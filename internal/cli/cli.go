@@ -52,6 +52,19 @@ func commands() map[string]command {
 // errUsage marks errors already explained by a usage message.
 var errUsage = errors.New("usage")
 
+// usageError is a usage mistake found after the flags parsed: a required flag missing, a value
+// the command cannot take. Main prints it like any error but exits 2, as for a flag the flag
+// package refused, so that a script tells a wrong command line from a failure (exit 1).
+type usageError struct{ msg string }
+
+func (u *usageError) Error() string        { return u.msg }
+func (u *usageError) Is(target error) bool { return target == errUsage }
+
+// usagef returns a usageError.
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
 // Main runs the command line and returns the exit status: 0 success, 1 failure, 2 usage.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -77,6 +90,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 0
 		}
 		if errors.Is(err, errUsage) {
+			var ue *usageError
+			if errors.As(err, &ue) {
+				// Not printed yet, unlike the flag package's own refusals.
+				fmt.Fprintf(stderr, "hookverify %s: %v\n", args[0], err)
+			}
 			return 2
 		}
 		fmt.Fprintf(stderr, "hookverify %s: %v\n", args[0], err)

@@ -127,12 +127,12 @@ func TestSignOutputVerifiesWithOfficialSDKs(t *testing.T) {
 		}
 	})
 	t.Run("unknown provider", func(t *testing.T) {
-		if code, _, errOut := run(t, "", "sign", "--provider", "nope", "--secret", "s", "--body", bodyFile); code != 1 || !strings.Contains(errOut, "unknown provider") {
+		if code, _, errOut := run(t, "", "sign", "--provider", "nope", "--secret", "s", "--body", bodyFile); code != 2 || !strings.Contains(errOut, "unknown provider") {
 			t.Errorf("exit %d, stderr %q", code, errOut)
 		}
 	})
 	t.Run("an id the protocol sends in a header, missing, names --id", func(t *testing.T) {
-		if code, _, errOut := run(t, "", "sign", "--provider", "github", "--secret", "s", "--body", bodyFile); code != 1 || !strings.Contains(errOut, "X-GitHub-Delivery") || !strings.Contains(errOut, "--id") {
+		if code, _, errOut := run(t, "", "sign", "--provider", "github", "--secret", "s", "--body", bodyFile); code != 2 || !strings.Contains(errOut, "X-GitHub-Delivery") || !strings.Contains(errOut, "--id") {
 			t.Errorf("exit %d, stderr %q", code, errOut)
 		}
 	})
@@ -161,7 +161,7 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("%q: exit %d, want 2", args, code)
 		}
 	}
-	if code, _, errOut := run(t, "", "endpoint", "create", "--id", "x", "--server", "127.0.0.1:1"); code != 1 || !strings.Contains(errOut, "--provider") {
+	if code, _, errOut := run(t, "", "endpoint", "create", "--id", "x", "--server", "127.0.0.1:1"); code != 2 || !strings.Contains(errOut, "--provider") {
 		t.Errorf("missing --provider: exit %d, %q", code, errOut)
 	}
 }
@@ -416,7 +416,7 @@ func TestInboxCommands(t *testing.T) {
 	if out := must("", "inbox", "dead"); strings.Contains(out, "inboxId") {
 		t.Fatalf("dead letters after one nack: %s", out)
 	}
-	if code, _, errOut := run(t, "", "inbox", "ack", "--id", first.InboxID); code != 1 || !strings.Contains(errOut, "--lease") {
+	if code, _, errOut := run(t, "", "inbox", "ack", "--id", first.InboxID); code != 2 || !strings.Contains(errOut, "--lease") {
 		t.Fatalf("ack without --lease: exit %d %q", code, errOut)
 	}
 
@@ -473,21 +473,24 @@ func TestInboxAckMany(t *testing.T) {
 		t.Errorf("acking 103 unknown deliveries: exit %d, stderr %q, %d NOT_FOUND results", code, errOut, strings.Count(out, `"code": 5`))
 	}
 
+	// Usage mistakes exit 2, a --leased file unfit to ack exits 1, an empty lease is nothing to
+	// do (exit 0, said on standard error).
 	for _, c := range []struct {
-		stdin   string
-		args    []string
-		wantErr string
+		stdin    string
+		args     []string
+		wantCode int
+		wantErr  string
 	}{
-		{"", []string{"--id", "a"}, "1 --id but 0 --lease"},
-		{"", []string{"--id", "a", "--lease", ""}, "must not be empty"},
-		{"", nil, "--id and --lease are required"},
-		{`{}`, []string{"--leased", "-"}, "holds no deliveries"},
-		{`not json`, []string{"--leased", "-"}, "is not the JSON 'inbox lease' prints"},
-		{`{"deliveries": [{"inboxId": "x"}]}`, []string{"--leased", "-"}, "without an inbox id or lease token"},
+		{"", []string{"--id", "a"}, 2, "1 --id but 0 --lease"},
+		{"", []string{"--id", "a", "--lease", ""}, 2, "must not be empty"},
+		{"", nil, 2, "--id and --lease are required"},
+		{`{}`, []string{"--leased", "-"}, 0, "holds no deliveries"},
+		{`not json`, []string{"--leased", "-"}, 1, "is not the JSON 'inbox lease' prints"},
+		{`{"deliveries": [{"inboxId": "x"}]}`, []string{"--leased", "-"}, 1, "without an inbox id or lease token"},
 	} {
 		code, _, errOut := run(t, c.stdin, append(append([]string{"inbox", "ack"}, c.args...), remote...)...)
-		if code != 1 || !strings.Contains(errOut, c.wantErr) {
-			t.Errorf("inbox ack %q (stdin %q): exit %d, stderr %q, want %q", c.args, c.stdin, code, errOut, c.wantErr)
+		if code != c.wantCode || !strings.Contains(errOut, c.wantErr) {
+			t.Errorf("inbox ack %q (stdin %q): exit %d, stderr %q, want %d and %q", c.args, c.stdin, code, errOut, c.wantCode, c.wantErr)
 		}
 	}
 }
@@ -882,9 +885,9 @@ func TestInboxExtendKeepsALeaseAlive(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &ext); err != nil || ext.LeasedUntil.Before(d.LeasedUntil.Add(5*time.Minute)) {
 		t.Fatalf("inbox extend printed %s (%v); want leasedUntil about 10 minutes ahead", out, err)
 	}
-	// Mistakes: no lease token (exit 1, naming the flag), a lost lease (exit 1), a visibility the
+	// Mistakes: no lease token (usage, naming the flag), a lost lease (exit 1), a visibility the
 	// server would refuse (usage, naming the flag).
-	if code, _, errOut := run(t, "", append([]string{"inbox", "extend", "--id", d.InboxID}, remote...)...); code != 1 || !strings.Contains(errOut, "--lease") {
+	if code, _, errOut := run(t, "", append([]string{"inbox", "extend", "--id", d.InboxID}, remote...)...); code != 2 || !strings.Contains(errOut, "--lease") {
 		t.Errorf("extend without --lease: exit %d %q", code, errOut)
 	}
 	if code, _, errOut := run(t, "", append([]string{"inbox", "extend", "--id", d.InboxID, "--lease", "lease_wrong"}, remote...)...); code != 1 || !strings.Contains(errOut, "FailedPrecondition") {
@@ -957,7 +960,7 @@ func TestHelpExitsZero(t *testing.T) {
 func TestZeroTimeoutNamesTheFlag(t *testing.T) {
 	for _, timeout := range []string{"0", "-1s"} {
 		code, _, errOut := run(t, "", "endpoint", "list", "--server", "127.0.0.1:1", "--timeout", timeout)
-		if code != 1 || !strings.Contains(errOut, "--timeout") {
+		if code != 2 || !strings.Contains(errOut, "--timeout") {
 			t.Errorf("--timeout %s: exit %d, stderr %q", timeout, code, errOut)
 		}
 	}
@@ -984,7 +987,7 @@ func TestAuditSaysWhenThereMayBeMore(t *testing.T) {
 			t.Errorf("audit --limit %s: exit %d, stderr %q", limit, code, errOut)
 		}
 	}
-	if code, _, errOut := run(t, "", append([]string{"audit", "--since", "1d"}, remote...)...); code != 1 || !strings.Contains(errOut, "24h") {
+	if code, _, errOut := run(t, "", append([]string{"audit", "--since", "1d"}, remote...)...); code != 2 || !strings.Contains(errOut, "24h") {
 		t.Errorf("audit --since 1d: exit %d, stderr %q", code, errOut)
 	}
 }

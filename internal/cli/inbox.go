@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -80,7 +79,7 @@ func inboxLease(ctx context.Context, e env, args []string) error {
 
 // inRange refuses a flag outside lo..hi as a usage error naming it: a count before it is
 // narrowed to the API's int32, a duration the server would refuse.
-func inRange[T int | time.Duration](e env, name string, v, lo, hi T) error {
+func inRange[T int | int64 | time.Duration](e env, name string, v, lo, hi T) error {
 	if v < lo || v > hi {
 		fmt.Fprintf(e.stderr, "--%s %v: want %v to %v\n", name, v, lo, hi)
 		return errUsage
@@ -98,7 +97,7 @@ func (l *leaseFlags) register(fs *flag.FlagSet) {
 
 func (l *leaseFlags) check() error {
 	if l.id == "" || l.token == "" {
-		return errors.New("--id and --lease are required")
+		return usagef("--id and --lease are required")
 	}
 	return nil
 }
@@ -124,6 +123,13 @@ func inboxAck(ctx context.Context, e env, args []string) error {
 	acks, err := acksToSend(e, ids, tokens, *leased)
 	if err != nil {
 		return err
+	}
+	if len(acks) == 0 {
+		// An empty lease (the inbox had nothing) acked is nothing to do, not a failure: a
+		// `set -e` script that leases then acks must not stop on a quiet inbox. The output
+		// stays the JSON of the results, none.
+		fmt.Fprintf(e.stderr, "hookverify inbox ack: --leased %s holds no deliveries: nothing to ack\n", *leased)
+		return printJSON(e.stdout, &hookverifyv1.AckManyResponse{})
 	}
 	if len(acks) == 1 && *leased == "" {
 		return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
@@ -168,12 +174,12 @@ func inboxAck(ctx context.Context, e env, args []string) error {
 // the --leased file, if any.
 func acksToSend(e env, ids, tokens []string, leasedPath string) ([]*hookverifyv1.AckRequest, error) {
 	if len(ids) != len(tokens) {
-		return nil, fmt.Errorf("%d --id but %d --lease: give each inbox id its lease token", len(ids), len(tokens))
+		return nil, usagef("%d --id but %d --lease: give each inbox id its lease token", len(ids), len(tokens))
 	}
 	var acks []*hookverifyv1.AckRequest
 	for i, id := range ids {
 		if id == "" || tokens[i] == "" {
-			return nil, errors.New("--id and --lease must not be empty")
+			return nil, usagef("--id and --lease must not be empty")
 		}
 		acks = append(acks, &hookverifyv1.AckRequest{InboxId: id, LeaseToken: tokens[i]})
 	}
@@ -193,11 +199,8 @@ func acksToSend(e env, ids, tokens []string, leasedPath string) ([]*hookverifyv1
 			acks = append(acks, &hookverifyv1.AckRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken()})
 		}
 	}
-	if len(acks) == 0 {
-		if leasedPath != "" {
-			return nil, fmt.Errorf("--leased %s holds no deliveries: nothing to ack", leasedPath)
-		}
-		return nil, errors.New("--id and --lease are required (or --leased FILE)")
+	if len(acks) == 0 && leasedPath == "" {
+		return nil, usagef("--id and --lease are required (or --leased FILE)")
 	}
 	return acks, nil
 }
@@ -254,16 +257,45 @@ func inboxDead(ctx context.Context, e env, args []string) error {
 	var f filterFlags
 	r.register(fs)
 	f.register(fs)
-	limit := fs.Int("limit", 100, "how many to list (1-1000)")
+	limit := fs.Int("limit", 100, "how many to list per page (1-1000; a page of large deliveries holds fewer)")
+	pageToken := fs.String("page-token", "", "list the page after the one whose nextPageToken this is (same --endpoint and --scope)")
+	all := fs.Bool("all", false, "follow the pages to the last, printing each as a JSON document of its own")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := inRange(e, "limit", *limit, 1, 1000); err != nil {
 		return err
 	}
-	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
-		return inboxClient(c).ListDeadLetters(ctx, &hookverifyv1.ListDeadLettersRequest{EndpointIds: f.endpoints, DedupeScopes: f.scopes, Limit: int32(*limit)})
-	})
+	req := &hookverifyv1.ListDeadLettersRequest{EndpointIds: f.endpoints, DedupeScopes: f.scopes, Limit: int32(*limit), PageToken: *pageToken}
+	if !*all {
+		return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+			return inboxClient(c).ListDeadLetters(ctx, req)
+		})
+	}
+	// Each page printed as it comes, with its nextPageToken, rather than gathered into one
+	// answer: thousands of dead letters with large bodies would be held in memory, and a call
+	// that fails midway leaves the token to go on from with --page-token. Each page has its
+	// own deadline, as a call without --all would.
+	conn, err := r.dial()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for {
+		pageCtx, cancel := context.WithTimeout(ctx, r.timeout)
+		resp, err := inboxClient(conn).ListDeadLetters(pageCtx, req)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if err := printJSON(e.stdout, resp); err != nil {
+			return err
+		}
+		if resp.GetNextPageToken() == "" {
+			return nil
+		}
+		req.PageToken = resp.GetNextPageToken()
+	}
 }
 
 func inboxRequeue(ctx context.Context, e env, args []string) error {
@@ -275,7 +307,7 @@ func inboxRequeue(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *id == "" {
-		return errors.New("--id is required")
+		return usagef("--id is required")
 	}
 	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
 		return inboxClient(c).Requeue(ctx, &hookverifyv1.RequeueRequest{InboxId: *id})

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/hookverify/hookverify/client"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server"
 )
 
 // remoteFlags are shared by every command that talks to a running server.
@@ -44,7 +46,11 @@ func (r *remoteFlags) dial(opts ...client.Option) (*client.Conn, error) {
 	if r.timeout <= 0 {
 		// Every call would fail at once with a bare DeadlineExceeded, which reads like a slow
 		// server; 0 does not mean "no deadline" here.
-		return nil, fmt.Errorf("--timeout %v: want a positive duration, e.g. 30s", r.timeout)
+		return nil, usagef("--timeout %v: want a positive duration, e.g. 30s", r.timeout)
+	}
+	if (r.cert == "") != (r.certKey == "") {
+		// Named as the flags, rather than as the client package's certificate and key files.
+		return nil, usagef("--cert and --key go together: a client certificate needs its private key")
 	}
 	if r.caFile != "" || r.cert != "" || r.certKey != "" {
 		opts = append(opts, client.WithTLSFiles(r.caFile, r.cert, r.certKey))
@@ -148,6 +154,18 @@ func (f *endpointFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.options, "option", "protocol option key=value (repeatable)")
 }
 
+// check refuses, as usage errors before any call, settings the server would refuse under its
+// field names (timestamp_tolerance, max_body_bytes) and a malformed --option.
+func (f *endpointFlags) check(e env, fs *flag.FlagSet) error {
+	if err := cmp.Or(
+		inRange(e, "tolerance", f.tolerance, 0, server.MaxTolerance),
+		inRange(e, "max-body-bytes", f.maxBody, 0, server.MaxBodyCeiling),
+	); err != nil {
+		return err
+	}
+	return f.apply(fs, &hookverifyv1.Endpoint{})
+}
+
 // apply copies the flags that were set on the command line onto ep.
 func (f *endpointFlags) apply(fs *flag.FlagSet, ep *hookverifyv1.Endpoint) error {
 	var err error
@@ -168,7 +186,7 @@ func (f *endpointFlags) apply(fs *flag.FlagSet, ep *hookverifyv1.Endpoint) error
 			for _, kv := range f.options {
 				k, v, ok := strings.Cut(kv, "=")
 				if !ok || k == "" {
-					err = fmt.Errorf("--option %q: want key=value", kv)
+					err = usagef("--option %q: want key=value", kv)
 					return
 				}
 				ep.Options[k] = v
@@ -197,7 +215,10 @@ func endpointCreate(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if f.id == "" || f.provider == "" {
-		return errors.New("--id and --provider are required")
+		return usagef("--id and --provider are required")
+	}
+	if err := f.check(e, fs); err != nil {
+		return err
 	}
 	ep := &hookverifyv1.Endpoint{Id: f.id}
 	if err := f.apply(fs, ep); err != nil {
@@ -217,7 +238,7 @@ func endpointGet(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *id == "" {
-		return errors.New("--id is required")
+		return usagef("--id is required")
 	}
 	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
 		return c.Admin.GetEndpoint(ctx, &hookverifyv1.GetEndpointRequest{Id: *id})
@@ -250,7 +271,11 @@ func endpointUpdate(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if f.id == "" {
-		return errors.New("--id is required")
+		return usagef("--id is required")
+	}
+	// Before any call, as in endpoint create: not after the endpoint was read.
+	if err := f.check(e, fs); err != nil {
+		return err
 	}
 	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
 		for attempt := 1; ; attempt++ {
@@ -313,7 +338,7 @@ func secretAdd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *endpoint == "" {
-		return errors.New("--endpoint is required")
+		return usagef("--endpoint is required")
 	}
 	req := &hookverifyv1.AddSecretRequest{EndpointId: *endpoint}
 	var err error
@@ -341,7 +366,11 @@ func secretRotate(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *endpoint == "" {
-		return errors.New("--endpoint is required")
+		return usagef("--endpoint is required")
+	}
+	if *overlap < 0 {
+		// Refused here, naming the flag, rather than by the server after the secret was read.
+		return usagef("--overlap %v: want 0 or more (0: the previous secrets stop at once)", *overlap)
 	}
 	secret, err := readSecret(e)
 	if err != nil {
@@ -362,7 +391,7 @@ func secretRetire(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *endpoint == "" || *id == "" {
-		return errors.New("--endpoint and --id are required")
+		return usagef("--endpoint and --id are required")
 	}
 	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
 		return c.Admin.RetireSecret(ctx, &hookverifyv1.RetireSecretRequest{EndpointId: *endpoint, SecretId: *id})
@@ -378,7 +407,7 @@ func secretList(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *endpoint == "" {
-		return errors.New("--endpoint is required")
+		return usagef("--endpoint is required")
 	}
 	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
 		return c.Admin.ListSecrets(ctx, &hookverifyv1.ListSecretsRequest{EndpointId: *endpoint})
@@ -411,7 +440,7 @@ func runVerify(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *endpoint == "" || *bodyFile == "" {
-		return errors.New("--endpoint and --body are required")
+		return usagef("--endpoint and --body are required")
 	}
 	body, err := readBody(e, *bodyFile)
 	if err != nil {
@@ -421,7 +450,7 @@ func runVerify(ctx context.Context, e env, args []string) error {
 	for _, h := range headers {
 		name, value, ok := strings.Cut(h, ":")
 		if !ok || strings.TrimSpace(name) == "" {
-			return fmt.Errorf("-H %q: want 'Name: value'", h)
+			return usagef("-H %q: want 'Name: value'", h)
 		}
 		req.Headers = append(req.Headers, &hookverifyv1.HeaderField{Name: strings.TrimSpace(name), Value: strings.TrimLeft(value, " \t")})
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -55,7 +54,7 @@ func runAudit(ctx context.Context, e env, args []string) error {
 func parseTimeOrAgo(flagName, value string) (*timestamppb.Timestamp, error) {
 	if ago, err := time.ParseDuration(value); err == nil && value != "" {
 		if ago < 0 {
-			return nil, fmt.Errorf("%s: a duration means that long ago and must not be negative", flagName)
+			return nil, usagef("%s: a duration means that long ago and must not be negative", flagName)
 		}
 		return timestamppb.New(time.Now().Add(-ago)), nil
 	}
@@ -65,7 +64,7 @@ func parseTimeOrAgo(flagName, value string) (*timestamppb.Timestamp, error) {
 	t, err := time.Parse(time.RFC3339, value)
 	if err != nil {
 		// Both forms named: "1d" or "2026-12-04" is a likely first try, and the flag takes either.
-		return nil, fmt.Errorf("%s %q: want an RFC 3339 time such as 2026-12-31T23:59:00Z or a duration ago such as 24h or 30m", flagName, value)
+		return nil, usagef("%s %q: want an RFC 3339 time such as 2026-12-31T23:59:00Z or a duration ago such as 24h or 30m", flagName, value)
 	}
 	return timestamppb.New(t), nil
 }
@@ -81,8 +80,8 @@ func runRekey(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *page < 1 || *page > 1000 {
-		return errors.New("--page must be between 1 and 1000")
+	if err := inRange(e, "page", *page, 1, 1000); err != nil {
+		return err
 	}
 	// r.dial, like every other remote command: the token and TLS flags matter most here, on
 	// a production server that requires callers to authenticate.
@@ -129,7 +128,7 @@ func secretFingerprint(_ context.Context, e env, args []string) error {
 		return err
 	}
 	if *endpoint == "" {
-		return errors.New("--endpoint is required")
+		return usagef("--endpoint is required")
 	}
 	secret, err := readSecret(e)
 	if err != nil {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 
 	"google.golang.org/protobuf/proto"
 
@@ -31,7 +30,7 @@ func tokenCreate(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *name == "" || len(scopes) == 0 {
-		return errors.New("--name and at least one --scope are required")
+		return usagef("--name and at least one --scope are required")
 	}
 	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
 		return c.Tokens.CreateToken(ctx, &hookverifyv1.CreateTokenRequest{Name: *name, Scopes: scopes})
@@ -59,7 +58,7 @@ func tokenRevoke(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *id == "" {
-		return errors.New("--id is required")
+		return usagef("--id is required")
 	}
 	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
 		return c.Tokens.RevokeToken(ctx, &hookverifyv1.RevokeTokenRequest{Id: *id})

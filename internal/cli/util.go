@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"sort"
 	"time"
 
@@ -19,7 +18,7 @@ func parseOptionalTime(flagName, value string) (*timestamppb.Timestamp, error) {
 	}
 	t, err := time.Parse(time.RFC3339, value)
 	if err != nil {
-		return nil, fmt.Errorf("%s: want an RFC 3339 time such as 2026-12-31T23:59:00Z: %w", flagName, err)
+		return nil, usagef("%s: want an RFC 3339 time such as 2026-12-31T23:59:00Z: %v", flagName, err)
 	}
 	return timestamppb.New(t), nil
 }

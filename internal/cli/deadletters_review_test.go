@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+)
+
+// pagedDeadLetters serves dead letters "d1".."d5" two a page, the token being the index of
+// the page's first, and records the tokens it was asked for.
+type pagedDeadLetters struct {
+	hookverifyv1.UnimplementedInboxServiceServer
+	mu     sync.Mutex
+	tokens []string
+}
+
+func (p *pagedDeadLetters) ListDeadLetters(_ context.Context, req *hookverifyv1.ListDeadLettersRequest) (*hookverifyv1.ListDeadLettersResponse, error) {
+	p.mu.Lock()
+	p.tokens = append(p.tokens, req.GetPageToken())
+	p.mu.Unlock()
+	ids := []string{"d1", "d2", "d3", "d4", "d5"}
+	start := map[string]int{"": 0, "t2": 2, "t4": 4}
+	i, ok := start[req.GetPageToken()]
+	if !ok {
+		return nil, status.Error(codes.InvalidArgument, "bad page token")
+	}
+	resp := &hookverifyv1.ListDeadLettersResponse{}
+	for _, id := range ids[i:min(i+2, len(ids))] {
+		resp.Deliveries = append(resp.Deliveries, &hookverifyv1.InboxDelivery{InboxId: id})
+	}
+	if i+2 < len(ids) {
+		resp.NextPageToken = map[int]string{0: "t2", 2: "t4"}[i]
+	}
+	return resp, nil
+}
+
+type deadPage struct {
+	Deliveries []struct {
+		InboxID string `json:"inboxId"`
+	} `json:"deliveries"`
+	NextPageToken string `json:"nextPageToken"`
+}
+
+func (p deadPage) ids() string {
+	var ids []string
+	for _, d := range p.Deliveries {
+		ids = append(ids, d.InboxID)
+	}
+	return strings.Join(ids, ",")
+}
+
+// TestInboxDeadPages: inbox dead printed one answer of at most --limit dead letters, with no
+// way to see the rest. It prints the next page token with the page, takes --page-token to
+// list the page after it, and --all follows the tokens to the end, a JSON document per page.
+func TestInboxDeadPages(t *testing.T) {
+	f := &pagedDeadLetters{}
+	remote := startFakeInbox(t, f)
+	dead := func(args ...string) []deadPage {
+		t.Helper()
+		code, out, errOut := run(t, "", append(append([]string{"inbox", "dead"}, args...), remote...)...)
+		if code != 0 {
+			t.Fatalf("inbox dead %v: exit %d, %q", args, code, errOut)
+		}
+		var pages []deadPage
+		dec := json.NewDecoder(strings.NewReader(out))
+		for dec.More() {
+			var p deadPage
+			if err := dec.Decode(&p); err != nil {
+				t.Fatalf("inbox dead %v printed %q: %v", args, out, err)
+			}
+			pages = append(pages, p)
+		}
+		return pages
+	}
+	if got := dead(); len(got) != 1 || got[0].ids() != "d1,d2" || got[0].NextPageToken != "t2" {
+		t.Fatalf("inbox dead: %+v, want d1,d2 and the next page token t2", got)
+	}
+	if got := dead("--page-token", "t2"); len(got) != 1 || got[0].ids() != "d3,d4" || got[0].NextPageToken != "t4" {
+		t.Fatalf("inbox dead --page-token t2: %+v, want d3,d4 and t4", got)
+	}
+	got := dead("--all")
+	if len(got) != 3 || got[0].ids() != "d1,d2" || got[1].ids() != "d3,d4" || got[2].ids() != "d5" || got[2].NextPageToken != "" {
+		t.Fatalf("inbox dead --all: %+v, want three pages, d1 to d5, the last with no token", got)
+	}
+	if got := dead("--all", "--page-token", "t4"); len(got) != 1 || got[0].ids() != "d5" {
+		t.Fatalf("inbox dead --all --page-token t4: %+v, want the last page", got)
+	}
+	if code, _, errOut := run(t, "", append([]string{"inbox", "dead", "--page-token", "nope"}, remote...)...); code == 0 || !strings.Contains(errOut, "page token") {
+		t.Fatalf("inbox dead with a bad token: exit %d, %q; want the server's error", code, errOut)
+	}
+}
