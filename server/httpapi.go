@@ -15,13 +15,20 @@ import (
 )
 
 // HTTPHandler serves the operational endpoints: /healthz (the process is up), /readyz (storage
-// is open, migrated and answering) and, with metrics configured, /metrics for Prometheus.
+// is open, migrated and answering, and shutdown has not begun) and, with metrics configured,
+// /metrics for Prometheus.
 func (s *Server) HTTPHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if s.shuttingDown() {
+			// The store stays open while the calls under way drain, but new ones are refused:
+			// not ready, as gRPC health says NOT_SERVING.
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
 		st, err := s.storage()
 		if err != nil {
 			http.Error(w, "storage not open yet", http.StatusServiceUnavailable)

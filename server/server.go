@@ -119,6 +119,8 @@ type Server struct {
 	storageDown bool
 	// shutDown is set by Shutdown: health stays NOT_SERVING for good.
 	shutDown bool
+	// stopping is closed by Shutdown: health watches end, /readyz answers 503.
+	stopping chan struct{}
 }
 
 type storeHolder struct{ storage.Store }
@@ -134,6 +136,7 @@ func New(opts Options) (*Server, error) {
 		log:       opts.Logger,
 		now:       opts.Now,
 		health:    health.NewServer(),
+		stopping:  make(chan struct{}),
 		uses:      newSecretUses(),
 	}
 	if s.log == nil {
@@ -185,12 +188,17 @@ func (s *Server) SetStore(st storage.Store) {
 }
 
 // Shutdown marks the server NOT_SERVING for good: neither SetStore nor the inbox monitor
-// changes that afterwards.
+// changes that afterwards. Health watches are sent NOT_SERVING and end (GracefulStop waits
+// for every stream), and /readyz answers 503.
 func (s *Server) Shutdown() {
 	s.healthMu.Lock()
 	defer s.healthMu.Unlock()
+	if s.shutDown {
+		return
+	}
 	s.shutDown = true
 	s.health.Shutdown()
+	close(s.stopping)
 }
 
 // setStorageAnswering reports in gRPC health whether the store h answered the inbox monitor:
@@ -232,7 +240,7 @@ func (s *Server) Register(g *grpc.Server) {
 	hookverifyv1.RegisterAdminServiceServer(g, s)
 	hookverifyv1.RegisterInboxServiceServer(g, s)
 	hookverifyv1.RegisterTokenServiceServer(g, s)
-	healthpb.RegisterHealthServer(g, s.health)
+	healthpb.RegisterHealthServer(g, healthService{s})
 	reflection.Register(g)
 }
 

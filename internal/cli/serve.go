@@ -11,10 +11,12 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -289,8 +291,17 @@ func runServe(ctx context.Context, e env, args []string) error {
 		running.stop()
 		return fmt.Errorf("opening storage: %w", err)
 	}
-	log.Info("shutting down")
-	running.stop()
+	// A second SIGTERM or SIGINT cuts the drain short, as an operator pressing Ctrl-C again
+	// expects; Main's handler, which ended ctx at the first, keeps catching both, so that
+	// without this one a second signal did nothing.
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	log.Info("shutting down: NOT_SERVING, draining the calls under way", "bound", drainBound.String())
+	if err := running.shutdown(again); err != nil {
+		return err
+	}
+	log.Info("stopped")
 	return nil
 }
 
@@ -344,6 +355,7 @@ func isLoopbackAddr(addr string) (bool, error) {
 type runningServer struct {
 	addr       string
 	httpAddr   string
+	log        *slog.Logger
 	http       *http.Server
 	background sync.WaitGroup
 	srv        *server.Server
@@ -394,7 +406,7 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 	}
 	g := srv.NewGRPCServer(grpcOpts...)
 	ctx, cancel := context.WithCancel(ctx)
-	r := &runningServer{addr: lis.Addr().String(), srv: srv, grpc: g, cancel: cancel, done: make(chan struct{}), store: make(chan storage.Store, 1), failed: make(chan error, 1)}
+	r := &runningServer{addr: lis.Addr().String(), log: log, srv: srv, grpc: g, cancel: cancel, done: make(chan struct{}), store: make(chan storage.Store, 1), failed: make(chan error, 1)}
 	if sc.httpListen != "" {
 		hl, err := net.Listen("tcp", sc.httpListen)
 		if err != nil {
@@ -488,17 +500,33 @@ func (r *runningServer) waitReady(ctx context.Context) error {
 	}
 }
 
-// stop drains in-flight calls (forcing them after 10 s), then closes the store.
-func (r *runningServer) stop() {
+// drainBound is how long the calls under way at shutdown get to finish before they are cut
+// off (their callers get UNAVAILABLE, and retry another instance).
+const drainBound = 10 * time.Second
+
+// stop is shutdown for callers that have no use for its error.
+func (r *runningServer) stop() { r.shutdown(nil) }
+
+// shutdown reports NOT_SERVING, drains in-flight calls (cutting off those still running after
+// drainBound, or at once when cut receives), then ends the background work and closes the
+// store. It returns the store's close error: serve exits nonzero on it.
+func (r *runningServer) shutdown(cut <-chan os.Signal) error {
 	r.srv.Shutdown()
-	r.cancel()
 	stopped := make(chan struct{})
 	go func() { r.grpc.GracefulStop(); close(stopped) }()
 	select {
 	case <-stopped:
-	case <-time.After(10 * time.Second):
+	case <-time.After(drainBound):
+		r.log.Warn("calls still running after the drain bound: cutting them off, their callers get UNAVAILABLE", "bound", drainBound.String())
+		r.grpc.Stop()
+	case sig := <-cut:
+		r.log.Warn("second signal: cutting off the calls still running, their callers get UNAVAILABLE", "signal", sig.String())
 		r.grpc.Stop()
 	}
+	// The background work ends only now: the calls drained note the secrets they used, which
+	// the secret-use writer's last flush writes, and a store that opens meanwhile is closed
+	// below all the same.
+	r.cancel()
 	if r.http != nil {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		r.http.Shutdown(shutdownCtx)
@@ -509,9 +537,13 @@ func (r *runningServer) stop() {
 	select {
 	case st := <-r.store:
 		r.srv.SetStore(nil)
-		st.Close()
+		if err := st.Close(); err != nil {
+			r.log.Error("closing storage failed", "err", err)
+			return fmt.Errorf("closing storage: %w", err)
+		}
 	default:
 	}
+	return nil
 }
 
 // warnUnreadableSecrets logs, once the store is open, how many secrets in force are sealed
