@@ -116,14 +116,17 @@ func genericPointerLookup(body []byte, ptr string) (value any, found bool, err e
 	if err != nil {
 		return nil, false, err
 	}
+	// validJSON (json.Valid's answer) is what refuses trailing data: the decoder stops after the
+	// first value, and a following dec.Token() errs alike on garbage ("}", "x") and at the end,
+	// so checking it let {"id":"a"}x through as the value {"id":"a"}.
+	if !validJSON(body) {
+		return nil, false, fmt.Errorf("body is not a single JSON value")
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
 		return nil, false, fmt.Errorf("body is not JSON")
-	}
-	if _, err := dec.Token(); err == nil {
-		return nil, false, fmt.Errorf("body has data after its JSON value")
 	}
 	cur := doc
 	for _, tok := range tokens {

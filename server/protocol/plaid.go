@@ -107,8 +107,10 @@ func plaidDecodeCoord(s string) ([]byte, bool) {
 // plaidParseJWK checks a JWK's shape and returns it with its public point (0x04||x||y).
 func plaidParseJWK(secret string) (plaidJWK, []byte, error) {
 	var k plaidJWK
+	// validJSON refuses anything after the object: dec.More() after Decode said no more for a
+	// trailing "}" or "]", so a mangled paste passed as the key.
 	dec := json.NewDecoder(strings.NewReader(secret))
-	if err := dec.Decode(&k); err != nil || dec.More() {
+	if !validJSON([]byte(secret)) || dec.Decode(&k) != nil {
 		return k, nil, invalidSecret("the Plaid key is not a JWK JSON object")
 	}
 	if k.Kty != "EC" || k.Crv != "P-256" {
