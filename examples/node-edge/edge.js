@@ -5,8 +5,8 @@
 // the provider with the HttpReply hookverify returns.
 //
 // Failure policy: the provider must retry, never drop. When hookverify cannot answer in time
-// (UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED; the first two after retries within the
-// deadline, as the Go client does) the edge answers 503 with Retry-After,
+// (UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, CANCELLED; the first two after retries
+// within the deadline, as the Go client does) the edge answers 503 with Retry-After,
 // taken from the server's google.rpc.RetryInfo hint when it sends one. Any other gRPC error
 // (UNAUTHENTICATED and PERMISSION_DENIED included) means the edge or the server is
 // misconfigured: the edge answers 500 (providers retry 5xx too) and logs one line, never the
@@ -32,12 +32,31 @@ const MAX_BODY_BYTES = 32 << 20;
 // (matches the Go client's limit).
 const MAX_MESSAGE_BYTES = 34 << 20;
 
-// gRPC codes after which the provider should simply retry later.
+// gRPC codes after which the provider should simply retry later (503), as the Go edge's
+// client.Handler answers them. CANCELLED: the edge never cancels its calls, so it comes from
+// hookverify's side (a server stopping mid-call resets the stream), which says nothing about
+// the delivery: a retry will do, and a 500 would read as the edge's own misconfiguration.
 const RETRYABLE = new Set([
   grpc.status.UNAVAILABLE,
   grpc.status.RESOURCE_EXHAUSTED,
   grpc.status.DEADLINE_EXCEEDED,
+  grpc.status.CANCELLED,
 ]);
+
+// The HTTP server's timeouts, the Go edge's (`hookverify edge`): --read-header-timeout (a
+// header section that stalls), --read-timeout (a whole request) and its idle timeout (a
+// keep-alive connection between requests). Node's own (60 s, 300 s, 5 s) would let a client
+// that trickles bytes hold a connection for minutes, and close a provider's keep-alive
+// connection under it.
+const HEADERS_TIMEOUT_MS = 5000;
+const REQUEST_TIMEOUT_MS = 10000;
+const IDLE_TIMEOUT_MS = 60000;
+// How often Node checks the first two (default 30 s, which would stretch a 5 s timeout to 35).
+const TIMEOUT_CHECK_MS = 1000;
+// The largest header section the edge reads, the Go edge's: hookverify takes 256 KiB of
+// headers, plus a little framing. Node's default, 16 KiB, would answer 431 (a 4xx providers do
+// not retry) to deliveries hookverify would take.
+const MAX_HEADER_SECTION_BYTES = (256 << 10) + (16 << 10);
 
 // The longest Retry-After the edge passes on from a server hint (the Go edge's MaxRetryAfter),
 // so a misconfigured server cannot push a provider's next attempt past its retry window.
@@ -48,6 +67,9 @@ const CODE_NAMES = Object.fromEntries(Object.entries(grpc.status).map(([name, co
 // The route: /hooks/<endpoint id>, with an optional query string. The id is passed on
 // percent-decoded; hookverify answers unknown ids with a 404 reply.
 const ROUTE = /^\/hooks\/([^/?#]+)\/?(?:\?.*)?$/;
+
+// The health check, as the Go edge's GET /healthz.
+const HEALTH = /^\/healthz(?:\?.*)?$/;
 
 // hookverify's rule for endpoint ids. A decoded id outside it can name no endpoint: the edge
 // answers 404 itself, as the Go handler does, instead of a call the server refuses as
@@ -369,9 +391,28 @@ function within(promise, deadline) {
   return Promise.race([promise, expiry]).finally(() => clearTimeout(timer));
 }
 
+/** msSince is the time since start (a performance.now() value), in ms to the microsecond. */
+function msSince(start) {
+  return Math.round((performance.now() - start) * 1000) / 1000;
+}
+
 /** defaultLog writes one JSON line to stderr. */
 function defaultLog(level, msg, fields) {
   process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }) + '\n');
+}
+
+const LOG_LEVELS = ['debug', 'info', 'warn', 'error'];
+
+/**
+ * leveledLog is defaultLog without the lines below level (debug, info, warn or error), as the
+ * Go edge's --log-level: at warn, the access log (info) is off.
+ */
+function leveledLog(level) {
+  const min = LOG_LEVELS.indexOf(String(level).toLowerCase());
+  if (min < 0) throw new Error(`the log level must be one of ${LOG_LEVELS.join(', ')}`);
+  return (l, msg, fields) => {
+    if (LOG_LEVELS.indexOf(l) >= min) defaultLog(l, msg, fields);
+  };
 }
 
 /**
@@ -424,8 +465,8 @@ function readBody(req, limit) {
 /**
  * answerUnread answers a request whose body the edge does not need. The body is drained, so
  * that the connection can serve the next request; but while it has not all arrived, the answer
- * closes the connection: a body that stalls would otherwise hold it until Node's
- * requestTimeout (300 s by default), however early it was answered.
+ * closes the connection: a body that stalls would otherwise hold it until requestTimeoutMs,
+ * however early it was answered.
  */
 function answerUnread(req, res, status, doc) {
   req.resume();
@@ -515,7 +556,16 @@ function checkBaseUrl(raw) {
  *   rounded up to whole seconds, at least 1.
  * @param {number} [opts.maxBodyBytes=32 MiB] Bodies above this get 413 without a call. A whole
  *   number from 1 to 32 MiB (hookverify's ceiling); createEdge throws otherwise.
+ * @param {number} [opts.headersTimeoutMs=5000] Time allowed to receive a request's header
+ *   section (the Go edge's --read-header-timeout); then 503 with Retry-After.
+ * @param {number} [opts.requestTimeoutMs=10000] Time allowed to receive a whole request (the Go
+ *   edge's --read-timeout), at least headersTimeoutMs; then 503 with Retry-After. A body still
+ *   arriving when deadlineMs passes gets that answer sooner.
+ * @param {number} [opts.idleTimeoutMs=60000] How long a keep-alive connection may wait for its
+ *   next request (the Go edge's idle timeout).
  * @param {Function} [opts.log] (level, msg, fields) logger; defaults to JSON lines on stderr.
+ *   Besides warnings and errors it gets one 'info' line per request, msg 'request' (the access
+ *   log): drop 'info' lines to turn it off.
  * @param {Function} [opts.onEvent] async ({response, request}) => void, called for ACCEPTED and
  *   DUPLICATE before the provider is answered, to hand the event downstream (e.g. enqueue a
  *   job keyed by response.operation_key). It runs for DUPLICATE too, because an edge that
@@ -540,6 +590,9 @@ function createEdge(opts = {}) {
     tls,
     tlsReloadMs = 5000,
     trustForwardedProto = false,
+    headersTimeoutMs = HEADERS_TIMEOUT_MS,
+    requestTimeoutMs = REQUEST_TIMEOUT_MS,
+    idleTimeoutMs = IDLE_TIMEOUT_MS,
   } = opts;
   const base = publicBaseUrl ? checkBaseUrl(publicBaseUrl) : null;
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1 || maxBodyBytes > MAX_BODY_BYTES) {
@@ -560,8 +613,14 @@ function createEdge(opts = {}) {
       throw new Error(`refusing to send the API token in clear to ${verifierAddr}; set the tls option`);
     }
   }
-  if (typeof tlsReloadMs !== 'number' || !Number.isFinite(tlsReloadMs) || tlsReloadMs <= 0) {
-    throw new Error(`tlsReloadMs must be a positive number of milliseconds, got ${tlsReloadMs}`);
+  for (const [name, ms] of Object.entries({ tlsReloadMs, headersTimeoutMs, requestTimeoutMs, idleTimeoutMs })) {
+    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) {
+      throw new Error(`${name} must be a positive number of milliseconds, got ${ms}`);
+    }
+  }
+  if (headersTimeoutMs > requestTimeoutMs) {
+    // The header section is part of the request: Node refuses the pair too, less clearly.
+    throw new Error(`headersTimeoutMs (${headersTimeoutMs}) must be at most requestTimeoutMs (${requestTimeoutMs})`);
   }
   const ownClient = !opts.client;
   // An old client is closed once every call it carries has passed its deadline.
@@ -580,36 +639,89 @@ function createEdge(opts = {}) {
   // Responses not yet finished, and whether shutdown() has begun: see shutdown below.
   const inFlight = new Set();
   let closing = false;
-  const server = http.createServer((req, res) => {
-    exchanges.set(req.socket, { req, res });
+  // Requests sent with Expect: 100-continue whose 100 Continue has not been sent yet: see
+  // handle, which sends it only once it wants the body.
+  const awaitingContinue = new WeakSet();
+  const server = http.createServer({
+    headersTimeout: headersTimeoutMs,
+    requestTimeout: requestTimeoutMs,
+    keepAliveTimeout: idleTimeoutMs,
+    connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_MS, headersTimeoutMs),
+    maxHeaderSize: MAX_HEADER_SECTION_BYTES,
+  });
+  const serve = (req, res) => {
+    const started = performance.now();
+    const outcome = {};
+    exchanges.set(req.socket, { req, res, outcome });
     inFlight.add(res);
-    res.on('close', () => inFlight.delete(res));
+    res.on('close', () => {
+      inFlight.delete(res);
+      accessLog(req, res, outcome, started);
+    });
     if (closing) res.setHeader('Connection', 'close');
-    handle(req, res).catch((err) => {
+    handle(req, res, outcome).catch((err) => {
       // A bug, not a verdict: answer 500 (the provider retries) rather than crash the process.
       log('error', 'edge failed handling a delivery', { error: err && err.message });
       if (!res.headersSent) sendJSON(res, 500, { status: 'error' });
       else res.destroy();
     });
+  };
+  server.on('request', serve);
+  // Without this listener Node sends 100 Continue before the edge sees the request, so a
+  // provider that waits for it uploads a body the edge then refuses (413, 404). As the Go edge
+  // does, it is sent only when the body is read; an answer without it closes the connection.
+  server.on('checkContinue', (req, res) => {
+    awaitingContinue.add(req);
+    serve(req, res);
   });
 
-  // Node's own timeouts (headersTimeout for a header section that never ends, requestTimeout for
-  // a request that never ends) answer 408, a 4xx several providers never retry. The edge's
-  // deadline ends a slow upload long before Node's defaults (60 s, 300 s), but a server given
-  // shorter ones, or a stalled header section, would still get 408: answer 503 + Retry-After
-  // instead. Any other malformed request gets Node's own answer. As Node does, nothing is
-  // written once the response to a request still being received has started.
+  /**
+   * accessLog writes one 'info' line per request, as the Go edge does: method, path (never the
+   * query, which may hold a provider's token), status (0 when no answer was sent: the provider
+   * went away), duration; for /hooks/ routes the endpoint and verdict, any reject reason,
+   * and, when Verify was called, its gRPC code and time (retries included). Never bodies or
+   * header values.
+   */
+  function accessLog(req, res, outcome, started) {
+    const fields = {
+      method: req.method,
+      path: /^[^?#]*/.exec(req.url)[0],
+      status: res.headersSent ? res.statusCode : outcome.status ?? 0, // outcome.status: see clientError
+      duration_ms: msSince(started),
+    };
+    if (outcome.endpoint !== undefined) {
+      fields.endpoint = outcome.endpoint;
+      fields.verdict = outcome.response?.verdict ?? 'VERDICT_UNSPECIFIED';
+      const reason = outcome.response?.reject_reason;
+      if (reason && reason !== 'REJECT_REASON_UNSPECIFIED') fields.reason = reason;
+    }
+    if (outcome.grpcCode !== undefined) {
+      fields.grpc_code = outcome.grpcCode;
+      fields.verifier_duration_ms = outcome.verifierMs;
+    }
+    // A load balancer's health checks, every few seconds, at debug, as the Go edge does.
+    log(HEALTH.test(req.url) ? 'debug' : 'info', 'request', fields);
+  }
+
+  // Node's timeouts (headersTimeoutMs for a header section that never ends, requestTimeoutMs for
+  // a request that never ends) answer 408, a 4xx several providers never retry: answer 503 +
+  // Retry-After instead, as the Go edge does for a body that does not arrive in time. Any other
+  // malformed request gets Node's own answer. As Node does, nothing is written once the
+  // response to a request still being received has started.
   server.on('clientError', (err, socket) => {
     const last = exchanges.get(socket);
     const answerable = socket.writable && (!last || !last.res.headersSent || (last.req.complete && last.res.writableFinished));
     if (answerable) {
-      if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      const timeout = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+      const status = timeout ? 503 : { HPE_HEADER_OVERFLOW: 431, HPE_CHUNK_EXTENSIONS_OVERFLOW: 413 }[err.code] ?? 400;
+      // For the access log of a request being handled (a body that stopped arriving).
+      if (last && !last.res.headersSent) last.outcome.status = status;
+      if (timeout) {
         log('warn', 'the request did not arrive within the server\'s timeout; asking the provider to retry', { error: err.message });
         const body = JSON.stringify({ status: 'unavailable' });
         socket.write(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n`
           + `Retry-After: ${wholeSeconds(retryAfterSeconds)}\r\nConnection: close\r\n\r\n${body}`);
       } else {
-        const status = { HPE_HEADER_OVERFLOW: 431, HPE_CHUNK_EXTENSIONS_OVERFLOW: 413 }[err.code] ?? 400;
         socket.write(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\n\r\n`);
       }
     }
@@ -651,10 +763,18 @@ function createEdge(opts = {}) {
     }
   }
 
-  async function handle(req, res) {
+  /** handle answers one request, noting in outcome what the access log reports. */
+  async function handle(req, res, outcome) {
     const requestId = crypto.randomUUID();
     // The deadline covers the whole request from its arrival: the body read, Verify, onEvent.
     const deadline = Date.now() + deadlineMs;
+    if (HEALTH.test(req.url) && (req.method === 'GET' || req.method === 'HEAD')) {
+      // As the Go edge's: the process serves HTTP (a load balancer's check).
+      req.resume();
+      res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': 3 });
+      res.end('ok\n');
+      return;
+    }
     const match = ROUTE.exec(req.url);
     if (!match) {
       answerUnread(req, res, 404, { status: 'not_found' });
@@ -664,6 +784,7 @@ function createEdge(opts = {}) {
     try {
       endpointId = decodeURIComponent(match[1]);
     } catch { /* not percent-encoded UTF-8: no endpoint has such an id */ }
+    outcome.endpoint = endpointId ?? match[1];
     if (endpointId === null || !ENDPOINT_ID.test(endpointId)) {
       // The answer hookverify gives an unknown endpoint, without a call.
       answerUnread(req, res, 404, { status: 'rejected', reason: 'unknown_endpoint' });
@@ -676,7 +797,10 @@ function createEdge(opts = {}) {
     const declared = req.headers['content-length'];
     let body = declared !== undefined && /^\d+$/.test(declared) && Number(declared) > maxBodyBytes ? null : undefined;
     try {
-      if (body === undefined) body = await within(readBody(req, maxBodyBytes), deadline);
+      if (body === undefined) {
+        if (awaitingContinue.has(req)) res.writeContinue(); // the provider may send the body now
+        body = await within(readBody(req, maxBodyBytes), deadline);
+      }
     } catch (err) {
       // The provider went away mid-body; there is nobody to answer.
       log('warn', 'reading the request body failed', { request_id: requestId, endpoint: endpointId, error: err.message });
@@ -727,9 +851,13 @@ function createEdge(opts = {}) {
       url,
     };
 
+    const called = performance.now();
     const { err, resp } = await verify(request, deadline);
+    outcome.verifierMs = msSince(called);
+    outcome.grpcCode = err ? CODE_NAMES[err.code] ?? String(err.code) : 'OK';
+    outcome.response = resp;
     if (err) {
-      const code = CODE_NAMES[err.code] ?? String(err.code);
+      const code = outcome.grpcCode;
       if (RETRYABLE.has(err.code)) {
         const retryAfter = retryAfterFor(err, retryAfterSeconds);
         log('warn', 'hookverify unavailable; asking the provider to retry', {
@@ -841,6 +969,10 @@ module.exports = {
 
 if (require.main === module) {
   const port = Number(process.env.PORT || 8080);
+  // LOG_LEVEL as the Go edge's --log-level (warn turns the access log off).
+  const log = leveledLog(process.env.LOG_LEVEL || 'info');
+  // A timeout from the environment, in ms (createEdge refuses one that is not positive).
+  const envMs = (name) => (process.env[name] ? Number(process.env[name]) : undefined);
   const tlsFiles = {
     ca: process.env.HOOKVERIFY_TLS_CA || undefined,
     cert: process.env.HOOKVERIFY_TLS_CERT || undefined,
@@ -853,10 +985,14 @@ if (require.main === module) {
     publicBaseUrl: process.env.PUBLIC_BASE_URL || undefined,
     trustForwardedProto: process.env.TRUST_FORWARDED_PROTO === '1',
     tls: useTLS ? tlsFiles : undefined,
+    headersTimeoutMs: envMs('HEADERS_TIMEOUT_MS'),
+    requestTimeoutMs: envMs('REQUEST_TIMEOUT_MS'),
+    idleTimeoutMs: envMs('IDLE_TIMEOUT_MS'),
+    log,
   });
   edge.listen(port, process.env.HOST || undefined, () => {
     const addr = edge.address();
-    defaultLog('info', 'hookverify node edge listening', {
+    log('info', 'hookverify node edge listening', {
       addr: `${addr.address}:${addr.port}`,
       hookverify: process.env.HOOKVERIFY_ADDR || '127.0.0.1:7700',
       public_base_url: process.env.PUBLIC_BASE_URL || null, // createEdge refused one with credentials
@@ -869,10 +1005,10 @@ if (require.main === module) {
   const stop = (signal) => {
     if (stopping) return;
     stopping = true;
-    defaultLog('info', 'shutting down', { signal });
+    log('info', 'shutting down', { signal });
     // Stop accepting; let in-flight deliveries finish (bounded by the deadline), then exit.
     edge.shutdown().then((clean) => {
-      if (!clean) defaultLog('warn', 'closed the connections still open at the end of the shutdown grace period', {});
+      if (!clean) log('warn', 'closed the connections still open at the end of the shutdown grace period', {});
       process.exit(0);
     });
   };

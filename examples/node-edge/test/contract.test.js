@@ -34,12 +34,13 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
       grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
     });
     addr = `127.0.0.1:${port}`;
+    // logs: every line but the access log's ('request', see parity.test.js).
     edge = createEdge({
       verifierAddr: addr,
       publicBaseUrl: 'https://hooks.example.com/',
       deadlineMs: 1500,
       retryAfterSeconds: 3,
-      log: (level, msg, fields) => logs.push({ level, msg, ...fields }),
+      log: (level, msg, fields) => msg !== 'request' && logs.push({ level, msg, ...fields }),
     });
     edgeURL = await h.listen(edge);
   });
@@ -274,7 +275,7 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
   test('Node\'s own request and header timeouts are answered 503 with Retry-After, not 408; other malformed requests keep Node\'s 400', async () => {
     // Node's timeouts shorter than the edge's deadline (a server configured so), checked every
     // 100 ms (the interval is read when the server starts listening).
-    const slow = createEdge({ verifierAddr: addr, deadlineMs: 10000, retryAfterSeconds: 3, log: (level, msg, fields) => logs.push({ level, msg, ...fields }) });
+    const slow = createEdge({ verifierAddr: addr, deadlineMs: 10000, retryAfterSeconds: 3, log: (level, msg, fields) => msg !== 'request' && logs.push({ level, msg, ...fields }) });
     slow.requestTimeout = 1000;
     slow.headersTimeout = 1000;
     slow.connectionsCheckingInterval = 100;
@@ -327,6 +328,29 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
     });
   }
 
+  test('every gRPC error code is answered as the Go edge (client.Handler) answers it: 503 + Retry-After for UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED and CANCELLED, 500 for the others; only the first two retried', async () => {
+    const unavailable = new Set(['UNAVAILABLE', 'RESOURCE_EXHAUSTED', 'DEADLINE_EXCEEDED', 'CANCELLED']);
+    const retried = new Set(['UNAVAILABLE', 'RESOURCE_EXHAUSTED']);
+    for (const [name, code] of Object.entries(grpc.status)) {
+      if (typeof code !== 'number' || code === grpc.status.OK) continue;
+      calls = [];
+      logs = [];
+      answer = (call, cb) => cb({ code, details: 'as told' });
+      const res = await h.request(`${edgeURL}/hooks/ep`, { body: Buffer.from('{}') });
+      if (unavailable.has(name)) {
+        assert.equal(res.status, 503, name);
+        assert.equal(res.headers['retry-after'], '3', name);
+        assert.deepEqual(JSON.parse(res.body), { status: 'unavailable' }, name);
+      } else {
+        assert.equal(res.status, 500, name);
+        assert.equal(res.headers['retry-after'], undefined, name);
+      }
+      assert.equal(calls.length > 1, retried.has(name), `${name}: ${calls.length} calls`);
+      assert.equal(logs.length, 1, name);
+      assert.equal(logs[0].grpc_code, name);
+    }
+  });
+
   test('a response without a usable reply → 500', async () => {
     for (const resp of [{ verdict: 'VERDICT_ACCEPTED' }, { verdict: 'VERDICT_ACCEPTED', reply: { status: 0 } }, { reply: { status: 99 } }]) {
       answer = (call, cb) => cb(null, resp);
@@ -350,7 +374,7 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
     const handing = createEdge({
       verifierAddr: addr,
       retryAfterSeconds: 4,
-      log: (level, msg, fields) => logs.push({ level, msg, ...fields }),
+      log: (level, msg, fields) => msg !== 'request' && logs.push({ level, msg, ...fields }),
       onEvent: async ({ response, request }) => {
         seen.push([response.verdict, response.operation_key, request.endpoint_id]);
         if (fail) throw new Error('queue down');
@@ -388,7 +412,7 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
       verifierAddr: addr,
       deadlineMs: 1000,
       retryAfterSeconds: 3,
-      log: (level, msg, fields) => logs.push({ level, msg, ...fields }),
+      log: (level, msg, fields) => msg !== 'request' && logs.push({ level, msg, ...fields }),
       onEvent: () => new Promise(() => {}),
     });
     const url = await h.listen(hanging);
@@ -514,7 +538,7 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
 
   test('token: sent on every call as "authorization: Bearer <token>" metadata (plaintext to loopback); none without one', async () => {
     const token = `hvt_${'a'.repeat(64)}`;
-    const withToken = createEdge({ verifierAddr: addr, token, log: (level, msg, fields) => logs.push({ level, msg, ...fields }) });
+    const withToken = createEdge({ verifierAddr: addr, token, log: (level, msg, fields) => msg !== 'request' && logs.push({ level, msg, ...fields }) });
     const without = createEdge({ verifierAddr: addr, token: null, log: () => {} });
     const urls = [await h.listen(withToken), await h.listen(without)];
     try {

@@ -6,6 +6,7 @@
 
 const { describe, before, after, beforeEach, test } = require('node:test');
 const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
@@ -190,6 +191,43 @@ describe('URL, base URL and body limit as the Go edge (fake VerifierService)', {
     assert.ok(Date.now() - started < 2000, `answered after ${Date.now() - started} ms`);
     assert.equal(calls.length, 0);
   });
+
+  test('Expect: 100-continue: 100 Continue only when the body is wanted; a Content-Length over the limit, or a request for no endpoint, is answered without it', async () => {
+    const url = await edgeWith({ maxBodyBytes: 1024 });
+    const expect = (target, length) => `POST ${target} HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: ${length}\r\n\r\n`;
+    for (const [what, head, status] of [
+      ['a body over the limit', expect('/hooks/ep', 1 << 20), 413],
+      ['a path that is no route', expect('/elsewhere', 2), 404],
+      ['an id no endpoint can have', expect('/hooks/a%20b', 2), 404],
+    ]) {
+      // The provider waits for 100 Continue (or the answer) before sending the body.
+      const { text, closed } = await h.rawExchange(url, [head], { waitMs: 3000 });
+      assert.match(text, new RegExp(`^HTTP/1\\.1 ${status} `), `${what}: ${text}`);
+      assert.doesNotMatch(text, /100 Continue/, what);
+      assert.match(text, /\r\nConnection: close\r\n/i, what);
+      assert.ok(closed, what);
+    }
+    assert.equal(calls.length, 0);
+    const good = await h.rawExchange(url, [`${expect('/hooks/ep', 2).slice(0, -2)}Connection: close\r\n\r\n`, 200, '{}'], { waitMs: 3000 });
+    assert.match(good.text, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /, good.text);
+    assert.equal(calls.length, 1);
+    assert.equal(calls[0].body.toString(), '{}');
+  });
+
+  test('headers up to the server\'s 256 KiB limit are forwarded, as the Go edge does (Node\'s own default stops at 16 KiB, with a 431)', async () => {
+    const url = await edgeWith({});
+    const big = 'x'.repeat(40 << 10);
+    const res = await h.request(`${url}/hooks/ep`, { body: Buffer.from('{}'), headers: ['X-Big', big] });
+    assert.equal(res.status, 200);
+    assert.equal(calls[0].headers.find((f) => f.name === 'X-Big').value, big);
+    // Past the server's limit: 400 from the edge, without a call (hookverify would refuse it).
+    calls = [];
+    const over = await h.request(`${url}/hooks/ep`, { body: Buffer.from('{}'), headers: ['X-Big', 'x'.repeat(257 << 10)] });
+    assert.equal(over.status, 400);
+    const longURL = await h.request(`${url}/hooks/ep?q=${'x'.repeat(17 << 10)}`, { body: Buffer.from('{}') });
+    assert.equal(longURL.status, 400);
+    assert.equal(calls.length, 0);
+  });
 });
 
 describe('graceful shutdown (fake VerifierService)', { timeout: 60000 }, () => {
@@ -325,5 +363,162 @@ describe('Verify retried as the Go client does (fake VerifierService)', { timeou
     } finally {
       await h.closeServer(edge);
     }
+  });
+});
+
+describe('HTTP timeouts and access log as the Go edge (fake VerifierService)', { timeout: 60000 }, () => {
+  let grpcServer;
+  let addr;
+  let answer;
+  const edges = [];
+
+  before(async () => {
+    grpcServer = new grpc.Server();
+    grpcServer.addService(loadHookverify().VerifierService.service, { Verify: (call, cb) => answer(cb) });
+    const port = await new Promise((resolve, reject) => {
+      grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+    });
+    addr = `127.0.0.1:${port}`;
+  });
+
+  after(async () => {
+    for (const edge of edges) await h.closeServer(edge);
+    if (grpcServer) grpcServer.forceShutdown();
+  });
+
+  beforeEach(() => {
+    answer = (cb) => cb(null, accepted());
+  });
+
+  const edgeWith = (opts) => {
+    const edge = createEdge({ verifierAddr: addr, token: null, log: () => {}, ...opts });
+    edges.push(edge);
+    return edge;
+  };
+
+  test('HTTP timeouts default to the Go edge\'s (--read-header-timeout 5s, --read-timeout 10s, idle 60s)', () => {
+    const edge = edgeWith({});
+    assert.equal(edge.headersTimeout, 5000);
+    assert.equal(edge.requestTimeout, 10000);
+    assert.equal(edge.keepAliveTimeout, 60000);
+  });
+
+  test('HTTP timeouts are configurable, and enforced within about a second (not on Node\'s 30 s sweep): 503 + Retry-After for a stalled request, an idle connection closed', async () => {
+    const lines = [];
+    const url = await h.listen(edgeWith({
+      deadlineMs: 8000, retryAfterSeconds: 4, headersTimeoutMs: 500, requestTimeoutMs: 1000, idleTimeoutMs: 300,
+      log: (level, msg, fields) => lines.push({ level, msg, ...fields }),
+    }));
+    for (const [what, head] of [
+      ['a header section that stops arriving', 'POST /hooks/ep HTTP/1.1\r\nHost: x\r\nX-Hub-Sig'],
+      ['a body that stops arriving', 'POST /hooks/ep HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"slow":'],
+    ]) {
+      const { text, closed, ms } = await h.rawExchange(url, [head], { waitMs: 6000 });
+      assert.match(text, /^HTTP\/1\.1 503 /, `${what}: ${text}`);
+      assert.match(text, /\r\nRetry-After: 4\r\n/i, what);
+      assert.ok(closed, what);
+      assert.ok(ms < 3000, `${what}: answered after ${ms} ms`);
+    }
+    // The body's request reached the edge: its access log line has the 503 Node's timeout sent.
+    assert.deepEqual(lines.filter((l) => l.msg === 'request').map((l) => [l.path, l.status]), [['/hooks/ep', 503]]);
+    const idle = await h.rawExchange(url, ['GET /elsewhere HTTP/1.1\r\nHost: x\r\n\r\n'], { waitMs: 6000 });
+    assert.match(idle.text, /^HTTP\/1\.1 404 /);
+    assert.ok(idle.closed && idle.ms < 3000, `idle connection closed: ${idle.closed} after ${idle.ms} ms`);
+  });
+
+  test('HTTP timeouts must be positive numbers of milliseconds, the header one at most the request one: createEdge throws otherwise', () => {
+    for (const bad of [{ headersTimeoutMs: 0 }, { requestTimeoutMs: -1 }, { idleTimeoutMs: NaN }, { headersTimeoutMs: 20000 }]) {
+      assert.throws(() => createEdge({ verifierAddr: addr, token: null, ...bad }), /TimeoutMs/, JSON.stringify(bad));
+    }
+  });
+
+  test('access log: one info line per request, as the Go edge\'s: never the query, a body or a header value; GET /healthz answered, logged at debug', async () => {
+    const lines = [];
+    const url = await h.listen(edgeWith({ deadlineMs: 2000, log: (level, msg, fields) => lines.push({ level, msg, ...fields }) }));
+    const requestLines = async (n) => {
+      for (let i = 0; i < 50 && lines.filter((l) => l.msg === 'request').length < n; i++) await h.sleep(20);
+      return lines.filter((l) => l.msg === 'request');
+    };
+    const signed = { body: Buffer.from('{"secret":"payload-bytes"}'), headers: ['X-Hub-Signature-256', 'sha256=deadbeefcafe'] };
+
+    assert.equal((await h.request(`${url}/hooks/ep?token=s3cr3t-query`, signed)).status, 200);
+    let [line] = await requestLines(1);
+    const { duration_ms: took, verifier_duration_ms: verifyTook, ...rest } = line;
+    assert.deepEqual(rest, {
+      level: 'info', msg: 'request', method: 'POST', path: '/hooks/ep', status: 200,
+      endpoint: 'ep', verdict: 'VERDICT_ACCEPTED', grpc_code: 'OK',
+    });
+    assert.ok(typeof took === 'number' && typeof verifyTook === 'number' && verifyTook <= took, JSON.stringify(line));
+
+    answer = (cb) => cb(null, { verdict: 'VERDICT_REJECTED', reject_reason: 'REJECT_REASON_SIGNATURE_MISMATCH', reply: { status: 401, body: Buffer.from('{}') } });
+    assert.equal((await h.request(`${url}/hooks/ep`, signed)).status, 401);
+    line = (await requestLines(2))[1];
+    assert.equal(line.status, 401);
+    assert.equal(line.verdict, 'VERDICT_REJECTED');
+    assert.equal(line.reason, 'REJECT_REASON_SIGNATURE_MISMATCH');
+
+    answer = (cb) => cb({ code: grpc.status.FAILED_PRECONDITION, details: 'misconfigured' });
+    assert.equal((await h.request(`${url}/hooks/ep`, signed)).status, 500);
+    line = (await requestLines(3))[2];
+    assert.equal(line.status, 500);
+    assert.equal(line.verdict, 'VERDICT_UNSPECIFIED');
+    assert.equal(line.grpc_code, 'FAILED_PRECONDITION');
+
+    // No call: no gRPC code; no route: no endpoint or verdict either.
+    assert.equal((await h.request(`${url}/hooks/a%20b`, signed)).status, 404);
+    line = (await requestLines(4))[3];
+    assert.equal(line.endpoint, 'a b');
+    assert.equal(line.verdict, 'VERDICT_UNSPECIFIED');
+    assert.ok(!('grpc_code' in line) && !('verifier_duration_ms' in line), JSON.stringify(line));
+    assert.equal((await h.request(`${url}/elsewhere?x=1`, signed)).status, 404);
+    line = (await requestLines(5))[4];
+    assert.deepEqual(Object.keys(line).sort(), ['duration_ms', 'level', 'method', 'msg', 'path', 'status']);
+    assert.equal(line.path, '/elsewhere');
+
+    // The health check, as the Go edge's GET /healthz, logged at debug.
+    const health = await h.request(`${url}/healthz`, { method: 'GET' });
+    assert.equal(health.status, 200);
+    assert.equal(health.body.toString(), 'ok\n');
+    line = (await requestLines(6))[5];
+    assert.equal(line.level, 'debug');
+    assert.equal(line.path, '/healthz');
+
+    const text = JSON.stringify(lines);
+    for (const secret of ['s3cr3t-query', 'payload-bytes', 'deadbeefcafe']) assert.ok(!text.includes(secret), text);
+  });
+
+  test('LOG_LEVEL, as the Go edge\'s --log-level: the access log is on at info (the default), off at warn', async () => {
+    const run = async (env) => {
+      const port = await new Promise((resolve) => {
+        const probe = net.createServer().listen(0, '127.0.0.1', () => {
+          const p = probe.address().port;
+          probe.close(() => resolve(p));
+        });
+      });
+      const proc = spawn(process.execPath, [path.join(__dirname, '..', 'edge.js')], {
+        env: { ...process.env, HOOKVERIFY_ADDR: addr, HOOKVERIFY_TOKEN: '', HOST: '127.0.0.1', PORT: String(port), ...env },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let stderr = '';
+      proc.stderr.on('data', (c) => {
+        stderr += c;
+      });
+      try {
+        let res = null;
+        for (let i = 0; i < 100 && !res; i++) {
+          res = await h.request(`http://127.0.0.1:${port}/hooks/ep`, { body: Buffer.from('{}'), timeoutMs: 2000 }).catch(() => null);
+          if (!res) await h.sleep(50);
+        }
+        assert.equal(res && res.status, 200);
+        await h.sleep(200);
+      } finally {
+        proc.kill('SIGKILL');
+      }
+      return stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    };
+    const info = await run({});
+    assert.ok(info.some((l) => l.msg === 'request' && l.status === 200 && l.level === 'info'), JSON.stringify(info));
+    const warn = await run({ LOG_LEVEL: 'warn' });
+    assert.deepEqual(warn, []);
   });
 });
