@@ -82,23 +82,23 @@ func (a *authFlags) enabled() bool { return a.requireAuth || a.clientCA != "" }
 // warned about loudly without TLS (tokens would cross the network in clear).
 func (a *authFlags) check(log *slog.Logger, listen string) error {
 	if (a.tlsCert == "") != (a.tlsKey == "") {
-		return errors.New("--tls-cert and --tls-key go together")
+		return usagef("--tls-cert and --tls-key go together")
 	}
 	if a.clientCA != "" && a.tlsCert == "" {
-		return errors.New("--client-ca needs --tls-cert and --tls-key: client certificates are only seen over TLS")
+		return usagef("--client-ca needs --tls-cert and --tls-key: client certificates are only seen over TLS")
 	}
 	if a.certScopes != "" && a.clientCA == "" {
-		return errors.New("--cert-scopes needs --client-ca")
+		return usagef("--cert-scopes needs --client-ca")
 	}
 	loopback, err := isLoopbackAddr(listen)
 	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
+		return usagef("--listen: %v", err)
 	}
 	if loopback {
 		return nil
 	}
 	if !a.enabled() {
-		return fmt.Errorf("--listen %q is not a loopback address: anyone who reaches it could manage endpoints and read the inbox; turn caller authentication on with --require-auth (API tokens) and/or --client-ca (mutual TLS), or listen on 127.0.0.1, ::1 or localhost", listen)
+		return usagef("--listen %q is not a loopback address: anyone who reaches it could manage endpoints and read the inbox; turn caller authentication on with --require-auth (API tokens) and/or --client-ca (mutual TLS), or listen on 127.0.0.1, ::1 or localhost", listen)
 	}
 	if a.tlsCert == "" {
 		log.Warn("SERVING WITHOUT TLS ON A NON-LOOPBACK ADDRESS: API tokens and webhook bodies cross the network in clear; set --tls-cert and --tls-key", "listen", listen)

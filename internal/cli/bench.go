@@ -53,7 +53,7 @@ func runBench(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *workers < 1 || *bodyBytes < 16 || *rate < 0 || *drain < 0 || *leaseSize < 1 || *leaseSize > 100 {
-		return errors.New("--workers must be at least 1, --body-bytes at least 16, --rate and --drain not negative and --lease-size from 1 to 100")
+		return usagef("--workers must be at least 1, --body-bytes at least 16, --rate and --drain not negative and --lease-size from 1 to 100")
 	}
 	load := loadShape{workers: *workers, duration: *duration, rate: *rate}
 	// The token needs the admin scope (the bench creates its own endpoint) and verify on it.
@@ -310,7 +310,7 @@ func parseMix(s string) ([3]int, error) {
 		name, value, ok := strings.Cut(strings.TrimSpace(part), "=")
 		n, err := strconv.Atoi(value)
 		if !ok || err != nil || n < 0 {
-			return w, fmt.Errorf("--mix %q: want name=weight pairs of new, dup and forged", s)
+			return w, usagef("--mix %q: want name=weight pairs of new, dup and forged", s)
 		}
 		switch name {
 		case "new":
@@ -320,11 +320,11 @@ func parseMix(s string) ([3]int, error) {
 		case "forged":
 			w[2] = n
 		default:
-			return w, fmt.Errorf("--mix: unknown kind %q (new, dup, forged)", name)
+			return w, usagef("--mix: unknown kind %q (new, dup, forged)", name)
 		}
 	}
 	if w[0]+w[1]+w[2] == 0 {
-		return w, errors.New("--mix: weights add up to zero")
+		return w, usagef("--mix: weights add up to zero")
 	}
 	return w, nil
 }

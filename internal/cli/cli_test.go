@@ -141,7 +141,7 @@ func TestSignOutputVerifiesWithOfficialSDKs(t *testing.T) {
 func TestServeRefusesNonLoopbackWithoutAuth(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:7700", "[::]:7700", "192.0.2.1:7700", ":7700"} {
 		code, _, errOut := run(t, "", "serve", "--listen", addr, "--data-dir", t.TempDir())
-		if code != 1 || !strings.Contains(errOut, "loopback") || !strings.Contains(errOut, "--require-auth") {
+		if code != 2 || !strings.Contains(errOut, "loopback") || !strings.Contains(errOut, "--require-auth") {
 			t.Errorf("serve --listen %s: exit %d, stderr %q", addr, code, errOut)
 		}
 	}
@@ -150,7 +150,7 @@ func TestServeRefusesNonLoopbackWithoutAuth(t *testing.T) {
 			t.Errorf("requireLoopback(%s) = %v", addr, err)
 		}
 	}
-	if code, _, errOut := run(t, "", "serve", "--listen", "127.0.0.1:0", "--http-listen", "0.0.0.0:0", "--require-auth", "--data-dir", t.TempDir()); code != 1 || !strings.Contains(errOut, "loopback") {
+	if code, _, errOut := run(t, "", "serve", "--listen", "127.0.0.1:0", "--http-listen", "0.0.0.0:0", "--require-auth", "--data-dir", t.TempDir()); code != 2 || !strings.Contains(errOut, "loopback") {
 		t.Errorf("serve --http-listen 0.0.0.0:0: exit %d, stderr %q", code, errOut)
 	}
 }
@@ -553,11 +553,11 @@ func TestBenchCommand(t *testing.T) {
 	if code != 0 || !hasRow(out, "accepted") || hasRow(out, "duplicate") || hasRow(out, "rejected") {
 		t.Errorf("bench --sequential-event-ids exited %d (%s), output:\n%s", code, errOut, out)
 	}
-	if code, _, _ := run(t, "", "bench", "--mix", "new=0"); code != 1 {
-		t.Errorf("bench with an all-zero mix: exit %d, want 1", code)
+	if code, _, _ := run(t, "", "bench", "--mix", "new=0"); code != 2 {
+		t.Errorf("bench with an all-zero mix: exit %d, want 2 (usage)", code)
 	}
-	if code, _, _ := run(t, "", "bench", "--lease-size", "101"); code != 1 {
-		t.Errorf("bench with --lease-size 101: exit %d, want 1", code)
+	if code, _, _ := run(t, "", "bench", "--lease-size", "101"); code != 2 {
+		t.Errorf("bench with --lease-size 101: exit %d, want 2 (usage)", code)
 	}
 }
 

@@ -91,30 +91,30 @@ const answerMargin = time.Second
 // serveEdge runs the edge until ctx ends, then drains in-flight requests.
 func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 	if !strings.Contains(cfg.route, "{endpoint}") {
-		return fmt.Errorf("--route %q has no {endpoint} wildcard", cfg.route)
+		return usagef("--route %q has no {endpoint} wildcard", cfg.route)
 	}
 	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
-		return errors.New("--tls-cert and --tls-key go together")
+		return usagef("--tls-cert and --tls-key go together")
 	}
 	if (cfg.verifierCert == "") != (cfg.verifierKey == "") {
-		return errors.New("--verifier-cert and --verifier-key go together")
+		return usagef("--verifier-cert and --verifier-key go together")
 	}
 	if cfg.maxBodyBytes <= 0 || cfg.maxBodyBytes > client.MaxBodyCeiling {
 		// Above the server's ceiling, a body could never be accepted, and the largest would
 		// fail as if the server were overloaded, so providers would retry them for days.
-		return fmt.Errorf("--max-body-bytes must be between 1 and the server's ceiling of %d", client.MaxBodyCeiling)
+		return usagef("--max-body-bytes must be between 1 and the server's ceiling of %d", client.MaxBodyCeiling)
 	}
 	if cfg.verifyTimeout <= 0 {
 		// Without it nothing bounds a request's work, and the drain at shutdown (which waits
 		// the verifier timeout and a little more) would cut in-flight deliveries.
-		return errors.New("--verifier-timeout must be positive")
+		return usagef("--verifier-timeout must be positive")
 	}
 	if cfg.writeTimeout > 0 && cfg.writeTimeout < cfg.verifyTimeout+answerMargin {
 		// net/http drops an answer written after the write deadline (and over HTTP/2 cancels
 		// the call): a Verify that ends after it, even one that stored the event, reaches the
 		// provider as a closed connection while the access log says 200, and a redelivery as
 		// slow is lost the same way.
-		return fmt.Errorf("--write-timeout %v must be at least %v longer than --verifier-timeout %v, to leave time to write the answer",
+		return usagef("--write-timeout %v must be at least %v longer than --verifier-timeout %v, to leave time to write the answer",
 			cfg.writeTimeout, answerMargin, cfg.verifyTimeout)
 	}
 	conn, err := dialVerifier(cfg, log)
@@ -231,7 +231,7 @@ func dialVerifier(cfg edgeConfig, log *slog.Logger) (*client.Conn, error) {
 	if cfg.publicURLBase != "" {
 		if err := checkPublicURLBase(cfg.publicURLBase); err != nil {
 			// The value is not quoted: it might hold credentials.
-			return nil, fmt.Errorf("--public-url-base: %w", err)
+			return nil, usagef("--public-url-base: %v", err)
 		}
 		opts = append(opts, client.WithPublicURLBase(cfg.publicURLBase))
 	}

@@ -152,3 +152,43 @@ func TestSignTakesTheEndpointsOptions(t *testing.T) {
 	}
 	_ = remote
 }
+
+// TestLongRunningCommandsUsageErrorsExit2: serve, edge and bench refuse a wrong command line
+// with exit 2 too, before they listen or call anything, naming the flag; a supervisor or a
+// script tells "fix the unit file" from "it failed" by it.
+func TestLongRunningCommandsUsageErrorsExit2(t *testing.T) {
+	dir := t.TempDir()
+	serve := func(args ...string) []string {
+		return append([]string{"serve", "--data-dir", dir, "--listen", "127.0.0.1:0"}, args...)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{serve("--log-level", "loud"), "--log-level"},
+		{serve("--gc-percent", "0"), "--gc-percent"},
+		{serve("--dedupe-window", "-1s"), "--dedupe-window"},
+		{serve("--inbox-retention", "0s"), "--inbox-retention"},
+		{serve("--pprof"), "--pprof"},
+		{serve("--http-listen", "0.0.0.0:0"), "--http-listen"},
+		{serve("--tls-cert", "cert.pem"), "--tls-key"},
+		{serve("--client-ca", "ca.pem"), "--client-ca"},
+		{[]string{"serve", "--data-dir", dir, "--listen", "0.0.0.0:0"}, "--listen"},
+		{[]string{"edge", "--route", "/hooks/x"}, "--route"},
+		{[]string{"edge", "--tls-cert", "cert.pem"}, "--tls-key"},
+		{[]string{"edge", "--verifier-cert", "cert.pem"}, "--verifier-key"},
+		{[]string{"edge", "--max-body-bytes", "0"}, "--max-body-bytes"},
+		{[]string{"edge", "--verifier-timeout", "0s"}, "--verifier-timeout"},
+		{[]string{"edge", "--verifier-timeout", "10s", "--write-timeout", "10s"}, "--write-timeout"},
+		{[]string{"edge", "--public-url-base", "hooks.example.com"}, "--public-url-base"},
+		{[]string{"bench", "--server", "127.0.0.1:1", "--workers", "0"}, "--workers"},
+		{[]string{"bench", "--server", "127.0.0.1:1", "--mix", "new"}, "--mix"},
+		{[]string{"bench", "--server", "127.0.0.1:1", "--mix", "old=1"}, "--mix"},
+		{[]string{"bench", "--server", "127.0.0.1:1", "--mix", "new=0"}, "--mix"},
+	} {
+		code, out, errOut := run(t, "", c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) || out != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and a message naming %s", c.args, code, out, errOut, c.want)
+		}
+	}
+}

@@ -87,7 +87,7 @@ func (c *storeConfig) keyring(log *slog.Logger) (*secretbox.Keyring, error) {
 			log.Warn("generated a new master key; back it up: without it the stored secrets cannot be decrypted", "path", path)
 		}
 	default:
-		err = fmt.Errorf("a master key is required with --database-url: set $%s or --master-key-file", masterKeyEnv)
+		err = usagef("a master key is required with --database-url: set $%s or --master-key-file", masterKeyEnv)
 	}
 	if err != nil {
 		return nil, err
@@ -125,7 +125,7 @@ func (c *storeConfig) oldKeys() ([][]byte, error) {
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
+		return nil, usagef("--log-level: %v", err)
 	}
 	return slog.New(server.NewLogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))), nil
 }
@@ -165,7 +165,7 @@ func gcPercentToSet(fs *flag.FlagSet, value int) (int, error) {
 		return 0, nil
 	}
 	if value < 1 {
-		return 0, errors.New("--gc-percent must be at least 1")
+		return 0, usagef("--gc-percent must be at least 1")
 	}
 	return value, nil
 }
@@ -206,9 +206,9 @@ const MinSafeDedupeWindow = 72 * time.Hour
 func checkRetention(log *slog.Logger, r server.Retention) error {
 	switch {
 	case r.DedupeWindow <= 0:
-		return fmt.Errorf("--dedupe-window %s: want a positive duration", r.DedupeWindow)
+		return usagef("--dedupe-window %s: want a positive duration", r.DedupeWindow)
 	case r.AckedRetention <= 0:
-		return fmt.Errorf("--inbox-retention %s: want a positive duration", r.AckedRetention)
+		return usagef("--inbox-retention %s: want a positive duration", r.AckedRetention)
 	case r.DedupeWindow < MinSafeDedupeWindow:
 		log.Warn("--dedupe-window is shorter than providers retry for: a retry, or a replay within an endpoint's timestamp tolerance, that arrives after its claim is deleted is ACCEPTED again",
 			"dedupe_window", r.DedupeWindow.String(), "stripe_retries_for", MinSafeDedupeWindow.String())
@@ -251,11 +251,16 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 	if sc.httpListen != "" {
 		if err := requireLoopback(sc.httpListen); err != nil {
-			return fmt.Errorf("--http-listen: %w", err)
+			return usagef("--http-listen: %v", err)
 		}
 	}
 	if sc.pprof && sc.httpListen == "" {
-		return errors.New("--pprof needs --http-listen")
+		return usagef("--pprof needs --http-listen")
+	}
+	// Before the keyring, which may write a new master key file: a refused command line
+	// leaves nothing behind.
+	if err := checkRetention(log, sc.retention); err != nil {
+		return err
 	}
 	keyring, err := cfg.keyring(log)
 	if err != nil {
@@ -263,9 +268,6 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 	if sc.commitEachClaim {
 		log.Warn("--commit-each-claim: group commit is off, every claim commits alone")
-	}
-	if err := checkRetention(log, sc.retention); err != nil {
-		return err
 	}
 	open := func(ctx context.Context) (storage.Store, error) {
 		st, err := cfg.openStore(ctx)

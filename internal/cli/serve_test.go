@@ -84,7 +84,7 @@ func TestServeChecksRetention(t *testing.T) {
 		}
 	}
 	// And serve itself refuses before it opens anything.
-	if code, _, errOut := run(t, "", "serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--dedupe-window", "0s"); code != 1 || !strings.Contains(errOut, "--dedupe-window") {
+	if code, _, errOut := run(t, "", "serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--dedupe-window", "0s"); code != 2 || !strings.Contains(errOut, "--dedupe-window") || strings.Contains(errOut, "generated a new master key") {
 		t.Errorf("serve --dedupe-window 0s: exit %d, %q; want it refused", code, errOut)
 	}
 }
