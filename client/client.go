@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -33,6 +34,8 @@ type Conn struct {
 	Admin    hookverifyv1.AdminServiceClient
 	// Tokens manages API tokens (admin scope).
 	Tokens hookverifyv1.TokenServiceClient
+	// Inbox is what workers call: Lease, Ack, Nack and the dead letters.
+	Inbox hookverifyv1.InboxServiceClient
 
 	// How BuildRequest reads an http.Request; see the options of the same names.
 	maxBodyBytes        int64
@@ -94,10 +97,18 @@ type config struct {
 	trustForwardedProto bool
 }
 
-// WithTLS encrypts the connection with cfg (server name, root CAs, client certificates).
+// errTLSOptions: each of WithTLS and WithTLSFiles configures the whole TLS connection, so the
+// second would drop in silence what the first set (a server name, a client certificate).
+var errTLSOptions = errors.New("client: WithTLS and WithTLSFiles exclude each other; give one")
+
+// WithTLS encrypts the connection with cfg (server name, root CAs, client certificates). Dial
+// refuses it together with WithTLSFiles.
 func WithTLS(cfg *tls.Config) Option {
 	return func(c *config) {
-		c.creds, c.tlsFiles = credentials.NewTLS(cfg.Clone()), nil
+		c.creds = credentials.NewTLS(cfg.Clone())
+		if c.tlsFiles != nil {
+			c.tlsErr = errTLSOptions
+		}
 	}
 }
 
@@ -108,10 +119,14 @@ func WithTLS(cfg *tls.Config) Option {
 // client certificate or CA bundle is used without a restart. If changed files do not load
 // (a certificate written before its key), the previous ones stay in use, and a failed
 // handshake's error says so.
-// With WithConnLogger, a reload and a change that does not load are logged.
+// With WithConnLogger, a reload and a change that does not load are logged. Dial refuses it
+// together with WithTLS.
 func WithTLSFiles(caFile, certFile, keyFile string) Option {
 	return func(c *config) {
-		c.creds, c.tlsFiles = nil, []string{caFile, certFile, keyFile}
+		c.tlsFiles = []string{caFile, certFile, keyFile}
+		if c.creds != nil {
+			c.tlsErr = errTLSOptions
+		}
 	}
 }
 
@@ -195,7 +210,9 @@ func WithMaxBodyBytes(n int64) Option {
 
 // WithPublicURLBase makes the forwarded URL base + the request URI as received, for edges
 // behind a proxy or load balancer that cannot see the URL the provider called. base is the
-// scheme and host the provider uses, e.g. "https://hooks.example.com", with no trailing slash.
+// scheme and host the provider uses, e.g. "https://hooks.example.com", and at most a path (a
+// prefix the proxy strips); a trailing slash is dropped. Dial refuses a base with another
+// scheme, no host, credentials, a query, a fragment or white space.
 // This matters only for providers that sign the URL (see ProviderInfo.needs_url).
 func WithPublicURLBase(base string) Option {
 	return func(c *config) { c.publicURLBase = strings.TrimSuffix(base, "/") }
@@ -235,6 +252,11 @@ func Dial(addr string, opts ...Option) (*Conn, error) {
 	}
 	if err := cfg.retry.validate(); err != nil {
 		return nil, err
+	}
+	if cfg.publicURLBase != "" {
+		if err := checkPublicURLBase(cfg.publicURLBase); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.maxBodyBytes <= 0 || cfg.maxBodyBytes > MaxBodyCeiling {
 		return nil, fmt.Errorf("client: body limit %d is not between 1 and the server's ceiling of %d bytes", cfg.maxBodyBytes, MaxBodyCeiling)
@@ -278,6 +300,7 @@ func Dial(addr string, opts ...Option) (*Conn, error) {
 		Verifier:            hookverifyv1.NewVerifierServiceClient(cc),
 		Admin:               hookverifyv1.NewAdminServiceClient(cc),
 		Tokens:              hookverifyv1.NewTokenServiceClient(cc),
+		Inbox:               hookverifyv1.NewInboxServiceClient(cc),
 		maxBodyBytes:        cfg.maxBodyBytes,
 		publicURLBase:       cfg.publicURLBase,
 		trustForwardedProto: cfg.trustForwardedProto,
@@ -330,4 +353,23 @@ func isLoopback(target string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// checkPublicURLBase refuses a base that cannot be the front of the URL a provider called:
+// URL-signing providers sign that URL byte for byte, so every one of their deliveries would be
+// rejected with a 4xx, which most never retry. The message never quotes the base, which may
+// hold credentials.
+func checkPublicURLBase(base string) error {
+	const want = "client: the public URL base must be http(s)://host with at most a path"
+	if !strings.HasPrefix(base, "https://") && !strings.HasPrefix(base, "http://") {
+		return errors.New(want)
+	}
+	if strings.ContainsFunc(base, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return errors.New(want + ", without spaces or control characters")
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || strings.Contains(base, "#") {
+		return errors.New(want + ", without credentials, query or fragment")
+	}
+	return nil
 }

@@ -78,7 +78,10 @@ func EndpointFunc(f func(*http.Request) string) HandlerOption {
 
 // WithVerifyTimeout bounds each request's work, reading the body included, from the handler's
 // start (default DefaultVerifyTimeout); 0 means only the request's own context applies. The
-// http.Server's ReadTimeout still applies to the body when it is shorter. Keep the timeout below
+// http.Server's ReadTimeout still applies to the body when it is shorter. Cutting a body read
+// short takes the ResponseWriter's SetReadDeadline (http.ResponseController): behind a
+// middleware that wraps the ResponseWriter without an Unwrap method, only the ReadTimeout
+// bounds the read, so set one. Keep the timeout below
 // the provider's own, so the provider hears a 503 rather than nothing, and below the
 // http.Server's WriteTimeout: net/http drops an answer written after that deadline, so the
 // provider would hear nothing even for a stored event.
@@ -122,7 +125,8 @@ type Outcome struct {
 	VerifierDuration time.Duration
 	// Duration is the handler's whole time, body reading included.
 	Duration time.Duration
-	// Err says why there is no Response.
+	// Err says why the provider did not get the server's reply: there is no Response, or
+	// (a reply without a usable status) it could not be sent.
 	Err error
 }
 
@@ -145,6 +149,8 @@ type handler struct {
 //   - 404 for a request that addresses no endpoint (see EndpointFunc);
 //   - 413 for a body over the WithMaxBodyBytes limit, and 400 for a body that could not be read
 //     or a request that cannot be forwarded (ErrUnforwardable);
+//   - 500 and an error log line for a body that code before the handler read and did not put
+//     back (ErrBodyConsumed);
 //   - 503 with Retry-After when the body did not arrive in time (the http.Server's ReadTimeout
 //     or WithVerifyTimeout), or the server is unavailable or overloaded (UNAVAILABLE,
 //     RESOURCE_EXHAUSTED) or too slow (deadline exceeded), so the provider retries;
@@ -197,6 +203,11 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 		switch {
 		case errors.Is(err, ErrBodyTooLarge):
 			o.Status = writeJSON(w, http.StatusRequestEntityTooLarge, `{"status":"rejected","reason":"body_too_large"}`)
+		case errors.Is(err, ErrBodyConsumed):
+			// The edge's own code read the body: the provider must retry once it is fixed,
+			// not drop the delivery as 4xx answers make many do.
+			h.log.ErrorContext(ctx, "the request body was read before the handler (r.ParseForm, r.FormValue or a middleware) and not put back; the edge is misconfigured", "endpoint", o.EndpointID, "err", err)
+			o.Status = writeJSON(w, http.StatusInternalServerError, `{"status":"error"}`)
 		case errors.As(err, &netErr) && netErr.Timeout():
 			// A slow upload is transient; many providers never retry a 4xx.
 			h.log.WarnContext(ctx, "request body read timed out; asking the provider to retry", "endpoint", o.EndpointID)
@@ -218,7 +229,9 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 		}
 		switch o.Code {
 		case codes.Unavailable, codes.ResourceExhausted, codes.DeadlineExceeded, codes.Canceled:
-			if o.Code != codes.Canceled { // Canceled: the provider hung up; nobody reads the answer.
+			// Canceled because the provider hung up: nobody reads the answer. Canceled
+			// otherwise (the Conn was closed) turns every delivery away, and is logged.
+			if o.Code != codes.Canceled || r.Context().Err() == nil {
 				h.log.WarnContext(ctx, "verifier unavailable; asking the provider to retry", "endpoint", o.EndpointID, "code", o.Code.String(), "err", status.Convert(err).Message())
 			}
 			setRetryAfter(w, h.retryHint(err))
@@ -237,6 +250,11 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 		h.log.ErrorContext(ctx, "verifier answered without a usable reply", "endpoint", o.EndpointID, "verdict", resp.GetVerdict().String())
 		o.Status = writeJSON(w, http.StatusInternalServerError, `{"status":"error"}`)
 		return o
+	}
+	// The reply's headers replace those a middleware set under the same names (a default
+	// Content-Type, say), so that the provider gets the reply as it is, not two values.
+	for _, f := range reply.GetHeaders() {
+		w.Header().Del(f.GetName())
 	}
 	for _, f := range reply.GetHeaders() {
 		w.Header().Add(f.GetName(), f.GetValue())

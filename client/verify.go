@@ -22,9 +22,14 @@ var (
 	ErrBodyRead = errors.New("client: reading the request body")
 	// ErrUnforwardable means a header name or value, or the URL, is not valid UTF-8 (protobuf
 	// strings must be UTF-8, and altering the bytes would break the signature, so such a request
-	// is refused rather than forwarded corrupted), or the headers or URL exceed the server's
-	// limits (MaxHeaderCount, MaxHeaderBytes, MaxURLBytes).
+	// is refused rather than forwarded corrupted), or the method, headers or URL exceed the
+	// server's limits (MaxMethodBytes, MaxHeaderCount, MaxHeaderBytes, MaxURLBytes).
 	ErrUnforwardable = errors.New("client: request cannot be forwarded")
+	// ErrBodyConsumed means the body is no longer the one received: code that ran before
+	// (r.ParseForm or r.FormValue on a form-encoded delivery, a middleware that read the body)
+	// read some or all of it without putting it back. Forwarded, what is left would fail its
+	// signature check as a forgery; the fault is the edge's, not the provider's.
+	ErrBodyConsumed = errors.New("client: the request body was read before it was forwarded")
 )
 
 // Verify forwards the provider's request r, addressed to the hookverify endpoint endpointID,
@@ -52,7 +57,7 @@ func (c *Conn) Verify(ctx context.Context, endpointID string, r *http.Request) (
 //     cover header order, so no supported provider depends on it;
 //   - the body, byte for byte.
 //
-// It fails with ErrBodyTooLarge, ErrBodyRead or ErrUnforwardable.
+// It fails with ErrBodyTooLarge, ErrBodyRead, ErrBodyConsumed or ErrUnforwardable.
 func (c *Conn) BuildRequest(endpointID string, r *http.Request) (*hookverifyv1.VerifyRequest, error) {
 	if len(r.Method) > MaxMethodBytes {
 		return nil, fmt.Errorf("%w: a method of %d bytes, more than the server's limit of %d", ErrUnforwardable, len(r.Method), MaxMethodBytes)
@@ -86,10 +91,19 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 		if errors.As(err, &tooLarge) {
 			return nil, fmt.Errorf("%w: above %d bytes", ErrBodyTooLarge, tooLarge.Limit)
 		}
+		if errors.Is(err, http.ErrBodyReadAfterClose) {
+			return nil, fmt.Errorf("%w: it was closed", ErrBodyConsumed)
+		}
 		return nil, fmt.Errorf("%w: %w", ErrBodyRead, err)
 	}
 	if int64(len(body)) > limit {
 		return nil, fmt.Errorf("%w: above %d bytes", ErrBodyTooLarge, limit)
+	}
+	// net/http fails a read that ends before Content-Length (io.ErrUnexpectedEOF), so a body
+	// that ends early without an error, or runs past it, was read or replaced by code before
+	// this one.
+	if r.ContentLength > 0 && int64(len(body)) != r.ContentLength {
+		return nil, fmt.Errorf("%w: %d bytes left of a Content-Length of %d", ErrBodyConsumed, len(body), r.ContentLength)
 	}
 	return body, nil
 }
@@ -168,6 +182,11 @@ func (c *Conn) requestURL(r *http.Request) (string, error) {
 func (c *Conn) scheme(r *http.Request) string {
 	if r.TLS != nil {
 		return "https"
+	}
+	// A request built in-process (http.NewRequest, as a test or a program replaying a
+	// delivery builds one) has no RequestURI or TLS state; its URL says the scheme.
+	if r.RequestURI == "" && r.URL != nil && (r.URL.Scheme == "https" || r.URL.Scheme == "http") {
+		return r.URL.Scheme
 	}
 	if c.trustForwardedProto {
 		// The first proxy's value comes first; only the two meaningful values are believed.
