@@ -18,10 +18,12 @@ type Limiter struct {
 	// last is when an event was last let through; unlogged counts those held back since.
 	last     time.Time
 	unlogged int
-	// heldBack, when set, is told at the end of an interval the events held back in it that no
-	// later event has carried; flushDue is set while its timer runs.
-	heldBack func(count int)
-	flushDue bool
+	// heldBack, when set, is told the events held back that no later event has carried, once
+	// an interval has passed after theirs with no event let through; flushDue is set while its
+	// timer runs, which was set for the interval after the one starting at flushAfter.
+	heldBack   func(count int)
+	flushDue   bool
+	flushAfter time.Time
 }
 
 // New returns a Limiter letting one event through per interval, reading the time from now.
@@ -38,12 +40,16 @@ func ForLog(log *slog.Logger, interval time.Duration, what string) *Limiter {
 	return l
 }
 
-// OnHeldBack makes the limiter call report, once the interval after a logged event is over,
-// with how many events it held back in it, unless an event let through since has carried
-// that count. Without it, the count of a flood's end would wait for the next event, which
-// may never come: the last line logged would say the flood was smaller than it was. report
-// runs on its own goroutine, and counts as a line logged: the next event within an interval
-// of it is held back in turn. Call before the first Allow.
+// OnHeldBack makes the limiter call report with how many events it held back after a logged
+// event when no event has carried that count an interval after it could have: once two
+// intervals have passed since the logged event with none let through. Without it, the count
+// of a flood's end would wait for the next event, which may never come: the last line logged
+// would say the flood was smaller than it was. While the flood goes on, its next event after
+// the interval is let through and carries the count, as without report: reporting at the
+// interval's end instead, and counting that as the interval's line, held back every event
+// after the flood's first for as long as it lasted, and with them the detail their lines
+// carry (which caller, what failed). report runs on its own goroutine. Call before the first
+// Allow.
 func (l *Limiter) OnHeldBack(report func(count int)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -59,8 +65,8 @@ func (l *Limiter) Allow() (ok bool, heldBack int) {
 	if !l.last.IsZero() && now.Sub(l.last) < l.interval {
 		l.unlogged++
 		if l.heldBack != nil && !l.flushDue {
-			l.flushDue = true
-			time.AfterFunc(l.interval-now.Sub(l.last), l.flush)
+			l.flushDue, l.flushAfter = true, l.last
+			time.AfterFunc(2*l.interval-now.Sub(l.last), l.flush)
 		}
 		return false, 0
 	}
@@ -69,16 +75,25 @@ func (l *Limiter) Allow() (ok bool, heldBack int) {
 	return true, heldBack
 }
 
-// flush reports the events held back that no event let through has carried since.
+// flush reports the events held back that no event let through has carried since. If one was
+// let through after the timer was set, it carried the count of those before it, and the
+// events held back since it are reported, if need be, an interval after its own interval.
 func (l *Limiter) flush() {
 	l.mu.Lock()
-	l.flushDue = false
 	count := l.unlogged
+	if count > 0 && !l.last.Equal(l.flushAfter) {
+		l.flushAfter = l.last
+		time.AfterFunc(2*l.interval-l.now().Sub(l.last), l.flush)
+		l.mu.Unlock()
+		return
+	}
+	l.flushDue = false
 	if count == 0 {
 		l.mu.Unlock()
 		return
 	}
-	l.last, l.unlogged = l.now(), 0
+	// last stays: the next event, an interval or more after it, is let through.
+	l.unlogged = 0
 	report := l.heldBack
 	l.mu.Unlock()
 	report(count)
