@@ -317,3 +317,32 @@ func storeBehindFaultProxy(t *testing.T) (*Store, *faultProxy) {
 	}
 	return s, proxy
 }
+
+// TestDeadLetterExhaustedOfUnknownOutcome: a DeadLetterExhausted whose reply is lost after
+// PostgreSQL committed it was run again as if nothing had been sent, moved a second batch and
+// reported only that one: the count (and the server's dead-lettered metric) missed the first.
+// An outcome the store cannot know is ErrUnavailable, as for Requeue.
+func TestDeadLetterExhaustedOfUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	s, proxy := storeBehindFaultProxy(t)
+	for _, d := range []storage.Delivery{delivery("evt-1", "inbox-1"), delivery("evt-2", "inbox-2")} {
+		mustClaim(t, s, d, true)
+		leased := leaseOne(t, s, "tok-"+d.InboxID)
+		if _, err := s.Nack(t.Context(), leased.InboxID, "tok-"+d.InboxID, base.Add(time.Hour), 5, "boom", base.Add(time.Minute)); err != nil {
+			t.Fatalf("Nack: %v", err)
+		}
+	}
+	proxy.arm(dropReply)
+	n, err := s.DeadLetterExhausted(t.Context(), storage.ExhaustedRequest{MaxAttempts: 1, Reason: "lowered", Batch: 1, Now: base.Add(2 * time.Minute)})
+	proxy.wantFired(t, dropReply)
+	stats, statsErr := s.InboxStats(t.Context())
+	if statsErr != nil || len(stats) != 1 {
+		t.Fatalf("InboxStats = %+v, %v", stats, statsErr)
+	}
+	if err == nil && n != stats[0].Dead {
+		t.Fatalf("DeadLetterExhausted whose reply was lost = %d, nil; but %d moved to dead", n, stats[0].Dead)
+	}
+	if err != nil && !errors.Is(err, storage.ErrUnavailable) {
+		t.Fatalf("DeadLetterExhausted whose reply was lost = %v, want ErrUnavailable", err)
+	}
+}

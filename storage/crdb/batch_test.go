@@ -8,23 +8,27 @@ import (
 
 	"github.com/hookverify/hookverify/internal/pgtest"
 	"github.com/hookverify/hookverify/storage"
+	"github.com/hookverify/hookverify/storage/storagetest"
 )
+
+// bothTransactionPaths make a migrated store on each of its transaction paths: PostgreSQL's
+// pipelined one, and CockroachDB's (ExecuteTx), run on PostgreSQL.
+var bothTransactionPaths = map[string]func(t *testing.T) *Store{
+	"PostgreSQL": func(t *testing.T) *Store { return open(t, pgtest.Shared(t).NewDatabase(t)) },
+	"CockroachDB path": func(t *testing.T) *Store {
+		s := cockroachPathStore(t, pgtest.Shared(t).NewDatabase(t))
+		if err := s.Migrate(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	},
+}
 
 // TestClaimBatch drives commitClaims, the group commit's batch, directly, on both transaction
 // paths: what a batch must get right whatever its mix of new, known, repeated and faulty claims.
 func TestClaimBatch(t *testing.T) {
 	t.Parallel()
-	stores := map[string]func(t *testing.T) *Store{
-		"PostgreSQL": func(t *testing.T) *Store { return open(t, pgtest.Shared(t).NewDatabase(t)) },
-		"CockroachDB path": func(t *testing.T) *Store {
-			s := cockroachPathStore(t, pgtest.Shared(t).NewDatabase(t))
-			if err := s.Migrate(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			return s
-		},
-	}
-	for name, newStore := range stores {
+	for name, newStore := range bothTransactionPaths {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			s := newStore(t)
@@ -180,4 +184,17 @@ func storeWithShortBatches(t *testing.T) (*Store, string) {
 		t.Fatal(err)
 	}
 	return s, url
+}
+
+// TestClaimBatchReusedInboxIDFailsOnlyItsClaim: see storagetest.ClaimBatchReusedInboxID. (This
+// path failed the later deliveries of the identity with the first one's error.)
+func TestClaimBatchReusedInboxIDFailsOnlyItsClaim(t *testing.T) {
+	t.Parallel()
+	for name, newStore := range bothTransactionPaths {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			storagetest.ClaimBatchReusedInboxID(t, s, s.commitClaims)
+		})
+	}
 }

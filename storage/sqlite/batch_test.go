@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookverify/hookverify/storage"
+	"github.com/hookverify/hookverify/storage/storagetest"
 )
 
 // TestClaimBatch drives commitClaims, the group commit's batch, directly: what a batch must get
@@ -185,4 +186,15 @@ func createStripeEndpoint(t *testing.T, s *Store, id string) {
 	if err := s.CreateEndpoint(t.Context(), ep); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestClaimBatchReusedInboxIDFailsOnlyItsClaim: see storagetest.ClaimBatchReusedInboxID.
+func TestClaimBatchReusedInboxIDFailsOnlyItsClaim(t *testing.T) {
+	t.Parallel()
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "hookverify.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	storagetest.ClaimBatchReusedInboxID(t, s, s.commitClaims)
 }

@@ -352,3 +352,40 @@ func race(n int, f func(i int)) {
 	close(start)
 	wg.Wait()
 }
+
+// ClaimBatchReusedInboxID checks a store's claim batch, commit (the function its group commit
+// runs), when the first delivery of an identity in the batch fails on its own, its inbox id
+// taken before: it claims nothing, so a later delivery of that identity with an inbox id of
+// its own must be claimed as it would be alone, and one after that be its duplicate, rather
+// than fail with the first one's error (the provider would be told to retry an event nobody
+// stored); the rest of the batch is claimed as usual. s must be empty.
+func ClaimBatchReusedInboxID(t *testing.T, s storage.Store, commit func([]storage.Delivery) ([]storage.ClaimResult, []error, error)) {
+	t.Helper()
+	createEndpoint(t, s, newEndpoint("ep-1"))
+	delivery := func(eventID, inboxID string) storage.Delivery { return newDelivery("ep-1", "ep-1", eventID, inboxID) }
+	claim(t, s, delivery("evt-pre", "inbox-taken"))
+	batch := []storage.Delivery{
+		delivery("evt-x", "inbox-taken"), // an inbox id taken before: fails alone
+		delivery("evt-x", "inbox-x2"),    // the same event, its own inbox id
+		delivery("evt-x", "inbox-x3"),    // and again: a duplicate of inbox-x2
+		delivery("evt-y", "inbox-y"),
+	}
+	results, errs, err := commit(batch)
+	if err != nil {
+		t.Fatalf("claim batch: %v", err)
+	}
+	if !errors.Is(errs[0], storage.ErrAlreadyExists) {
+		t.Errorf("claim with a taken inbox id = %+v, %v; want ErrAlreadyExists", results[0], errs[0])
+	}
+	for i, want := range []storage.ClaimResult{1: acceptedBy(batch[1]), 2: rejectedFor(batch[1]), 3: acceptedBy(batch[3])} {
+		if i == 0 {
+			continue
+		}
+		if got := results[i]; errs[i] != nil || got.Accepted != want.Accepted || got.InboxID != want.InboxID || got.OperationKey != want.OperationKey {
+			t.Errorf("claim %d (%s) = %+v, %v; want %+v", i, batch[i].InboxID, got, errs[i], want)
+		}
+	}
+	if n, err := s.CountDeliveries(t.Context(), ""); err != nil || n != 3 {
+		t.Errorf("CountDeliveries = %d, %v; want 3", n, err)
+	}
+}
