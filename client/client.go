@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	_ "google.golang.org/grpc/health" // client-side health checking, see defaultServiceConfig
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/hookverify/hookverify/internal/tlsfiles"
@@ -78,6 +79,17 @@ const (
 	KeepaliveTime    = 30 * time.Second
 	KeepaliveTimeout = 10 * time.Second
 )
+
+// defaultServiceConfig balances the calls over every address the target resolves to (a DNS
+// name of several instances), and only over the instances whose gRPC health reports SERVING.
+// gRPC's own default sends every call to the first address that accepts a connection, and
+// keeps sending there while that instance answers UNAVAILABLE (its storage down or not open
+// yet) and the others are idle; a balancer without health checking still sends such an
+// instance its share, and a call whose few retries all land there reaches the provider as a
+// 503 (GitHub never retries one). With a single address this behaves as gRPC's default, and a
+// call fails at once with UNAVAILABLE while that instance is not SERVING, as the server would
+// have answered it.
+const defaultServiceConfig = `{"loadBalancingConfig":[{"round_robin":{}}],"healthCheckConfig":{"serviceName":""}}`
 
 // Option configures Dial.
 type Option func(*config)
@@ -228,6 +240,12 @@ func WithTrustForwardedProto() Option {
 // Dial connects to addr (host:port, or any gRPC target). Without TLS options the connection is
 // plaintext, which the server only allows on loopback.
 //
+// When addr resolves to several instances (a DNS name with several addresses), calls are
+// balanced round robin over those whose gRPC health reports SERVING, so that an instance
+// starting, shutting down or without its storage gets none while others can take them. A
+// service config passed with WithGRPCOptions (grpc.WithDefaultServiceConfig) replaces this
+// one: keep "healthCheckConfig":{"serviceName":""} in it.
+//
 // Calls to Verify and to the read-only methods (Get*, List*) are retried with exponential
 // backoff and full jitter when they fail with UNAVAILABLE or RESOURCE_EXHAUSTED, within the
 // RetryPolicy's attempts and total time and never past the context's deadline. Retrying Verify is safe
@@ -254,7 +272,7 @@ func Dial(addr string, opts ...Option) (*Conn, error) {
 		return nil, err
 	}
 	if cfg.publicURLBase != "" {
-		if err := checkPublicURLBase(cfg.publicURLBase); err != nil {
+		if err := CheckPublicURLBase(cfg.publicURLBase); err != nil {
 			return nil, err
 		}
 	}
@@ -280,6 +298,7 @@ func Dial(addr string, opts ...Option) (*Conn, error) {
 		// dead within KeepaliveTime + KeepaliveTimeout, and the next call reconnects.
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: KeepaliveTime, Timeout: KeepaliveTimeout, PermitWithoutStream: true}),
 		grpc.WithChainUnaryInterceptor(cfg.retry.interceptor()),
+		grpc.WithDefaultServiceConfig(defaultServiceConfig),
 	}
 	if cfg.token != "" {
 		if err := checkToken(cfg.token); err != nil {
@@ -355,11 +374,12 @@ func isLoopback(target string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// checkPublicURLBase refuses a base that cannot be the front of the URL a provider called:
+// CheckPublicURLBase refuses a base that cannot be the front of the URL a provider called
+// (Dial checks WithPublicURLBase's with it; a command line can check its flag before):
 // URL-signing providers sign that URL byte for byte, so every one of their deliveries would be
 // rejected with a 4xx, which most never retry. The message never quotes the base, which may
 // hold credentials.
-func checkPublicURLBase(base string) error {
+func CheckPublicURLBase(base string) error {
 	const want = "client: the public URL base must be http(s)://host with at most a path"
 	if !strings.HasPrefix(base, "https://") && !strings.HasPrefix(base, "http://") {
 		return errors.New(want)

@@ -18,7 +18,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
@@ -111,6 +115,8 @@ func TestRetriesCoverEveryReadMethod(t *testing.T) {
 		// An empty message decodes as any response.
 		return stream.SendMsg(&emptypb.Empty{})
 	}))
+	// Health SERVING, as a hookverify server reports it: Dial checks it before any call.
+	healthpb.RegisterHealthServer(g, health.NewServer())
 	conn := dial(t, serveGRPC(t, g), client.WithRetry(fastRetry))
 
 	var methods []string
@@ -157,6 +163,7 @@ func pushbackServer(t *testing.T, code codes.Code, hint time.Duration, failures 
 		}
 		return stream.SendMsg(&emptypb.Empty{})
 	}))
+	healthpb.RegisterHealthServer(g, health.NewServer())
 	return serveGRPC(t, g), calls
 }
 
@@ -431,5 +438,39 @@ func mutualTLSServerConfig(t *testing.T, ca *testpki.CA) *tls.Config {
 		ClientCAs:    ca.Pool(),
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		MinVersion:   tls.VersionTLS12,
+	}
+}
+
+// TestDialBalancesOverServingInstances: a target that resolves to several instances (a DNS
+// name) gets its calls spread over those whose health is SERVING, and none sent to one that
+// reports NOT_SERVING (starting, or its storage down), which could only answer UNAVAILABLE.
+// gRPC's default sent every call to the first address, whatever its health.
+func TestDialBalancesOverServingInstances(t *testing.T) {
+	t.Parallel()
+	notServing, serving := newFakeServer(), newFakeServer()
+	var addrs []resolver.Address
+	for _, f := range []*fakeServer{notServing, serving, newFakeServer()} {
+		g := grpc.NewServer()
+		hookverifyv1.RegisterVerifierServiceServer(g, f)
+		h := health.NewServer()
+		if f == notServing {
+			h.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+		}
+		healthpb.RegisterHealthServer(g, h)
+		addrs = append(addrs, resolver.Address{Addr: serveGRPC(t, g)})
+	}
+	r := manual.NewBuilderWithScheme("balance")
+	r.InitialState(resolver.State{Addresses: addrs})
+	conn := dial(t, "balance:///instances", client.WithGRPCOptions(grpc.WithResolvers(r)))
+	for range 60 {
+		if _, err := conn.Verifier.Verify(context.Background(), &hookverifyv1.VerifyRequest{EndpointId: "e"}); err != nil {
+			t.Fatalf("Verify: %v", err)
+		}
+	}
+	if n := notServing.count("Verify"); n != 0 {
+		t.Errorf("the NOT_SERVING instance got %d calls", n)
+	}
+	if n := serving.count("Verify"); n < 10 {
+		t.Errorf("the second SERVING instance got %d of 60 calls: they are not balanced", n)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -229,7 +228,7 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 func dialVerifier(cfg edgeConfig, log *slog.Logger) (*client.Conn, error) {
 	opts := []client.Option{client.WithMaxBodyBytes(cfg.maxBodyBytes), client.WithConnLogger(log)}
 	if cfg.publicURLBase != "" {
-		if err := checkPublicURLBase(cfg.publicURLBase); err != nil {
+		if err := client.CheckPublicURLBase(cfg.publicURLBase); err != nil {
 			// The value is not quoted: it might hold credentials.
 			return nil, usagef("--public-url-base: %v", err)
 		}
@@ -249,29 +248,6 @@ func dialVerifier(cfg edgeConfig, log *slog.Logger) (*client.Conn, error) {
 		opts = append(opts, client.WithToken(token))
 	}
 	return client.Dial(cfg.verifier, opts...)
-}
-
-// checkPublicURLBase refuses a base that cannot be the front of the URL a provider called: the
-// forwarded URL is the base followed by the request URI, and URL-signing providers sign that URL
-// byte for byte, so with such a base every one of their deliveries would be rejected (a 4xx, which
-// most providers never retry).
-func checkPublicURLBase(base string) error {
-	if !strings.HasPrefix(base, "https://") && !strings.HasPrefix(base, "http://") {
-		return errors.New("want scheme://host")
-	}
-	if strings.ContainsFunc(base, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-		return errors.New("contains a space or a control character")
-	}
-	u, err := url.Parse(base)
-	switch {
-	case err != nil:
-		return errors.New("not a URL")
-	case u.Host == "":
-		return errors.New("want scheme://host, with a host")
-	case u.User != nil, u.RawQuery != "", u.ForceQuery, strings.Contains(base, "#"):
-		return errors.New("want scheme://host and at most a path, without credentials, query or fragment")
-	}
-	return nil
 }
 
 // handle registers h, turning ServeMux's panic on a bad or conflicting pattern into an error.
