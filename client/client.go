@@ -91,15 +91,21 @@ const (
 // have answered it.
 const defaultServiceConfig = `{"loadBalancingConfig":[{"round_robin":{}}],"healthCheckConfig":{"serviceName":""}}`
 
+// ungatedServiceConfig balances as defaultServiceConfig does, whatever the instances' health
+// (WithoutHealthGate).
+const ungatedServiceConfig = `{"loadBalancingConfig":[{"round_robin":{}}]}`
+
 // Option configures Dial.
 type Option func(*config)
 
 type config struct {
 	creds credentials.TransportCredentials
 	// tlsFiles are WithTLSFiles' CA, certificate and key files, read by Dial (nil without).
-	tlsFiles    []string
-	logger      *slog.Logger
-	tlsErr      error
+	tlsFiles []string
+	logger   *slog.Logger
+	tlsErr   error
+	// ungated: WithoutHealthGate.
+	ungated     bool
 	token       string
 	retry       RetryPolicy
 	grpcOptions []grpc.DialOption
@@ -140,6 +146,14 @@ func WithTLSFiles(caFile, certFile, keyFile string) Option {
 			c.tlsErr = errTLSOptions
 		}
 	}
+}
+
+// WithoutHealthGate sends calls to the instances whatever their gRPC health says, for one-shot
+// tools (the CLI) that want the server's own answer rather than a refusal by the client: an
+// instance whose storage is not open yet answers "storage not ready yet", and ListProviders,
+// which needs no storage, still works. Edges and workers want the gate (see Dial).
+func WithoutHealthGate() Option {
+	return func(c *config) { c.ungated = true }
 }
 
 // WithConnLogger logs what the connection does on its own, outside any call: TLS files
@@ -283,6 +297,10 @@ func Dial(addr string, opts ...Option) (*Conn, error) {
 	if !secure {
 		cfg.creds = insecure.NewCredentials()
 	}
+	serviceConfig := defaultServiceConfig
+	if cfg.ungated {
+		serviceConfig = ungatedServiceConfig
+	}
 	all := []grpc.DialOption{
 		grpc.WithTransportCredentials(cfg.creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(maxMessageBytes), grpc.MaxCallRecvMsgSize(maxMessageBytes)),
@@ -298,7 +316,7 @@ func Dial(addr string, opts ...Option) (*Conn, error) {
 		// dead within KeepaliveTime + KeepaliveTimeout, and the next call reconnects.
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: KeepaliveTime, Timeout: KeepaliveTimeout, PermitWithoutStream: true}),
 		grpc.WithChainUnaryInterceptor(cfg.retry.interceptor()),
-		grpc.WithDefaultServiceConfig(defaultServiceConfig),
+		grpc.WithDefaultServiceConfig(serviceConfig),
 	}
 	if cfg.token != "" {
 		if err := checkToken(cfg.token); err != nil {

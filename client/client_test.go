@@ -459,9 +459,12 @@ func TestDialBalancesOverServingInstances(t *testing.T) {
 		healthpb.RegisterHealthServer(g, h)
 		addrs = append(addrs, resolver.Address{Addr: serveGRPC(t, g)})
 	}
-	r := manual.NewBuilderWithScheme("balance")
-	r.InitialState(resolver.State{Addresses: addrs})
-	conn := dial(t, "balance:///instances", client.WithGRPCOptions(grpc.WithResolvers(r)))
+	dialAll := func(opts ...client.Option) *client.Conn {
+		r := manual.NewBuilderWithScheme("balance")
+		r.InitialState(resolver.State{Addresses: addrs})
+		return dial(t, "balance:///instances", append(opts, client.WithGRPCOptions(grpc.WithResolvers(r)))...)
+	}
+	conn := dialAll()
 	for range 60 {
 		if _, err := conn.Verifier.Verify(context.Background(), &hookverifyv1.VerifyRequest{EndpointId: "e"}); err != nil {
 			t.Fatalf("Verify: %v", err)
@@ -472,6 +475,18 @@ func TestDialBalancesOverServingInstances(t *testing.T) {
 	}
 	if n := serving.count("Verify"); n < 10 {
 		t.Errorf("the second SERVING instance got %d of 60 calls: they are not balanced", n)
+	}
+
+	// WithoutHealthGate (the CLI's one-shot commands, which want the server's own answer):
+	// balanced over every instance, the NOT_SERVING one included.
+	ungated := dialAll(client.WithoutHealthGate())
+	for range 60 {
+		if _, err := ungated.Verifier.Verify(context.Background(), &hookverifyv1.VerifyRequest{EndpointId: "e"}); err != nil {
+			t.Fatalf("Verify without the gate: %v", err)
+		}
+	}
+	if n := notServing.count("Verify"); n < 10 {
+		t.Errorf("without the gate, the NOT_SERVING instance got %d of 60 calls", n)
 	}
 }
 

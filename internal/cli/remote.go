@@ -43,6 +43,14 @@ func (r *remoteFlags) register(fs *flag.FlagSet) {
 
 // dial connects to the server with the token and TLS settings of the flags and environment.
 func (r *remoteFlags) dial(opts ...client.Option) (*client.Conn, error) {
+	// A command run once wants the server's own answer ("storage not ready yet"), not the
+	// client's refusal of an instance whose health is NOT_SERVING: see dialGated.
+	return r.dialGated(append(opts, client.WithoutHealthGate())...)
+}
+
+// dialGated connects as dial does, with calls going only to instances whose health says
+// SERVING, as a long-running worker wants (client.Dial).
+func (r *remoteFlags) dialGated(opts ...client.Option) (*client.Conn, error) {
 	if r.timeout <= 0 {
 		// Every call would fail at once with a bare DeadlineExceeded, which reads like a slow
 		// server; 0 does not mean "no deadline" here.

@@ -443,3 +443,24 @@ func TestShutdownReportsAStoreThatFailsToClose(t *testing.T) {
 		t.Errorf("shutdown with a store that fails to close: %v, want its error", err)
 	}
 }
+
+// TestCommandsGetTheServersOwnAnswerWhileStorageIsNotReady: the CLI's one-shot commands reach
+// a server whose storage is not open yet (health NOT_SERVING) and print its answer, "storage
+// not ready yet", or the answer itself where no storage is needed (providers), rather than the
+// client's refusal of a NOT_SERVING instance (client.WithoutHealthGate).
+func TestCommandsGetTheServersOwnAnswerWhileStorageIsNotReady(t *testing.T) {
+	r, err := startServer(t.Context(), newTestLogger(t), "127.0.0.1:0", testpki.Keyring(t), func(ctx context.Context) (storage.Store, error) {
+		<-ctx.Done() // a database that never answers
+		return nil, ctx.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.stop()
+	if code, out, errOut := run(t, "", "providers", "--server", r.addr); code != 0 || !strings.Contains(out, `"github"`) {
+		t.Errorf("providers while storage is not ready: exit %d, %s%s", code, out, errOut)
+	}
+	if code, _, errOut := run(t, "", "endpoint", "list", "--server", r.addr); code != 1 || !strings.Contains(errOut, "storage not ready") {
+		t.Errorf("endpoint list while storage is not ready: exit %d, %s; want the server's own answer", code, errOut)
+	}
+}

@@ -71,7 +71,7 @@ func runWorker(ctx context.Context, e env, args []string) error {
 	); err != nil {
 		return err
 	}
-	conn, err := r.dial()
+	conn, err := r.dialGated()
 	if err != nil {
 		return err
 	}
