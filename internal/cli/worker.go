@@ -197,9 +197,18 @@ func (w *worker) lease(ctx context.Context, once bool) (*hookverifyv1.InboxDeliv
 	}
 }
 
-// run runs the command for d, extending the lease every third of the visibility timeout and
-// moving *deadline on with each extension. It returns the command's failure (nil: exit 0) and
-// whether the worker's shutdown stopped it.
+// run runs the command for d, extending the lease when a third of it has passed (a third of the
+// visibility timeout later after an extension that failed transiently) and moving *deadline on
+// with each extension. It returns the command's failure (nil: exit 0) and whether the worker's
+// shutdown stopped it.
+//
+// The extensions are timed from the lease, not from the command's start, and the command is
+// killed when the lease ends unextended: a lease answered late (a slow database) has less than
+// the visibility timeout left when the command starts, and timed from the start the first
+// extension came after the lease had ended, so a command the server would have kept was
+// killed, or, while extensions failed, the lease's end was noticed only at the next one, a
+// third of the visibility timeout later, the command still running while the server could
+// hand the delivery to another worker.
 func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadline *time.Time) (runErr error, stopped bool) {
 	cmd := exec.Command(w.command[0], w.command[1:]...)
 	cmd.Stdin = bytes.NewReader(d.GetBody())
@@ -214,8 +223,12 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	ticker := time.NewTicker(w.visibility / 3)
-	defer ticker.Stop()
+	// due is when the next extension is due: a third into the lease.
+	due := func() time.Duration { return time.Until(deadline.Add(-2 * w.visibility / 3)) }
+	extendTimer := time.NewTimer(due())
+	defer extendTimer.Stop()
+	leaseEnd := time.NewTimer(time.Until(*deadline))
+	defer leaseEnd.Stop()
 	stopping := ctx.Done()
 	var kill <-chan time.Time
 	for {
@@ -233,13 +246,25 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 			kill = timer.C
 		case <-kill:
 			signalGroup(cmd.Process, syscall.SIGKILL)
-		case <-ticker.C:
+		case <-extendTimer.C:
 			// A stopping worker keeps its lease while the command finishes.
+			before := *deadline
 			if err := w.extend(context.WithoutCancel(ctx), d, deadline); err != nil {
 				signalGroup(cmd.Process, syscall.SIGKILL)
 				<-done
-				return errors.Join(errLeaseLost, err), stopped
+				return fmt.Errorf("%w: %w", errLeaseLost, err), stopped
 			}
+			if deadline.After(before) {
+				extendTimer.Reset(due())
+				leaseEnd.Reset(time.Until(*deadline))
+			} else {
+				extendTimer.Reset(w.visibility / 3) // failed transiently: tried again
+			}
+		case <-leaseEnd.C:
+			signalGroup(cmd.Process, syscall.SIGKILL)
+			<-done
+			// Wrapped on one line: the worker's log is read line by line (errors.Join made two).
+			return fmt.Errorf("%w: the lease ended while the server could not extend it", errLeaseLost), stopped
 		}
 	}
 }

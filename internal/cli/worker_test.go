@@ -532,3 +532,52 @@ func TestTruncateKeepsValidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerKillsTheCommandWhenItsLateLeaseEnds: a lease answered late (an overloaded
+// database: the lease transaction waited) has less than --visibility left when the command
+// starts. The extensions were timed from the command's start, every third of the visibility,
+// and the lease's end was only checked then: with the database still failing extensions
+// (UNAVAILABLE at once), the command ran on past its lease until the next tick, a third of the
+// visibility later, while the server could hand the delivery to another worker: the same
+// event worked twice at once.
+func TestWorkerKillsTheCommandWhenItsLateLeaseEnds(t *testing.T) {
+	f := slowLease{&fakeInbox{extendErr: func(int) error {
+		return status.Error(codes.Unavailable, "storage unavailable, retry later")
+	}}, 3 * time.Second}
+	remote := startFakeInbox(t, f)
+	marker := filepath.Join(t.TempDir(), "side-effect")
+	// Leased at 0 for 6 s, answered at 3 s; the command's side effect comes at 6.5 s, after
+	// the lease ended (its old first check was at 5 s, its second at 7 s).
+	start := time.Now()
+	wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once", "--visibility", "6s", "--timeout", "30s"},
+		remote...), "--", "sh", "-c", fmt.Sprintf("sleep 3.5; touch %s", marker)))
+	if waitForFile(t, marker, 9*time.Second) {
+		t.Errorf("the command did its side effect %v after its lease was taken, which ended at 6 s, while the extensions failed (output %q)",
+			time.Since(start).Round(100*time.Millisecond), out.String())
+	}
+	if _, finished := wait(20 * time.Second); !finished {
+		t.Fatal("worker did not finish")
+	}
+	if acks, _, _ := f.snapshot(); len(acks) != 0 {
+		t.Errorf("acks %v for a delivery whose lease ended", acks)
+	}
+}
+
+// TestWorkerExtendsALateLeaseInTime: a lease answered late has less than the visibility left;
+// the first extension was timed a third of the visibility after the command's start, past the
+// lease's end, so the worker gave up on a lease the server would have extended and killed a
+// command that was doing fine, to be run again from the start by another worker.
+func TestWorkerExtendsALateLeaseInTime(t *testing.T) {
+	f := slowLease{&fakeInbox{}, 2500 * time.Millisecond}
+	remote := startFakeInbox(t, f)
+	// Leased at 0 for 3 s, answered at 2.5 s: the old first extension came at 3.5 s.
+	wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once", "--visibility", "3s", "--timeout", "30s"},
+		remote...), "--", "sh", "-c", "sleep 2; exit 0"))
+	if _, finished := wait(20 * time.Second); !finished {
+		t.Fatal("worker did not finish")
+	}
+	acks, nacks, extends := f.snapshot()
+	if len(acks) != 1 || acks[0] != "ok" || len(nacks) != 0 {
+		t.Errorf("a command whose lease the server would have extended was not acked: acks %v, nacks %q, extends %v; output %q", acks, nacks, extends, out.String())
+	}
+}
