@@ -108,14 +108,147 @@ function newVerifierClient(addr, hookverify = loadHookverify(), { tls } = {}) {
   return dialVerifier(addr, hookverify, tls ? sslCredentials(readTLS(tls)) : grpc.credentials.createInsecure());
 }
 
+// Balancing over several hookverify instances, as hookverify's Go client does (client.Dial):
+// round robin over every address the target resolves to (a DNS name of several instances, or
+// "ipv4:10.0.0.1:7700,10.0.0.2:7700"), and only over the instances whose grpc.health.v1 reports
+// SERVING, so that an instance starting, shutting down or without its storage gets no calls
+// while another can take them. grpc-js's default (pick_first) sends every call to the first
+// address that connects. grpc-js has round_robin but no client-side health checking (its
+// service config knows no healthCheckConfig), and round robin alone gives an instance that
+// listens but is not SERVING its share: each call answered UNAVAILABLE, a 503 for the provider
+// when the few retries all land there. So the edge registers a policy of its own: grpc-js's
+// round_robin over connections that each watch grpc.health.v1.Health/Watch and count as down
+// until it says SERVING (gRPC's client-side health checking). It is built on grpc-js's
+// experimental load-balancer API, one reason @grpc/grpc-js is pinned exactly.
+const HEALTHY_ROUND_ROBIN = 'hookverify_healthy_round_robin';
+// HealthCheckResponse{status: SERVING}: field 1, varint 1.
+const SERVING = Buffer.from([0x08, 0x01]);
+// How long a connection waits to watch again after a watch ended while it stays connected.
+const HEALTH_REWATCH_MS = 1000;
+
+const HealthClient = grpc.makeGenericClientConstructor({
+  Watch: {
+    path: '/grpc.health.v1.Health/Watch',
+    requestStream: false,
+    responseStream: true,
+    // HealthCheckRequest{service: ""} encodes to no bytes; responses are compared with SERVING.
+    requestSerialize: () => Buffer.alloc(0),
+    requestDeserialize: (b) => b,
+    responseSerialize: (b) => b,
+    responseDeserialize: (b) => b,
+  },
+}, 'Health');
+
+/**
+ * HealthWatchedSubchannel is a connection to one instance that the balancer counts as healthy
+ * only while the instance's health, watched over that same connection, says SERVING: not before
+ * the first answer (a new connection, or one back after a drop), not after NOT_SERVING (the
+ * instance shutting down, or its storage not answering). A server without the health service
+ * (UNIMPLEMENTED) counts as healthy, as gRPC does.
+ */
+class HealthWatchedSubchannel extends grpc.experimental.BaseSubchannelWrapper {
+  constructor(child) {
+    super(child);
+    this.setHealthy(false);
+    this.health = new HealthClient('unused', grpc.credentials.createInsecure(), { channelOverride: child.getChannel() });
+    this.watch = null;
+    this.rewatch = null;
+    this.onState = (_subchannel, _previous, state) => this.follow(state);
+    child.addConnectivityStateListener(this.onState);
+    this.follow(child.getConnectivityState());
+  }
+
+  /** follow watches health while the connection is ready; any other state counts as down. */
+  follow(state) {
+    if (state === grpc.connectivityState.READY) {
+      if (!this.watch && !this.rewatch) this.startWatch();
+      return;
+    }
+    this.stopWatch();
+    this.setHealthy(false);
+  }
+
+  startWatch() {
+    const call = this.health.Watch(Buffer.alloc(0));
+    this.watch = call;
+    call.on('data', (status) => this.setHealthy(SERVING.equals(status)));
+    call.on('error', () => {}); // the status below says what to do
+    call.on('status', ({ code }) => {
+      if (this.watch !== call) return; // stopped by stopWatch
+      this.watch = null;
+      if (code === grpc.status.UNIMPLEMENTED) {
+        this.setHealthy(true);
+        return;
+      }
+      // The instance ended the watch (it does when shutting down, after NOT_SERVING): down
+      // until a new watch says otherwise.
+      this.setHealthy(false);
+      this.rewatch = setTimeout(() => {
+        this.rewatch = null;
+        if (this.child.getConnectivityState() === grpc.connectivityState.READY) this.startWatch();
+      }, HEALTH_REWATCH_MS);
+      this.rewatch.unref();
+    });
+  }
+
+  stopWatch() {
+    clearTimeout(this.rewatch);
+    this.rewatch = null;
+    const call = this.watch;
+    this.watch = null;
+    if (call) call.cancel();
+  }
+
+  destroy() {
+    this.child.removeConnectivityStateListener(this.onState);
+    this.stopWatch();
+    super.destroy();
+  }
+}
+
+const ROUND_ROBIN = grpc.experimental.parseLoadBalancingConfig({ round_robin: {} });
+
+/** HealthyRoundRobin is grpc-js's round_robin over HealthWatchedSubchannels. */
+class HealthyRoundRobin {
+  constructor(helper) {
+    this.child = new grpc.experimental.ChildLoadBalancerHandler(grpc.experimental.createChildChannelControlHelper(helper, {
+      createSubchannel: (address, args) => new HealthWatchedSubchannel(helper.createSubchannel(address, args)),
+    }));
+  }
+
+  updateAddressList(endpoints, _config, options, resolutionNote) {
+    return this.child.updateAddressList(endpoints, ROUND_ROBIN, options, resolutionNote);
+  }
+
+  exitIdle() { this.child.exitIdle(); }
+
+  resetBackoff() { this.child.resetBackoff(); }
+
+  destroy() { this.child.destroy(); }
+
+  getTypeName() { return HEALTHY_ROUND_ROBIN; }
+}
+
+class HealthyRoundRobinConfig {
+  getLoadBalancerName() { return HEALTHY_ROUND_ROBIN; }
+
+  toJsonObject() { return { [HEALTHY_ROUND_ROBIN]: {} }; }
+
+  static createFromJson() { return new HealthyRoundRobinConfig(); }
+}
+
+grpc.experimental.registerLoadBalancerType(HEALTHY_ROUND_ROBIN, HealthyRoundRobin, HealthyRoundRobinConfig);
+
 function dialVerifier(addr, hookverify, credentials) {
   return new hookverify.VerifierService(addr, credentials, {
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
-    // Reconnect quickly once hookverify is back: grpc-js's default backoff grows to 120 s, and
-    // every delivery in that window would get a 503.
-    'grpc.initial_reconnect_backoff_ms': 250,
-    'grpc.max_reconnect_backoff_ms': 5000,
+    'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ [HEALTHY_ROUND_ROBIN]: {} }] }),
+    // Reconnect within seconds once hookverify is back, with the Go client's backoff (100 ms
+    // growing to at most 3 s; grpc-js's default grows to 120 s): every delivery meanwhile gets
+    // a 503, and providers give an edge about ten seconds.
+    'grpc.initial_reconnect_backoff_ms': 100,
+    'grpc.max_reconnect_backoff_ms': 3000,
     // Ping an idle connection every 30 s, as hookverify's Go client does (the server accepts
     // pings every 10 s): a NAT or load balancer that drops idle flows silently would otherwise
     // leave a dead connection looking ready, every Verify on it waiting out its deadline.
@@ -247,11 +380,18 @@ LOOPBACK.addAddress('::1', 'ipv6');
 
 /**
  * isLoopback reports whether a gRPC target names a loopback address or a Unix socket, where a
- * token may travel in plaintext (the same rule as the Go client's Dial).
+ * token may travel in plaintext (the same rule as the Go client's Dial). A list of instances
+ * (ipv4:a:port,b:port) is loopback when every one is.
  */
 function isLoopback(target) {
   if (/^unix(-abstract)?:/.test(target)) return true;
-  let host = target.replace(/^(dns:\/\/\/|passthrough:\/\/\/|ipv4:|ipv6:)/, '');
+  if (/^ipv[46]:/.test(target)) return target.slice('ipv4:'.length).split(',').every(isLoopbackAddress);
+  return isLoopbackAddress(target.replace(/^(dns:\/\/\/|passthrough:\/\/\/)/, ''));
+}
+
+/** isLoopbackAddress is isLoopback for one host:port, [v6]:port or host. */
+function isLoopbackAddress(address) {
+  let host = address;
   const bracketed = /^\[([^\]]+)\](?::\d*)?$/.exec(host);
   if (bracketed) host = bracketed[1];
   else if (host.split(':').length === 2) host = host.slice(0, host.lastIndexOf(':'));

@@ -578,10 +578,12 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
     }
 
     const secret = 'hvt_never_in_an_error_message';
-    for (const verifierAddr of ['10.1.2.3:7700', 'hooks.internal:7700', 'dns:///hookverify.example.com:443']) {
+    // A list of instances is loopback only when every one is.
+    for (const verifierAddr of ['10.1.2.3:7700', 'hooks.internal:7700', 'dns:///hookverify.example.com:443',
+      'ipv4:127.0.0.1:7700,10.1.2.3:7700', 'ipv6:[::1]:7700,[2001:db8::1]:7700']) {
       assert.throws(() => createEdge({ verifierAddr, token: secret }), (err) => /in clear/.test(err.message) && !err.message.includes(secret), verifierAddr);
     }
-    for (const verifierAddr of ['127.0.0.1:7700', 'localhost:7700', '[::1]:7700']) {
+    for (const verifierAddr of ['127.0.0.1:7700', 'localhost:7700', '[::1]:7700', 'ipv4:127.0.0.1:7700,127.0.0.2:7701', 'ipv6:[::1]:7700,[::1]:7701']) {
       createEdge({ verifierAddr, token: secret }).close();
     }
     // With TLS the address may be anywhere (no connection is made until the first call).

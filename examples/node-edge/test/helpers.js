@@ -63,7 +63,8 @@ async function buildHookverify(dir) {
  * <args...>` with env added to this process's environment (e.g. HOOKVERIFY_BOOTSTRAP_TOKEN),
  * reads the address it bound from its "hookverify serving" log line, and waits until
  * grpc.health.v1 reports SERVING (health stays open with --require-auth).
- * Resolves {proc, addr, stop, logs}.
+ * Resolves {proc, addr, httpAddr (with --http-listen), stop (SIGKILL), terminate (SIGTERM, as a
+ * rolling deploy sends, then the wait for its drain and exit), logs}.
  */
 async function startHookverify(bin, dataDir, { listen = '127.0.0.1:0', args = [], env = {}, timeoutMs = 30000 } = {}) {
   const proc = spawn(bin, ['serve', '--listen', listen, '--data-dir', dataDir, ...args], {
@@ -83,6 +84,14 @@ async function startHookverify(bin, dataDir, { listen = '127.0.0.1:0', args = []
     proc.kill('SIGKILL');
     return Promise.race([exitPromise, sleep(5000, { unref: true })]);
   };
+  const terminate = async () => {
+    if (exited) return exited;
+    proc.kill('SIGTERM');
+    // hookverify drains the calls under way for at most 10 s.
+    const done = await Promise.race([exitPromise, sleep(20000, { unref: true })]);
+    return done ?? stop();
+  };
+  let httpAddr = null;
 
   try {
     const addr = await new Promise((resolve, reject) => {
@@ -100,6 +109,7 @@ async function startHookverify(bin, dataDir, { listen = '127.0.0.1:0', args = []
             const rec = JSON.parse(line);
             if (rec.msg === 'hookverify serving' && rec.addr) {
               clearTimeout(timer);
+              httpAddr = rec.http || null;
               resolve(rec.addr);
             }
           } catch { /* not JSON */ }
@@ -116,7 +126,7 @@ async function startHookverify(bin, dataDir, { listen = '127.0.0.1:0', args = []
       });
     });
     await waitServing(addr, timeoutMs);
-    return { proc, addr, stop, logs };
+    return { proc, addr, httpAddr, stop, terminate, logs };
   } catch (err) {
     await stop();
     throw err;
