@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -170,6 +172,21 @@ func gcPercentToSet(fs *flag.FlagSet, value int) (int, error) {
 	return value, nil
 }
 
+// checkRanges refuses counts and durations the flags cannot take, naming every one: a negative
+// --max-attempts was taken as the default of 10, a negative cache size or TTL as off, and a
+// negative limit of pending deliveries as none, all in silence.
+func (c *serveConfig) checkRanges(e env) error {
+	return cmp.Or(
+		inRange(e, "max-attempts", c.maxAttempts, 1, 1000),
+		inRange(e, "max-pending-per-endpoint", c.maxPendingPerEndpoint, 0, math.MaxInt64),
+		inRange(e, "max-pending-total", c.maxPendingTotal, 0, math.MaxInt64),
+		inRange(e, "cache-ttl", c.cacheTTL, 0, time.Hour),
+		inRange(e, "claim-cache", c.claimCacheSize, 0, 100_000_000),
+		inRange(e, "claim-cache-ttl", c.claimCacheTTL, 0, 30*24*time.Hour),
+		inRange(e, "lease-concurrency", c.leaseConcurrency, 0, 1000),
+	)
+}
+
 // offWhenZero maps a flag where zero means off (--cache-ttl 0, --claim-cache 0) to a
 // server.Options field where zero means the default and a negative value means off.
 func offWhenZero[T int | time.Duration](flagValue T) T {
@@ -259,6 +276,9 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 	// Before the keyring, which may write a new master key file: a refused command line
 	// leaves nothing behind.
+	if err := sc.checkRanges(e); err != nil {
+		return err
+	}
 	if err := checkRetention(log, sc.retention); err != nil {
 		return err
 	}
