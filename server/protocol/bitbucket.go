@@ -40,10 +40,12 @@ func Bitbucket() *Protocol {
 		SignatureScheme: "HMAC-SHA256 (hex) of the raw body, X-Hub-Signature sha256=",
 		IdentitySource:  "X-Request-UUID header (Bitbucket Cloud), else X-Request-Id (Data Center)",
 		DocsURL:         "https://support.atlassian.com/bitbucket-cloud/docs/manage-webhooks/",
-		Retries: "Bitbucket Cloud retries a delivery that fails with a 5xx or a connection error up " +
-			"to 2 more times, counting them in X-Attempt-Number (NOT CONFIRMED from Atlassian's " +
-			"pages, only from third parties); the request UUID is meant to stay the same across " +
-			"attempts. Only the body is signed, no timestamp, so nothing expires.",
+		Retries: "Bitbucket Cloud resends a request answered with a 5xx status up to two more times " +
+			"and numbers the attempts in X-Attempt-Number (support.atlassian.com/bitbucket-cloud/docs/" +
+			"troubleshoot-webhooks and event-payloads); whether it also resends after a timeout or a " +
+			"connection error is not stated. Atlassian describes X-Request-UUID only as \"the UUID of the " +
+			"request\"; that it stays the same across attempts is NOT CONFIRMED. Only the body is signed, " +
+			"no timestamp, so nothing expires.",
 		ParseSecret:   bitbucketProvider.secret,
 		Verify:        bitbucketProvider.verify,
 		Sign:          bitbucketProvider.sign,
