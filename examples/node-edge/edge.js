@@ -171,7 +171,12 @@ class HealthWatchedSubchannel extends grpc.experimental.BaseSubchannelWrapper {
   startWatch() {
     const call = this.health.Watch(Buffer.alloc(0));
     this.watch = call;
-    call.on('data', (status) => this.setHealthy(SERVING.equals(status)));
+    call.on('data', (status) => {
+      // An answer grpc-js delivers after the watch was cancelled (in flight, or still in the
+      // call's filters, when the connection dropped) is about a connection that is gone: it
+      // must not count the instance healthy on its next one before that one's watch answers.
+      if (this.watch === call) this.setHealthy(SERVING.equals(status));
+    });
     call.on('error', () => {}); // the status below says what to do
     call.on('status', ({ code }) => {
       if (this.watch !== call) return; // stopped by stopWatch
@@ -1105,6 +1110,7 @@ function writeReply(res, resp, { requestId, endpointId, log }) {
 module.exports = {
   createEdge, loadHookverify, newVerifierClient, rawHeaderFields, retryDelaySeconds, isLoopback,
   MAX_BODY_BYTES, MAX_RETRY_AFTER_SECONDS,
+  HealthWatchedSubchannel, // for its tests
 };
 
 if (require.main === module) {

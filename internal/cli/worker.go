@@ -229,15 +229,30 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 	defer extendTimer.Stop()
 	leaseEnd := time.NewTimer(time.Until(*deadline))
 	defer leaseEnd.Stop()
+	finished := func(err error) (error, bool) {
+		if stopped && err != nil {
+			err = fmt.Errorf("stopped by the worker's shutdown: %w", err)
+		}
+		return err, stopped
+	}
+	// exited reports the command's end when it has already come: an extension call runs in
+	// this loop, so a command that ends while the call hangs is seen only after it, and one
+	// that finished within its lease is settled (the server refuses the ack if the lease is
+	// really gone) rather than counted as lost, its work done and then done again.
+	exited := func() (err error, ok bool) {
+		select {
+		case err := <-done:
+			return err, true
+		default:
+			return nil, false
+		}
+	}
 	stopping := ctx.Done()
 	var kill <-chan time.Time
 	for {
 		select {
 		case err := <-done:
-			if stopped && err != nil {
-				err = fmt.Errorf("stopped by the worker's shutdown: %w", err)
-			}
-			return err, stopped
+			return finished(err)
 		case <-stopping:
 			stopping, stopped = nil, true
 			signalGroup(cmd.Process, syscall.SIGTERM)
@@ -250,6 +265,9 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 			// A stopping worker keeps its lease while the command finishes.
 			before := *deadline
 			if err := w.extend(context.WithoutCancel(ctx), d, deadline); err != nil {
+				if runErr, ok := exited(); ok {
+					return finished(runErr)
+				}
 				signalGroup(cmd.Process, syscall.SIGKILL)
 				<-done
 				return fmt.Errorf("%w: %w", errLeaseLost, err), stopped
@@ -261,6 +279,9 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 				extendTimer.Reset(w.visibility / 3) // failed transiently: tried again
 			}
 		case <-leaseEnd.C:
+			if runErr, ok := exited(); ok {
+				return finished(runErr)
+			}
 			signalGroup(cmd.Process, syscall.SIGKILL)
 			<-done
 			// Wrapped on one line: the worker's log is read line by line (errors.Join made two).

@@ -581,3 +581,23 @@ func TestWorkerExtendsALateLeaseInTime(t *testing.T) {
 		t.Errorf("a command whose lease the server would have extended was not acked: acks %v, nacks %q, extends %v; output %q", acks, nacks, extends, out.String())
 	}
 }
+
+// TestWorkerAcksACommandThatFinishedDuringAHangingExtension: the extension call runs in the
+// loop that waits for the command, so a command that exits while the call hangs is only seen
+// once the call ends. When it ended at the lease's end, the worker reported the lease lost and
+// settled nothing, though the command had finished well within its lease: the delivery, its
+// work done, ran again once the lease ran out. The ack is the server's to refuse if the lease
+// is really gone.
+func TestWorkerAcksACommandThatFinishedDuringAHangingExtension(t *testing.T) {
+	f := hangingExtend{&fakeInbox{}}
+	remote := startFakeInbox(t, f)
+	// Leased for 3 s: the extension at 1 s hangs until 3 s; the command ends at 1.5 s.
+	wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once", "--visibility", "3s", "--timeout", "30s"},
+		remote...), "--", "sh", "-c", "sleep 1.5; exit 0"))
+	if _, finished := wait(20 * time.Second); !finished {
+		t.Fatal("worker did not finish")
+	}
+	if acks, nacks, _ := f.snapshot(); len(acks) != 1 || acks[0] != "ok" || len(nacks) != 0 {
+		t.Errorf("a command that finished within its lease was not acked: acks %v, nacks %q; output %q", acks, nacks, out.String())
+	}
+}
