@@ -211,13 +211,8 @@ func (l *ledger) check(t *testing.T) map[string]string {
 	defer l.mu.Unlock()
 	inbox := make(map[string]string, len(l.events))
 	unanswered := 0 // events stored by a call whose answer was lost (no ACCEPTED ever)
-	failures := 0
-	fail := func(format string, args ...any) {
-		failures++
-		if failures <= 20 {
-			t.Errorf(format, args...)
-		}
-	}
+	failures := &failureLog{t: t}
+	fail := failures.fail
 	for id, answers := range l.events {
 		want := server.OperationKey(l.scope, id)
 		accepted, acceptedBeforeFinal, finals := 0, 0, 0
@@ -225,24 +220,12 @@ func (l *ledger) check(t *testing.T) map[string]string {
 			if a.code != codes.OK {
 				continue
 			}
-			switch a.verdict {
-			case hookverifyv1.Verdict_VERDICT_ACCEPTED:
+			if checkAnswer(failures, inbox, id, want, a.verdict, a.opKey, a.inboxID) {
 				accepted++
 				if !a.final {
 					acceptedBeforeFinal++
 				}
-			case hookverifyv1.Verdict_VERDICT_DUPLICATE:
-			default:
-				fail("%s: answered %v", id, a.verdict)
-				continue
 			}
-			if a.opKey != want {
-				fail("%s: %v with operation key %q, want %q", id, a.verdict, a.opKey, want)
-			}
-			if prev, ok := inbox[id]; ok && prev != a.inboxID {
-				fail("%s: answers name two inbox records, %s and %s", id, prev, a.inboxID)
-			}
-			inbox[id] = a.inboxID
 		}
 		if accepted > 1 {
 			fail("%s: ACCEPTED %d times", id, accepted)
@@ -263,11 +246,50 @@ func (l *ledger) check(t *testing.T) map[string]string {
 			fail("%s: the redelivery after the faults got no verdict", id)
 		}
 	}
-	if failures > 20 {
-		t.Errorf("... and %d more failures", failures-20)
-	}
+	failures.done()
 	t.Logf("%d events; %d of them committed by a call whose answer was an error (never ACCEPTED, DUPLICATE on redelivery)", len(l.events), unanswered)
 	return inbox
+}
+
+// failureLog reports the first 20 failures of a check, then (done) how many more there were:
+// a fault that breaks every event would otherwise bury the first lines.
+type failureLog struct {
+	t *testing.T
+	n int
+}
+
+func (f *failureLog) fail(format string, args ...any) {
+	f.t.Helper()
+	if f.n++; f.n <= 20 {
+		f.t.Errorf(format, args...)
+	}
+}
+
+func (f *failureLog) done() {
+	if f.n > 20 {
+		f.t.Errorf("... and %d more failures", f.n-20)
+	}
+}
+
+// checkAnswer checks one successful answer for event id: ACCEPTED or DUPLICATE, with the
+// event's operation key, and naming the same inbox record as the event's other answers (kept
+// in inbox). It reports whether the answer was ACCEPTED.
+func checkAnswer(f *failureLog, inbox map[string]string, id, wantKey string, verdict hookverifyv1.Verdict, opKey, inboxID string) (accepted bool) {
+	f.t.Helper()
+	switch verdict {
+	case hookverifyv1.Verdict_VERDICT_ACCEPTED, hookverifyv1.Verdict_VERDICT_DUPLICATE:
+	default:
+		f.fail("%s: answered %v", id, verdict)
+		return false
+	}
+	if opKey != wantKey {
+		f.fail("%s: %v with operation key %q, want %q", id, verdict, opKey, wantKey)
+	}
+	if prev, ok := inbox[id]; ok && prev != inboxID {
+		f.fail("%s: answers name two inbox records, %s and %s", id, prev, inboxID)
+	}
+	inbox[id] = inboxID
+	return verdict == hookverifyv1.Verdict_VERDICT_ACCEPTED
 }
 
 // checkStore reads the store directly: the scope holds exactly one inbox record per event id
@@ -282,7 +304,7 @@ func checkStore(t *testing.T, st storage.Store, scope string, inbox map[string]s
 	if n != int64(len(inbox)) {
 		t.Errorf("inbox holds %d records for %d events", n, len(inbox))
 	}
-	failures := 0
+	failures := &failureLog{t: t}
 	for id, inboxID := range inbox {
 		claim, err := st.LookupClaim(ctx, scope, id)
 		if err == nil && claim.InboxID != inboxID {
@@ -296,11 +318,10 @@ func checkStore(t *testing.T, st storage.Store, scope string, inbox map[string]s
 			}
 		}
 		if err != nil {
-			if failures++; failures <= 20 {
-				t.Errorf("%s: %v", id, err)
-			}
+			failures.fail("%s: %v", id, err)
 		}
 	}
+	failures.done()
 }
 
 // leaseAll leases every pending delivery of the endpoint as a worker would and checks that each

@@ -504,12 +504,8 @@ func rollingRestarts(t *testing.T, spread bool, dial func(t *testing.T, addrs []
 		statuses[a.status]++
 	}
 	t.Logf("%d events, %d HTTP answers by status %v", len(ids), len(answers), statuses)
-	failures := 0
-	fail := func(format string, args ...any) {
-		if failures++; failures <= 20 {
-			t.Errorf(format, args...)
-		}
-	}
+	failures := &failureLog{t: t}
+	fail := failures.fail
 	inbox := map[string]string{}
 	for _, id := range ids {
 		want := server.OperationKey(e.id, id)
@@ -524,21 +520,9 @@ func rollingRestarts(t *testing.T, spread bool, dial func(t *testing.T, addrs []
 			if a.code != codes.OK || a.err != nil {
 				continue
 			}
-			switch a.verdict {
-			case hookverifyv1.Verdict_VERDICT_ACCEPTED:
+			if checkAnswer(failures, inbox, id, want, a.verdict, a.opKey, a.inboxID) {
 				acceptedN++
-			case hookverifyv1.Verdict_VERDICT_DUPLICATE:
-			default:
-				fail("%s: answered %v", id, a.verdict)
-				continue
 			}
-			if a.opKey != want {
-				fail("%s: %v with operation key %q, want %q", id, a.verdict, a.opKey, want)
-			}
-			if prev, ok := inbox[id]; ok && prev != a.inboxID {
-				fail("%s: answers name two inbox records, %s and %s", id, prev, a.inboxID)
-			}
-			inbox[id] = a.inboxID
 		}
 		if acceptedN > 1 {
 			fail("%s: ACCEPTED %d times", id, acceptedN)
@@ -547,9 +531,7 @@ func rollingRestarts(t *testing.T, spread bool, dial func(t *testing.T, addrs []
 			fail("%s: never answered 2xx", id)
 		}
 	}
-	if failures > 20 {
-		t.Errorf("... and %d more failures", failures-20)
-	}
+	failures.done()
 	st, err := crdb.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)

@@ -356,12 +356,8 @@ func TestWorkersDrainThroughRollingRestartsAndAnOutage(t *testing.T) {
 			}
 		}
 	}
-	failures := 0
-	fail := func(format string, args ...any) {
-		if failures++; failures <= 20 {
-			t.Errorf(format, args...)
-		}
-	}
+	failures := &failureLog{t: t}
+	fail := failures.fail
 	extraRuns, unended, failedRuns, overlaps := 0, 0, 0, 0
 	for key, id := range keys {
 		rs := byKey[key]
@@ -438,7 +434,5 @@ func TestWorkersDrainThroughRollingRestartsAndAnOutage(t *testing.T) {
 			return d
 		}())
 	goMu.Unlock()
-	if failures > 20 {
-		t.Errorf("... and %d more failures", failures-20)
-	}
+	failures.done()
 }
