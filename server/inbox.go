@@ -120,6 +120,9 @@ func (s *Server) Lease(ctx context.Context, req *hookverifyv1.LeaseRequest) (*ho
 		MaxBytes:    maxLeaseBytes,
 		LeaseToken:  token,
 		Now:         s.clock(),
+		// Read by the store when the lease's batch runs: the lease may wait behind others
+		// first, and would otherwise be shorter than asked by as long as it waited.
+		Clock: s.clock,
 	})
 	if err != nil {
 		return nil, storageStatus(ctx, s.log, "lease", err)

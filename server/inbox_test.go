@@ -19,6 +19,7 @@ import (
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
+	"github.com/hookverify/hookverify/storage"
 )
 
 // newEnvWith is newEnv with adjusted server options.
@@ -639,6 +640,39 @@ func TestDeadLettersAnswerFitsAClientsMessageLimit(t *testing.T) {
 		}
 		if got := len(resp.GetDeliveries()); got < 1 || got >= n {
 			t.Errorf("listed %d of %d dead letters of 1 MB each, want at least one and fewer than all", got, n)
+		}
+	})
+}
+
+// queuedLeases is a store whose leases wait, before their transaction runs, while the clock
+// moves on by wait: as a lease waits behind other batches for the writer or a lease lane.
+type queuedLeases struct {
+	storage.Store
+	clock *clock
+	wait  time.Duration
+}
+
+func (q queuedLeases) Lease(ctx context.Context, req storage.LeaseRequest) (storage.LeaseResult, error) {
+	q.clock.Advance(q.wait)
+	return q.Store.Lease(ctx, req)
+}
+
+// TestLeaseTakenWhenItRuns: a lease that waited for its turn still lasts the visibility the
+// worker asked for, from when it was taken, not from when the server received the call: a
+// worker asking for 30 s must not get 10 because its lease waited 20.
+func TestLeaseTakenWhenItRuns(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		acceptSome(t, e, "work", 1)
+		const waited = 20 * time.Second
+		e.instance = e.start(t, queuedLeases{Store: e.store, clock: e.clock, wait: waited})
+		asked := e.clock.Now()
+		got := lease(t, e, 1, 30*time.Second)
+		if len(got) != 1 {
+			t.Fatalf("leased %d deliveries, want 1", len(got))
+		}
+		if until, want := got[0].GetLeasedUntil().AsTime(), asked.Add(waited+30*time.Second); !until.Equal(want) {
+			t.Errorf("leased until %s, want %s: 30 s from when the lease ran, %s after it was asked for", until, want, waited)
 		}
 	})
 }

@@ -144,9 +144,7 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 	if err := validLease(req); err != nil {
 		return storage.LeaseResult{}, fmt.Errorf("crdb: lease: %w", err)
 	}
-	var call leaseCall
-	call.deadSQL, call.deadArgs = deadLetterExpired(req)
-	call.leaseSQL, call.leaseArgs = leaseLeasable(req)
+	call := leaseCall{req: req}
 	var result storage.LeaseResult
 	if lanes := s.leaseLanes; len(lanes) == 0 {
 		// No bound: every lease is a transaction of its own, at once.
@@ -172,11 +170,22 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 	return result, nil
 }
 
-// leaseCall is one Lease waiting to share a transaction (Store.leaseLanes): its statements,
-// the dead-lettering of expired leases and the lease itself, with their arguments.
+// leaseCall is one Lease waiting to share a transaction (Store.leaseLanes). Its statements
+// are built when the batch runs (leaseStatements), at the time read then.
 type leaseCall struct {
-	deadSQL, leaseSQL   string
-	deadArgs, leaseArgs []any
+	req storage.LeaseRequest
+}
+
+// leaseStatements returns the statements of a lease, the dead-lettering of expired leases and
+// the lease itself, with their arguments, both at the time read now from req
+// (storage.LeaseRequest.Time). Called when the lease's batch runs, not when it was queued: a
+// lease waits for its lane behind other batches, and taken at a time read before that wait
+// it would end early by as long as it waited.
+func leaseStatements(req storage.LeaseRequest) (deadSQL string, deadArgs []any, leaseSQL string, leaseArgs []any) {
+	req.Now, req.Clock = req.Time(), nil
+	deadSQL, deadArgs = deadLetterExpired(req)
+	leaseSQL, leaseArgs = leaseLeasable(req)
+	return deadSQL, deadArgs, leaseSQL, leaseArgs
 }
 
 // leastBusy returns the index of the lane with the fewest leases waiting, the first of them
@@ -233,8 +242,9 @@ func (s *Store) commitLeaseBatch(ctx context.Context, batch []leaseCall) ([]stor
 			var b pgx.Batch
 			b.Queue(noBitmapScans)
 			for _, call := range batch {
-				b.Queue(call.deadSQL, call.deadArgs...)
-				b.Queue(call.leaseSQL, call.leaseArgs...)
+				deadSQL, deadArgs, leaseSQL, leaseArgs := leaseStatements(call.req)
+				b.Queue(deadSQL, deadArgs...)
+				b.Queue(leaseSQL, leaseArgs...)
 			}
 			br := conn.SendBatch(ctx, &b)
 			defer br.Close()
@@ -273,11 +283,12 @@ func (s *Store) commitLeaseBatch(ctx context.Context, batch []leaseCall) ([]stor
 					continue
 				}
 				failed = i
-				dead, err := tx.Exec(ctx, call.deadSQL, call.deadArgs...)
+				deadSQL, deadArgs, leaseSQL, leaseArgs := leaseStatements(call.req)
+				dead, err := tx.Exec(ctx, deadSQL, deadArgs...)
 				if err != nil {
 					return fmt.Errorf("dead-letter expired leases: %w", err)
 				}
-				rows, err := tx.Query(ctx, call.leaseSQL, call.leaseArgs...)
+				rows, err := tx.Query(ctx, leaseSQL, leaseArgs...)
 				if err != nil {
 					return err
 				}
@@ -303,7 +314,8 @@ func (s *Store) commitLeaseBatch(ctx context.Context, batch []leaseCall) ([]stor
 // could each lock one endpoint's expired leases and then wait for the other's. A row skipped
 // stays an expired lease with no attempts left, which no lease takes (they need attempts <
 // MaxAttempts), and the next lease of its endpoint moves it to dead. The worker's last error
-// is kept after the cause: it says what failed.
+// is kept after the cause: it says what failed. It is taken at req.Now (leaseStatements sets it
+// from the clock).
 func deadLetterExpired(req storage.LeaseRequest) (string, []any) {
 	var p params
 	now, maxAttempts := p.add(req.Now), p.add(int64(req.MaxAttempts))
@@ -316,7 +328,7 @@ func deadLetterExpired(req storage.LeaseRequest) (string, []any) {
 
 // leaseLeasable is the second statement of a lease, and its arguments: it leases up to
 // req.Max leasable deliveries, oldest first, and returns them with whether each was taken
-// over from an expired lease.
+// over from an expired lease. It is taken at req.Now (leaseStatements sets it from the clock).
 func leaseLeasable(req storage.LeaseRequest) (string, []any) {
 	var lp params
 	now, maxAttempts := lp.add(req.Now), lp.add(int64(req.MaxAttempts))

@@ -220,6 +220,15 @@ func TestConcurrentLeasesShareCommits(t *testing.T) {
 	})
 }
 
+// TestLeaseTakenWhenItsBatchRuns runs storagetest.LeaseTakenWhenItsBatchRuns on each lease
+// path.
+func TestLeaseTakenWhenItsBatchRuns(t *testing.T) {
+	t.Parallel()
+	onEachLeasePath(t, func(t *testing.T, s *Store, _ string, b storagetest.CommitBatching) {
+		storagetest.LeaseTakenWhenItsBatchRuns(t, s, b)
+	})
+}
+
 // TestUnreadableRecordFailsItsLeaseAlone runs storagetest.UnreadableRecordFailsItsLeaseAlone on
 // each lease path.
 func TestUnreadableRecordFailsItsLeaseAlone(t *testing.T) {

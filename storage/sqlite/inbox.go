@@ -85,16 +85,15 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 	if err := validLease(req); err != nil {
 		return storage.LeaseResult{}, s.fail("lease", err)
 	}
-	now := micros(req.Now)
-	if idle, err := s.nothingToLease(ctx, req, now); err != nil || idle {
+	// The pre-check reads the clock now; the lease reads it again when its batch runs.
+	if idle, err := s.nothingToLease(ctx, req, micros(req.Time())); err != nil || idle {
 		return storage.LeaseResult{}, err
 	}
-	call := leaseCall{req: req, deadArgs: []any{now, now, req.MaxAttempts}}
-	// The worker's last error is kept after the cause: it says what failed.
-	call.deadSQL = `UPDATE inbox SET state = 'dead', dead_at = ?, lease_token = NULL,
-		leased_until = NULL, last_error = 'lease expired' || coalesce('; last error: ' || nullif(last_error, ''), '')
-		WHERE state = 'leased' AND leased_until <= ? AND attempts >= ?` + filterSQL(req.InboxFilter, &call.deadArgs)
-	call.pickSQL, call.pickArgs = pickLeasable(req, now)
+	// The statements' texts, prepared by the batch; their arguments are bound to the time the
+	// batch runs at (leaseIn).
+	call := leaseCall{req: req}
+	call.deadSQL, _ = deadLetterExpired(req, 0)
+	call.pickSQL, _ = pickLeasable(req, 0)
 	result, err := s.leases.Submit(ctx, call, s.commitLeases)
 	if err != nil {
 		return storage.LeaseResult{}, s.fail("lease", err)
@@ -104,12 +103,21 @@ func (s *Store) Lease(ctx context.Context, req storage.LeaseRequest) (storage.Le
 }
 
 // leaseCall is one Lease waiting to share a commit (Store.leases): its request, and the
-// texts and arguments of its statements that depend on it (the dead-lettering of expired
-// leases and the pick of what to lease; leaseSQL then leases what was picked).
+// texts of its statements that depend on it (deadLetterExpired and pickLeasable; leaseSQL
+// then leases what was picked).
 type leaseCall struct {
-	req                storage.LeaseRequest
-	deadSQL, pickSQL   string
-	deadArgs, pickArgs []any
+	req              storage.LeaseRequest
+	deadSQL, pickSQL string
+}
+
+// deadLetterExpired returns the statement, and its arguments, that moves every delivery
+// matching req's filter whose lease expired by now and which used req.MaxAttempts attempts
+// to dead. The worker's last error is kept after the cause: it says what failed.
+func deadLetterExpired(req storage.LeaseRequest, now int64) (string, []any) {
+	args := []any{now, now, req.MaxAttempts}
+	return `UPDATE inbox SET state = 'dead', dead_at = ?, lease_token = NULL,
+		leased_until = NULL, last_error = 'lease expired' || coalesce('; last error: ' || nullif(last_error, ''), '')
+		WHERE state = 'leased' AND leased_until <= ? AND attempts >= ?` + filterSQL(req.InboxFilter, &args), args
 }
 
 // commitLeases runs a batch of leases in one write transaction, in order. A failure fails
@@ -166,14 +174,19 @@ func (s *Store) commitLeases(batch []leaseCall) ([]storage.LeaseResult, []error,
 // endpoint, into left.
 func leaseIn(ctx context.Context, tx *sql.Tx, call leaseCall, stmts map[string]*sql.Stmt, left map[string]int64) (storage.LeaseResult, error) {
 	var result storage.LeaseResult
-	dead, err := tx.StmtContext(ctx, stmts[call.deadSQL]).ExecContext(ctx, call.deadArgs...)
+	// The time of the lease is read here, with the write lock held: not when the lease was
+	// queued, which may have been up to the busy timeout before (storage.LeaseRequest.Clock).
+	at := call.req.Time()
+	_, deadArgs := deadLetterExpired(call.req, micros(at))
+	_, pickArgs := pickLeasable(call.req, micros(at))
+	dead, err := tx.StmtContext(ctx, stmts[call.deadSQL]).ExecContext(ctx, deadArgs...)
 	if err != nil {
 		return result, fmt.Errorf("dead-letter expired leases: %w", err)
 	}
 	if result.ExpiredToDead, err = dead.RowsAffected(); err != nil {
 		return result, err
 	}
-	expired, err := pickedLeasable(tx.StmtContext(ctx, stmts[call.pickSQL]).QueryContext(ctx, call.pickArgs...))
+	expired, err := pickedLeasable(tx.StmtContext(ctx, stmts[call.pickSQL]).QueryContext(ctx, pickArgs...))
 	if err != nil || len(expired) == 0 {
 		return result, err
 	}
@@ -186,7 +199,7 @@ func leaseIn(ctx context.Context, tx *sql.Tx, call leaseCall, stmts map[string]*
 		return result, err
 	}
 	rows, err := tx.StmtContext(ctx, stmts[leaseSQL]).QueryContext(ctx, call.req.LeaseToken,
-		micros(call.req.Now.Add(call.req.Visibility)), string(idList))
+		micros(at.Add(call.req.Visibility)), string(idList))
 	if err != nil {
 		return result, err
 	}

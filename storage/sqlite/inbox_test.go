@@ -299,6 +299,14 @@ func leaseBatching(s *sqlite.Store, path string) storagetest.CommitBatching {
 	}
 }
 
+// TestLeaseTakenWhenItsBatchRuns runs storagetest.LeaseTakenWhenItsBatchRuns with another
+// connection holding SQLite's write lock.
+func TestLeaseTakenWhenItsBatchRuns(t *testing.T) {
+	t.Parallel()
+	s, path := openTemp(t)
+	storagetest.LeaseTakenWhenItsBatchRuns(t, s, leaseBatching(s, path))
+}
+
 // TestUnreadableRecordFailsItsLeaseAlone runs storagetest.UnreadableRecordFailsItsLeaseAlone
 // with another connection holding SQLite's write lock.
 func TestUnreadableRecordFailsItsLeaseAlone(t *testing.T) {

@@ -225,6 +225,45 @@ func testInbox(t *testing.T, h harness) {
 		ack(t, s, "d1", "tok-3", expired)
 	})
 
+	// A lease waits its turn behind other batches (the one writer, lease lanes) between the
+	// server's call and its transaction. Taken at Now, read before that wait, the lease is
+	// shorter than the worker asked by the time waited, and what is due or expired is
+	// decided at a time already past.
+	t.Run("a lease with a clock is taken at the clock's time, not at Now", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		expiring := deliver(t, s, "ep-1", "ep-1", "expiring", at(1*time.Second))
+		first := leaseReq("tok-1", t0, 1)
+		wantIDs(t, lease(t, s, first), "first lease", "expiring")
+		exhausted := deliver(t, s, "ep-2", "ep-2", "exhausted", at(2*time.Second))
+		once := leaseReq("tok-once", t0, 1)
+		once.MaxAttempts = 1
+		wantIDs(t, lease(t, s, once), "lease of the delivery with one attempt", "exhausted")
+		due := deliver(t, s, "ep-1", "ep-1", "due", at(3*time.Second))
+		// Visible only after Now, before the clock's time.
+		later := deliver(t, s, "ep-1", "ep-1", "later", t0.Add(30*time.Second))
+
+		ran := t0.Add(2 * time.Minute) // after the first leases expired
+		req := leaseReq("tok-2", t0, 10)
+		req.EndpointIDs = []string{"ep-1"}
+		req.Clock = func() time.Time { return ran }
+		until := ran.Add(req.Visibility)
+		takenOver := leasedAs(expiring, "tok-2", 2, until, expiring.ReceivedAt, "")
+		takenOver.PreviousLeaseExpired = true
+		wantSame(t, storage.LeaseResult{Deliveries: []storage.LeasedDelivery{
+			takenOver,
+			leasedAs(due, "tok-2", 1, until, due.ReceivedAt, ""),
+			leasedAs(later, "tok-2", 1, until, later.ReceivedAt, ""),
+		}}, leaseResult(t, s, req), "lease with a clock")
+
+		// An expired lease with no attempts left is dead-lettered at the clock's time too.
+		req = leaseReq("tok-3", t0, 10)
+		req.MaxAttempts = 1
+		req.EndpointIDs = []string{"ep-2"}
+		req.Clock = func() time.Time { return ran }
+		wantSame(t, storage.LeaseResult{ExpiredToDead: 1}, leaseResult(t, s, req), "lease of ep-2 with a clock")
+		wantIDs(t, deadLetters(t, s, storage.InboxFilter{}, 10), "dead letters", exhausted.InboxID)
+	})
+
 	t.Run("ack ends the delivery", func(t *testing.T) {
 		s := inboxFixture(t, h)
 		d1 := deliver(t, s, "ep-1", "ep-1", "d1", at(1*time.Second))
@@ -1094,6 +1133,61 @@ func LeasesShareCommits(t *testing.T, s storage.Store, b CommitBatching) {
 	// Two, unless the batch that waited had taken every lease already.
 	if commits < 1 || commits > 2 {
 		t.Errorf("%d leases took %d commits, want 2 (or 1)", len(reqs), commits)
+	}
+}
+
+// LeaseTakenWhenItsBatchRuns checks that a lease with a clock reads it when its batch runs,
+// not when it was queued: b.Block holds the inbox so that a first lease waits and a second
+// queues behind it; the clock moves on before the release, and the second lease must last its
+// visibility from the clock's new time. s must be empty.
+func LeaseTakenWhenItsBatchRuns(t *testing.T, s storage.Store, b CommitBatching) {
+	t.Helper()
+	for _, e := range []string{"ep-1", "ep-2"} {
+		createEndpoint(t, s, newEndpoint(e))
+	}
+	deliver(t, s, "ep-1", "ep-1", "first", at(0))
+	deliver(t, s, "ep-2", "ep-2", "queued", at(time.Millisecond))
+	var mu sync.Mutex
+	now := ackNow
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	forEndpoint := func(token, endpointID string) storage.LeaseRequest {
+		req := leaseReq(token, ackNow, 1)
+		req.InboxFilter = storage.InboxFilter{EndpointIDs: []string{endpointID}}
+		req.Clock = clock
+		return req
+	}
+	release := b.Block(t)
+	var wg sync.WaitGroup
+	waitFor := func(n int) {
+		for deadline := time.Now().Add(10 * time.Second); b.Waiting() < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				release()
+				wg.Wait()
+				t.Fatalf("%d leases waiting, want %d", b.Waiting(), n)
+			}
+		}
+	}
+	wg.Go(func() { _, _ = s.Lease(t.Context(), forEndpoint("tok-first", "ep-1")) })
+	waitFor(1)
+	req := forEndpoint("tok-queued", "ep-2")
+	var got storage.LeaseResult
+	var err error
+	wg.Go(func() { got, err = s.Lease(t.Context(), req) })
+	waitFor(2)
+	mu.Lock()
+	now = now.Add(10 * time.Minute)
+	ran := now
+	mu.Unlock()
+	release()
+	wg.Wait()
+	must(t, err, "Lease of the queued lease")
+	if len(got.Deliveries) != 1 || !got.Deliveries[0].LeasedUntil.Equal(ran.Add(req.Visibility)) {
+		t.Fatalf("the queued lease: %+v; want its delivery leased until %s, its visibility from when its batch ran",
+			got, fmtTime(ran.Add(req.Visibility)))
 	}
 }
 
