@@ -149,13 +149,7 @@ func (l *ledger) load(ctx context.Context, conn *client.Conn, e endpoint, worker
 			defer wg.Done()
 			r := mrand.New(mrand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
 			for ctx.Err() == nil {
-				id := ""
-				if r.IntN(100) >= newPercent {
-					id = l.randomSent(r)
-				}
-				if id == "" {
-					id = l.newID("evt")
-				}
+				id := nextEvent(r, newPercent, l.randomSent, func() string { return l.newID("evt") })
 				if a := l.verify(ctx, conn, e, id, false); a.code != codes.OK {
 					select {
 					case <-ctx.Done():
@@ -166,6 +160,17 @@ func (l *ledger) load(ctx context.Context, conn *client.Conn, e endpoint, worker
 		}()
 	}
 	wg.Wait()
+}
+
+// nextEvent picks the event a provider sends next: a new one (fresh) in newPercent of the picks,
+// else one sent before (sent), or a new one if none was.
+func nextEvent(r *mrand.Rand, newPercent int, sent func(*mrand.Rand) string, fresh func() string) string {
+	if r.IntN(100) >= newPercent {
+		if id := sent(r); id != "" {
+			return id
+		}
+	}
+	return fresh()
 }
 
 // redeliverAll sends every event once more, retrying errors (the server is expected up), so

@@ -352,13 +352,7 @@ func rollingRestarts(t *testing.T, spread bool, dial func(t *testing.T, addrs []
 			defer wg.Done()
 			r := mrand.New(mrand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
 			for ctx.Err() == nil {
-				id := ""
-				if r.IntN(100) >= newPercent {
-					id = log.randomSent(r)
-				}
-				if id == "" {
-					id = log.newID()
-				}
+				id := nextEvent(r, newPercent, log.randomSent, log.newID)
 				deliver(ctx, id)
 			}
 		}()

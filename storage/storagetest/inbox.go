@@ -1024,14 +1024,7 @@ func whileBlocked(t *testing.T, b CommitBatching, n int, what string, call func(
 	for i := range n {
 		wg.Go(func() { call(i) })
 	}
-	for deadline := time.Now().Add(10 * time.Second); b.Waiting() < n; {
-		if time.Now().After(deadline) {
-			release()
-			wg.Wait()
-			t.Fatalf("%d %s waiting, want %d", b.Waiting(), what, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, b, n, what, release, &wg)
 	release()
 	wg.Wait()
 	return b.Batches() - before
@@ -1155,22 +1148,13 @@ func LeaseTakenWhenItsBatchRuns(t *testing.T, s storage.Store, b CommitBatching)
 		return now
 	}
 	forEndpoint := func(token, endpointID string) storage.LeaseRequest {
-		req := leaseReq(token, ackNow, 1)
-		req.InboxFilter = storage.InboxFilter{EndpointIDs: []string{endpointID}}
+		req := leaseOf(token, endpointID)
 		req.Clock = clock
 		return req
 	}
 	release := b.Block(t)
 	var wg sync.WaitGroup
-	waitFor := func(n int) {
-		for deadline := time.Now().Add(10 * time.Second); b.Waiting() < n; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				release()
-				wg.Wait()
-				t.Fatalf("%d leases waiting, want %d", b.Waiting(), n)
-			}
-		}
-	}
+	waitFor := func(n int) { waitQueued(t, b, n, "leases", release, &wg) }
 	wg.Go(func() { _, _ = s.Lease(t.Context(), forEndpoint("tok-first", "ep-1")) })
 	waitFor(1)
 	req := forEndpoint("tok-queued", "ep-2")
@@ -1191,6 +1175,26 @@ func LeaseTakenWhenItsBatchRuns(t *testing.T, s storage.Store, b CommitBatching)
 	}
 }
 
+// leaseOf is a lease of one delivery of endpointID, at ackNow.
+func leaseOf(token, endpointID string) storage.LeaseRequest {
+	req := leaseReq(token, ackNow, 1)
+	req.InboxFilter = storage.InboxFilter{EndpointIDs: []string{endpointID}}
+	return req
+}
+
+// waitQueued waits until n calls (what they are) wait on b's inbox, held by release; after
+// 10 s it lets them go, waits for wg and fails.
+func waitQueued(t *testing.T, b CommitBatching, n int, what string, release func(), wg *sync.WaitGroup) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); b.Waiting() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			release()
+			wg.Wait()
+			t.Fatalf("%d %s waiting, want %d", b.Waiting(), what, n)
+		}
+	}
+}
+
 // UnreadableRecordFailsItsLeaseAlone checks that a lease meeting a record it cannot read back
 // fails alone, with storage.ErrUnreadable, while a lease of another endpoint sharing its batch
 // gets its delivery. corrupt makes the stored record of an inbox id unreadable (its encoded
@@ -1205,22 +1209,10 @@ func UnreadableRecordFailsItsLeaseAlone(t *testing.T, s storage.Store, b CommitB
 	deliver(t, s, "ep-2", "ep-2", "bad", at(time.Millisecond))
 	deliver(t, s, "ep-3", "ep-3", "first", at(2*time.Millisecond))
 	corrupt(t, "bad")
-	forEndpoint := func(token, endpointID string) storage.LeaseRequest {
-		req := leaseReq(token, ackNow, 1)
-		req.InboxFilter = storage.InboxFilter{EndpointIDs: []string{endpointID}}
-		return req
-	}
+	forEndpoint := leaseOf
 	release := b.Block(t)
 	var wg sync.WaitGroup
-	waitFor := func(n int) {
-		for deadline := time.Now().Add(10 * time.Second); b.Waiting() < n; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				release()
-				wg.Wait()
-				t.Fatalf("%d leases waiting, want %d", b.Waiting(), n)
-			}
-		}
-	}
+	waitFor := func(n int) { waitQueued(t, b, n, "leases", release, &wg) }
 	wg.Go(func() { _, _ = s.Lease(t.Context(), forEndpoint("tok-first", "ep-3")) })
 	waitFor(1)
 	var good, bad storage.LeaseResult

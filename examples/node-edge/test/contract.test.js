@@ -30,10 +30,7 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
         answer(call, callback);
       },
     });
-    const port = await new Promise((resolve, reject) => {
-      grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
-    });
-    addr = `127.0.0.1:${port}`;
+    addr = await h.bindLoopback(grpcServer);
     // logs: every line but the access log's ('request', see parity.test.js).
     edge = createEdge({
       verifierAddr: addr,

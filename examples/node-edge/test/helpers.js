@@ -176,6 +176,18 @@ function listen(server) {
   });
 }
 
+/**
+ * bindLoopback binds a gRPC server (a fake verifier) to an ephemeral loopback port and resolves
+ * its address, host:port. Without creds it is plaintext on 127.0.0.1; with TLS creds, give host
+ * 'localhost', the name its certificate carries (grpc-js would put an IP address in the TLS
+ * server name).
+ */
+function bindLoopback(grpcServer, { host = '127.0.0.1', creds = grpc.ServerCredentials.createInsecure() } = {}) {
+  return new Promise((resolve, reject) => {
+    grpcServer.bindAsync(`${host}:0`, creds, (err, port) => (err ? reject(err) : resolve(`${host}:${port}`)));
+  });
+}
+
 /** closeServer closes an http.Server, dropping idle keep-alive connections; bounded. */
 function closeServer(server) {
   return Promise.race([
@@ -314,6 +326,6 @@ function selfSigned(dir, name, subject, san = 'DNS:localhost') {
 }
 
 module.exports = {
-  REPO_ROOT, mkTmp, run, buildHookverify, startHookverify, waitServing, listen, closeServer, request,
+  REPO_ROOT, mkTmp, run, buildHookverify, startHookverify, waitServing, listen, bindLoopback, closeServer, request,
   rawExchange, signGitHub, githubHeaders, sleep, haveOpenssl, selfSigned,
 };

@@ -41,10 +41,7 @@ describe('TLS files read again when they change (fake VerifierService, mutual TL
     grpcServer.addService(loadHookverify().VerifierService.service, { Verify: (call, cb) => cb(null, accepted()) });
     const creds = grpc.ServerCredentials.createSsl(certs.trusted.cert,
       [{ private_key: certs.server.key, cert_chain: certs.server.cert }], true);
-    const port = await new Promise((resolve, reject) => {
-      grpcServer.bindAsync('localhost:0', creds, (err, p) => (err ? reject(err) : resolve(p)));
-    });
-    addr = `localhost:${port}`;
+    addr = await h.bindLoopback(grpcServer, { host: 'localhost', creds });
   });
 
   after(async () => {
@@ -113,10 +110,7 @@ describe('URL, base URL and body limit as the Go edge (fake VerifierService)', {
         cb(null, accepted());
       },
     });
-    const port = await new Promise((resolve, reject) => {
-      grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
-    });
-    addr = `127.0.0.1:${port}`;
+    addr = await h.bindLoopback(grpcServer);
   });
 
   after(async () => {
@@ -239,10 +233,7 @@ describe('graceful shutdown (fake VerifierService)', { timeout: 60000 }, () => {
     grpcServer.addService(loadHookverify().VerifierService.service, {
       Verify: (call, cb) => setTimeout(() => cb(null, accepted()), 400),
     });
-    const port = await new Promise((resolve, reject) => {
-      grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
-    });
-    addr = `127.0.0.1:${port}`;
+    addr = await h.bindLoopback(grpcServer);
   });
 
   after(() => {
@@ -320,10 +311,7 @@ describe('Verify retried as the Go client does (fake VerifierService)', { timeou
         (answers.shift() ?? ((c) => c(null, accepted())))(cb);
       },
     });
-    const port = await new Promise((resolve, reject) => {
-      grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
-    });
-    addr = `127.0.0.1:${port}`;
+    addr = await h.bindLoopback(grpcServer);
   });
 
   after(() => {
@@ -375,10 +363,7 @@ describe('HTTP timeouts and access log as the Go edge (fake VerifierService)', {
   before(async () => {
     grpcServer = new grpc.Server();
     grpcServer.addService(loadHookverify().VerifierService.service, { Verify: (call, cb) => answer(cb) });
-    const port = await new Promise((resolve, reject) => {
-      grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
-    });
-    addr = `127.0.0.1:${port}`;
+    addr = await h.bindLoopback(grpcServer);
   });
 
   after(async () => {

@@ -41,11 +41,7 @@ describe('edge over TLS (fake VerifierService, mutual TLS)', { timeout: 60000, s
       [{ private_key: fs.readFileSync(files.server.key), cert_chain: fs.readFileSync(files.server.cert) }],
       true, // a client certificate is required
     );
-    const port = await new Promise((resolve, reject) => {
-      grpcServer.bindAsync('localhost:0', creds, (err, p) => (err ? reject(err) : resolve(p)));
-    });
-    // By name, as deployments do (grpc-js would put an IP address in the TLS server name).
-    addr = `localhost:${port}`;
+    addr = await h.bindLoopback(grpcServer, { host: 'localhost', creds });
   });
 
   after(async () => {
