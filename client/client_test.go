@@ -464,29 +464,30 @@ func TestDialBalancesOverServingInstances(t *testing.T) {
 		r.InitialState(resolver.State{Addresses: addrs})
 		return dial(t, "balance:///instances", append(opts, client.WithGRPCOptions(grpc.WithResolvers(r)))...)
 	}
-	conn := dialAll()
-	for range 60 {
-		if _, err := conn.Verifier.Verify(context.Background(), &hookverifyv1.VerifyRequest{EndpointId: "e"}); err != nil {
-			t.Fatalf("Verify: %v", err)
+	// callUntil calls until reached has had 5 calls, or 5 s have passed: the instances become
+	// ready one by one, and round robin uses those ready so far, so the first calls of a new
+	// connection need not spread.
+	callUntil := func(conn *client.Conn, reached *fakeServer) (calls int) {
+		for deadline := time.Now().Add(5 * time.Second); reached.count("Verify") < 5 && time.Now().Before(deadline); calls++ {
+			if _, err := conn.Verifier.Verify(context.Background(), &hookverifyv1.VerifyRequest{EndpointId: "e"}); err != nil {
+				t.Fatalf("Verify: %v", err)
+			}
 		}
+		return calls
 	}
+	calls := callUntil(dialAll(), serving)
 	if n := notServing.count("Verify"); n != 0 {
 		t.Errorf("the NOT_SERVING instance got %d calls", n)
 	}
-	if n := serving.count("Verify"); n < 10 {
-		t.Errorf("the second SERVING instance got %d of 60 calls: they are not balanced", n)
+	if n := serving.count("Verify"); n < 5 {
+		t.Errorf("the second SERVING instance got %d of %d calls: they are not balanced", n, calls)
 	}
 
 	// WithoutHealthGate (the CLI's one-shot commands, which want the server's own answer):
 	// balanced over every instance, the NOT_SERVING one included.
-	ungated := dialAll(client.WithoutHealthGate())
-	for range 60 {
-		if _, err := ungated.Verifier.Verify(context.Background(), &hookverifyv1.VerifyRequest{EndpointId: "e"}); err != nil {
-			t.Fatalf("Verify without the gate: %v", err)
-		}
-	}
-	if n := notServing.count("Verify"); n < 10 {
-		t.Errorf("without the gate, the NOT_SERVING instance got %d of 60 calls", n)
+	calls = callUntil(dialAll(client.WithoutHealthGate()), notServing)
+	if n := notServing.count("Verify"); n < 5 {
+		t.Errorf("without the gate, the NOT_SERVING instance got %d of %d calls", n, calls)
 	}
 }
 
