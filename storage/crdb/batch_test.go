@@ -103,19 +103,10 @@ func TestStuckClaimBatchIsBounded(t *testing.T) {
 	exec(t, blocker, `INSERT INTO claims (scope, event_id, inbox_id, operation_key, first_received_at)
 		VALUES ('ep-1', 'evt-stuck', 'inbox-other', 'op-inbox-other', now())`)
 
-	stuck := make(chan error, 1)
-	go func() {
+	wantUnavailableSoon(t, "claim of an identity", func() error {
 		_, err := s.Claim(context.Background(), delivery("evt-stuck", "inbox-1"))
-		stuck <- err
-	}()
-	select {
-	case err := <-stuck:
-		if !errors.Is(err, storage.ErrUnavailable) {
-			t.Fatalf("claim of an identity locked by a transaction that does not end = %v, want ErrUnavailable", err)
-		}
-	case <-time.After(10 * batchTimeout):
-		t.Fatalf("claim of an identity locked by another transaction still waits after %s", 10*batchTimeout)
-	}
+		return err
+	})
 
 	// The lane is free again: a claim of another identity is accepted while the lock is held.
 	ctx, cancel := context.WithTimeout(t.Context(), 10*batchTimeout)
@@ -155,19 +146,26 @@ func TestStuckAckBatchIsBounded(t *testing.T) {
 	exec(t, blocker, "BEGIN")
 	exec(t, blocker, `SELECT id FROM inbox WHERE id = 'inbox-1' FOR UPDATE`)
 
-	acked := make(chan error, 1)
-	go func() { acked <- s.Ack(context.Background(), "inbox-1", "tok-1", now) }()
-	select {
-	case err := <-acked:
-		if !errors.Is(err, storage.ErrUnavailable) {
-			t.Fatalf("ack of a row locked by a transaction that does not end = %v, want ErrUnavailable", err)
-		}
-	case <-time.After(10 * batchTimeout):
-		t.Fatalf("ack of a row locked by another transaction still waits after %s", 10*batchTimeout)
-	}
+	wantUnavailableSoon(t, "ack of a row", func() error { return s.Ack(context.Background(), "inbox-1", "tok-1", now) })
 	exec(t, blocker, "ROLLBACK")
 	if err := s.Ack(t.Context(), "inbox-1", "tok-1", now); err != nil && !errors.Is(err, storage.ErrLeaseLost) {
 		t.Fatalf("ack once the lock was released: %v", err)
+	}
+}
+
+// wantUnavailableSoon wants call, what (a claim, an ack) meeting a lock held by a transaction
+// that does not end, to fail with ErrUnavailable within ten batch timeouts, not to wait.
+func wantUnavailableSoon(t *testing.T, what string, call func() error) {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- call() }()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, storage.ErrUnavailable) {
+			t.Fatalf("%s locked by a transaction that does not end = %v, want ErrUnavailable", what, err)
+		}
+	case <-time.After(10 * batchTimeout):
+		t.Fatalf("%s locked by another transaction still waits after %s", what, 10*batchTimeout)
 	}
 }
 
