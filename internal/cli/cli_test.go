@@ -954,6 +954,35 @@ func TestHelpExitsZero(t *testing.T) {
 	}
 }
 
+// TestEndpointUpdateHelpSaysUnchanged: endpoint update changes only the flags given, so its
+// help must not show create's defaults ("0: the provider's default", "default: the id") as if
+// leaving a flag out set them, and it offers no flag for what cannot change after creation.
+func TestEndpointUpdateHelpSaysUnchanged(t *testing.T) {
+	_, _, help := run(t, "", "endpoint", "update", "-h")
+	// Each flag's block of the help: its name, then its text up to the next flag.
+	blocks := map[string]string{}
+	for _, block := range strings.Split(help, "\n  -")[1:] {
+		name, _, _ := strings.Cut(block, " ")
+		name, _, _ = strings.Cut(name, "\n")
+		blocks["-"+name] = block
+	}
+	for _, flag := range []string{"-tolerance", "-max-body-bytes", "-disabled", "-option"} {
+		if block, ok := blocks[flag]; !ok {
+			t.Errorf("no %s in the help:\n%s", flag, help)
+		} else if !strings.Contains(block, "unchanged") {
+			t.Errorf("%s's help does not say a flag left out keeps the stored value: %q", flag, block)
+		}
+	}
+	for _, fixed := range []string{"-provider", "-dedupe-scope"} {
+		if _, ok := blocks[fixed]; ok {
+			t.Errorf("endpoint update offers %s, which the server refuses to change:\n%s", fixed, help)
+		}
+		if code, _, errOut := run(t, "", "endpoint", "update", "--id", "x", fixed, "y"); code != 2 || !strings.Contains(errOut, fixed) {
+			t.Errorf("endpoint update %s: exit %d, stderr %q; want 2 naming it", fixed, code, errOut)
+		}
+	}
+}
+
 // TestZeroTimeoutNamesTheFlag: `--timeout 0` (which an operator may take for "no deadline")
 // is refused naming the flag, rather than every call failing with a bare DeadlineExceeded
 // that reads like a slow or unreachable server.

@@ -152,14 +152,25 @@ type endpointFlags struct {
 	options                   multiFlag
 }
 
-func (f *endpointFlags) register(fs *flag.FlagSet) {
+// register declares the flags of endpoint create, or with update those of endpoint update: a
+// setting it is not given stays as stored, so its help says what giving it does rather than
+// create's default, and the provider and dedupe scope, fixed at creation (the server refuses a
+// change), are not offered.
+func (f *endpointFlags) register(fs *flag.FlagSet, update bool) {
 	fs.StringVar(&f.id, "id", "", "endpoint id (required)")
-	fs.StringVar(&f.provider, "provider", "", "provider name, e.g. stripe (see 'hookverify providers')")
-	fs.DurationVar(&f.tolerance, "tolerance", 0, "timestamp tolerance, e.g. 5m (0: the provider's default, as hookverify providers lists it)")
-	fs.Int64Var(&f.maxBody, "max-body-bytes", 0, "largest accepted body (0: the default, 1 MiB)")
-	fs.StringVar(&f.dedupeScope, "dedupe-scope", "", "dedupe scope shared with other endpoints (default: the id)")
-	fs.BoolVar(&f.disabled, "disabled", false, "reject every delivery with ENDPOINT_DISABLED")
-	fs.Var(&f.options, "option", "protocol option key=value (repeatable)")
+	if !update {
+		fs.StringVar(&f.provider, "provider", "", "provider name, e.g. stripe (required; see 'hookverify providers')")
+		fs.DurationVar(&f.tolerance, "tolerance", 0, "timestamp tolerance, e.g. 5m (0: the provider's default, as hookverify providers lists it)")
+		fs.Int64Var(&f.maxBody, "max-body-bytes", 0, "largest accepted body (0: the default, 1 MiB)")
+		fs.StringVar(&f.dedupeScope, "dedupe-scope", "", "dedupe scope shared with other endpoints (default: the id; fixed once created)")
+		fs.BoolVar(&f.disabled, "disabled", false, "reject every delivery with ENDPOINT_DISABLED")
+		fs.Var(&f.options, "option", "protocol option key=value (repeatable)")
+		return
+	}
+	fs.DurationVar(&f.tolerance, "tolerance", 0, "new timestamp tolerance, e.g. 5m; 0 returns to the provider's default (default: unchanged)")
+	fs.Int64Var(&f.maxBody, "max-body-bytes", 0, "new largest accepted body; 0 returns to the default, 1 MiB (default: unchanged)")
+	fs.BoolVar(&f.disabled, "disabled", false, "--disabled rejects every delivery with ENDPOINT_DISABLED, --disabled=false accepts them again (default: unchanged)")
+	fs.Var(&f.options, "option", "protocol option key=value (repeatable); given once or more, the options given replace all stored ones (default: unchanged)")
 }
 
 // check refuses, as usage errors before any call, settings the server would refuse under its
@@ -218,7 +229,7 @@ func endpointCreate(ctx context.Context, e env, args []string) error {
 	var r remoteFlags
 	var f endpointFlags
 	r.register(fs)
-	f.register(fs)
+	f.register(fs, false)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -274,7 +285,7 @@ func endpointUpdate(ctx context.Context, e env, args []string) error {
 	var r remoteFlags
 	var f endpointFlags
 	r.register(fs)
-	f.register(fs)
+	f.register(fs, true)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
