@@ -254,8 +254,15 @@ func WithTrustForwardedProto() Option {
 // Dial connects to addr (host:port, or any gRPC target). Without TLS options the connection is
 // plaintext, which the server only allows on loopback.
 //
-// When addr resolves to several instances (a DNS name with several addresses), calls are
-// balanced round robin over those whose gRPC health reports SERVING, so that an instance
+// addr may also be a list of addresses as gRPC C-core and grpc-js take it (grpc-go itself does
+// not): "ipv4:10.0.0.1:7443,10.0.0.2:7443" or "ipv6:[2001:db8::1]:7443,[2001:db8::2]:7443",
+// port 443 where an entry names none, an IPv6 zone written %25zone. Dial refuses a list it
+// cannot connect to (empty, a host name, a bad port) at once. Over TLS each address is verified
+// as itself, as if dialed alone (its certificate names its IP address), unless WithTLS's
+// configuration has a ServerName, which then applies to every address.
+//
+// When addr resolves to several instances (a DNS name with several addresses, an address list),
+// calls are balanced round robin over those whose gRPC health reports SERVING, so that an instance
 // starting, shutting down or without its storage gets none while others can take them. A
 // service config passed with WithGRPCOptions (grpc.WithDefaultServiceConfig) replaces this
 // one: keep "healthCheckConfig":{"serviceName":""} in it.
@@ -293,6 +300,10 @@ func Dial(addr string, opts ...Option) (*Conn, error) {
 	if cfg.maxBodyBytes <= 0 || cfg.maxBodyBytes > MaxBodyCeiling {
 		return nil, fmt.Errorf("client: body limit %d is not between 1 and the server's ceiling of %d bytes", cfg.maxBodyBytes, MaxBodyCeiling)
 	}
+	list, err := parseAddressList(addr)
+	if err != nil {
+		return nil, err
+	}
 	secure := cfg.creds != nil
 	if !secure {
 		cfg.creds = insecure.NewCredentials()
@@ -328,6 +339,11 @@ func Dial(addr string, opts ...Option) (*Conn, error) {
 		all = append(all, grpc.WithPerRPCCredentials(bearer{token: cfg.token, secure: secure}))
 	}
 	all = append(all, cfg.grpcOptions...)
+	if list != nil {
+		// After the caller's options: gRPC takes the first resolver given for a scheme, so
+		// one passed with WithGRPCOptions still wins.
+		all = append(all, grpc.WithResolvers(list.builder(cfg.creds.Info().ServerName == "")))
+	}
 	cc, err := grpc.NewClient(addr, all...)
 	if err != nil {
 		return nil, fmt.Errorf("client: dialing %s: %w", addr, err)
@@ -373,10 +389,14 @@ func checkToken(token string) error {
 	return nil
 }
 
-// isLoopback reports whether a gRPC target names a loopback address or a Unix socket.
+// isLoopback reports whether a gRPC target names a loopback address or a Unix socket, or is an
+// address list (ipv4:, ipv6:) of loopback addresses only.
 func isLoopback(target string) bool {
 	if strings.HasPrefix(target, "unix:") || strings.HasPrefix(target, "unix-abstract:") {
 		return true
+	}
+	if list, err := parseAddressList(target); list != nil || err != nil {
+		return err == nil && list.allLoopback()
 	}
 	for _, scheme := range []string{"dns:///", "passthrough:///"} {
 		target = strings.TrimPrefix(target, scheme)

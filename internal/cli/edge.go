@@ -51,7 +51,7 @@ type edgeConfig struct {
 func (c *edgeConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.listen, "listen", ":8080", "HTTP(S) address providers deliver to")
 	fs.StringVar(&c.metricsListen, "metrics-listen", "", "separate address for /metrics (default: /metrics on --listen)")
-	fs.StringVar(&c.verifier, "verifier", "127.0.0.1:7700", "address of the hookverify server")
+	fs.StringVar(&c.verifier, "verifier", "127.0.0.1:7700", "address of the hookverify server: host:port, dns:///name:port (every address of the name), or a list ipv4:a:port,b:port")
 	fs.StringVar(&c.route, "route", "/hooks/{endpoint}", "http.ServeMux pattern of webhook URLs; {endpoint} is the endpoint id")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "PEM certificate chain to serve HTTPS (with --tls-key)")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "PEM private key for --tls-cert")
