@@ -260,7 +260,9 @@ func (s *Server) RetireSecret(ctx context.Context, req *hookverifyv1.RetireSecre
 	}
 	sec, err := st.RetireSecret(auditCtx, req.GetEndpointId(), req.GetSecretId(), s.clock())
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, status.Errorf(codes.NotFound, "endpoint %q has no secret %q", req.GetEndpointId(), req.GetSecretId())
+		// The id is not repeated: what gets pasted as a secret id by mistake is often the
+		// secret itself, the one string the provider's dashboard shows.
+		return nil, status.Errorf(codes.NotFound, "endpoint %q has no secret with that id (secret list shows the ids, sec_...)", req.GetEndpointId())
 	}
 	if err != nil {
 		return nil, storageStatus(ctx, s.log, "retire secret", err)

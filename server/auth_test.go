@@ -925,3 +925,77 @@ func TestAuthTokenService(t *testing.T) {
 		}
 	})
 }
+
+// TestRevokeTokenByItsValue: what a security engineer holds after a leak is the token itself
+// (a secret scanner reports the hvt_ string), not its id, and token list cannot map one to
+// the other. RevokeToken given the token revokes the token it is; and whether or not it
+// matches one, the token is never repeated in the answer, the log or the audit trail.
+func TestRevokeTokenByItsValue(t *testing.T) {
+	t.Parallel()
+	e := newAuthEnv(t)
+	tokens := hookverifyv1.NewTokenServiceClient(e.dial(t, nil))
+	admin := hookverifyv1.NewAdminServiceClient(e.dial(t, nil))
+	ctx := withToken(t.Context(), e.admin)
+	leaked := e.tokens["verify-acme"]
+
+	resp, err := tokens.RevokeToken(ctx, &hookverifyv1.RevokeTokenRequest{Id: leaked})
+	if err != nil {
+		t.Fatalf("RevokeToken(the token itself) = %v", err)
+	}
+	if resp.GetToken().GetId() != e.ids["verify-acme"] || resp.GetToken().GetRevokedAt() == nil {
+		t.Fatalf("RevokeToken(the token itself) = %v; want token %s revoked", resp, e.ids["verify-acme"])
+	}
+	if strings.Contains(resp.String(), leaked) {
+		t.Fatal("the answer repeats the token")
+	}
+	verifier := hookverifyv1.NewVerifierServiceClient(e.dial(t, nil))
+	_, err = verifier.Verify(withToken(t.Context(), leaked), verifyReq("acme-orders"))
+	refusedWith(t, "Verify with the token revoked by its value", err, codes.Unauthenticated)
+
+	unknown := "hvt_" + strings.Repeat("Q", 43)
+	_, err = tokens.RevokeToken(ctx, &hookverifyv1.RevokeTokenRequest{Id: unknown})
+	refusedWith(t, "RevokeToken of an unknown token", err, codes.NotFound)
+	if strings.Contains(status.Convert(err).Message(), unknown) {
+		t.Errorf("the error repeats the token: %v", err)
+	}
+
+	audit, err := admin.ListAuditEvents(ctx, &hookverifyv1.ListAuditEventsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var revokes int
+	for _, ev := range audit.GetEvents() {
+		if strings.Contains(ev.GetDetail(), leaked) {
+			t.Errorf("audit event %v holds the token", ev)
+		}
+		if ev.GetAction() == "token.revoke" && strings.Contains(ev.GetDetail(), e.ids["verify-acme"]) {
+			revokes++
+		}
+	}
+	if revokes != 1 {
+		t.Errorf("%d token.revoke events naming %s, want 1", revokes, e.ids["verify-acme"])
+	}
+	logs := string(e.logs.Bytes())
+	for _, token := range []string{leaked, unknown} {
+		if strings.Contains(logs, token) {
+			t.Errorf("the log holds the token %s…", token[:8])
+		}
+	}
+}
+
+// TestRetireSecretErrorDoesNotRepeatTheID: secret retire takes an id, but what gets pasted
+// into --id by mistake is often the secret itself (it is what the provider's dashboard shows).
+// The refusal must not print it back: errors land in terminals and CI logs.
+func TestRetireSecretErrorDoesNotRepeatTheID(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, backends[0])
+	secret, _ := e.setup(t, stripeProvider, "shop")
+	_, err := e.admin.RetireSecret(t.Context(), &hookverifyv1.RetireSecretRequest{EndpointId: "shop", SecretId: secret})
+	wantCode(t, err, codes.NotFound)
+	if strings.Contains(status.Convert(err).Message(), secret) {
+		t.Fatalf("RetireSecret's error repeats the secret given as its id: %v", err)
+	}
+	if strings.Contains(string(e.transcript.Bytes()), secret) || strings.Contains(string(e.logs.Bytes()), secret) {
+		t.Fatal("the transcript or the log holds the secret")
+	}
+}

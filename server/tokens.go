@@ -98,24 +98,38 @@ func (s *Server) ListTokens(ctx context.Context, _ *hookverifyv1.ListTokensReque
 	return resp, nil
 }
 
-// RevokeToken stops a token; this instance refuses it from now on, others within the token
-// cache TTL.
+// RevokeToken stops a token, named by its id or given itself (hvt_...); this instance refuses
+// it from now on, others within the token cache TTL.
 func (s *Server) RevokeToken(ctx context.Context, req *hookverifyv1.RevokeTokenRequest) (*hookverifyv1.RevokeTokenResponse, error) {
 	st, err := s.storage()
 	if err != nil {
 		return nil, err
 	}
-	if req.GetId() == "" {
+	id := req.GetId()
+	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "id is required")
 	}
-	auditCtx, err := s.audited(ctx, "token.revoke", "", "", "token "+req.GetId())
+	if strings.HasPrefix(id, tokenPrefix) {
+		// The token itself: after a leak it is what a secret scanner reports, and nothing
+		// else maps it to its id. Revoke the token it is; never repeat it (in the answer,
+		// the log or the audit trail), whether or not it matches one.
+		tok, err := st.TokenByHash(ctx, HashToken(id))
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, status.Error(codes.NotFound, "no token matches the token given")
+		}
+		if err != nil {
+			return nil, storageStatus(ctx, s.log, "revoke token", err)
+		}
+		id = tok.ID
+	}
+	auditCtx, err := s.audited(ctx, "token.revoke", "", "", "token "+id)
 	if err != nil {
 		return nil, err
 	}
-	t, err := st.RevokeToken(auditCtx, req.GetId(), s.clock())
+	t, err := st.RevokeToken(auditCtx, id, s.clock())
 	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
-			return nil, status.Errorf(codes.NotFound, "no token %q", req.GetId())
+			return nil, status.Errorf(codes.NotFound, "no token %q", id)
 		}
 		return nil, storageStatus(ctx, s.log, "revoke token", err)
 	}

@@ -435,3 +435,35 @@ func TestClientCARemovedStopsOpenConnections(t *testing.T) {
 		t.Fatalf("ListEndpoints once the CA is back: %v", err)
 	}
 }
+
+// TestTokenRevokeReadsALeakedTokenFromStandardInput: after a leak the security engineer holds
+// the token, not its id. `token revoke --id -` reads the id or the token itself from standard
+// input, so that the token need not go on the command line (process listings, shell history),
+// and revokes it; nothing printed repeats the token.
+func TestTokenRevokeReadsALeakedTokenFromStandardInput(t *testing.T) {
+	bootstrapToken := "bootstrap-" + strings.Repeat("b", 40)
+	addr := startAuthServer(t, serveConfig{auth: authFlags{requireAuth: true}, bootstrapToken: bootstrapToken})
+	t.Setenv(tokenEnv, bootstrapToken)
+	code, out, errOut := run(t, "", "token", "create", "--name", "leaky", "--scope", "verify:acme-*", "--server", addr)
+	if code != 0 {
+		t.Fatalf("token create: exit %d, %q", code, errOut)
+	}
+	var created struct {
+		Token       struct{ ID string }
+		BearerToken string
+	}
+	if err := json.Unmarshal([]byte(out), &created); err != nil || created.BearerToken == "" {
+		t.Fatalf("token create printed %q (%v)", out, err)
+	}
+
+	code, out, errOut = run(t, created.BearerToken+"\n", "token", "revoke", "--id", "-", "--server", addr)
+	if code != 0 || !strings.Contains(out, created.Token.ID) || !strings.Contains(out, "revokedAt") {
+		t.Fatalf("token revoke --id - with the token on stdin: exit %d, %q, %s", code, errOut, out)
+	}
+	if strings.Contains(out+errOut, created.BearerToken) {
+		t.Errorf("token revoke printed the token: %s %s", out, errOut)
+	}
+	if code, _, errOut := run(t, "", "token", "revoke", "--id", "-", "--server", addr); code != 2 || !strings.Contains(errOut, "standard input") {
+		t.Errorf("token revoke --id - with nothing on stdin: exit %d, %q", code, errOut)
+	}
+}

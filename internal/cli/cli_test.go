@@ -1020,3 +1020,56 @@ func TestAuditSaysWhenThereMayBeMore(t *testing.T) {
 		t.Errorf("audit --since 1d: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestRekeyAdviceOnUnreadableSecrets: when rekey meets a secret sealed under a master key the
+// server does not hold, its advice must be one that works. Retiring the secret does not: rekey
+// reseals retired secrets too and keeps listing this one; only giving the server that key
+// does.
+func TestRekeyAdviceOnUnreadableSecrets(t *testing.T) {
+	dir := t.TempDir()
+	keys := map[string]string{}
+	for _, name := range []string{"lost", "old", "new"} {
+		keys[name] = filepath.Join(dir, name+".key")
+		if _, _, err := secretbox.LoadOrCreateKeyFile(keys[name]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := &storeConfig{dataDir: filepath.Join(dir, "data"), masterKeyFile: keys["lost"]}
+	must, stop := startServerWithConfig(t, cfg)
+	must("", "endpoint", "create", "--id", "rb", "--provider", "stripe")
+	var added struct{ Secret struct{ ID string } }
+	if err := json.Unmarshal([]byte(must("whsec_sealed_under_a_lost_key", "secret", "add", "--endpoint", "rb")), &added); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+
+	cfg.masterKeyFile, cfg.oldMasterKeyFiles = keys["new"], multiFlag{keys["old"]}
+	keyring, err := cfg.keyring(newTestLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := startServerWith(ctx, newTestLogger(t), serveConfig{listen: "127.0.0.1:0", cacheTTL: server.DefaultCacheTTL,
+		claimCacheSize: server.DefaultClaimCacheSize, claimCacheTTL: server.DefaultClaimCacheTTL}, keyring, cfg.openStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.stop()
+	if err := srv.waitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, "", "secret", "retire", "--endpoint", "rb", "--id", added.Secret.ID, "--server", srv.addr); code != 0 {
+		t.Fatalf("secret retire: exit %d, %s", code, errOut)
+	}
+	code, out, errOut := run(t, "", "rekey", "--server", srv.addr)
+	if code != 1 || !strings.Contains(out, added.Secret.ID) {
+		t.Fatalf("rekey with a secret under a key the server lacks: exit %d, stdout %s, stderr %s", code, out, errOut)
+	}
+	if strings.Contains(errOut, "retired") && !strings.Contains(errOut, "does not help") {
+		t.Errorf("rekey advises retiring the secret, which leaves it listed: %s", errOut)
+	}
+	if !strings.Contains(errOut, "--old-master-key-file") {
+		t.Errorf("rekey does not say how to give the server the key: %s", errOut)
+	}
+}

@@ -110,7 +110,9 @@ func runRekey(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if n := len(total.GetUnreadableSecretIds()); n > 0 {
-		return fmt.Errorf("%d secrets are sealed under a master key the server does not hold; keep the old keys until they are resealed or retired", n)
+		// Retiring them does not help: rekey reseals retired secrets too, and keeps listing
+		// those it cannot open. Only a server given their key can move them.
+		return fmt.Errorf("%d secrets (unreadableSecretIds above) are sealed under a master key the server does not hold: restart it with that key as --old-master-key-file and run rekey again (retiring them does not help: rekey reseals retired secrets too); until then keep every old key", n)
 	}
 	if total.GetRemaining() > 0 {
 		return fmt.Errorf("%d secrets remain under older keys (another rekey running at the same time?); run it again", total.GetRemaining())

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -53,12 +56,23 @@ func tokenRevoke(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "token revoke")
 	var r remoteFlags
 	r.register(fs)
-	id := fs.String("id", "", "token id, as token list shows it (required)")
+	id := fs.String("id", "", "token id, as token list shows it, or - to read the id or a leaked token itself from standard input (required)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *id == "" {
 		return usagef("--id is required")
+	}
+	if *id == "-" {
+		// A leaked token is what a secret scanner reports; the server revokes the token it is.
+		// Read, not taken as an argument, it stays out of process listings and shell history.
+		data, err := io.ReadAll(io.LimitReader(e.stdin, 4<<10))
+		if err != nil {
+			return fmt.Errorf("reading the token id from standard input: %w", err)
+		}
+		if *id = strings.TrimSpace(string(data)); *id == "" {
+			return usagef("--id -: no token id or token on standard input")
+		}
 	}
 	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
 		return c.Tokens.RevokeToken(ctx, &hookverifyv1.RevokeTokenRequest{Id: *id})
