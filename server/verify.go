@@ -117,8 +117,8 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 	if result.Handshake != nil {
 		return handshakeResponse(result), nil
 	}
-	if detail := checkEventID(result.EventID); detail != "" {
-		return rejected(hookverifyv1.RejectReason_REJECT_REASON_MALFORMED_PAYLOAD, detail), nil
+	if reason, detail := checkEventID(result.EventID); detail != "" {
+		return rejected(reason, detail), nil
 	}
 
 	// A redelivery of a claim this instance has seen recently is answered from memory
@@ -256,18 +256,24 @@ func validateVerifyRequest(req *hookverifyv1.VerifyRequest) error {
 	return nil
 }
 
-// checkEventID returns why an extracted event id cannot be stored, or "" if it can. Databases
-// refuse NUL and invalid UTF-8 in text columns, and an unbounded id could bloat the claim index.
-func checkEventID(id string) string {
+// checkEventID returns the reason and detail why an extracted event id cannot be claimed, or
+// an empty detail if it can. An empty id is no identity: claimed, it would merge every later
+// delivery without one into the first (and the stores refuse it, which surfaced as
+// INVALID_ARGUMENT, an edge error), so it is MISSING_EVENT_ID whichever protocol let it
+// through (Options.Protocols takes any). Databases refuse NUL and invalid UTF-8 in text
+// columns, and an unbounded id could bloat the claim index.
+func checkEventID(id string) (hookverifyv1.RejectReason, string) {
 	switch {
+	case id == "":
+		return hookverifyv1.RejectReason_REJECT_REASON_MISSING_EVENT_ID, "the protocol found no event id"
 	case len(id) > maxEventIDBytes:
-		return fmt.Sprintf("event id is %d bytes, more than %d", len(id), maxEventIDBytes)
+		return hookverifyv1.RejectReason_REJECT_REASON_MALFORMED_PAYLOAD, fmt.Sprintf("event id is %d bytes, more than %d", len(id), maxEventIDBytes)
 	case !utf8.ValidString(id):
-		return "event id is not valid UTF-8"
+		return hookverifyv1.RejectReason_REJECT_REASON_MALFORMED_PAYLOAD, "event id is not valid UTF-8"
 	case strings.ContainsRune(id, 0):
-		return "event id contains NUL"
+		return hookverifyv1.RejectReason_REJECT_REASON_MALFORMED_PAYLOAD, "event id contains NUL"
 	}
-	return ""
+	return hookverifyv1.RejectReason_REJECT_REASON_UNSPECIFIED, ""
 }
 
 // PublicURLOption is the endpoint option that replaces the forwarded URL for protocols that sign

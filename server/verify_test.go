@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -16,6 +20,7 @@ import (
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
+	"github.com/hookverify/hookverify/server/protocol"
 	"github.com/hookverify/hookverify/storage"
 )
 
@@ -751,4 +756,183 @@ func TestVerifyImpossibleEndpointIDsAreUnknown(t *testing.T) {
 			t.Fatalf("%d inbox records after rejections only, want 0", n)
 		}
 	})
+}
+
+// headerIDProtocol is a test protocol that authenticates every delivery with the first key and
+// takes the event id verbatim from the X-Event-Id header, empty included: a protocol (built in
+// or a caller's own, Options.Protocols) that lets an empty identity through.
+func headerIDProtocol() *protocol.Protocol {
+	return &protocol.Protocol{
+		Name: "header-id-test", DisplayName: "Header id", SignatureScheme: "none", IdentitySource: "X-Event-Id", DocsURL: "https://example.com",
+		ParseSecret: func(s string) ([]byte, error) { return []byte(s), nil },
+		Verify: func(req *protocol.Request, keys []protocol.Key, _ protocol.Params) (protocol.Result, error) {
+			id, _ := req.Headers.Get("X-Event-Id")
+			return protocol.Result{KeyID: keys[0].ID, EventID: id}, nil
+		},
+		Sign:          func(protocol.SignInput, []string) (protocol.Headers, error) { return nil, nil },
+		ExampleSecret: func() (string, string, error) { return "s", "s", nil },
+	}
+}
+
+// TestVerifyEmptyEventIDIsMissing: an authenticated delivery whose identity is empty is
+// REJECTED MISSING_EVENT_ID, as the proto documents. Claimed under "", it would make every
+// later delivery of the scope without an id a DUPLICATE of the first (SQLite), or fail the
+// claim and be answered INVALID_ARGUMENT, which edges turn into 500 (PostgreSQL).
+func TestVerifyEmptyEventIDIsMissing(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		registry, err := protocol.NewRegistry(headerIDProtocol())
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEnv(t, b)
+		e.options = func(o *server.Options) { o.Protocols = registry }
+		in := e.start(t, e.store)
+		in.createEndpoint(t, &hookverifyv1.Endpoint{Id: "hid", Provider: "header-id-test"})
+		in.addSecret(t, "hid", "s")
+
+		for _, body := range []string{`{"n":1}`, `{"n":2}`} {
+			req := &hookverifyv1.VerifyRequest{EndpointId: "hid", Method: "POST", Url: "https://hooks.example.com/hid", Body: []byte(body),
+				Headers: []*hookverifyv1.HeaderField{{Name: "X-Event-Id", Value: ""}}}
+			in.reject(t, req, missingEventID)
+		}
+		if n := e.count(t); n != 0 {
+			t.Fatalf("%d deliveries stored for rejected ones", n)
+		}
+		in.accept(t, &hookverifyv1.VerifyRequest{EndpointId: "hid", Method: "POST", Url: "https://hooks.example.com/hid", Body: []byte(`{}`),
+			Headers: []*hookverifyv1.HeaderField{{Name: "x-event-id", Value: "evt_1"}}})
+	})
+}
+
+// failingProtocol is a test protocol whose verification fails with an error that is not a
+// rejection: what a protocol bug looks like to the server.
+func failingProtocol() *protocol.Protocol {
+	p := headerIDProtocol()
+	p.Name = "failing-test"
+	p.Verify = func(*protocol.Request, []protocol.Key, protocol.Params) (protocol.Result, error) {
+		return protocol.Result{}, errors.New("boom")
+	}
+	return p
+}
+
+// verifyRPCComment returns the comment above `rpc Verify` in verifier.proto: what an edge
+// written in another language learns of Verify's failures.
+func verifyRPCComment(t *testing.T) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "proto", "hookverify", "v1", "verifier.proto"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(src), "\n")
+	for i, line := range lines {
+		if !strings.HasPrefix(strings.TrimSpace(line), "rpc Verify(") {
+			continue
+		}
+		var comment []string
+		for j := i - 1; j >= 0 && strings.HasPrefix(strings.TrimSpace(lines[j]), "//"); j-- {
+			comment = append([]string{strings.TrimSpace(lines[j])}, comment...)
+		}
+		return strings.Join(comment, "\n")
+	}
+	t.Fatal("no rpc Verify in verifier.proto")
+	return ""
+}
+
+// TestVerifyProtoDocumentsEveryStatus: every gRPC status Verify answers instead of a verdict
+// is named in the proto's comment on Verify, so that an edge written from the proto alone
+// knows which ones mean "tell the provider to retry" (503) and which mean "the edge or the
+// server is misconfigured". Each code is produced here by the server itself.
+func TestVerifyProtoDocumentsEveryStatus(t *testing.T) {
+	t.Parallel()
+	b := backends[0]
+	registry, err := protocol.NewRegistry(protocol.GitHub(), headerIDProtocol(), failingProtocol())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, b)
+	e.options = func(o *server.Options) {
+		o.Protocols = registry
+		o.MaxPendingTotal = 1
+	}
+	in := e.start(t, e.store)
+	in.createEndpoint(t, &hookverifyv1.Endpoint{Id: "hid", Provider: "header-id-test"})
+	in.addSecret(t, "hid", "s")
+	in.createEndpoint(t, &hookverifyv1.Endpoint{Id: "fail", Provider: "failing-test"})
+	in.addSecret(t, "fail", "s")
+	e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "stripe", Provider: "stripe"}) // not in the test registry
+	delivery := func(endpoint, id string) *hookverifyv1.VerifyRequest {
+		return &hookverifyv1.VerifyRequest{EndpointId: endpoint, Method: "POST", Url: "https://hooks.example.com/" + endpoint, Body: []byte(`{}`),
+			Headers: []*hookverifyv1.HeaderField{{Name: "X-Event-Id", Value: id}}}
+	}
+
+	got := map[codes.Code]bool{}
+	note := func(err error) {
+		t.Helper()
+		if err == nil {
+			t.Fatal("Verify answered a verdict, want a gRPC status")
+		}
+		got[status.Code(err)] = true
+	}
+	_, err = in.call(t, &hookverifyv1.VerifyRequest{}) // no endpoint id
+	note(err)
+	_, err = in.call(t, delivery("fail", "a")) // the protocol failed
+	note(err)
+	_, err = in.call(t, delivery("stripe", "a")) // a provider this server does not have
+	note(err)
+	huge := delivery("hid", "a")
+	huge.Body = make([]byte, server.MaxRecvMsgSize) // refused by gRPC before Verify runs
+	_, err = in.call(t, huge, grpc.MaxCallSendMsgSize(2*server.MaxRecvMsgSize))
+	note(err)
+	if hasRetryInfo(err) {
+		t.Errorf("the refusal of a message above the receive limit carries RetryInfo: %v", err)
+	}
+	in.accept(t, delivery("hid", "first"))
+	in.srv.RefreshInboxDepth(t.Context())          // the inbox now holds MaxPendingTotal
+	_, err = in.call(t, delivery("hid", "second")) // backpressure
+	note(err)
+	if status.Code(err) != codes.ResourceExhausted || !hasRetryInfo(err) {
+		t.Errorf("backpressure answered %v, want RESOURCE_EXHAUSTED with RetryInfo", err)
+	}
+	in.srv.SetStore(nil) // storage gone
+	_, err = in.call(t, delivery("hid", "third"))
+	note(err)
+
+	comment := verifyRPCComment(t)
+	for code := range got {
+		name := canonicalCode(code)
+		if !strings.Contains(comment, name) {
+			t.Errorf("Verify answers %s, which the proto's comment on Verify does not mention:\n%s", name, comment)
+		}
+	}
+	if len(got) < 5 {
+		t.Errorf("only %v produced", got)
+	}
+}
+
+// canonicalCode is the name of a gRPC code as the gRPC specification (and so the proto)
+// spells it: RESOURCE_EXHAUSTED, where codes.Code.String says ResourceExhausted.
+func canonicalCode(c codes.Code) string {
+	if c == codes.Canceled {
+		return "CANCELLED"
+	}
+	var b strings.Builder
+	for i, r := range c.String() {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+		}
+		b.WriteRune(r)
+	}
+	return strings.ToUpper(b.String())
+}
+
+// hasRetryInfo reports whether err carries a google.rpc.RetryInfo detail: what tells an edge
+// hookverify's backpressure from gRPC refusing a message above its receive limit, both
+// RESOURCE_EXHAUSTED.
+func hasRetryInfo(err error) bool {
+	for _, d := range status.Convert(err).Details() {
+		if _, ok := d.(*errdetails.RetryInfo); ok {
+			return true
+		}
+	}
+	return false
 }

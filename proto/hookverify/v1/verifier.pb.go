@@ -227,6 +227,8 @@ type VerifyRequest struct {
 	// The hookverify endpoint the delivery was addressed to (usually taken from the edge's route).
 	EndpointId string `protobuf:"bytes,1,opt,name=endpoint_id,json=endpointId,proto3" json:"endpoint_id,omitempty"`
 	// The raw request body, byte for byte as received. Never re-encode JSON: signatures cover bytes.
+	// Empty for a request without one. At most 33554432 bytes: answer a larger one 413 without
+	// calling Verify (see Verify).
 	Body []byte `protobuf:"bytes,2,opt,name=body,proto3" json:"body,omitempty"`
 	// Every request header, in the order received, repeated names kept.
 	Headers []*HeaderField `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty"`
@@ -308,7 +310,7 @@ type HttpReply struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// HTTP status code: 2xx for accepted, duplicate and handshake, 4xx for rejected.
 	Status int32 `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
-	// Response headers to set.
+	// Response headers to set, in order; a name that repeats is sent once per field.
 	Headers []*HeaderField `protobuf:"bytes,2,rep,name=headers,proto3" json:"headers,omitempty"`
 	// Response body bytes.
 	Body          []byte `protobuf:"bytes,3,opt,name=body,proto3" json:"body,omitempty"`
@@ -378,7 +380,9 @@ type VerifyResponse struct {
 	// The provider's stable event identity (set for ACCEPTED and DUPLICATE).
 	EventId string `protobuf:"bytes,4,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
 	// Stable idempotency key for downstream side effects: the same for every redelivery of this
-	// event in this dedupe scope, on every instance, forever. Opaque.
+	// event in this dedupe scope, on every instance, forever. Opaque. (Where the provider sends
+	// nothing telling a retry from a new notification, Dropbox, each accepted delivery is its
+	// own event with its own key.)
 	OperationKey string `protobuf:"bytes,5,opt,name=operation_key,json=operationKey,proto3" json:"operation_key,omitempty"`
 	// Which stored secret authenticated the delivery (its id, never its material).
 	SecretId string `protobuf:"bytes,6,opt,name=secret_id,json=secretId,proto3" json:"secret_id,omitempty"`

@@ -33,7 +33,30 @@ type VerifierServiceClient interface {
 	// Verify answers ACCEPTED only after the delivery is committed to the inbox. Storage failures
 	// are answered with the gRPC status UNAVAILABLE, never with a verdict, so the edge tells the
 	// provider to retry. Calling Verify again with the same delivery is safe: the event identity
-	// makes it idempotent.
+	// makes it idempotent (except for a provider that sends nothing telling a retry from a new
+	// notification, Dropbox: there every accepted call is a new event; see the provider's
+	// identity_source in ListProviders).
+	//
+	// Every verdict carries `reply`, the answer for the provider. When Verify fails instead, the
+	// edge answers the provider itself, by the gRPC status:
+	//   - UNAVAILABLE: storage is down, not open yet, or a commit failed or is in doubt; or no
+	//     secret matched while a valid one is sealed under a master key this server lacks. Answer
+	//     503 so that the provider retries; the retry is accepted or a duplicate.
+	//   - RESOURCE_EXHAUSTED with a google.rpc.RetryInfo detail: a new event while an inbox limit
+	//     is reached (backpressure). Answer 503 with Retry-After set from RetryInfo.retry_delay.
+	//   - RESOURCE_EXHAUSTED without RetryInfo: gRPC refused the message as larger than the
+	//     server's receive limit (the body ceiling of 33554432 bytes plus room for headers and
+	//     URL). It cannot succeed on retry: an edge must not forward a body above 33554432 bytes,
+	//     and answers 413 itself.
+	//   - DEADLINE_EXCEEDED, CANCELLED: the call's own deadline or cancellation. Answer 503: the
+	//     delivery may or may not have been committed, and the retry settles which.
+	//   - INVALID_ARGUMENT: the edge sent a malformed request (no endpoint_id; over 500 headers or
+	//     262144 bytes of header names and values; a URL over 16384 bytes; a method over 32
+	//     bytes; NUL in the URL or method; a string field that is not valid UTF-8).
+	//     UNAUTHENTICATED, PERMISSION_DENIED: the edge's credentials. FAILED_PRECONDITION: the
+	//     endpoint names a provider this server does not have. INTERNAL: a server fault. For
+	//     these the edge is misconfigured or the server broken, not the delivery: answer 500, so
+	//     that the provider retries later, and log it.
 	Verify(ctx context.Context, in *VerifyRequest, opts ...grpc.CallOption) (*VerifyResponse, error)
 }
 
@@ -66,7 +89,30 @@ type VerifierServiceServer interface {
 	// Verify answers ACCEPTED only after the delivery is committed to the inbox. Storage failures
 	// are answered with the gRPC status UNAVAILABLE, never with a verdict, so the edge tells the
 	// provider to retry. Calling Verify again with the same delivery is safe: the event identity
-	// makes it idempotent.
+	// makes it idempotent (except for a provider that sends nothing telling a retry from a new
+	// notification, Dropbox: there every accepted call is a new event; see the provider's
+	// identity_source in ListProviders).
+	//
+	// Every verdict carries `reply`, the answer for the provider. When Verify fails instead, the
+	// edge answers the provider itself, by the gRPC status:
+	//   - UNAVAILABLE: storage is down, not open yet, or a commit failed or is in doubt; or no
+	//     secret matched while a valid one is sealed under a master key this server lacks. Answer
+	//     503 so that the provider retries; the retry is accepted or a duplicate.
+	//   - RESOURCE_EXHAUSTED with a google.rpc.RetryInfo detail: a new event while an inbox limit
+	//     is reached (backpressure). Answer 503 with Retry-After set from RetryInfo.retry_delay.
+	//   - RESOURCE_EXHAUSTED without RetryInfo: gRPC refused the message as larger than the
+	//     server's receive limit (the body ceiling of 33554432 bytes plus room for headers and
+	//     URL). It cannot succeed on retry: an edge must not forward a body above 33554432 bytes,
+	//     and answers 413 itself.
+	//   - DEADLINE_EXCEEDED, CANCELLED: the call's own deadline or cancellation. Answer 503: the
+	//     delivery may or may not have been committed, and the retry settles which.
+	//   - INVALID_ARGUMENT: the edge sent a malformed request (no endpoint_id; over 500 headers or
+	//     262144 bytes of header names and values; a URL over 16384 bytes; a method over 32
+	//     bytes; NUL in the URL or method; a string field that is not valid UTF-8).
+	//     UNAUTHENTICATED, PERMISSION_DENIED: the edge's credentials. FAILED_PRECONDITION: the
+	//     endpoint names a provider this server does not have. INTERNAL: a server fault. For
+	//     these the edge is misconfigured or the server broken, not the delivery: answer 500, so
+	//     that the provider retries later, and log it.
 	Verify(context.Context, *VerifyRequest) (*VerifyResponse, error)
 	mustEmbedUnimplementedVerifierServiceServer()
 }
