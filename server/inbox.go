@@ -224,11 +224,20 @@ func (s *Server) ExtendLease(ctx context.Context, req *hookverifyv1.ExtendLeaseR
 	if err != nil {
 		return nil, err
 	}
-	now := s.clock()
-	until := now.Add(visibility)
-	if err := ib.ExtendLease(ctx, req.GetInboxId(), req.GetLeaseToken(), until, now); err != nil {
+	until, err := ib.ExtendLease(ctx, storage.ExtendRequest{
+		LeaseRef:   storage.LeaseRef{InboxID: req.GetInboxId(), LeaseToken: req.GetLeaseToken()},
+		Visibility: visibility,
+		Now:        s.clock(),
+		// Read by the store when the extension runs, as a lease's clock is: the extension may
+		// wait for the writer or a connection first, and would otherwise end early by as long
+		// as it waited, or extend a lease that had run out meanwhile.
+		Clock: s.clock,
+	})
+	if err != nil {
 		return nil, leaseStatus(ctx, s, "extend lease", err)
 	}
+	// The end the store wrote, which may be less precise than the clock: a worker told a
+	// later one would count on a lease it no longer has.
 	return &hookverifyv1.ExtendLeaseResponse{LeasedUntil: timestamppb.New(until)}, nil
 }
 

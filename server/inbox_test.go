@@ -676,3 +676,56 @@ func TestLeaseTakenWhenItRuns(t *testing.T) {
 		}
 	})
 }
+
+// queuedExtensions is a store whose lease extensions wait, before their transaction runs,
+// while the clock moves on by wait: as an extension waits for SQLite's one writer or a
+// connection of the pool.
+type queuedExtensions struct {
+	storage.Store
+	clock *clock
+	wait  time.Duration
+}
+
+func (q queuedExtensions) ExtendLease(ctx context.Context, req storage.ExtendRequest) (time.Time, error) {
+	q.clock.Advance(q.wait)
+	return q.Store.ExtendLease(ctx, req)
+}
+
+// TestExtendLeaseTakenWhenItRuns: an extension that waited for its turn lasts the visibility
+// the worker asked for from when it ran, and the answer says the end that was stored: a
+// worker asking for 30 s more must not get 10 because its extension waited 20, nor be told an
+// end the store does not hold (a store keeps microseconds).
+func TestExtendLeaseTakenWhenItRuns(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		acceptSome(t, e, "work", 1)
+		d := lease(t, e, 1, time.Minute)[0]
+		// The nanoseconds are more than a store keeps: the answer must say the stored end.
+		const waited = 20*time.Second + 700*time.Nanosecond
+		e.instance = e.start(t, queuedExtensions{Store: e.store, clock: e.clock, wait: waited})
+		asked := e.clock.Now()
+		ext, err := e.inbox.ExtendLease(t.Context(), &hookverifyv1.ExtendLeaseRequest{InboxId: d.GetInboxId(),
+			LeaseToken: d.GetLeaseToken(), VisibilityTimeout: durationpb.New(30 * time.Second)})
+		if err != nil {
+			t.Fatalf("ExtendLease: %v", err)
+		}
+		want := asked.Add(waited + 30*time.Second).Truncate(time.Microsecond)
+		if until := ext.GetLeasedUntil().AsTime(); !until.Equal(want) {
+			t.Errorf("answered leased until %s, want %s: 30 s from when the extension ran, %s after it was asked for", until, want, waited)
+		}
+		stats := inboxStatsOf(t, e)
+		if len(stats) != 1 || !stats[0].EarliestLeaseEnd.Equal(want) {
+			t.Errorf("stored lease end %+v, want %s", stats, want)
+		}
+	})
+}
+
+// inboxStatsOf is the store's inbox stats.
+func inboxStatsOf(t *testing.T, e *env) []storage.EndpointInboxStats {
+	t.Helper()
+	stats, err := e.store.(storage.InboxStore).InboxStats(t.Context())
+	if err != nil {
+		t.Fatalf("InboxStats: %v", err)
+	}
+	return stats
+}

@@ -40,9 +40,11 @@ type InboxStore interface {
 	// when it has used maxAttempts attempts (dead is then true). lastError is kept as
 	// StorableText makes it. Errors as for Ack.
 	Nack(ctx context.Context, inboxID, leaseToken string, retryAt time.Time, maxAttempts int, lastError string, now time.Time) (dead bool, err error)
-	// ExtendLease moves a live lease's end to until. Errors as for Ack (an expired lease cannot
-	// be extended: another worker may hold the delivery by now).
-	ExtendLease(ctx context.Context, inboxID, leaseToken string, until, now time.Time) error
+	// ExtendLease moves the end of a live lease, live at req.Time(), to req.Time() +
+	// req.Visibility, and returns that end as stored (a store may keep less precision than a
+	// time.Time holds). Errors as for Ack (an expired lease cannot be extended: another worker
+	// may hold the delivery by now).
+	ExtendLease(ctx context.Context, req ExtendRequest) (leasedUntil time.Time, err error)
 	// ListDeadLetters returns a page of the dead deliveries matching the filter, in
 	// DeadLetterKey order, starting after the key after (from the first when after is zero):
 	// up to limit and, when maxBytes is above zero, only as many as fit in it as
@@ -170,6 +172,30 @@ type LeaseRequest struct {
 // calls it once per run of the lease's statements, when they run, and uses that time for
 // all of them.
 func (r LeaseRequest) Time() time.Time {
+	if r.Clock != nil {
+		return r.Clock()
+	}
+	return r.Now
+}
+
+// ExtendRequest describes one ExtendLease call.
+type ExtendRequest struct {
+	LeaseRef
+	// Visibility is how long the lease lasts from when it is extended.
+	Visibility time.Duration
+	// Now is when the lease is extended, for a caller without a clock.
+	Now time.Time
+	// Clock, when set, is read instead of Now when the extension's statement runs, as
+	// LeaseRequest.Clock is: an extension waits its turn too (SQLite's one writer, up to its
+	// busy timeout; a connection of the pool; a retried transaction), and taken at a time read
+	// before that wait it would end early by as long as it waited, and find live a lease that
+	// had run out meanwhile.
+	Clock func() time.Time
+}
+
+// Time is when the lease is extended: Clock's time, read now, or Now without a clock. A store
+// calls it once per run of the extension's statement, when it runs.
+func (r ExtendRequest) Time() time.Time {
 	if r.Clock != nil {
 		return r.Clock()
 	}

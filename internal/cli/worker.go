@@ -46,7 +46,7 @@ func runWorker(ctx context.Context, e env, args []string) error {
 	retryAfter := fs.Duration("retry-after", time.Minute, "delay before a failed delivery is retried (0 to 12h)")
 	idle := fs.Duration("idle", time.Second, "wait when the inbox is empty")
 	grace := fs.Duration("grace", 10*time.Second, "on SIGTERM or SIGINT, how long a running command has after its own SIGTERM before it is killed")
-	once := fs.Bool("once", false, "exit when the inbox has nothing leasable instead of waiting; exit 1 if the server fails or a delivery could not be acked or nacked")
+	once := fs.Bool("once", false, "exit when the inbox has nothing leasable instead of waiting; exit 1 if the server fails or a delivery could not be acked or nacked (its lease lost included)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return flag.ErrHelp // help printed: exit 0, as for every other command
@@ -109,7 +109,11 @@ func runWorker(ctx context.Context, e env, args []string) error {
 		}
 		if err := w.settle(ctx, d, deadline, runErr, stopped); err != nil {
 			unsettled++
-			fmt.Fprintf(w.e.stderr, "worker: delivery %s not settled (it runs again once its lease ends): %v\n", d.GetInboxId(), err)
+			why := "it runs again once its lease ends"
+			if errors.Is(err, errLeaseLost) {
+				why = "its lease was lost: it runs again, perhaps on another worker already"
+			}
+			fmt.Fprintf(w.e.stderr, "worker: delivery %s not settled (%s): %v\n", d.GetInboxId(), why, err)
 		}
 	}
 	if *once && unsettled > 0 {
@@ -351,7 +355,8 @@ func (w *worker) extend(ctx context.Context, d *hookverifyv1.InboxDelivery, dead
 
 // settle acks d if its command succeeded and nacks it otherwise: for an immediate retry when
 // the worker's shutdown stopped it, after --retry-after when it failed. Transient failures are
-// tried again while the lease lasts; the worker's shutdown does not cut this short.
+// tried again while the lease lasts; the worker's shutdown does not cut this short. A lease
+// lost while the command ran settles nothing and returns runErr.
 func (w *worker) settle(ctx context.Context, d *hookverifyv1.InboxDelivery, deadline time.Time, runErr error, stopped bool) error {
 	ctx = context.WithoutCancel(ctx)
 	call := func(ctx context.Context) error {
@@ -361,7 +366,10 @@ func (w *worker) settle(ctx context.Context, d *hookverifyv1.InboxDelivery, dead
 	if runErr != nil {
 		fmt.Fprintf(w.e.stderr, "worker: delivery %s (event %s, attempt %d) failed: %v\n", d.GetInboxId(), d.GetEventId(), d.GetAttempts(), runErr)
 		if errors.Is(runErr, errLeaseLost) {
-			return nil // not ours to settle any more
+			// Not ours to settle any more, and not done: the delivery runs again. Reported as
+			// unsettled, so that --once, whose run did not complete it, exits 1 (a cron job
+			// that reported success here would hide a delivery that keeps losing its lease).
+			return runErr
 		}
 		retryAfter := w.retryAfter
 		if stopped {

@@ -601,3 +601,51 @@ func TestWorkerAcksACommandThatFinishedDuringAHangingExtension(t *testing.T) {
 		t.Errorf("a command that finished within its lease was not acked: acks %v, nacks %q; output %q", acks, nacks, out.String())
 	}
 }
+
+// TestWorkerOnceFailsWhenALeaseIsLost: --once promises exit 1 when "a delivery could not be
+// acked or nacked". A delivery whose lease was lost while its command ran (the server refused
+// the extension: expired and perhaps another worker's, or gone) was neither, and runs again;
+// the run did not complete it, yet the worker exited 0, and a cron job reported success. It
+// must fail, with a line naming the delivery.
+func TestWorkerOnceFailsWhenALeaseIsLost(t *testing.T) {
+	for _, code := range []codes.Code{codes.FailedPrecondition, codes.NotFound} {
+		t.Run(code.String(), func(t *testing.T) {
+			f := &fakeInbox{extendErr: func(int) error { return status.Error(code, "lease lost") }}
+			remote := startFakeInbox(t, f)
+			wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once", "--visibility", "1500ms"}, remote...),
+				"--", "sleep", "3"))
+			err, finished := wait(15 * time.Second)
+			if !finished {
+				t.Fatal("worker did not finish")
+			}
+			if acks, nacks, _ := f.snapshot(); len(acks) != 0 || len(nacks) != 0 {
+				t.Errorf("acks %v, nacks %q for a delivery whose lease was lost", acks, nacks)
+			}
+			if err == nil {
+				t.Errorf("worker --once exited 0 after the lease of its delivery was lost (output %q)", out.String())
+			}
+			if !strings.Contains(out.String(), "delivery inb_1 not settled") {
+				t.Errorf("no line says delivery inb_1 was not settled: output %q", out.String())
+			}
+		})
+	}
+}
+
+// TestWorkerOnceFailsWhenTheLeaseEnds: the same when the lease ran out while the server could
+// not extend it (the command killed at the lease's end).
+func TestWorkerOnceFailsWhenTheLeaseEnds(t *testing.T) {
+	f := hangingExtend{&fakeInbox{}}
+	remote := startFakeInbox(t, f)
+	wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once", "--visibility", "1500ms", "--timeout", "30s"},
+		remote...), "--", "sleep", "5"))
+	err, finished := wait(20 * time.Second)
+	if !finished {
+		t.Fatal("worker did not finish")
+	}
+	if err == nil {
+		t.Errorf("worker --once exited 0 after its delivery's lease ended under the command (output %q)", out.String())
+	}
+	if !strings.Contains(out.String(), "delivery inb_1 not settled") {
+		t.Errorf("no line says delivery inb_1 was not settled: output %q", out.String())
+	}
+}

@@ -668,13 +668,26 @@ func (s *Store) Nack(ctx context.Context, inboxID, leaseToken string, retryAt ti
 	return dead, nil
 }
 
-// ExtendLease moves the end of a live lease to until.
-func (s *Store) ExtendLease(ctx context.Context, inboxID, leaseToken string, until, now time.Time) error {
-	return s.settle(ctx, "extend lease", inboxID, func(ctx context.Context, tx pgx.Tx) (bool, error) {
-		tag, err := tx.Exec(ctx, `UPDATE inbox SET leased_until = $4 WHERE `+onLiveLease,
-			matchable(inboxID), matchable(leaseToken), now, until)
-		return tag.RowsAffected() > 0, err
+// ExtendLease moves the end of a live lease to req.Visibility from now, and returns the end
+// it stored.
+func (s *Store) ExtendLease(ctx context.Context, req storage.ExtendRequest) (time.Time, error) {
+	var until time.Time
+	err := s.settle(ctx, "extend lease", req.InboxID, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		// The time is read here, in each run of the transaction: not when the call came,
+		// before it waited for a connection, a retry's backoff or, on CockroachDB, the
+		// retries of ExecuteTx (storage.ExtendRequest.Clock).
+		now := req.Time()
+		err := tx.QueryRow(ctx, `UPDATE inbox SET leased_until = $4 WHERE `+onLiveLease+` RETURNING leased_until`,
+			matchable(req.InboxID), matchable(req.LeaseToken), now, now.Add(req.Visibility)).Scan(&until)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+		return err == nil, err
 	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	return until.UTC(), nil
 }
 
 // listDeadLetters is ListDeadLetters' statement, and its arguments. The ids are picked, with

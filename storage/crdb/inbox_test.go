@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookverify/hookverify/internal/pgtest"
 	"github.com/hookverify/hookverify/storage"
@@ -72,7 +73,8 @@ func TestInboxOnCockroachDBPaths(t *testing.T) {
 	if err != nil || len(leased) != 1 || leased[0].InboxID != "inbox-1" {
 		t.Fatalf("Lease = %+v, %v; want inbox-1", leased, err)
 	}
-	if err := s.ExtendLease(t.Context(), "inbox-1", "tok-1", now.Add(time.Hour), now); err != nil {
+	if _, err := s.ExtendLease(t.Context(), storage.ExtendRequest{LeaseRef: storage.LeaseRef{InboxID: "inbox-1", LeaseToken: "tok-1"},
+		Visibility: time.Hour, Now: now}); err != nil {
 		t.Fatalf("ExtendLease: %v", err)
 	}
 	if err := s.Ack(t.Context(), "inbox-1", "tok-1", now); err != nil {
@@ -654,5 +656,40 @@ func TestDeadLetterPagesIgnoreTheDatabaseCollation(t *testing.T) {
 	}
 	if want := []string{"A2", "B1", "a3", "b5"}; !slices.Equal(got, want) {
 		t.Fatalf("pages of 2 listed %q, want %q (by bytes, each once)", got, want)
+	}
+}
+
+// TestExtensionTakenWhenItRuns runs storagetest.ExtensionTakenWhenItRuns on each transaction
+// path with every connection of the pool lent out, which an extension waits for.
+func TestExtensionTakenWhenItRuns(t *testing.T) {
+	t.Parallel()
+	for _, path := range []struct {
+		name string
+		open func(t *testing.T, url string) *Store
+	}{{"PostgreSQL", open}, {"CockroachDB paths", migratedCockroachPathStore}} {
+		t.Run(path.name, func(t *testing.T) {
+			t.Parallel()
+			s := path.open(t, pgtest.Shared(t).NewDatabase(t))
+			storagetest.ExtensionTakenWhenItRuns(t, s, holdConnections(s))
+		})
+	}
+}
+
+// holdConnections returns a block that borrows every connection of s's pool until released.
+func holdConnections(s *Store) func(t *testing.T) func() {
+	return func(t *testing.T) func() {
+		var held []*pgxpool.Conn
+		for range s.pool.Stat().MaxConns() {
+			conn, err := s.pool.Acquire(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, conn)
+		}
+		return func() {
+			for _, conn := range held {
+				conn.Release()
+			}
+		}
 	}
 }

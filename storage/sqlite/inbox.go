@@ -451,13 +451,25 @@ func (s *Store) Nack(ctx context.Context, inboxID, leaseToken string, retryAt ti
 	return dead, nil
 }
 
-// ExtendLease moves the end of a live lease to until.
-func (s *Store) ExtendLease(ctx context.Context, inboxID, leaseToken string, until, now time.Time) error {
-	return s.settle(ctx, "extend lease", inboxID, func(tx *sql.Tx) (bool, error) {
-		res, err := tx.ExecContext(ctx, `UPDATE inbox SET leased_until = ? WHERE `+onLiveLease,
-			micros(until), inboxID, leaseToken, micros(now))
-		return affected(res, err)
+// ExtendLease moves the end of a live lease to req.Visibility from now, and returns the end
+// it stored.
+func (s *Store) ExtendLease(ctx context.Context, req storage.ExtendRequest) (time.Time, error) {
+	var until int64
+	err := s.settle(ctx, "extend lease", req.InboxID, func(tx *sql.Tx) (bool, error) {
+		// The time is read here, with the write lock held: not when the call came, which may
+		// have been up to the busy timeout before (storage.ExtendRequest.Clock).
+		now := req.Time()
+		err := tx.QueryRowContext(ctx, `UPDATE inbox SET leased_until = ? WHERE `+onLiveLease+` RETURNING leased_until`,
+			micros(now.Add(req.Visibility)), req.InboxID, req.LeaseToken, micros(now)).Scan(&until)
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, nil
+		}
+		return err == nil, err
 	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	return fromMicros(until), nil
 }
 
 func affected(res sql.Result, err error) (bool, error) {

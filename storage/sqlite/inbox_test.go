@@ -386,3 +386,11 @@ func TestEmptyLeaseTakesNoWriterTurn(t *testing.T) {
 		}
 	}
 }
+
+// TestExtensionTakenWhenItRuns runs storagetest.ExtensionTakenWhenItRuns with another
+// connection holding SQLite's write lock, which an extension waits for up to the busy timeout.
+func TestExtensionTakenWhenItRuns(t *testing.T) {
+	t.Parallel()
+	s, path := openTemp(t)
+	storagetest.ExtensionTakenWhenItRuns(t, s, holdWriteLock(path))
+}

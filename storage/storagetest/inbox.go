@@ -85,6 +85,14 @@ func nack(t *testing.T, s storage.Store, inboxID, token string, retryAt time.Tim
 	return dead
 }
 
+// extendTo extends the lease of inboxID under token, at now, to end at until, and returns
+// ExtendLease's error.
+func extendTo(t *testing.T, s storage.Store, inboxID, token string, until, now time.Time) error {
+	_, err := s.ExtendLease(t.Context(), storage.ExtendRequest{LeaseRef: storage.LeaseRef{InboxID: inboxID, LeaseToken: token},
+		Visibility: until.Sub(now), Now: now})
+	return err
+}
+
 func deadLetters(t *testing.T, s storage.Store, f storage.InboxFilter, limit int) []storage.LeasedDelivery {
 	t.Helper()
 	list, _, err := s.ListDeadLetters(t.Context(), f, storage.DeadLetterKey{}, limit, 0)
@@ -220,7 +228,7 @@ func testInbox(t *testing.T, h harness) {
 		wantErr(t, s.Ack(t.Context(), "d1", "tok-1", expired), storage.ErrLeaseLost, "Ack with the expired token")
 		_, err := s.Nack(t.Context(), "d1", "tok-1", expired, 3, "late", expired)
 		wantErr(t, err, storage.ErrLeaseLost, "Nack with the expired token")
-		wantErr(t, s.ExtendLease(t.Context(), "d1", "tok-1", expired.Add(time.Hour), expired), storage.ErrLeaseLost,
+		wantErr(t, extendTo(t, s, "d1", "tok-1", expired.Add(time.Hour), expired), storage.ErrLeaseLost,
 			"ExtendLease with the expired token")
 		ack(t, s, "d1", "tok-3", expired)
 	})
@@ -566,7 +574,10 @@ func testInbox(t *testing.T, h harness) {
 		req := leaseReq("tok-1", t0, 1)
 		lease(t, s, req)
 		until := t0.Add(5 * time.Minute)
-		must(t, s.ExtendLease(t.Context(), "d1", "tok-1", until, t0.Add(30*time.Second)), "ExtendLease")
+		extended, err := s.ExtendLease(t.Context(), storage.ExtendRequest{LeaseRef: storage.LeaseRef{InboxID: "d1", LeaseToken: "tok-1"},
+			Visibility: until.Sub(t0.Add(30 * time.Second)), Now: t0.Add(30 * time.Second)})
+		must(t, err, "ExtendLease")
+		wantSame(t, until, extended, "the end ExtendLease returns")
 		wantIDs(t, lease(t, s, leaseReq("tok-2", t0.Add(req.Visibility), 1)), "lease after the original end")
 		wantIDs(t, lease(t, s, leaseReq("tok-3", until.Add(-time.Microsecond), 1)), "lease just before the new end")
 		wantStats(t, s, "stats while extended", storage.EndpointInboxStats{EndpointID: "ep-1", Leased: 1, EarliestLeaseEnd: until})
@@ -575,13 +586,53 @@ func testInbox(t *testing.T, h harness) {
 
 		deliver(t, s, "ep-1", "ep-1", "d2", at(2*time.Second))
 		lease(t, s, leaseReq("tok-4", t0, 1))
-		wantErr(t, s.ExtendLease(t.Context(), "d2", "tok-4", t0.Add(time.Hour), t0.Add(req.Visibility)),
+		wantErr(t, extendTo(t, s, "d2", "tok-4", t0.Add(time.Hour), t0.Add(req.Visibility)),
 			storage.ErrLeaseLost, "ExtendLease after expiry")
-		wantErr(t, s.ExtendLease(t.Context(), "d2", "tok-other", t0.Add(time.Hour), t0), storage.ErrLeaseLost,
+		wantErr(t, extendTo(t, s, "d2", "tok-other", t0.Add(time.Hour), t0), storage.ErrLeaseLost,
 			"ExtendLease with another token")
-		wantErr(t, s.ExtendLease(t.Context(), "nope", "tok-4", t0.Add(time.Hour), t0), storage.ErrNotFound,
+		wantErr(t, extendTo(t, s, "nope", "tok-4", t0.Add(time.Hour), t0), storage.ErrNotFound,
 			"ExtendLease of an unknown delivery")
 		wantIDs(t, lease(t, s, leaseReq("tok-5", t0.Add(req.Visibility), 1)), "lease after the failed extension", "d2")
+	})
+
+	// An extension waits its turn too (the one writer, a connection, a retry) between the
+	// server's call and its statement. Taken at Now, read before that wait, the lease ends
+	// early by the time waited, and a lease that ran out meanwhile is found live.
+	t.Run("an extension with a clock is taken at the clock's time, not at Now", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		deliver(t, s, "ep-1", "ep-1", "d1", at(1*time.Second))
+		deliver(t, s, "ep-2", "ep-2", "d2", at(2*time.Second))
+		first := leaseReq("tok-1", t0, 1)
+		first.EndpointIDs = []string{"ep-1"}
+		wantIDs(t, lease(t, s, first), "lease of d1", "d1")
+		second := leaseReq("tok-2", t0, 1)
+		second.EndpointIDs = []string{"ep-2"}
+		wantIDs(t, lease(t, s, second), "lease of d2", "d2")
+
+		// Live at the clock's time; the nanoseconds are more than a store keeps, and the end
+		// returned is the one stored.
+		ran := t0.Add(30*time.Second + 700*time.Nanosecond)
+		req := storage.ExtendRequest{LeaseRef: storage.LeaseRef{InboxID: "d1", LeaseToken: "tok-1"},
+			Visibility: 5 * time.Minute, Now: t0, Clock: func() time.Time { return ran }}
+		until := ran.Add(req.Visibility).Truncate(time.Microsecond)
+		got, err := s.ExtendLease(t.Context(), req)
+		must(t, err, "ExtendLease with a clock")
+		wantSame(t, until, got, "the end ExtendLease with a clock returns")
+		wantStats(t, s, "stats after the extension with a clock",
+			storage.EndpointInboxStats{EndpointID: "ep-1", Leased: 1, EarliestLeaseEnd: until},
+			storage.EndpointInboxStats{EndpointID: "ep-2", Leased: 1, EarliestLeaseEnd: t0.Add(second.Visibility)})
+		again := leaseReq("tok-3", until.Add(-time.Microsecond), 1)
+		again.EndpointIDs = []string{"ep-1"}
+		wantIDs(t, lease(t, s, again), "lease of ep-1 just before the clock's end")
+
+		// Live at Now, run out by the clock's time: refused, and the lease keeps its end.
+		req = storage.ExtendRequest{LeaseRef: storage.LeaseRef{InboxID: "d2", LeaseToken: "tok-2"},
+			Visibility: 5 * time.Minute, Now: t0, Clock: func() time.Time { return t0.Add(second.Visibility) }}
+		_, err = s.ExtendLease(t.Context(), req)
+		wantErr(t, err, storage.ErrLeaseLost, "ExtendLease with a clock past the lease's end")
+		wantStats(t, s, "stats after the refused extension",
+			storage.EndpointInboxStats{EndpointID: "ep-1", Leased: 1, EarliestLeaseEnd: until},
+			storage.EndpointInboxStats{EndpointID: "ep-2", Leased: 1, EarliestLeaseEnd: t0.Add(second.Visibility)})
 	})
 
 	t.Run("stats count by state per endpoint with the oldest pending", func(t *testing.T) {
@@ -633,7 +684,7 @@ func testInbox(t *testing.T, h harness) {
 			storage.EndpointInboxStats{EndpointID: "ep-2", Leased: 1, EarliestLeaseEnd: t0.Add(5 * time.Minute)})
 
 		// Extended past b's end, a's lease is no longer the earliest.
-		must(t, s.ExtendLease(t.Context(), "a", "tok-a", t0.Add(20*time.Minute), t0.Add(30*time.Second)), "ExtendLease a")
+		must(t, extendTo(t, s, "a", "tok-a", t0.Add(20*time.Minute), t0.Add(30*time.Second)), "ExtendLease a")
 		// e goes back to pending, b is acked: only a's lease is left, and the stats do not
 		// depend on the time they are read, so it is reported after it has run out as before.
 		nack(t, s, "e", "tok-e", t0.Add(time.Hour), 3, t0.Add(time.Minute))
@@ -1173,6 +1224,45 @@ func LeaseTakenWhenItsBatchRuns(t *testing.T, s storage.Store, b CommitBatching)
 		t.Fatalf("the queued lease: %+v; want its delivery leased until %s, its visibility from when its batch ran",
 			got, fmtTime(ran.Add(req.Visibility)))
 	}
+}
+
+// ExtensionTakenWhenItRuns checks that an extension with a clock reads it when its statement
+// runs, not when it was called: block holds what the extension has to wait for (the writer, the
+// connections) until the function it returns is called; the clock moves on before the release,
+// and the lease must last its visibility from the clock's new time, and the end returned be
+// the one stored. s must be empty.
+func ExtensionTakenWhenItRuns(t *testing.T, s storage.Store, block func(t *testing.T) func()) {
+	t.Helper()
+	createEndpoint(t, s, newEndpoint("ep-1"))
+	deliver(t, s, "ep-1", "ep-1", "d1", at(0))
+	wantIDs(t, lease(t, s, leaseOf("tok-1", "ep-1")), "lease of d1", "d1")
+	var mu sync.Mutex
+	now := ackNow
+	req := storage.ExtendRequest{LeaseRef: storage.LeaseRef{InboxID: "d1", LeaseToken: "tok-1"},
+		Visibility: 5 * time.Minute, Now: now, Clock: func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			return now
+		}}
+	release := block(t)
+	var got time.Time
+	var err error
+	var wg sync.WaitGroup
+	wg.Go(func() { got, err = s.ExtendLease(t.Context(), req) })
+	// Nothing tells when the extension waits; one that reads the clock before its wait has
+	// read it by then.
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	now = now.Add(30 * time.Second) // the lease of a minute is still live
+	until := now.Add(req.Visibility)
+	mu.Unlock()
+	release()
+	wg.Wait()
+	must(t, err, "ExtendLease that waited")
+	if !got.Equal(until) {
+		t.Errorf("the extension that waited returned %s; want %s, its visibility from when it ran", fmtTime(got), fmtTime(until))
+	}
+	wantStats(t, s, "stats after the extension that waited", storage.EndpointInboxStats{EndpointID: "ep-1", Leased: 1, EarliestLeaseEnd: until})
 }
 
 // leaseOf is a lease of one delivery of endpointID, at ackNow.

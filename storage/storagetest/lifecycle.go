@@ -80,7 +80,7 @@ func closedCalls(ctx context.Context, s storage.Store) map[string]error {
 		LeaseToken: "tok", Now: at(time.Hour)})
 	calls["Ack"] = s.Ack(ctx, "inbox-1", "tok", at(time.Hour))
 	_, calls["Nack"] = s.Nack(ctx, "inbox-1", "tok", at(time.Hour), 1, "failed", at(time.Hour))
-	calls["ExtendLease"] = s.ExtendLease(ctx, "inbox-1", "tok", at(2*time.Hour), at(time.Hour))
+	_, calls["ExtendLease"] = s.ExtendLease(ctx, storage.ExtendRequest{LeaseRef: storage.LeaseRef{InboxID: "inbox-1", LeaseToken: "tok"}, Visibility: time.Hour, Now: at(time.Hour)})
 	_, _, calls["ListDeadLetters"] = s.ListDeadLetters(ctx, storage.InboxFilter{}, storage.DeadLetterKey{}, 10, 0)
 	calls["Requeue"] = s.Requeue(ctx, "inbox-1", at(time.Hour))
 	_, calls["InboxStats"] = s.InboxStats(ctx)

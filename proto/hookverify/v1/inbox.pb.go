@@ -727,7 +727,9 @@ func (x *ExtendLeaseRequest) GetVisibilityTimeout() *durationpb.Duration {
 }
 
 type ExtendLeaseResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The lease's new end as stored (microseconds): visibility_timeout from when the extension
+	// ran in the store, not from when the call arrived.
 	LeasedUntil   *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=leased_until,json=leasedUntil,proto3" json:"leased_until,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
