@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/hookverify/hookverify/server/protocol"
@@ -95,10 +96,15 @@ func (s *Server) openSecret(ctx context.Context, prov *protocol.Protocol, sec st
 	return material, false
 }
 
-// validKeys returns the keys of the cached endpoint that authenticate at now.
+// validKeys returns the keys of the cached endpoint that authenticate at now, newest first.
 func (e *cachedEndpoint) validKeys(now time.Time) []protocol.Key {
 	keys := make([]protocol.Key, 0, len(e.keys))
-	for _, k := range e.keys {
+	// Newest first (e.keys is in ListSecrets' order, oldest first): a delivery signed with
+	// both secrets of a rotation (Stripe and Standard Webhooks send one signature per secret
+	// while a rolled one lives on) is credited to the new secret, so that the old one's last
+	// use stops moving once the provider signs with the new, as the rotation runbook reads it.
+	// During an overlap the new secret is also the likelier signer: one HMAC, not two.
+	for _, k := range slices.Backward(e.keys) {
 		if k.material != nil && k.secret.ValidAt(now) {
 			keys = append(keys, protocol.Key{ID: k.secret.ID, Material: k.material})
 		}

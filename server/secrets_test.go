@@ -134,6 +134,16 @@ func TestSecretLifecycle(t *testing.T) {
 				// Inside the overlap both work, whichever the provider signs with.
 				acceptedBy(t, endpoint, old, oldID)
 				acceptedBy(t, endpoint, fresh, freshID)
+				// A delivery signed with both (Stripe and Standard Webhooks send one signature
+				// per secret while a rolled secret lives on) is credited to the new one, so that
+				// the runbook's signal, the old secret's last use no longer moving, comes as soon
+				// as the provider signs with the new secret, not when it stops signing with the old.
+				if p.name != githubProvider.name { // GitHub sends one signature
+					resp := e.accept(t, e.deliver(t, p, endpoint, eventID(p), old, fresh))
+					if resp.GetSecretId() != freshID {
+						t.Fatalf("signed with both secrets: secret_id %s, want the new one %s", resp.GetSecretId(), freshID)
+					}
+				}
 				e.clock.Advance(24*time.Hour - time.Second)
 				acceptedBy(t, endpoint, old, oldID)
 				acceptedBy(t, endpoint, fresh, freshID)
