@@ -183,6 +183,7 @@ func (s *Server) RekeySecrets(ctx context.Context, req *hookverifyv1.RekeySecret
 	}
 	current := s.keyring.CurrentKeyID()
 	resp := &hookverifyv1.RekeySecretsResponse{CurrentKeyId: current}
+	now := s.clock()
 	for _, e := range endpoints {
 		secrets, err := st.ListSecrets(ctx, e.ID)
 		if err != nil {
@@ -198,6 +199,10 @@ func (s *Server) RekeySecrets(ctx context.Context, req *hookverifyv1.RekeySecret
 			}
 			done, err := s.reseal(ctx, st, sec)
 			switch {
+			case (errors.Is(err, secretbox.ErrUnknownKey) || errors.Is(err, secretbox.ErrOpen)) && sec.EndedAt(now):
+				// It can never authenticate again: nothing is lost with its key, and an operator
+				// who lost that key can still finish a rotation (the caller need not fail).
+				resp.EndedUnreadableSecretIds = append(resp.EndedUnreadableSecretIds, sec.ID)
 			case errors.Is(err, secretbox.ErrUnknownKey), errors.Is(err, secretbox.ErrOpen):
 				resp.UnreadableSecretIds = append(resp.UnreadableSecretIds, sec.ID)
 			case err != nil:
@@ -208,7 +213,7 @@ func (s *Server) RekeySecrets(ctx context.Context, req *hookverifyv1.RekeySecret
 		}
 	}
 	s.log.InfoContext(ctx, "secrets rekeyed", "key_id", current, "resealed", resp.Resealed,
-		"remaining", resp.Remaining, "unreadable", len(resp.UnreadableSecretIds))
+		"remaining", resp.Remaining, "unreadable", len(resp.UnreadableSecretIds), "ended_unreadable", len(resp.EndedUnreadableSecretIds))
 	return resp, nil
 }
 

@@ -182,15 +182,19 @@ func TestRekeyWhileServing(t *testing.T) {
 			t.Fatal(err)
 		}
 		both := e.start(t, e.store)
-		// A secret under a key nobody holds any more is reported, never dropped.
+		// A secret under a key nobody holds any more is reported, never dropped: one in force
+		// as unreadable, one retired as ended (it needs nothing, and must not hold the rotation
+		// up for ever, since nothing can reseal it).
 		lost, err := secretbox.NewKeyring(mustKey(t))
 		if err != nil {
 			t.Fatal(err)
 		}
-		keyID, sealed, _ := lost.Seal("rk-2", "sec_lost", []byte(p.newSecret()))
-		if err := e.store.AddSecret(t.Context(), storage.Secret{ID: "sec_lost", EndpointID: "rk-2", KeyID: keyID,
-			Sealed: sealed, CreatedAt: e.clock.Now(), RetiredAt: e.clock.Now()}); err != nil {
-			t.Fatal(err)
+		for _, sec := range []storage.Secret{{ID: "sec_lost", RetiredAt: e.clock.Now()}, {ID: "sec_lost_live"}} {
+			sec.EndpointID, sec.CreatedAt = "rk-2", e.clock.Now()
+			sec.KeyID, sec.Sealed, _ = lost.Seal("rk-2", sec.ID, []byte(p.newSecret()))
+			if err := e.store.AddSecret(t.Context(), sec); err != nil {
+				t.Fatal(err)
+			}
 		}
 
 		var resealed int32
@@ -206,9 +210,9 @@ func TestRekeyWhileServing(t *testing.T) {
 			// Verification goes on during the rekey.
 			both.accept(t, e.deliver(t, p, "rk-1", eventID(p), secrets[round%2]))
 			if resp.GetRemaining() == 0 {
-				// The last call reaches every secret left, the unreadable one included.
-				if !slices.Equal(resp.GetUnreadableSecretIds(), []string{"sec_lost"}) {
-					t.Fatalf("last RekeySecrets = %v: want sec_lost reported unreadable", resp)
+				// The last call reaches every secret left, the unreadable ones included.
+				if !slices.Equal(resp.GetUnreadableSecretIds(), []string{"sec_lost_live"}) || !slices.Equal(resp.GetEndedUnreadableSecretIds(), []string{"sec_lost"}) {
+					t.Fatalf("last RekeySecrets = %v: want sec_lost_live reported unreadable and sec_lost ended", resp)
 				}
 				break
 			}

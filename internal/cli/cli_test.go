@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -1021,10 +1022,11 @@ func TestAuditSaysWhenThereMayBeMore(t *testing.T) {
 	}
 }
 
-// TestRekeyAdviceOnUnreadableSecrets: when rekey meets a secret sealed under a master key the
-// server does not hold, its advice must be one that works. Retiring the secret does not: rekey
-// reseals retired secrets too and keeps listing this one; only giving the server that key
-// does.
+// TestRekeyAdviceOnUnreadableSecrets: when rekey meets a secret in force sealed under a master
+// key the server does not hold, it fails with advice that works: give the server that key, or,
+// if it is lost, replace and retire the secret. Once retired, the secret can never
+// authenticate again: rekey lists it as ended and succeeds, rather than fail for ever over a
+// secret nothing can reseal or delete.
 func TestRekeyAdviceOnUnreadableSecrets(t *testing.T) {
 	dir := t.TempDir()
 	keys := map[string]string{}
@@ -1059,17 +1061,23 @@ func TestRekeyAdviceOnUnreadableSecrets(t *testing.T) {
 	if err := srv.waitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
+	code, out, errOut := run(t, "", "rekey", "--server", srv.addr)
+	if code != 1 || !strings.Contains(out, added.Secret.ID) {
+		t.Fatalf("rekey with a secret in force under a key the server lacks: exit %d, stdout %s, stderr %s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "--old-master-key-file") || !strings.Contains(errOut, "retire") {
+		t.Errorf("rekey does not say how to give the server the key, or what to do if it is lost: %s", errOut)
+	}
+
 	if code, _, errOut := run(t, "", "secret", "retire", "--endpoint", "rb", "--id", added.Secret.ID, "--server", srv.addr); code != 0 {
 		t.Fatalf("secret retire: exit %d, %s", code, errOut)
 	}
-	code, out, errOut := run(t, "", "rekey", "--server", srv.addr)
-	if code != 1 || !strings.Contains(out, added.Secret.ID) {
-		t.Fatalf("rekey with a secret under a key the server lacks: exit %d, stdout %s, stderr %s", code, out, errOut)
+	code, out, errOut = run(t, "", "rekey", "--server", srv.addr)
+	var answer struct{ EndedUnreadableSecretIds, UnreadableSecretIds []string }
+	if err := json.Unmarshal([]byte(out), &answer); err != nil || code != 0 {
+		t.Fatalf("rekey with only a retired secret under a key the server lacks: exit %d (%v), stdout %s, stderr %s", code, err, out, errOut)
 	}
-	if strings.Contains(errOut, "retired") && !strings.Contains(errOut, "does not help") {
-		t.Errorf("rekey advises retiring the secret, which leaves it listed: %s", errOut)
-	}
-	if !strings.Contains(errOut, "--old-master-key-file") {
-		t.Errorf("rekey does not say how to give the server the key: %s", errOut)
+	if !slices.Equal(answer.EndedUnreadableSecretIds, []string{added.Secret.ID}) || len(answer.UnreadableSecretIds) != 0 || !strings.Contains(errOut, "need nothing") {
+		t.Errorf("rekey does not list the retired secret as ended and harmless: stdout %s, stderr %s", out, errOut)
 	}
 }

@@ -102,6 +102,7 @@ func runRekey(ctx context.Context, e env, args []string) error {
 		total.Resealed += resp.GetResealed()
 		total.Remaining = resp.GetRemaining()
 		total.UnreadableSecretIds = resp.GetUnreadableSecretIds()
+		total.EndedUnreadableSecretIds = resp.GetEndedUnreadableSecretIds()
 		if resp.GetRemaining() == 0 || resp.GetResealed() == 0 {
 			break
 		}
@@ -109,10 +110,13 @@ func runRekey(ctx context.Context, e env, args []string) error {
 	if err := printJSON(e.stdout, total); err != nil {
 		return err
 	}
+	if n := len(total.GetEndedUnreadableSecretIds()); n > 0 {
+		// Ended, they never authenticate again: their lost key loses nothing, and they must
+		// not hold up the rotation for ever (nothing can reseal or delete them).
+		fmt.Fprintf(e.stderr, "%d ended secrets (endedUnreadableSecretIds above) are sealed under a master key the server does not hold; they can never authenticate again and need nothing\n", n)
+	}
 	if n := len(total.GetUnreadableSecretIds()); n > 0 {
-		// Retiring them does not help: rekey reseals retired secrets too, and keeps listing
-		// those it cannot open. Only a server given their key can move them.
-		return fmt.Errorf("%d secrets (unreadableSecretIds above) are sealed under a master key the server does not hold: restart it with that key as --old-master-key-file and run rekey again (retiring them does not help: rekey reseals retired secrets too); until then keep every old key", n)
+		return fmt.Errorf("%d secrets in force or scheduled (unreadableSecretIds above) are sealed under a master key the server does not hold: restart it with that key as --old-master-key-file and run rekey again, and until then keep every old key. If that key is lost, those secrets can never verify again (deliveries only they would verify get UNAVAILABLE): add the provider's current secret anew, then retire them", n)
 	}
 	if total.GetRemaining() > 0 {
 		return fmt.Errorf("%d secrets remain under older keys (another rekey running at the same time?); run it again", total.GetRemaining())

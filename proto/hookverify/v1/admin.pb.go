@@ -1561,11 +1561,15 @@ type RekeySecretsResponse struct {
 	// Secrets still under another key that this call did not reach because of max_secrets
 	// (call again while above zero).
 	Remaining int32 `protobuf:"varint,3,opt,name=remaining,proto3" json:"remaining,omitempty"`
-	// Secrets under a master key this server does not hold: they cannot be resealed (or
-	// verified) until that key is configured again.
+	// Secrets in force or scheduled under a master key this server does not hold: they cannot
+	// be resealed (or verified) until that key is configured again.
 	UnreadableSecretIds []string `protobuf:"bytes,4,rep,name=unreadable_secret_ids,json=unreadableSecretIds,proto3" json:"unreadable_secret_ids,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Secrets that have ended (retired, or past not_after) under a master key this server does
+	// not hold. They can never authenticate again, so they need nothing; listed so that none is
+	// passed over silently.
+	EndedUnreadableSecretIds []string `protobuf:"bytes,5,rep,name=ended_unreadable_secret_ids,json=endedUnreadableSecretIds,proto3" json:"ended_unreadable_secret_ids,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *RekeySecretsResponse) Reset() {
@@ -1622,6 +1626,13 @@ func (x *RekeySecretsResponse) GetRemaining() int32 {
 func (x *RekeySecretsResponse) GetUnreadableSecretIds() []string {
 	if x != nil {
 		return x.UnreadableSecretIds
+	}
+	return nil
+}
+
+func (x *RekeySecretsResponse) GetEndedUnreadableSecretIds() []string {
+	if x != nil {
+		return x.EndedUnreadableSecretIds
 	}
 	return nil
 }
@@ -1740,12 +1751,13 @@ const file_hookverify_v1_admin_proto_rawDesc = "" +
 	"\x06detail\x18\a \x01(\tR\x06detail\"6\n" +
 	"\x13RekeySecretsRequest\x12\x1f\n" +
 	"\vmax_secrets\x18\x01 \x01(\x05R\n" +
-	"maxSecrets\"\xaa\x01\n" +
+	"maxSecrets\"\xe9\x01\n" +
 	"\x14RekeySecretsResponse\x12$\n" +
 	"\x0ecurrent_key_id\x18\x01 \x01(\tR\fcurrentKeyId\x12\x1a\n" +
 	"\bresealed\x18\x02 \x01(\x05R\bresealed\x12\x1c\n" +
 	"\tremaining\x18\x03 \x01(\x05R\tremaining\x122\n" +
-	"\x15unreadable_secret_ids\x18\x04 \x03(\tR\x13unreadableSecretIds*\x95\x01\n" +
+	"\x15unreadable_secret_ids\x18\x04 \x03(\tR\x13unreadableSecretIds\x12=\n" +
+	"\x1bended_unreadable_secret_ids\x18\x05 \x03(\tR\x18endedUnreadableSecretIds*\x95\x01\n" +
 	"\vSecretState\x12\x1c\n" +
 	"\x18SECRET_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16SECRET_STATE_SCHEDULED\x10\x01\x12\x17\n" +
