@@ -234,6 +234,16 @@ func validateVerifyRequest(req *hookverifyv1.VerifyRequest) error {
 	if req.GetEndpointId() == "" {
 		return status.Error(codes.InvalidArgument, "endpoint_id is required")
 	}
+	// Every HTTP request has both, and protocols sign them (Twilio, HubSpot and Square the URL;
+	// Dropbox's and Meta's handshakes are GETs): an edge that leaves one out, or sends only the
+	// path, must hear that it is misconfigured, not see the deliveries of those providers
+	// rejected as forged.
+	if req.GetMethod() == "" {
+		return status.Error(codes.InvalidArgument, "method is required")
+	}
+	if !isAbsoluteHTTPURL(req.GetUrl()) {
+		return status.Error(codes.InvalidArgument, "url is required, absolute: http:// or https://, the host, then the path and query as received")
+	}
 	if len(req.GetHeaders()) > MaxHeaderCount {
 		return status.Errorf(codes.InvalidArgument, "%d headers, more than the limit of %d", len(req.GetHeaders()), MaxHeaderCount)
 	}
@@ -254,6 +264,13 @@ func validateVerifyRequest(req *hookverifyv1.VerifyRequest) error {
 		return status.Errorf(codes.InvalidArgument, "method is longer than %d bytes", MaxMethodBytes)
 	}
 	return nil
+}
+
+// isAbsoluteHTTPURL reports whether u begins with an http or https scheme (in any case) and a
+// host: the form of VerifyRequest.url. The rest is not parsed: it is what the provider sent.
+func isAbsoluteHTTPURL(u string) bool {
+	scheme, rest, ok := strings.Cut(u, "://")
+	return ok && (strings.EqualFold(scheme, "https") || strings.EqualFold(scheme, "http")) && rest != "" && rest[0] != '/'
 }
 
 // checkEventID returns the reason and detail why an extracted event id cannot be claimed, or

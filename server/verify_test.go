@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
@@ -667,6 +668,14 @@ func TestVerifySizeLimits(t *testing.T) {
 				{"empty endpoint id", &hookverifyv1.VerifyRequest{Body: body(10), Headers: valid.GetHeaders()}, "endpoint_id"},
 				{"more than MaxHeaderCount headers", many(server.MaxHeaderCount+1, 1), "headers"},
 				{"more than MaxHeaderBytes of headers", many(20, server.MaxHeaderBytes/10), "bytes"},
+				// An edge that leaves the method or the URL out, or sends only the path, hears
+				// that it is misconfigured rather than see URL-signing providers' deliveries
+				// rejected as forged.
+				{"no method", withRequest(valid, func(r *hookverifyv1.VerifyRequest) { r.Method = "" }), "method"},
+				{"no url", withRequest(valid, func(r *hookverifyv1.VerifyRequest) { r.Url = "" }), "url"},
+				{"a path for the url", withRequest(valid, func(r *hookverifyv1.VerifyRequest) { r.Url = "/hooks/gh" }), "url"},
+				{"a url of another scheme", withRequest(valid, func(r *hookverifyv1.VerifyRequest) { r.Url = "ftp://hooks.example.com/gh" }), "url"},
+				{"a url without a host", withRequest(valid, func(r *hookverifyv1.VerifyRequest) { r.Url = "https:///gh" }), "url"},
 			}
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
@@ -677,8 +686,11 @@ func TestVerifySizeLimits(t *testing.T) {
 					}
 				})
 			}
-			// The limits themselves are allowed.
+			// The limits themselves are allowed, and a scheme in capitals.
 			e.accept(t, many(server.MaxHeaderCount, 1))
+			e.accept(t, withRequest(sign(t, p, "gh", eventID(p), body(10), e.clock.Now(), secret), func(r *hookverifyv1.VerifyRequest) {
+				r.Url = "HTTPS://hooks.example.com/gh"
+			}))
 		})
 	})
 }
@@ -935,4 +947,11 @@ func hasRetryInfo(err error) bool {
 		}
 	}
 	return false
+}
+
+// withRequest returns a copy of req changed by change.
+func withRequest(req *hookverifyv1.VerifyRequest, change func(*hookverifyv1.VerifyRequest)) *hookverifyv1.VerifyRequest {
+	out := proto.CloneOf(req)
+	change(out)
+	return out
 }

@@ -232,9 +232,12 @@ type VerifyRequest struct {
 	Body []byte `protobuf:"bytes,2,opt,name=body,proto3" json:"body,omitempty"`
 	// Every request header, in the order received, repeated names kept.
 	Headers []*HeaderField `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty"`
-	// The HTTP method, e.g. "POST".
+	// The HTTP method, e.g. "POST". Required.
 	Method string `protobuf:"bytes,4,opt,name=method,proto3" json:"method,omitempty"`
-	// The absolute URL the provider called, e.g. "https://hooks.example.com/stripe?x=1".
+	// The absolute URL the provider called, e.g. "https://hooks.example.com/stripe?x=1": the
+	// scheme (http or https), the host the provider addressed, then the path and query exactly as
+	// received. Required; a path alone is refused (INVALID_ARGUMENT), since several providers
+	// sign the whole URL.
 	Url           string `protobuf:"bytes,5,opt,name=url,proto3" json:"url,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
