@@ -168,6 +168,11 @@ func (c *Conn) requestURL(r *http.Request) (string, error) {
 		if host == "" {
 			host = r.URL.Host
 		}
+		if host == "" {
+			// HTTP/1.0 lets a request leave Host out; no provider does, and without it there is
+			// no URL to forward (the server refuses a URL without a host).
+			return "", fmt.Errorf("%w: no Host header, so no URL (WithPublicURLBase gives one)", ErrUnforwardable)
+		}
 		url = c.scheme(r) + "://" + host + uri
 	}
 	if !utf8.ValidString(url) {

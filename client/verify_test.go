@@ -98,6 +98,8 @@ func TestBuildRequestRefuses(t *testing.T) {
 	}{
 		{"header value not UTF-8", func(r *http.Request) { r.Header["Stripe-Signature"] = []string{"t=1,v1=\xff\xfe"} }, client.ErrUnforwardable},
 		{"URL not UTF-8", func(r *http.Request) { r.RequestURI = "/hooks/\xff" }, client.ErrUnforwardable},
+		// HTTP/1.0 may leave Host out: there is then no absolute URL, which the server requires.
+		{"no Host", func(r *http.Request) { r.RequestURI, r.Host, r.URL.Host = "/hooks/ep", "", "" }, client.ErrUnforwardable},
 		// Past the server's limits: refused on every retry, and with a large body past its gRPC
 		// receive limit, which would look like an overloaded server and be retried.
 		{"headers over the server's byte limit", func(r *http.Request) { r.Header.Set("X-Big", strings.Repeat("a", client.MaxHeaderBytes)) }, client.ErrUnforwardable},

@@ -978,7 +978,7 @@ function createEdge(opts = {}) {
     // The Host value as forwarded (its received bytes as UTF-8), not req.headers.host, which
     // Node decoded as latin1: the URL must carry the bytes the provider sent, as the Host
     // header does. (Node refuses a request line with bytes outside ASCII: req.url is ASCII.)
-    const host = headers.find((f) => f.name.toLowerCase() === 'host')?.value ?? 'localhost';
+    const host = headers.find((f) => f.name.toLowerCase() === 'host')?.value || 'localhost'; // hookverify needs a host: none or an empty one (HTTP/1.0) is localhost
     const url = (base ?? `${scheme(req)}://${host}`) + req.url;
     const beyond = beyondServerLimits(headers, url);
     if (beyond) {
