@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -51,6 +52,27 @@ type auditKey struct{}
 // method called with it.
 func WithAuditEvent(ctx context.Context, ev AuditEvent) context.Context {
 	return context.WithValue(ctx, auditKey{}, ev)
+}
+
+// WithEndedByRotation returns ctx with the event it carries (if any) completed by the secrets a
+// rotation ended early, ids oldest first: RotateSecret's backends call it inside their
+// transaction, where those secrets are known, so that the trail names every secret whose
+// validity the rotation cut short, not only the new one.
+func WithEndedByRotation(ctx context.Context, ended []Secret) context.Context {
+	ev, ok := AuditEventFrom(ctx)
+	if !ok {
+		return ctx
+	}
+	if len(ended) == 0 {
+		ev.Detail += "; no earlier secret was ended"
+	} else {
+		ids := make([]string, len(ended))
+		for i, sec := range ended {
+			ids[i] = sec.ID
+		}
+		ev.Detail += "; ended: " + strings.Join(ids, ", ")
+	}
+	return WithAuditEvent(ctx, ev)
 }
 
 // AuditEventFrom returns the event carried by ctx, if any. Backends call it inside the

@@ -73,12 +73,12 @@ func (s *Store) RotateSecret(ctx context.Context, sec storage.Secret, expireAt t
 		if changed, err = pgx.CollectRows(rows, scanSecret); err != nil {
 			return err
 		}
-		return recordAudit(ctx, tx)
+		sortSecrets(changed)
+		return recordAudit(storage.WithEndedByRotation(ctx, changed), tx)
 	})
 	if err != nil {
 		return nil, err
 	}
-	sortSecrets(changed)
 	return changed, nil
 }
 

@@ -64,7 +64,7 @@ func (s *Store) RotateSecret(ctx context.Context, sec storage.Secret, expireAt t
 		for i := range changed {
 			changed[i].NotAfter = fromMicros(expire)
 		}
-		return recordAudit(ctx, tx)
+		return recordAudit(storage.WithEndedByRotation(ctx, changed), tx)
 	})
 	if err != nil {
 		return nil, err

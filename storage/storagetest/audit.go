@@ -49,6 +49,9 @@ func testAudit(t *testing.T, h harness) {
 		must(t, err, "RevokeToken")
 		// Writes without an event record nothing.
 		createEndpoint(t, s, newEndpoint("ep-2"))
+		// A rotation's record names the secrets it ended early, so that the trail shows every
+		// secret whose validity changed.
+		events[3].Detail += "; ended: sec-1"
 		wantSame(t, events, listAudit(t, s, storage.AuditFilter{Limit: 100}), "audit events")
 	})
 
