@@ -50,9 +50,10 @@ type VerifierServiceClient interface {
 	//     and answers 413 itself.
 	//   - DEADLINE_EXCEEDED, CANCELLED: the call's own deadline or cancellation. Answer 503: the
 	//     delivery may or may not have been committed, and the retry settles which.
-	//   - INVALID_ARGUMENT: the edge sent a malformed request (no endpoint_id; over 500 headers or
-	//     262144 bytes of header names and values; a URL over 16384 bytes; a method over 32
-	//     bytes; NUL in the URL or method; a string field that is not valid UTF-8).
+	//   - INVALID_ARGUMENT: the edge sent a malformed request (no endpoint_id, method or absolute
+	//     url; over 500 headers or 262144 bytes of header names and values; a URL over 16384
+	//     bytes; a method over 32 bytes; NUL in the URL or method; a string field that is not
+	//     valid UTF-8).
 	//     UNAUTHENTICATED, PERMISSION_DENIED: the edge's credentials. FAILED_PRECONDITION: the
 	//     endpoint names a provider this server does not have. INTERNAL: a server fault. For
 	//     these the edge is misconfigured or the server broken, not the delivery: answer 500, so
@@ -106,9 +107,10 @@ type VerifierServiceServer interface {
 	//     and answers 413 itself.
 	//   - DEADLINE_EXCEEDED, CANCELLED: the call's own deadline or cancellation. Answer 503: the
 	//     delivery may or may not have been committed, and the retry settles which.
-	//   - INVALID_ARGUMENT: the edge sent a malformed request (no endpoint_id; over 500 headers or
-	//     262144 bytes of header names and values; a URL over 16384 bytes; a method over 32
-	//     bytes; NUL in the URL or method; a string field that is not valid UTF-8).
+	//   - INVALID_ARGUMENT: the edge sent a malformed request (no endpoint_id, method or absolute
+	//     url; over 500 headers or 262144 bytes of header names and values; a URL over 16384
+	//     bytes; a method over 32 bytes; NUL in the URL or method; a string field that is not
+	//     valid UTF-8).
 	//     UNAUTHENTICATED, PERMISSION_DENIED: the edge's credentials. FAILED_PRECONDITION: the
 	//     endpoint names a provider this server does not have. INTERNAL: a server fault. For
 	//     these the edge is misconfigured or the server broken, not the delivery: answer 500, so
