@@ -26,6 +26,14 @@ import (
 // bootstrapTokenEnv names the environment variable whose token becomes the first admin token.
 const bootstrapTokenEnv = "HOOKVERIFY_BOOTSTRAP_TOKEN"
 
+// bootstrapTokenFromEnv reads $HOOKVERIFY_BOOTSTRAP_TOKEN trimmed as the CLI trims the token it
+// sends (readToken): a variable filled from an env file or a Kubernetes secret keeps the file's
+// trailing newline, and serve refused the token for it although the client would send it
+// without.
+func bootstrapTokenFromEnv() string {
+	return strings.TrimSpace(strings.TrimPrefix(os.Getenv(bootstrapTokenEnv), "\ufeff"))
+}
+
 // authFlags are serve's transport security and caller authentication settings.
 type authFlags struct {
 	tlsCert, tlsKey string

@@ -467,3 +467,24 @@ func TestTokenRevokeReadsALeakedTokenFromStandardInput(t *testing.T) {
 		t.Errorf("token revoke --id - with nothing on stdin: exit %d, %q", code, errOut)
 	}
 }
+
+// TestBootstrapTokenTrimmedAsTheClientTrimsIt: a bootstrap token set from a file keeps the
+// file's newline (and a Windows editor's byte order mark); serve stores the token the CLI
+// sends, which trims both, rather than refuse it or store one no caller sends.
+func TestBootstrapTokenTrimmedAsTheClientTrimsIt(t *testing.T) {
+	token := "bootstrap-" + strings.Repeat("n", 40)
+	for _, set := range []string{token + "\n", token + "\r\n", "\ufeff" + token + "\n", " " + token} {
+		t.Setenv(bootstrapTokenEnv, set)
+		t.Setenv(tokenEnv, set)
+		sent, err := readToken("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bootstrapTokenFromEnv(); got != token || got != sent {
+			t.Errorf("bootstrap token %q from %q; the CLI sends %q", got, set, sent)
+		}
+		if err := server.CheckBootstrapToken(bootstrapTokenFromEnv()); err != nil {
+			t.Errorf("%q refused: %v", set, err)
+		}
+	}
+}

@@ -98,6 +98,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		fmt.Fprintf(stderr, "hookverify %s: %v\n", args[0], err)
+		var hinted *hintedError
+		if errors.As(err, &hinted) {
+			fmt.Fprintf(stderr, "hint: %s\n", hinted.hint)
+		}
 		if plaintextToTLS(err) {
 			fmt.Fprintln(stderr, "hint: the server closed the connection before answering, as a TLS server does to a plaintext caller; if it serves TLS, give --ca (and --cert/--key for mutual TLS)")
 		}
@@ -136,12 +140,22 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return errUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
+		if readsSecret[fs.Name()] {
+			// The stray argument is most likely the secret itself, typed where standard input
+			// was meant: not repeated into a terminal's scrollback or a CI log.
+			fmt.Fprintf(fs.Output(), "unexpected argument (not shown: it may be a secret); this command reads the secret from standard input: printf %%s \"$SECRET\" | hookverify %s ...\n", fs.Name())
+		} else {
+			fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
+		}
 		fs.Usage()
 		return errUsage
 	}
 	return nil
 }
+
+// readsSecret names the commands that read a secret or a token from standard input, whose
+// stray arguments parseFlags does not repeat.
+var readsSecret = map[string]bool{"hookverify secret add": true, "hookverify secret rotate": true, "hookverify secret fingerprint": true, "hookverify token revoke": true}
 
 // multiFlag collects a repeatable string flag.
 type multiFlag []string
@@ -151,8 +165,10 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 // plaintextToTLS reports whether err is what a plaintext gRPC call to a TLS server gets: the
 // server drops the connection when the first bytes are not a TLS hello, and gRPC reports only
-// that the server's preface never came.
+// that the server's preface never came. A preface that looked like HTTP/1.1 came from an HTTP
+// server (serve's --http-listen, say), not a TLS one: remoteFlags.hint says so instead.
 func plaintextToTLS(err error) bool {
 	s, ok := status.FromError(err)
-	return ok && s.Code() == codes.Unavailable && strings.Contains(s.Message(), "server preface")
+	return ok && s.Code() == codes.Unavailable && strings.Contains(s.Message(), "server preface") &&
+		!strings.Contains(s.Message(), "HTTP/1.1")
 }

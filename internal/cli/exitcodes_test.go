@@ -181,6 +181,7 @@ func TestLongRunningCommandsUsageErrorsExit2(t *testing.T) {
 		{serve("--tls-cert", "cert.pem"), "--tls-key"},
 		{serve("--client-ca", "ca.pem"), "--client-ca"},
 		{[]string{"serve", "--data-dir", dir, "--listen", "0.0.0.0:0"}, "--listen"},
+		{[]string{"edge", "--verifier", "http://127.0.0.1:7700"}, "--verifier"},
 		{[]string{"edge", "--route", "/hooks/x"}, "--route"},
 		{[]string{"edge", "--tls-cert", "cert.pem"}, "--tls-key"},
 		{[]string{"edge", "--verifier-cert", "cert.pem"}, "--verifier-key"},
@@ -197,5 +198,27 @@ func TestLongRunningCommandsUsageErrorsExit2(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut, c.want) || out != "" {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and a message naming %s", c.args, code, out, errOut, c.want)
 		}
+	}
+}
+
+// TestStrayArgumentOfASecretCommandIsNotRepeated: `secret add --endpoint e whsec_...`, the
+// secret typed where standard input was meant, is refused as a usage error without repeating
+// the argument, which would put the secret into the terminal's scrollback or a CI log; other
+// commands still name their stray argument.
+func TestStrayArgumentOfASecretCommandIsNotRepeated(t *testing.T) {
+	const secret = "whsec_c2VjcmV0LXR5cGVkLW9uLXRoZS1jb21tYW5kLWxpbmU"
+	for _, args := range [][]string{
+		{"secret", "add", "--endpoint", "e", secret},
+		{"secret", "rotate", "--endpoint", "e", secret},
+		{"secret", "fingerprint", "--endpoint", "e", secret},
+		{"token", "revoke", "--id", "-", secret},
+	} {
+		code, out, errOut := run(t, "", args...)
+		if code != 2 || strings.Contains(out+errOut, secret) || !strings.Contains(errOut, "standard input") {
+			t.Errorf("%s %s: exit %d, stdout %q, stderr %q; want 2, the argument not shown, and where the secret goes", args[0], args[1], code, out, errOut)
+		}
+	}
+	if code, _, errOut := run(t, "", "endpoint", "list", "stray"); code != 2 || !strings.Contains(errOut, `"stray"`) {
+		t.Errorf("endpoint list stray: exit %d, stderr %q; want 2 naming it", code, errOut)
 	}
 }

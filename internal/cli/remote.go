@@ -9,10 +9,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -56,36 +58,178 @@ func (r *remoteFlags) dialGated(opts ...client.Option) (*client.Conn, error) {
 		// server; 0 does not mean "no deadline" here.
 		return nil, usagef("--timeout %v: want a positive duration, e.g. 30s", r.timeout)
 	}
+	if err := checkNotURL("--server", r.server, "--ca"); err != nil {
+		return nil, err
+	}
 	if (r.cert == "") != (r.certKey == "") {
 		// Named as the flags, rather than as the client package's certificate and key files.
 		return nil, usagef("--cert and --key go together: a client certificate needs its private key")
 	}
-	if r.caFile != "" || r.cert != "" || r.certKey != "" {
+	useTLS := r.caFile != "" || r.cert != "" || r.certKey != ""
+	if useTLS {
 		opts = append(opts, client.WithTLSFiles(r.caFile, r.cert, r.certKey))
 	}
 	token, err := readToken(r.tokenFile)
 	if err != nil {
 		return nil, err
 	}
-	if token != "" {
-		opts = append(opts, client.WithToken(token))
+	if strings.ContainsFunc(token, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
+		// Said here with the token's source, which the client package's refusal cannot name
+		// (and never quoting the token).
+		return nil, fmt.Errorf("the API token in %s holds a space or a character that is not printable ASCII; a token is what 'token create' printed (hvt_...)", r.tokenSource())
 	}
-	return client.Dial(r.server, opts...)
+	opts = append(opts, client.WithGRPCOptions(grpc.WithChainUnaryInterceptor(r.hintInterceptor(token != ""))))
+	if token == "" {
+		return client.Dial(r.server, opts...)
+	}
+	conn, err := client.Dial(r.server, append(opts, client.WithToken(token))...)
+	if err != nil && !useTLS {
+		// The client package refuses a token it would send in clear to a server that is not
+		// on loopback, in terms of its Go API (WithTLS). Dial without it connects nothing yet,
+		// so it tells whether the token was the reason, and the refusal is said in flags.
+		if bare, bareErr := client.Dial(r.server, opts...); bareErr == nil {
+			bare.Close()
+			return nil, fmt.Errorf("refusing to send the API token of %s in clear to %s, which is not loopback: give --ca (the CA of the server's --tls-cert) to speak TLS", r.tokenSource(), r.server)
+		}
+	}
+	return conn, err
+}
+
+// hintedError is a call's error with a sentence saying what to do about it, which Main prints
+// on a line of its own. The error and its gRPC status (code and message) stay the call's own,
+// for scripts that read the code and for code that inspects the status.
+type hintedError struct {
+	err  error
+	hint string
+}
+
+func (h *hintedError) Error() string              { return h.err.Error() }
+func (h *hintedError) Unwrap() error              { return h.err }
+func (h *hintedError) GRPCStatus() *status.Status { return status.Convert(h.err) }
+
+// hintInterceptor adds a hint to the errors of calls that never reached the server, or that
+// the server refused for want of a caller: gRPC reports the first as transport text ("no
+// children to pick from" for a host name that does not resolve) and the server answers
+// "authentication required" alike to no token, a wrong one and an unknown certificate, while
+// only the CLI knows which flags it was given and what it sent.
+func (r *remoteFlags) hintInterceptor(sentToken bool) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if hint := r.hint(method, req, err, sentToken); hint != "" {
+			return &hintedError{err: err, hint: hint}
+		}
+		return err
+	}
+}
+
+// hint says what to fix for the error of a call of method with req, or "" when the error says
+// it well enough itself.
+func (r *remoteFlags) hint(method string, req any, err error, sentToken bool) string {
+	s, ok := status.FromError(err)
+	if !ok {
+		return ""
+	}
+	msg := s.Message()
+	switch s.Code() {
+	case codes.Unavailable:
+		switch {
+		case strings.Contains(msg, "looked like an HTTP/1.1 header"):
+			// Not a TLS server (see plaintextToTLS): an HTTP/1.1 one answered.
+			return fmt.Sprintf("an HTTP/1.1 server answered at %s, not serve's gRPC listener: is it serve's --http-listen (/metrics, /healthz) or another service? --server is serve's --listen address", r.server)
+		case strings.Contains(msg, "connection refused") && noPort(r.server):
+			return fmt.Sprintf("nothing listens at %s on port 443, which gRPC dials when --server names no port: give host:port (serve's --listen, 127.0.0.1:7700 by default)", r.server)
+		case strings.Contains(msg, "connection refused"):
+			return fmt.Sprintf("nothing listens at %s: is 'hookverify serve' running there, and is --server its --listen address?", r.server)
+		case strings.Contains(msg, "no children to pick from"), strings.Contains(msg, "produced zero addresses"), strings.Contains(msg, "no such host"):
+			return fmt.Sprintf("the host of --server %s does not resolve to any address: check the name, or give an IP address", r.server)
+		case strings.Contains(msg, "certificate signed by unknown authority"):
+			if r.caFile == "" {
+				return "the server's certificate is not signed by a CA this system trusts: give --ca the CA file that signed the server's --tls-cert"
+			}
+			return fmt.Sprintf("the server's certificate is not signed by a CA of --ca %s: give --ca the CA file that signed the server's --tls-cert", r.caFile)
+		case strings.Contains(msg, "certificate is valid for"), strings.Contains(msg, "certificate is not valid for any names"):
+			return fmt.Sprintf("the server's certificate does not name the host of --server %s: call it by a name or IP address its certificate holds", r.server)
+		case strings.Contains(msg, "certificate has expired or is not yet valid"):
+			return "the server's certificate has expired or is not valid yet (or this machine's clock is wrong): renew the server's --tls-cert"
+		case strings.Contains(msg, "first record does not look like a TLS handshake"):
+			return fmt.Sprintf("the server at %s does not speak TLS (it serves plaintext without --tls-cert): drop --ca, --cert and --key, or start it with --tls-cert and --tls-key", r.server)
+		}
+	case codes.Unauthenticated:
+		switch {
+		case sentToken:
+			return "the server does not know the API token sent (" + r.tokenSource() + "), or it was revoked: give the bearerToken that 'token create' printed, of a token 'token list' does not show revoked"
+		case r.cert != "":
+			return fmt.Sprintf("the server did not accept the client certificate of --cert %s: it must be signed by a CA of the server's --client-ca and valid now (the server's log says why); or send an API token in $%s or --token-file", r.cert, tokenEnv)
+		default:
+			return fmt.Sprintf("no API token was sent: put it in $%s or in a file named by --token-file (or, with mutual TLS, give --cert and --key)", tokenEnv)
+		}
+	case codes.PermissionDenied:
+		// The server says only that the caller's scopes do not allow the call (the same for
+		// every refusal, so that it tells nothing about endpoints out of scope); the scope
+		// each call needs is no secret (README, server/authz.go).
+		return scopeNeeded(method, req)
+	}
+	return ""
+}
+
+// scopeNeeded says which scope a call of method with req needs.
+func scopeNeeded(method string, req any) string {
+	const get = "; 'token list' shows a token's scopes"
+	switch {
+	case strings.HasPrefix(method, "/"+hookverifyv1.AdminService_ServiceDesc.ServiceName+"/"),
+		strings.HasPrefix(method, "/"+hookverifyv1.TokenService_ServiceDesc.ServiceName+"/"):
+		return "this command needs a caller with the admin scope" + get
+	case method == hookverifyv1.VerifierService_Verify_FullMethodName:
+		id := req.(*hookverifyv1.VerifyRequest).GetEndpointId()
+		return fmt.Sprintf("verify needs a caller whose scopes cover verify:%s (verify:%s, a verify:prefix* matching it, or verify:*)", id, id) + get
+	}
+	var ids []string
+	switch req := req.(type) {
+	case *hookverifyv1.LeaseRequest:
+		ids = req.GetEndpointIds()
+	case *hookverifyv1.ListDeadLettersRequest:
+		ids = req.GetEndpointIds()
+	default:
+		if strings.HasPrefix(method, "/"+hookverifyv1.InboxService_ServiceDesc.ServiceName+"/") {
+			return "this needs the inbox scope on the endpoint of every delivery named (the server answers the same for an inbox id that does not exist)" + get
+		}
+		return ""
+	}
+	if len(ids) == 0 {
+		return "without --endpoint this needs inbox:* (every endpoint): a caller scoped to some endpoints names them with --endpoint" + get
+	}
+	return "this needs the inbox scope on every --endpoint given (inbox:" + strings.Join(ids, ", inbox:") + ", or a prefix* matching them)" + get
+}
+
+// noPort reports whether a host:port address lacks its port ("127.0.0.1", "localhost").
+func noPort(addr string) bool {
+	_, _, err := net.SplitHostPort(addr)
+	var ae *net.AddrError
+	return errors.As(err, &ae) && ae.Err == "missing port in address"
+}
+
+// tokenSource names where the API token came from, never the token itself.
+func (r *remoteFlags) tokenSource() string {
+	if r.tokenFile != "" {
+		return "--token-file " + r.tokenFile
+	}
+	return "$" + tokenEnv
 }
 
 // readToken returns the API token: the file's content when a file is named, else $HOOKVERIFY_TOKEN.
 // A token on the command line itself would show in process listings, so there is no flag for it.
 // Both are trimmed alike: a variable filled from a file (a Kubernetes secret, an env file)
 // keeps the file's trailing newline, which no token has.
+// A leading UTF-8 byte order mark, which Windows editors write, is dropped too: no token has one.
 func readToken(file string) (string, error) {
 	if file == "" {
-		return strings.TrimSpace(os.Getenv(tokenEnv)), nil
+		return strings.TrimSpace(strings.TrimPrefix(os.Getenv(tokenEnv), "\ufeff")), nil
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return "", fmt.Errorf("--token-file: %w", err)
 	}
-	token := strings.TrimSpace(string(data))
+	token := strings.TrimSpace(strings.TrimPrefix(string(data), "\ufeff"))
 	if token == "" {
 		// Calling without a token would end in a bare Unauthenticated (or, on a server without
 		// authentication, hide that the token was never provisioned).
@@ -328,7 +472,12 @@ func runSecret(ctx context.Context, e env, args []string) error {
 }
 
 // readSecret reads the secret from standard input: never from the command line, where other
-// users of the machine can see it in the process list. One trailing newline is removed.
+// users of the machine can see it in the process list. One trailing newline (LF or CRLF) is
+// removed, and a leading UTF-8 byte order mark, which Windows editors write at the start of a
+// text file: neither is part of any provider's secret, and kept, the stored secret would
+// fail every delivery as BAD_SIGNATURE with nothing to show why. A line break left inside is
+// refused: no secret holds one (SendGrid's key is given without PEM armor), and two secrets
+// pasted as one (the old and the new) would be stored as a third that matches nothing.
 func readSecret(e env) (string, error) {
 	if f, ok := e.stdin.(*os.File); ok {
 		if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
@@ -339,9 +488,14 @@ func readSecret(e env) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reading the secret from standard input: %w", err)
 	}
-	secret := strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
+	secret := strings.TrimPrefix(string(data), "\ufeff")
+	secret = strings.TrimSuffix(strings.TrimSuffix(secret, "\n"), "\r")
 	if secret == "" {
 		return "", errors.New("no secret on standard input (pipe it in: printf %s \"$SECRET\" | hookverify secret add ...)")
+	}
+	if strings.ContainsAny(secret, "\r\n") {
+		// The secret itself is not quoted: it may be a real one.
+		return "", errors.New("the secret on standard input is more than one line: give one secret, on one line (add a second one with another 'secret add')")
 	}
 	return secret, nil
 }

@@ -76,6 +76,10 @@ func (c *storeConfig) keyring(log *slog.Logger) (*secretbox.Keyring, error) {
 	switch {
 	case c.masterKeyFile != "":
 		key, err = secretbox.ReadKeyFile(c.masterKeyFile)
+		if err != nil {
+			// Named as the flag, as --old-master-key-file's errors are.
+			err = fmt.Errorf("--master-key-file: %w", err)
+		}
 	case os.Getenv(masterKeyEnv) != "":
 		key, err = secretbox.ParseKey(os.Getenv(masterKeyEnv))
 		if err != nil {
@@ -87,6 +91,11 @@ func (c *storeConfig) keyring(log *slog.Logger) (*secretbox.Keyring, error) {
 		key, created, err = secretbox.LoadOrCreateKeyFile(path)
 		if created {
 			log.Warn("generated a new master key; back it up: without it the stored secrets cannot be decrypted", "path", path)
+		}
+		if err != nil {
+			// The key file is the data dir's: the flag to fix is --data-dir (or to give a key
+			// with --master-key-file), not the key file secretbox names.
+			err = fmt.Errorf("--data-dir %s: %w", c.dataDir, err)
 		}
 	default:
 		err = usagef("a master key is required with --database-url: set $%s or --master-key-file", masterKeyEnv)
@@ -257,7 +266,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if err := sc.auth.check(log, sc.listen); err != nil {
 		return err
 	}
-	sc.bootstrapToken = os.Getenv(bootstrapTokenEnv)
+	sc.bootstrapToken = bootstrapTokenFromEnv()
 	if sc.bootstrapToken != "" {
 		if err := server.CheckBootstrapToken(sc.bootstrapToken); err != nil {
 			return fmt.Errorf("$%s: %w", bootstrapTokenEnv, err)

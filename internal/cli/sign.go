@@ -54,6 +54,12 @@ func runSign(ctx context.Context, e env, args []string) error {
 	if errors.Is(err, protocol.ErrSignNeedsEventID) {
 		return usagef("%v: give it with --id", err)
 	}
+	if errors.Is(err, protocol.ErrInvalidSecret) {
+		// A --secret of a form the provider never shows (a Standard Webhooks secret that is not
+		// whsec_ + base64): a value of the wrong form on the command line, exit 2, not a
+		// failure. The protocol's reason never quotes the secret.
+		return usagef("--secret: %v", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -21,4 +22,14 @@ func parseOptionalTime(flagName, value string) (*timestamppb.Timestamp, error) {
 		return nil, usagef("%s: want an RFC 3339 time such as 2026-12-31T23:59:00Z: %v", flagName, err)
 	}
 	return timestamppb.New(t), nil
+}
+
+// checkNotURL refuses a gRPC address given as a URL (http://host:port): gRPC would take it for
+// a DNS name, or refuse it as an "invalid target address" only when the first call fails (for
+// the edge, as a 503 to every delivery). The scheme does not choose TLS either: tlsFlag does.
+func checkNotURL(flag, addr, tlsFlag string) error {
+	if lower := strings.ToLower(addr); strings.HasPrefix(lower, "http://") || strings.HasPrefix(lower, "https://") {
+		return usagef("%s %s: want the gRPC address host:port (serve's --listen, e.g. 127.0.0.1:7700), not a URL; TLS is chosen with %s", flag, addr, tlsFlag)
+	}
+	return nil
 }
