@@ -56,7 +56,10 @@ func (s *Server) RunRetention(ctx context.Context, r Retention) {
 		if _, err := s.SweepOnce(ctx, r); err != nil && ctx.Err() == nil {
 			s.log.WarnContext(ctx, "retention sweep failed; will retry", "err", err)
 		}
-		if now := s.clock(); now.Sub(lastExhaustedCheck) >= exhaustedCheckInterval {
+		// A clock that stepped back (now before the last check) makes the check due at once:
+		// timed by the clock alone, it waited until the clock passed the last check's time
+		// again, as long as the step, with the deliveries it moves pending for nobody.
+		if now := s.clock(); now.Sub(lastExhaustedCheck) >= exhaustedCheckInterval || now.Before(lastExhaustedCheck) {
 			if ib, err := s.inbox(); err == nil {
 				if _, err := s.DeadLetterExhausted(ctx, ib); err != nil && ctx.Err() == nil {
 					s.log.WarnContext(ctx, "dead-lettering exhausted deliveries failed; will retry", "err", err)

@@ -274,9 +274,16 @@ type RetentionStore interface {
 
 // SweepRequest bounds one Sweep call.
 type SweepRequest struct {
-	AckedBefore  time.Time
+	// AckedBefore: acked records acked before it go. Sweep also asks that the record was
+	// due (its VisibleAt) before it, which lets it read a range of the inbox's (state,
+	// visible_at, id) index rather than every acked record kept: a delivery is due before it
+	// is leased and acked, so the bound changes nothing unless the clock that leased it was
+	// ahead of the one that acked it, and then the record goes that much later.
+	AckedBefore time.Time
+	// ClaimsBefore: claims first received before it go, once their delivery is acked or gone.
 	ClaimsBefore time.Time
-	Batch        int
+	// Batch is the most rows each of the two deletes takes (at least 1).
+	Batch int
 }
 
 // SweepResult counts what one Sweep call deleted.

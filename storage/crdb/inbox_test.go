@@ -693,3 +693,92 @@ func holdConnections(s *Store) func(t *testing.T) func() {
 		}
 	}
 }
+
+// TestSweepStatementsReadARange: each statement of Sweep finds its batch along an index range
+// bounded by its time, so that a sweep costs what it deletes, not what the store keeps: here
+// 30,000 acked records and their claims, none of them due. Bounded by acked_at alone, which
+// no index holds, the acked records' batch read every acked record at every sweep.
+func TestSweepStatementsReadARange(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Shared(t).NewDatabase(t)
+	open(t, url)
+	conn := connect(t, url)
+	exec(t, conn, `INSERT INTO inbox (id, scope, event_id, endpoint_id, operation_key, secret_id, method, url,
+		headers, body, received_at, state, attempts, visible_at, acked_at)
+		SELECT 'inbox-' || i, 'ep-1', 'evt-' || i, 'ep-1', 'op-' || i, 'sec', 'POST', 'u', '', '{}',
+			$1::TIMESTAMPTZ + i * interval '1 ms', CASE WHEN i % 10 = 0 THEN 'pending' ELSE 'acked' END, 1,
+			$1::TIMESTAMPTZ + i * interval '1 ms', $1::TIMESTAMPTZ + i * interval '1 ms' + interval '1 s'
+		FROM generate_series(1, 30000) AS i`, base)
+	exec(t, conn, `INSERT INTO claims (scope, event_id, inbox_id, operation_key, first_received_at)
+		SELECT scope, event_id, id, operation_key, received_at FROM inbox`)
+	exec(t, conn, `ANALYZE inbox`)
+	exec(t, conn, `ANALYZE claims`)
+	before := base.Add(-time.Hour)
+	for _, c := range []struct {
+		what, sql, index, cond string
+	}{
+		{"the acked records' batch", sweepAckedSQL, "inbox_state_visible_at_idx", "visible_at <"},
+		{"the claims' batch", sweepClaimsSQL, "claims_first_received_at_idx", "first_received_at <"},
+	} {
+		plan := explain(t, conn, c.sql, before, int64(500))
+		t.Logf("%s:\n%s", c.what, plan)
+		var cond bool
+		for _, line := range strings.Split(plan, "\n") {
+			cond = cond || strings.Contains(line, "Index Cond") && strings.Contains(line, c.cond)
+		}
+		if !strings.Contains(plan, c.index) || !cond || strings.Contains(plan, "Seq Scan") {
+			t.Errorf("%s does not read a range of %s bounded by %s:\n%s", c.what, c.index, c.cond, plan)
+		}
+	}
+}
+
+// TestConcurrentSweepsShareTheWork: instances sweep at the same time (every instance runs the
+// sweeper), each until its batches come back short, as server.SweepOnce does. Together they
+// delete every due row exactly once, and none fails (a deadlock, a serialization failure).
+func TestConcurrentSweepsShareTheWork(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Shared(t).NewDatabase(t)
+	stores := []*Store{open(t, url), open(t, url), open(t, url), open(t, url)}
+	conn := connect(t, url)
+	const n = 6000
+	exec(t, conn, `INSERT INTO inbox (id, scope, event_id, endpoint_id, operation_key, secret_id, method, url,
+		headers, body, received_at, state, attempts, visible_at, acked_at)
+		SELECT 'inbox-' || i, 'ep-1', 'evt-' || i, 'ep-1', 'op-' || i, 'sec', 'POST', 'u', '', '{}',
+			$1::TIMESTAMPTZ + i * interval '1 ms', 'acked', 1, $1::TIMESTAMPTZ + i * interval '1 ms',
+			$1::TIMESTAMPTZ + i * interval '1 ms' + interval '1 s'
+		FROM generate_series(1, $2::BIGINT) AS i`, base, n)
+	exec(t, conn, `INSERT INTO claims (scope, event_id, inbox_id, operation_key, first_received_at)
+		SELECT scope, event_id, id, operation_key, received_at FROM inbox`)
+	req := storage.SweepRequest{AckedBefore: base.Add(time.Hour), ClaimsBefore: base.Add(time.Hour), Batch: 100}
+	var (
+		mu    sync.Mutex
+		total storage.SweepResult
+		wg    sync.WaitGroup
+	)
+	for round := 0; round < 3; round++ {
+		for _, s := range stores {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					res, err := s.Sweep(t.Context(), req)
+					if err != nil {
+						t.Errorf("Sweep: %v", err)
+						return
+					}
+					mu.Lock()
+					total.InboxDeleted += res.InboxDeleted
+					total.ClaimsDeleted += res.ClaimsDeleted
+					mu.Unlock()
+					if res.InboxDeleted < int64(req.Batch) && res.ClaimsDeleted < int64(req.Batch) {
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	if total != (storage.SweepResult{InboxDeleted: n, ClaimsDeleted: n}) {
+		t.Fatalf("concurrent sweeps deleted %+v, want %d of each", total, n)
+	}
+}

@@ -669,6 +669,18 @@ func (s *Store) InboxStats(ctx context.Context) ([]storage.EndpointInboxStats, e
 	return list, nil
 }
 
+// Statements of Sweep. sweepAckedSQL bounds visible_at as well as acked_at, so that it reads
+// a range of the (state, visible_at, id) index (see storage.SweepRequest): with acked_at
+// alone, which no index holds, it read every acked record kept, row by row, at every sweep and
+// under the write lock (0.45 s for 300,000 records, with nothing to delete).
+const (
+	sweepAckedSQL = `DELETE FROM inbox WHERE id IN (
+			SELECT id FROM inbox WHERE state = 'acked' AND visible_at < ?1 AND acked_at < ?1 LIMIT ?2)`
+	sweepClaimsSQL = `DELETE FROM claims WHERE (scope, event_id) IN (
+			SELECT c.scope, c.event_id FROM claims AS c LEFT JOIN inbox AS i ON i.id = c.inbox_id
+			WHERE c.first_received_at < ? AND (i.id IS NULL OR i.state = 'acked') LIMIT ?)`
+)
+
 // Sweep deletes one batch of old acked inbox records and one of old claims whose inbox
 // record is acked or gone, in one write transaction; each DELETE picks its batch with a LIMIT
 // subquery, as on the other backend.
@@ -678,19 +690,14 @@ func (s *Store) Sweep(ctx context.Context, req storage.SweepRequest) (storage.Sw
 	}
 	var res storage.SweepResult
 	err := s.write(ctx, "sweep", func(tx *sql.Tx) error {
-		r, err := tx.ExecContext(ctx, `DELETE FROM inbox WHERE id IN (
-			SELECT id FROM inbox WHERE state = 'acked' AND acked_at < ? LIMIT ?)`,
-			micros(req.AckedBefore), req.Batch)
+		r, err := tx.ExecContext(ctx, sweepAckedSQL, micros(req.AckedBefore), req.Batch)
 		if err != nil {
 			return fmt.Errorf("inbox: %w", err)
 		}
 		if res.InboxDeleted, err = r.RowsAffected(); err != nil {
 			return err
 		}
-		r, err = tx.ExecContext(ctx, `DELETE FROM claims WHERE (scope, event_id) IN (
-			SELECT c.scope, c.event_id FROM claims AS c LEFT JOIN inbox AS i ON i.id = c.inbox_id
-			WHERE c.first_received_at < ? AND (i.id IS NULL OR i.state = 'acked') LIMIT ?)`,
-			micros(req.ClaimsBefore), req.Batch)
+		r, err = tx.ExecContext(ctx, sweepClaimsSQL, micros(req.ClaimsBefore), req.Batch)
 		if err != nil {
 			return fmt.Errorf("claims: %w", err)
 		}

@@ -959,6 +959,51 @@ func testRetention(t *testing.T, h harness) {
 		}
 		wantCount(t, s, "ep-1", 11)
 	})
+
+	t.Run("a delivery retried, or dead and requeued, goes by its ack, its claim not before", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		deliver(t, s, "ep-1", "ep-1", "retried", at(time.Second))
+		deliver(t, s, "ep-1", "ep-1", "requeued", at(2*time.Second))
+		wantIDs(t, lease(t, s, leaseReq("tok-1", t0, 2)), "first lease", "retried", "requeued")
+		nack(t, s, "retried", "tok-1", t0.Add(time.Hour), 3, t0)
+		nack(t, s, "requeued", "tok-1", t0, 1, t0) // no attempts left: dead
+		later := t0.Add(24 * time.Hour)
+		all := storage.SweepRequest{AckedBefore: later, ClaimsBefore: later, Batch: 10}
+		wantSame(t, storage.SweepResult{}, sweep(t, s, all), "sweep while one waits and one is dead")
+		wantIDs(t, lease(t, s, leaseReq("tok-2", t0.Add(time.Hour), 2)), "lease of the retry", "retried")
+		ack(t, s, "retried", "tok-2", t0.Add(time.Hour+time.Second))
+		must(t, s.Requeue(t.Context(), "requeued", t0.Add(2*time.Hour)), "Requeue")
+		wantIDs(t, lease(t, s, leaseReq("tok-3", t0.Add(2*time.Hour), 2)), "lease of the requeued", "requeued")
+		ack(t, s, "requeued", "tok-3", t0.Add(2*time.Hour+time.Second))
+
+		// Only what was acked before AckedBefore goes, at exactly that time too.
+		req := storage.SweepRequest{AckedBefore: t0.Add(time.Hour + time.Second), Batch: 10}
+		wantSame(t, storage.SweepResult{}, sweep(t, s, req), "sweep at the first ack")
+		req.AckedBefore = req.AckedBefore.Add(time.Microsecond)
+		wantSame(t, storage.SweepResult{InboxDeleted: 1}, sweep(t, s, req), "sweep just after the first ack")
+		wantNoDelivery(t, s, "retried")
+		getDelivery(t, s, "requeued")
+		wantSame(t, storage.SweepResult{InboxDeleted: 1, ClaimsDeleted: 2}, sweep(t, s, all), "sweep of the rest")
+		for _, id := range []string{"retried", "requeued"} {
+			d := newDelivery("ep-1", "ep-1", "evt-"+id, "again-"+id)
+			wantSame(t, acceptedBy(d), claim(t, s, d), "claim of "+id+"'s identity after its claim was swept")
+		}
+	})
+
+	t.Run("a delivery acked by a clock behind the one that leased it goes once both are past", func(t *testing.T) {
+		// AckedBefore also bounds when the delivery was due (storage.SweepRequest), which is
+		// before its lease and ack unless two instances' clocks disagree.
+		s := inboxFixture(t, h)
+		deliver(t, s, "ep-1", "ep-1", "skewed", at(time.Second))
+		wantIDs(t, lease(t, s, leaseReq("tok-1", t0, 1)), "first lease", "skewed")
+		nack(t, s, "skewed", "tok-1", t0.Add(time.Hour), 3, t0)
+		wantIDs(t, lease(t, s, leaseReq("tok-2", t0.Add(time.Hour), 1)), "lease of the retry", "skewed")
+		ack(t, s, "skewed", "tok-2", t0.Add(30*time.Minute)) // the acking instance is 30 minutes behind
+		req := storage.SweepRequest{AckedBefore: t0.Add(45 * time.Minute), Batch: 10}
+		wantSame(t, storage.SweepResult{}, sweep(t, s, req), "sweep after the ack, before it was due")
+		req.AckedBefore = t0.Add(time.Hour + time.Second)
+		wantSame(t, storage.SweepResult{InboxDeleted: 1}, sweep(t, s, req), "sweep once past both")
+	})
 }
 
 // manyEndpoints returns n ids of endpoints that do not exist.
