@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	mrand "math/rand/v2"
 	"net/http"
@@ -350,6 +352,16 @@ func TestMasterKeySources(t *testing.T) {
 		t.Setenv(oldMasterKeysEnv, "not-a-valid-key-value")
 		if _, err := cfg.keyring(log); err == nil || strings.Contains(err.Error(), "not-a-valid-key-value") {
 			t.Fatalf("bad old key: %v", err)
+		}
+	})
+	t.Run("a bad old key generates no key file", func(t *testing.T) {
+		t.Setenv(oldMasterKeysEnv, "not-a-valid-key-value")
+		cfg := storeConfig{dataDir: t.TempDir()}
+		if _, err := cfg.keyring(log); err == nil {
+			t.Fatal("a bad old key was taken")
+		}
+		if _, err := os.Stat(filepath.Join(cfg.dataDir, "master.key")); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("a start refused for a bad old key left a generated master key behind (stat: %v)", err)
 		}
 	})
 	t.Run("key file", func(t *testing.T) {

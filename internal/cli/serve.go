@@ -69,8 +69,13 @@ func (c *storeConfig) openStore(ctx context.Context) (storage.Store, error) {
 // keyring loads the master key: the key file, else the environment variable, else (embedded
 // store only) a key file generated in the data dir, with a warning that it must be backed up.
 func (c *storeConfig) keyring(log *slog.Logger) (*secretbox.Keyring, error) {
+	// The old keys first: a bad one refuses the start before a new key file is generated in
+	// the data directory, which a failed start should leave as it found it.
+	older, err := c.oldKeys()
+	if err != nil {
+		return nil, err
+	}
 	var key []byte
-	var err error
 	// The flag before the variable, which is only its default: the master-key runbook restarts
 	// with --master-key-file new.key, and an old key left in the environment must not win.
 	switch {
@@ -100,10 +105,6 @@ func (c *storeConfig) keyring(log *slog.Logger) (*secretbox.Keyring, error) {
 	default:
 		err = usagef("a master key is required with --database-url: set $%s or --master-key-file", masterKeyEnv)
 	}
-	if err != nil {
-		return nil, err
-	}
-	older, err := c.oldKeys()
 	if err != nil {
 		return nil, err
 	}
