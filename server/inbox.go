@@ -132,7 +132,28 @@ func (s *Server) Lease(ctx context.Context, req *hookverifyv1.LeaseRequest) (*ho
 	for i, d := range result.Deliveries {
 		resp.Deliveries[i] = inboxDeliveryToProto(d)
 	}
+	if len(resp.Deliveries) == 0 {
+		resp.UnknownEndpointIds = s.unknownEndpoints(ctx, req.GetEndpointIds())
+	}
 	return resp, nil
+}
+
+// unknownEndpoints returns the ids that name no endpoint, from the endpoint cache. An empty
+// lease is otherwise the same for a mistyped --endpoint as for an empty inbox, and a worker
+// with the typo would wait for ever. A lookup that fails counts the id as known: this is only
+// a hint, and the lease itself succeeded.
+func (s *Server) unknownEndpoints(ctx context.Context, ids []string) []string {
+	st, err := s.storage()
+	if err != nil {
+		return nil
+	}
+	var unknown []string
+	for _, id := range ids {
+		if e, err := s.lookup(ctx, st, id); err == nil && !e.found {
+			unknown = append(unknown, id)
+		}
+	}
+	return unknown
 }
 
 // Ack marks a leased delivery done.

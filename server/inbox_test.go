@@ -729,3 +729,32 @@ func inboxStatsOf(t *testing.T, e *env) []storage.EndpointInboxStats {
 	}
 	return stats
 }
+
+// TestEmptyLeaseNamesUnknownEndpoints: a worker whose --endpoint is mistyped gets empty leases
+// like one whose inbox is empty, and would wait for ever; an empty lease names the endpoint ids
+// asked for that no endpoint has, and only those (an existing endpoint with an empty inbox is
+// not one).
+func TestEmptyLeaseNamesUnknownEndpoints(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		acceptSome(t, e, "work", 1)
+		e.setup(t, githubProvider, "quiet")
+		leaseOf := func(ids ...string) *hookverifyv1.LeaseResponse {
+			t.Helper()
+			resp, err := e.inbox.Lease(t.Context(), &hookverifyv1.LeaseRequest{EndpointIds: ids, VisibilityTimeout: durationpb.New(time.Minute)})
+			if err != nil {
+				t.Fatalf("Lease: %v", err)
+			}
+			return resp
+		}
+		if resp := leaseOf("quiet", "wrok"); len(resp.GetDeliveries()) != 0 || !slices.Equal(resp.GetUnknownEndpointIds(), []string{"wrok"}) {
+			t.Fatalf("lease of an empty endpoint and a typo = %v, want nothing leased and the typo named", resp)
+		}
+		if resp := leaseOf("work", "wrok"); len(resp.GetDeliveries()) != 1 || len(resp.GetUnknownEndpointIds()) != 0 {
+			t.Fatalf("lease that got a delivery = %v, want it and no unknown ids", resp)
+		}
+		if resp := leaseOf(); len(resp.GetUnknownEndpointIds()) != 0 {
+			t.Fatalf("lease of every endpoint = %v, want no unknown ids", resp)
+		}
+	})
+}

@@ -128,6 +128,23 @@ type worker struct {
 	command                                    []string
 	filter                                     filterFlags
 	visibility, retryAfter, grace, callTimeout time.Duration
+	// warned holds the --endpoint ids already reported as naming no endpoint.
+	warned map[string]bool
+}
+
+// warnUnknown says, once per id, that an --endpoint names no endpoint: to the worker, an
+// empty inbox and a mistyped id look alike, and it would wait for ever without a word.
+func (w *worker) warnUnknown(ids []string) {
+	for _, id := range ids {
+		if w.warned[id] {
+			continue
+		}
+		if w.warned == nil {
+			w.warned = map[string]bool{}
+		}
+		w.warned[id] = true
+		fmt.Fprintf(w.e.stderr, "worker: --endpoint %s names no endpoint (a typo, or not created yet); waiting for deliveries anyway\n", id)
+	}
 }
 
 var (
@@ -188,6 +205,7 @@ func (w *worker) lease(ctx context.Context, once bool) (*hookverifyv1.InboxDeliv
 		cancel()
 		switch {
 		case err == nil && len(resp.GetDeliveries()) == 0:
+			w.warnUnknown(resp.GetUnknownEndpointIds())
 			return nil, time.Time{}, nil
 		case err == nil:
 			return resp.GetDeliveries()[0], start.Add(w.visibility), nil

@@ -53,6 +53,8 @@ type fakeInbox struct {
 	// ackErr, extendErr answer call number n (1-based).
 	ackErr    func(n int) error
 	extendErr func(n int) error
+	// unknown, when set, makes every lease empty, naming these endpoint ids unknown.
+	unknown []string
 }
 
 func (f *fakeInbox) delivery() *hookverifyv1.InboxDelivery {
@@ -77,6 +79,9 @@ func (f *fakeInbox) Lease(ctx context.Context, _ *hookverifyv1.LeaseRequest) (*h
 		if err := f.leaseErr(f.leases); err != nil {
 			return nil, err
 		}
+	}
+	if f.unknown != nil {
+		return &hookverifyv1.LeaseResponse{UnknownEndpointIds: f.unknown}, nil
 	}
 	// Hand out the delivery once, as a real server would while its lease is live.
 	if f.handed {
@@ -647,5 +652,32 @@ func TestWorkerOnceFailsWhenTheLeaseEnds(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "delivery inb_1 not settled") {
 		t.Errorf("no line says delivery inb_1 was not settled: output %q", out.String())
+	}
+}
+
+// TestWorkerSaysWhenAnEndpointDoesNotExist: a mistyped --endpoint leases nothing, as an empty
+// inbox does; the worker says so once per id, rather than wait for ever without a word.
+func TestWorkerSaysWhenAnEndpointDoesNotExist(t *testing.T) {
+	f := &fakeInbox{unknown: []string{"wrok"}}
+	remote := startFakeInbox(t, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wait, out := runWorkerAsync(ctx, append(append([]string{"--endpoint", "wrok", "--idle", "10ms"}, remote...), "--", "true"))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f.mu.Lock()
+		leases := f.leases
+		f.mu.Unlock()
+		if leases >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if _, finished := wait(5 * time.Second); !finished {
+		t.Fatal("worker did not stop")
+	}
+	if n := strings.Count(out.String(), "--endpoint wrok names no endpoint"); n != 1 {
+		t.Errorf("the unknown endpoint was reported %d times over several empty leases, want once: %q", n, out.String())
 	}
 }

@@ -262,10 +262,13 @@ func (x *LeaseRequest) GetVisibilityTimeout() *durationpb.Duration {
 }
 
 type LeaseResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Deliveries    []*InboxDelivery       `protobuf:"bytes,1,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Deliveries []*InboxDelivery       `protobuf:"bytes,1,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
+	// Set only when nothing was leased: the endpoint_ids asked for that name no endpoint (a
+	// typo, or one not created yet), so that a worker tells them apart from an empty inbox.
+	UnknownEndpointIds []string `protobuf:"bytes,2,rep,name=unknown_endpoint_ids,json=unknownEndpointIds,proto3" json:"unknown_endpoint_ids,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *LeaseResponse) Reset() {
@@ -301,6 +304,13 @@ func (*LeaseResponse) Descriptor() ([]byte, []int) {
 func (x *LeaseResponse) GetDeliveries() []*InboxDelivery {
 	if x != nil {
 		return x.Deliveries
+	}
+	return nil
+}
+
+func (x *LeaseResponse) GetUnknownEndpointIds() []string {
+	if x != nil {
+		return x.UnknownEndpointIds
 	}
 	return nil
 }
@@ -1180,11 +1190,12 @@ const file_hookverify_v1_inbox_proto_rawDesc = "" +
 	"\fendpoint_ids\x18\x01 \x03(\tR\vendpointIds\x12#\n" +
 	"\rdedupe_scopes\x18\x02 \x03(\tR\fdedupeScopes\x12%\n" +
 	"\x0emax_deliveries\x18\x03 \x01(\x05R\rmaxDeliveries\x12H\n" +
-	"\x12visibility_timeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x11visibilityTimeout\"M\n" +
+	"\x12visibility_timeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x11visibilityTimeout\"\x7f\n" +
 	"\rLeaseResponse\x12<\n" +
 	"\n" +
 	"deliveries\x18\x01 \x03(\v2\x1c.hookverify.v1.InboxDeliveryR\n" +
-	"deliveries\"H\n" +
+	"deliveries\x120\n" +
+	"\x14unknown_endpoint_ids\x18\x02 \x03(\tR\x12unknownEndpointIds\"H\n" +
 	"\n" +
 	"AckRequest\x12\x19\n" +
 	"\binbox_id\x18\x01 \x01(\tR\ainboxId\x12\x1f\n" +
