@@ -22,6 +22,14 @@ type addressList struct {
 	addrs  []netip.AddrPort
 }
 
+// CheckTarget returns the error Dial would give at once for target's form: a malformed ipv4:
+// or ipv6: address list. Any other target is left to gRPC. A command line checks its flags
+// with it before dialing, to tell a mistyped address from a failed connection.
+func CheckTarget(target string) error {
+	_, err := parseAddressList(target)
+	return err
+}
+
 // parseAddressList parses target if its scheme is ipv4 or ipv6, and returns nil for any other
 // target. It is strict, so that Dial refuses at once a list gRPC could never connect to: an
 // empty list or entry, a host name, an address of the other family, a missing, zero or

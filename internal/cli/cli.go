@@ -143,7 +143,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		if readsSecret[fs.Name()] {
 			// The stray argument is most likely the secret itself, typed where standard input
 			// was meant: not repeated into a terminal's scrollback or a CI log.
-			fmt.Fprintf(fs.Output(), "unexpected argument (not shown: it may be a secret); this command reads the secret from standard input: printf %%s \"$SECRET\" | hookverify %s ...\n", fs.Name())
+			fmt.Fprintf(fs.Output(), "unexpected argument (not shown: it may be a secret); this command reads the secret from standard input: printf %%s \"$SECRET\" | %s ...\n", fs.Name())
 		} else {
 			fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
 		}

@@ -92,7 +92,7 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 	if !strings.Contains(cfg.route, "{endpoint}") {
 		return usagef("--route %q has no {endpoint} wildcard", cfg.route)
 	}
-	if err := checkNotURL("--verifier", cfg.verifier, "--verifier-ca"); err != nil {
+	if err := checkAddress("--verifier", cfg.verifier, "--verifier-ca"); err != nil {
 		return err
 	}
 	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {

@@ -182,6 +182,7 @@ func TestLongRunningCommandsUsageErrorsExit2(t *testing.T) {
 		{serve("--client-ca", "ca.pem"), "--client-ca"},
 		{[]string{"serve", "--data-dir", dir, "--listen", "0.0.0.0:0"}, "--listen"},
 		{[]string{"edge", "--verifier", "http://127.0.0.1:7700"}, "--verifier"},
+		{[]string{"edge", "--verifier", "ipv4:foo.example:7700"}, "--verifier"},
 		{[]string{"edge", "--route", "/hooks/x"}, "--route"},
 		{[]string{"edge", "--tls-cert", "cert.pem"}, "--tls-key"},
 		{[]string{"edge", "--verifier-cert", "cert.pem"}, "--verifier-key"},
@@ -214,11 +215,22 @@ func TestStrayArgumentOfASecretCommandIsNotRepeated(t *testing.T) {
 		{"token", "revoke", "--id", "-", secret},
 	} {
 		code, out, errOut := run(t, "", args...)
-		if code != 2 || strings.Contains(out+errOut, secret) || !strings.Contains(errOut, "standard input") {
+		if code != 2 || strings.Contains(out+errOut, secret) || !strings.Contains(errOut, "standard input") ||
+			!strings.Contains(errOut, "| hookverify "+args[0]+" "+args[1]+" ...") || strings.Contains(errOut, "hookverify hookverify") {
 			t.Errorf("%s %s: exit %d, stdout %q, stderr %q; want 2, the argument not shown, and where the secret goes", args[0], args[1], code, out, errOut)
 		}
 	}
 	if code, _, errOut := run(t, "", "endpoint", "list", "stray"); code != 2 || !strings.Contains(errOut, `"stray"`) {
 		t.Errorf("endpoint list stray: exit %d, stderr %q; want 2 naming it", code, errOut)
+	}
+}
+
+// TestMalformedAddressListExits2: an ipv4:/ipv6: list client.Dial would refuse is a value of
+// the wrong form on the command line (exit 2, naming the flag), not a failed call (exit 1).
+func TestMalformedAddressListExits2(t *testing.T) {
+	for _, server := range []string{"ipv4:", "ipv4:foo.example:7700", "ipv6:[::1"} {
+		if code, _, errOut := run(t, "", "endpoint", "list", "--server", server); code != 2 || !strings.Contains(errOut, "--server") {
+			t.Errorf("--server %s: exit %d, stderr %q; want 2 naming --server", server, code, errOut)
+		}
 	}
 }

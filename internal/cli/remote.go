@@ -58,7 +58,7 @@ func (r *remoteFlags) dialGated(opts ...client.Option) (*client.Conn, error) {
 		// server; 0 does not mean "no deadline" here.
 		return nil, usagef("--timeout %v: want a positive duration, e.g. 30s", r.timeout)
 	}
-	if err := checkNotURL("--server", r.server, "--ca"); err != nil {
+	if err := checkAddress("--server", r.server, "--ca"); err != nil {
 		return nil, err
 	}
 	if (r.cert == "") != (r.certKey == "") {

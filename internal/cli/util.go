@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/hookverify/hookverify/client"
 )
 
 func sortedStrings(s []string) []string {
@@ -24,12 +26,16 @@ func parseOptionalTime(flagName, value string) (*timestamppb.Timestamp, error) {
 	return timestamppb.New(t), nil
 }
 
-// checkNotURL refuses a gRPC address given as a URL (http://host:port): gRPC would take it for
-// a DNS name, or refuse it as an "invalid target address" only when the first call fails (for
-// the edge, as a 503 to every delivery). The scheme does not choose TLS either: tlsFlag does.
-func checkNotURL(flag, addr, tlsFlag string) error {
+// checkAddress refuses, as a usage error, a gRPC address given as a URL (http://host:port):
+// gRPC would take it for a DNS name, or refuse it as an "invalid target address" only when the
+// first call fails (for the edge, as a 503 to every delivery); the scheme does not choose TLS
+// either, tlsFlag does. So is a malformed ipv4:/ipv6: address list (client.CheckTarget).
+func checkAddress(flag, addr, tlsFlag string) error {
 	if lower := strings.ToLower(addr); strings.HasPrefix(lower, "http://") || strings.HasPrefix(lower, "https://") {
 		return usagef("%s %s: want the gRPC address host:port (serve's --listen, e.g. 127.0.0.1:7700), not a URL; TLS is chosen with %s", flag, addr, tlsFlag)
+	}
+	if err := client.CheckTarget(addr); err != nil {
+		return usagef("%s: %v", flag, err)
 	}
 	return nil
 }
