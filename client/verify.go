@@ -162,6 +162,13 @@ func (c *Conn) requestURL(r *http.Request) (string, error) {
 		}
 		url = c.publicURLBase + uri
 	case isAbsolute(uri): // absolute-form request target, as sent to a forward proxy
+		if _, rest, _ := strings.Cut(uri, "://"); rest == "" || strings.ContainsRune("/?#", rune(rest[0])) {
+			// net/http takes "POST http:///hooks/ep" (Host then names the host), but an http
+			// URL without a host is invalid (RFC 9110 4.2.1) and the server refuses it as the
+			// edge's fault (INVALID_ARGUMENT, answered 500 and logged as a misconfiguration):
+			// anyone could raise that alarm with one request line. It is the request's fault.
+			return "", fmt.Errorf("%w: an absolute request target without a host", ErrUnforwardable)
+		}
 		url = uri
 	default:
 		host := r.Host

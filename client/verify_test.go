@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -176,6 +177,10 @@ func FuzzBuildRequest(f *testing.F) {
 			if !errors.Is(err, client.ErrUnforwardable) {
 				t.Fatalf("invalid UTF-8 forwarded: %v", err)
 			}
+		case isAbsoluteURI(uri) && uri != "" && !hasHost(uri):
+			if !errors.Is(err, client.ErrUnforwardable) {
+				t.Fatalf("absolute request URI %q without a host forwarded: %v", uri, err)
+			}
 		case err != nil:
 			t.Fatalf("valid request refused: %v", err)
 		default:
@@ -187,6 +192,12 @@ func FuzzBuildRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// hasHost reports whether an absolute URI has an authority before its path, query or fragment.
+func hasHost(uri string) bool {
+	_, rest, _ := strings.Cut(uri, "://")
+	return rest != "" && !strings.ContainsRune("/?#", rune(rest[0]))
 }
 
 func isAbsoluteURI(uri string) bool {
@@ -240,5 +251,41 @@ func TestDialRefusesAPublicURLBaseThatCannotBeOne(t *testing.T) {
 			continue
 		}
 		conn.Close()
+	}
+}
+
+// TestBuildRequestRefusesAnAbsoluteTargetWithoutHost: net/http takes a request line in
+// absolute form with an empty authority ("POST http:///hooks/ep", the Host header then names
+// the host), and BuildRequest forwarded that target as the URL. The server refuses a URL
+// without a host (INVALID_ARGUMENT), which the edge answers 500 and logs as its own
+// misconfiguration: anyone could fill the edge's error log and page its operator with one
+// line. Such a URL is invalid (RFC 9110 4.2.1: a recipient must reject an http URI with an
+// empty host): it is the request's fault, 400, as for every request that cannot be forwarded.
+func TestBuildRequestRefusesAnAbsoluteTargetWithoutHost(t *testing.T) {
+	t.Parallel()
+	conn, err := client.Dial("127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, target := range []string{"http:///hooks/ep", "https:///hooks/ep?x=1", "http://?x=1", "https://"} {
+		raw := "POST " + target + " HTTP/1.1\r\nHost: hooks.example.com\r\nContent-Length: 2\r\n\r\n{}"
+		r, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
+		if err != nil {
+			continue // net/http refuses it itself
+		}
+		req, err := conn.BuildRequest("ep", r)
+		if !errors.Is(err, client.ErrUnforwardable) {
+			t.Errorf("BuildRequest(%s) = url %q, %v; want ErrUnforwardable", target, req.GetUrl(), err)
+		}
+	}
+	// The absolute form with a host is forwarded as received.
+	raw := "POST https://hooks.example.com/hooks/ep?x=1 HTTP/1.1\r\nHost: hooks.example.com\r\nContent-Length: 2\r\n\r\n{}"
+	r, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req, err := conn.BuildRequest("ep", r); err != nil || req.GetUrl() != "https://hooks.example.com/hooks/ep?x=1" {
+		t.Errorf("BuildRequest(absolute form) = %v, %v", req.GetUrl(), err)
 	}
 }

@@ -999,3 +999,50 @@ func TestRetireSecretErrorDoesNotRepeatTheID(t *testing.T) {
 		t.Fatal("the transcript or the log holds the secret")
 	}
 }
+
+// TestRevokeBootstrapTokenByItsValue: the bootstrap token is the operator's own string
+// (openssl rand -base64 32), not hvt_..., and it is the token most likely to leak (it sits in
+// an environment variable or a Kubernetes secret). README promises that a leaked token is
+// revoked by its value (token revoke --id -) and never repeated in the answer or the log: the
+// bootstrap token taken for an id was neither revoked nor kept out of the NotFound message,
+// which the server's log repeats.
+func TestRevokeBootstrapTokenByItsValue(t *testing.T) {
+	t.Parallel()
+	e := newAuthEnv(t)
+	tokens := hookverifyv1.NewTokenServiceClient(e.dial(t, nil))
+	ctx := withToken(t.Context(), e.tokens["admin"])
+	leaked := e.admin // the bootstrap token
+
+	resp, err := tokens.RevokeToken(ctx, &hookverifyv1.RevokeTokenRequest{Id: leaked})
+	if err != nil {
+		if strings.Contains(status.Convert(err).Message(), leaked) {
+			t.Errorf("the error repeats the token")
+		}
+		t.Fatalf("RevokeToken(the bootstrap token itself) = %v", status.Code(err))
+	}
+	if resp.GetToken().GetName() != "bootstrap" || resp.GetToken().GetRevokedAt() == nil {
+		t.Fatalf("RevokeToken(the bootstrap token itself) = %v; want the bootstrap token revoked", resp)
+	}
+	_, err = tokens.ListTokens(withToken(t.Context(), leaked), &hookverifyv1.ListTokensRequest{})
+	refusedWith(t, "ListTokens with the bootstrap token revoked by its value", err, codes.Unauthenticated)
+
+	unknown := "not-a-token-" + strings.Repeat("Z", 40) // an operator-chosen token that matches none
+	_, err = tokens.RevokeToken(ctx, &hookverifyv1.RevokeTokenRequest{Id: unknown})
+	refusedWith(t, "RevokeToken of an unknown token", err, codes.NotFound)
+	if strings.Contains(status.Convert(err).Message(), unknown) {
+		t.Errorf("the error repeats the token given")
+	}
+	logs := string(e.logs.Bytes())
+	for _, token := range []string{leaked, unknown} {
+		if strings.Contains(logs, token) {
+			t.Errorf("the log holds the token %s…", token[:8])
+		}
+	}
+
+	// An id is still an id, and one that matches nothing is named (it is no secret).
+	_, err = tokens.RevokeToken(ctx, &hookverifyv1.RevokeTokenRequest{Id: "tok_00000000deadbeef"})
+	refusedWith(t, "RevokeToken of an unknown id", err, codes.NotFound)
+	if !strings.Contains(status.Convert(err).Message(), "tok_00000000deadbeef") {
+		t.Errorf("RevokeToken of an unknown id = %v; want the id named", err)
+	}
+}

@@ -98,8 +98,8 @@ func (s *Server) ListTokens(ctx context.Context, _ *hookverifyv1.ListTokensReque
 	return resp, nil
 }
 
-// RevokeToken stops a token, named by its id or given itself (hvt_...); this instance refuses
-// it from now on, others within the token cache TTL.
+// RevokeToken stops a token, named by its id or given itself (hvt_..., or the bootstrap
+// token); this instance refuses it from now on, others within the token cache TTL.
 func (s *Server) RevokeToken(ctx context.Context, req *hookverifyv1.RevokeTokenRequest) (*hookverifyv1.RevokeTokenResponse, error) {
 	st, err := s.storage()
 	if err != nil {
@@ -109,7 +109,7 @@ func (s *Server) RevokeToken(ctx context.Context, req *hookverifyv1.RevokeTokenR
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "id is required")
 	}
-	if strings.HasPrefix(id, tokenPrefix) {
+	if mayBeToken(id) {
 		// The token itself: after a leak it is what a secret scanner reports, and nothing
 		// else maps it to its id. Revoke the token it is; never repeat it (in the answer,
 		// the log or the audit trail), whether or not it matches one.
@@ -136,6 +136,13 @@ func (s *Server) RevokeToken(ctx context.Context, req *hookverifyv1.RevokeTokenR
 	s.invalidateTokens()
 	s.log.InfoContext(ctx, "token revoked", "token_id", t.ID, "name", t.Name, "principal", PrincipalFrom(ctx).Name)
 	return &hookverifyv1.RevokeTokenResponse{Token: tokenToProto(t)}, nil
+}
+
+// mayBeToken reports whether RevokeToken's id may be a token rather than an id: an issued
+// token (hvt_...) or anything as long as the shortest bootstrap token, which the operator
+// chose and which has no prefix. An id (tok_ and 16 hex digits) is neither.
+func mayBeToken(id string) bool {
+	return strings.HasPrefix(id, tokenPrefix) || len(id) >= minBootstrapLen
 }
 
 // describeToken names a token for the audit trail: id, name and scopes, never the token.

@@ -636,6 +636,9 @@ function beyondServerLimits(headers, url) {
   if (total > MAX_HEADER_BYTES) return `headers of ${total} bytes, more than the server's limit of ${MAX_HEADER_BYTES}`;
   const urlBytes = Buffer.byteLength(url);
   if (urlBytes > MAX_URL_BYTES) return `a URL of ${urlBytes} bytes, more than the server's limit of ${MAX_URL_BYTES}`;
+  // Node takes any Host value: one that starts with '/' leaves the URL without a host, which
+  // hookverify refuses as the edge's fault (answered 500 and logged as a misconfiguration).
+  if (!/^https?:\/\/[^/]/i.test(url)) return 'a Host header that leaves the URL without a host';
   return null;
 }
 

@@ -70,7 +70,9 @@ func tokenRevoke(ctx context.Context, e env, args []string) error {
 		if err != nil {
 			return fmt.Errorf("reading the token id from standard input: %w", err)
 		}
-		if *id = strings.TrimSpace(string(data)); *id == "" {
+		// Trimmed as readToken trims a token: a Windows editor's byte order mark, kept, would
+		// make the token match none, and a leaked token stay valid.
+		if *id = strings.TrimSpace(strings.TrimPrefix(string(data), "\ufeff")); *id == "" {
 			return usagef("--id -: no token id or token on standard input")
 		}
 	}

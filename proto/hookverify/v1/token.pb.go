@@ -305,8 +305,9 @@ func (x *ListTokensResponse) GetTokens() []*Token {
 
 type RevokeTokenRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The token's id (tok_...), or the token itself (hvt_...), as a secret scanner reports a
-	// leaked one; the token is never repeated in the answer, the log or the audit trail.
+	// The token's id (tok_...), or the token itself (hvt_..., or the bootstrap token), as a
+	// secret scanner reports a leaked one; the token is never repeated in the answer, the log or
+	// the audit trail.
 	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
