@@ -321,45 +321,42 @@ func TestLowerMaxAttemptsDeadLettersSpentPendingAtStart(t *testing.T) {
 // hour rather than leave it pending until the next restart.
 func TestRunningServerDeadLettersSpentPendingHourly(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
-		e := newEnvWith(t, b, func(o *server.Options) { o.MaxAttempts = 5 })
-		acceptSome(t, e, "work", 1)
-		// e.instance is the old server. The new server (limit 2) is running, its start-up step done, its retention loop on.
-		e.options = func(o *server.Options) { o.MaxAttempts = 2 }
-		newServer := e.start(t, e.store)
-		ctx, cancel := context.WithCancel(t.Context())
-		loopDone := make(chan struct{})
-		go func() {
-			defer close(loopDone)
-			newServer.srv.RunRetention(ctx, server.Retention{Interval: 10 * time.Millisecond})
-		}()
-		t.Cleanup(func() { cancel(); <-loopDone })
-		// Meanwhile the old server (limit 5) nacks the delivery three times, then goes.
-		for range 3 {
-			d := lease(t, e, 1, time.Minute)
-			if len(d) != 1 {
-				t.Fatalf("old server leased %d, want 1", len(d))
-			}
-			if _, err := e.inbox.Nack(t.Context(), &hookverifyv1.NackRequest{InboxId: d[0].GetInboxId(), LeaseToken: d[0].GetLeaseToken(), RetryAfter: durationpb.New(0), Error: "downstream down"}); err != nil {
-				t.Fatalf("Nack: %v", err)
-			}
-		}
-		e.instance = newServer
+		e := spentUnderAnOldLimit(t, b)
 		e.clock.Advance(time.Hour)
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			dead, err := e.inbox.ListDeadLetters(t.Context(), &hookverifyv1.ListDeadLettersRequest{})
-			if err != nil {
-				t.Fatalf("ListDeadLetters: %v", err)
-			}
-			if len(dead.GetDeliveries()) == 1 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the delivery with no attempts left under the running server's limit was not dead-lettered an hour on")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitDeadLetters(t, e, 1, 10*time.Second, "the delivery with no attempts left under the running server's limit was not dead-lettered an hour on")
 	})
+}
+
+// spentUnderAnOldLimit sets up a rolling deploy that lowers --max-attempts from 5 to 2: the
+// new server runs, its start-up step done and its retention loop on, while the old one nacks
+// a delivery three times, then goes. The env returned calls the new server; the delivery is
+// pending with no attempts left under its limit.
+func spentUnderAnOldLimit(t *testing.T, b backend) *env {
+	t.Helper()
+	e := newEnvWith(t, b, func(o *server.Options) { o.MaxAttempts = 5 })
+	acceptSome(t, e, "work", 1)
+	// e.instance is the old server.
+	e.options = func(o *server.Options) { o.MaxAttempts = 2 }
+	newServer := e.start(t, e.store)
+	ctx, cancel := context.WithCancel(t.Context())
+	loopDone := make(chan struct{})
+	go func() {
+		defer close(loopDone)
+		newServer.srv.RunRetention(ctx, server.Retention{Interval: 10 * time.Millisecond})
+	}()
+	t.Cleanup(func() { cancel(); <-loopDone })
+	time.Sleep(100 * time.Millisecond) // the loop has read the clock and runs
+	for range 3 {
+		d := lease(t, e, 1, time.Minute)
+		if len(d) != 1 {
+			t.Fatalf("old server leased %d, want 1", len(d))
+		}
+		if _, err := e.inbox.Nack(t.Context(), &hookverifyv1.NackRequest{InboxId: d[0].GetInboxId(), LeaseToken: d[0].GetLeaseToken(), RetryAfter: durationpb.New(0), Error: "downstream down"}); err != nil {
+			t.Fatalf("Nack: %v", err)
+		}
+	}
+	e.instance = newServer
+	return e
 }
 
 func TestBackpressure(t *testing.T) {
@@ -644,17 +641,23 @@ func TestDeadLettersAnswerFitsAClientsMessageLimit(t *testing.T) {
 	})
 }
 
-// queuedLeases is a store whose leases wait, before their transaction runs, while the clock
-// moves on by wait: as a lease waits behind other batches for the writer or a lease lane.
-type queuedLeases struct {
+// queued is a store whose leases and lease extensions wait, before their transaction runs,
+// while the clock moves on by wait: as they wait behind other batches for SQLite's one writer,
+// a lease lane or a connection of the pool.
+type queued struct {
 	storage.Store
 	clock *clock
 	wait  time.Duration
 }
 
-func (q queuedLeases) Lease(ctx context.Context, req storage.LeaseRequest) (storage.LeaseResult, error) {
+func (q queued) Lease(ctx context.Context, req storage.LeaseRequest) (storage.LeaseResult, error) {
 	q.clock.Advance(q.wait)
 	return q.Store.Lease(ctx, req)
+}
+
+func (q queued) ExtendLease(ctx context.Context, req storage.ExtendRequest) (time.Time, error) {
+	q.clock.Advance(q.wait)
+	return q.Store.ExtendLease(ctx, req)
 }
 
 // TestLeaseTakenWhenItRuns: a lease that waited for its turn still lasts the visibility the
@@ -665,7 +668,7 @@ func TestLeaseTakenWhenItRuns(t *testing.T) {
 		e := newEnv(t, b)
 		acceptSome(t, e, "work", 1)
 		const waited = 20 * time.Second
-		e.instance = e.start(t, queuedLeases{Store: e.store, clock: e.clock, wait: waited})
+		e.instance = e.start(t, queued{Store: e.store, clock: e.clock, wait: waited})
 		asked := e.clock.Now()
 		got := lease(t, e, 1, 30*time.Second)
 		if len(got) != 1 {
@@ -675,20 +678,6 @@ func TestLeaseTakenWhenItRuns(t *testing.T) {
 			t.Errorf("leased until %s, want %s: 30 s from when the lease ran, %s after it was asked for", until, want, waited)
 		}
 	})
-}
-
-// queuedExtensions is a store whose lease extensions wait, before their transaction runs,
-// while the clock moves on by wait: as an extension waits for SQLite's one writer or a
-// connection of the pool.
-type queuedExtensions struct {
-	storage.Store
-	clock *clock
-	wait  time.Duration
-}
-
-func (q queuedExtensions) ExtendLease(ctx context.Context, req storage.ExtendRequest) (time.Time, error) {
-	q.clock.Advance(q.wait)
-	return q.Store.ExtendLease(ctx, req)
 }
 
 // TestExtendLeaseTakenWhenItRuns: an extension that waited for its turn lasts the visibility
@@ -702,7 +691,7 @@ func TestExtendLeaseTakenWhenItRuns(t *testing.T) {
 		d := lease(t, e, 1, time.Minute)[0]
 		// The nanoseconds are more than a store keeps: the answer must say the stored end.
 		const waited = 20*time.Second + 700*time.Nanosecond
-		e.instance = e.start(t, queuedExtensions{Store: e.store, clock: e.clock, wait: waited})
+		e.instance = e.start(t, queued{Store: e.store, clock: e.clock, wait: waited})
 		asked := e.clock.Now()
 		ext, err := e.inbox.ExtendLease(t.Context(), &hookverifyv1.ExtendLeaseRequest{InboxId: d.GetInboxId(),
 			LeaseToken: d.GetLeaseToken(), VisibilityTimeout: durationpb.New(30 * time.Second)})
@@ -757,4 +746,24 @@ func TestEmptyLeaseNamesUnknownEndpoints(t *testing.T) {
 			t.Fatalf("lease of every endpoint = %v, want no unknown ids", resp)
 		}
 	})
+}
+
+// waitDeadLetters waits up to within for the dead letters to number want (the retention
+// loop moves them in the background), and fails with why if they do not.
+func waitDeadLetters(t *testing.T, e *env, want int, within time.Duration, why string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		dead, err := e.inbox.ListDeadLetters(t.Context(), &hookverifyv1.ListDeadLettersRequest{})
+		if err != nil {
+			t.Fatalf("ListDeadLetters: %v", err)
+		}
+		if len(dead.GetDeliveries()) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(why)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

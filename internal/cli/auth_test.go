@@ -441,22 +441,8 @@ func TestClientCARemovedStopsOpenConnections(t *testing.T) {
 // input, so that the token need not go on the command line (process listings, shell history),
 // and revokes it; nothing printed repeats the token.
 func TestTokenRevokeReadsALeakedTokenFromStandardInput(t *testing.T) {
-	bootstrapToken := "bootstrap-" + strings.Repeat("b", 40)
-	addr := startAuthServer(t, serveConfig{auth: authFlags{requireAuth: true}, bootstrapToken: bootstrapToken})
-	t.Setenv(tokenEnv, bootstrapToken)
-	code, out, errOut := run(t, "", "token", "create", "--name", "leaky", "--scope", "verify:acme-*", "--server", addr)
-	if code != 0 {
-		t.Fatalf("token create: exit %d, %q", code, errOut)
-	}
-	var created struct {
-		Token       struct{ ID string }
-		BearerToken string
-	}
-	if err := json.Unmarshal([]byte(out), &created); err != nil || created.BearerToken == "" {
-		t.Fatalf("token create printed %q (%v)", out, err)
-	}
-
-	code, out, errOut = run(t, created.BearerToken+"\n", "token", "revoke", "--id", "-", "--server", addr)
+	addr, created := serverWithLeakyToken(t)
+	code, out, errOut := run(t, created.BearerToken+"\n", "token", "revoke", "--id", "-", "--server", addr)
 	if code != 0 || !strings.Contains(out, created.Token.ID) || !strings.Contains(out, "revokedAt") {
 		t.Fatalf("token revoke --id - with the token on stdin: exit %d, %q, %s", code, errOut, out)
 	}
@@ -494,21 +480,8 @@ func TestBootstrapTokenTrimmedAsTheClientTrimsIt(t *testing.T) {
 // from every token and secret it reads (readToken, readSecret); here it was kept, so the
 // leaked token matched none ("no token matches") and stayed valid.
 func TestTokenRevokeStandardInputTrimmedAsTokensAre(t *testing.T) {
-	bootstrapToken := "bootstrap-" + strings.Repeat("r", 40)
-	addr := startAuthServer(t, serveConfig{auth: authFlags{requireAuth: true}, bootstrapToken: bootstrapToken})
-	t.Setenv(tokenEnv, bootstrapToken)
-	code, out, errOut := run(t, "", "token", "create", "--name", "leaky", "--scope", "verify:acme-*", "--server", addr)
-	if code != 0 {
-		t.Fatalf("token create: exit %d, %q", code, errOut)
-	}
-	var created struct {
-		Token       struct{ ID string }
-		BearerToken string
-	}
-	if err := json.Unmarshal([]byte(out), &created); err != nil || created.BearerToken == "" {
-		t.Fatalf("token create printed %q (%v)", out, err)
-	}
-	code, out, errOut = run(t, "\ufeff"+created.BearerToken+"\r\n", "token", "revoke", "--id", "-", "--server", addr)
+	addr, created := serverWithLeakyToken(t)
+	code, out, errOut := run(t, "\ufeff"+created.BearerToken+"\r\n", "token", "revoke", "--id", "-", "--server", addr)
 	if code != 0 || !strings.Contains(out, created.Token.ID) || !strings.Contains(out, "revokedAt") {
 		t.Fatalf("token revoke --id - with a BOM before the token: exit %d, %q, %s", code, errOut, out)
 	}
@@ -537,4 +510,27 @@ func TestTokenRevokeTheBootstrapTokenByItsValue(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"bootstrap"`) || !strings.Contains(out, "revokedAt") {
 		t.Fatalf("token revoke --id - with the bootstrap token on stdin: exit %d, %d bytes of output", code, len(out+errOut))
 	}
+}
+
+// leakyToken is what token create printed for serverWithLeakyToken's token.
+type leakyToken struct {
+	Token       struct{ ID string }
+	BearerToken string
+}
+
+// serverWithLeakyToken starts a server requiring authentication, with $HOOKVERIFY_TOKEN set to
+// its bootstrap admin token, and creates a token "leaky" scoped verify:acme-*.
+func serverWithLeakyToken(t *testing.T) (addr string, created leakyToken) {
+	t.Helper()
+	bootstrapToken := "bootstrap-" + strings.Repeat("b", 40)
+	addr = startAuthServer(t, serveConfig{auth: authFlags{requireAuth: true}, bootstrapToken: bootstrapToken})
+	t.Setenv(tokenEnv, bootstrapToken)
+	code, out, errOut := run(t, "", "token", "create", "--name", "leaky", "--scope", "verify:acme-*", "--server", addr)
+	if code != 0 {
+		t.Fatalf("token create: exit %d, %q", code, errOut)
+	}
+	if err := json.Unmarshal([]byte(out), &created); err != nil || created.BearerToken == "" {
+		t.Fatalf("token create printed %q (%v)", out, err)
+	}
+	return addr, created
 }

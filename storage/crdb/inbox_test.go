@@ -663,13 +663,10 @@ func TestDeadLetterPagesIgnoreTheDatabaseCollation(t *testing.T) {
 // path with every connection of the pool lent out, which an extension waits for.
 func TestExtensionTakenWhenItRuns(t *testing.T) {
 	t.Parallel()
-	for _, path := range []struct {
-		name string
-		open func(t *testing.T, url string) *Store
-	}{{"PostgreSQL", open}, {"CockroachDB paths", migratedCockroachPathStore}} {
-		t.Run(path.name, func(t *testing.T) {
+	for name, newStore := range bothTransactionPaths {
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s := path.open(t, pgtest.Shared(t).NewDatabase(t))
+			s := newStore(t)
 			storagetest.ExtensionTakenWhenItRuns(t, s, holdConnections(s))
 		})
 	}
