@@ -244,6 +244,25 @@ func (s *Server) Register(g *grpc.Server) {
 	reflection.Register(g)
 }
 
+// Transport limits for the gRPC listener, which takes connections from anyone who can reach it:
+// each holds before authentication, which only looks at a call once its headers and message
+// are in.
+const (
+	// MaxConcurrentStreams bounds the calls one connection runs at once (gRPC's default has
+	// none): every stream costs a goroutine and the data buffered for it, so one client opening
+	// streams it never finishes grew the server without end. Clients queue calls above it
+	// (gRPC-Go waits for a stream to end); an edge's Verify calls take milliseconds each.
+	MaxConcurrentStreams = 1000
+	// MaxHeaderListSize bounds a call's headers (gRPC's default is 16 MiB, held until the
+	// stream ends). Metadata is a token, a request id and trace context; the forwarded webhook
+	// headers travel in the message, not here.
+	MaxHeaderListSize = 64 << 10
+	// ConnectionTimeout bounds a new connection's TLS handshake and HTTP/2 preface (gRPC's
+	// default is 120 s): a client that connects and sends nothing held a connection and a
+	// goroutine that long. A real caller sends both within a few round trips.
+	ConnectionTimeout = 10 * time.Second
+)
+
 // KeepaliveMinTime is the shortest interval between a client's pings the server accepts:
 // gRPC's own minimum for clients, so no client is sent away for pinging too often.
 const KeepaliveMinTime = 10 * time.Second
@@ -259,6 +278,7 @@ func (s *Server) NewGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 	}
 	interceptors = append(interceptors, rejectInvalidUTF8)
 	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize), grpc.ForceServerCodecV2(newUTF8ReportingCodec()),
+		grpc.MaxConcurrentStreams(MaxConcurrentStreams), grpc.MaxHeaderListSize(MaxHeaderListSize), grpc.ConnectionTimeout(ConnectionTimeout),
 		// gRPC's default answers a client pinging more than every 5 minutes, or at all while
 		// idle, with GOAWAY (too_many_pings) and closes its connection; clients ping idle
 		// connections every 30 s (client.KeepaliveTime) to survive NATs that drop idle flows.

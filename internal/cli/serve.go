@@ -451,7 +451,12 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 		if sc.pprof {
 			handler = withPprof(handler)
 		}
-		r.http = &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+		// Every timeout, not only the headers': with ReadTimeout and IdleTimeout unset, a
+		// connection kept alive after a scrape, or one dribbling a request body (read after the
+		// handler, to reuse the connection), was held until the client let go. No handler
+		// reads a body, and ReadTimeout does not cut a long profile short (it bounds reads,
+		// not the handler).
+		r.http = &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second}
 		go r.http.Serve(hl)
 	}
 	go func() {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/hmac"
@@ -11,7 +12,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -463,4 +467,79 @@ func TestCommandsGetTheServersOwnAnswerWhileStorageIsNotReady(t *testing.T) {
 	if code, _, errOut := run(t, "", "endpoint", "list", "--server", r.addr); code != 1 || !strings.Contains(errOut, "storage not ready") {
 		t.Errorf("endpoint list while storage is not ready: exit %d, %s; want the server's own answer", code, errOut)
 	}
+}
+
+// TestServeHTTPListenerDropsHeldConnections: --http-listen's server bounded only the reading
+// of headers. A connection kept alive after a scrape, or one that dribbles a request's body,
+// was held for ever: nothing closed it but the client.
+func TestServeHTTPListenerDropsHeldConnections(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	sc := serveConfig{listen: "127.0.0.1:0", httpListen: "127.0.0.1:0"}
+	store := storeConfig{dataDir: t.TempDir()}
+	r, err := startServerWith(ctx, slog.New(slog.NewJSONHandler(io.Discard, nil)), sc, testpki.Keyring(t), store.openStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.stop)
+	if err := r.waitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Generous bounds: the server's own are well under them.
+	const bound = 150 * time.Second
+
+	// closedWithin reads what the server sends on conn until it closes it, and fails the
+	// test if it has not within bound.
+	closedWithin := func(t *testing.T, conn net.Conn, what string) {
+		t.Helper()
+		conn.SetReadDeadline(time.Now().Add(bound))
+		start := time.Now()
+		if _, err := io.Copy(io.Discard, conn); errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("%s: the connection was still open after %v", what, time.Since(start).Round(time.Second))
+		}
+	}
+
+	t.Run("idle keep-alive", func(t *testing.T) {
+		t.Parallel()
+		conn, err := net.Dial("tcp", r.httpAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		closedWithin(t, conn, "idle after a request")
+	})
+
+	t.Run("dribbled body", func(t *testing.T) {
+		t.Parallel()
+		conn, err := net.Dial("tcp", r.httpAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			tick := time.NewTicker(500 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					if _, err := conn.Write([]byte{'x'}); err != nil {
+						return
+					}
+				}
+			}
+		}()
+		closedWithin(t, conn, "body dribbled a byte every 500 ms")
+	})
 }
