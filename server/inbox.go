@@ -138,18 +138,35 @@ func (s *Server) Lease(ctx context.Context, req *hookverifyv1.LeaseRequest) (*ho
 	return resp, nil
 }
 
-// unknownEndpoints returns the ids that name no endpoint, from the endpoint cache. An empty
-// lease is otherwise the same for a mistyped --endpoint as for an empty inbox, and a worker
-// with the typo would wait for ever. A lookup that fails counts the id as known: this is only
-// a hint, and the lease itself succeeded.
+// unknownEndpoints returns the ids that name no endpoint, each once. An empty lease is
+// otherwise the same for a mistyped --endpoint as for an empty inbox, and a worker with the
+// typo would wait for ever. A lookup that fails counts the id as known: this is only a hint,
+// and the lease itself succeeded.
+//
+// It asks whether the endpoint exists, and no more: the endpoint cache's entry when there is
+// one, else the endpoint's row alone. Loaded through the cache, every idle poll of a worker
+// read and decrypted all the endpoint's secrets once per cache TTL, on an instance that may
+// verify nothing for it, and logged each secret that does not open at the pace of the polls.
+// The read is one per id and empty lease, as the lease's own statement reads per endpoint.
 func (s *Server) unknownEndpoints(ctx context.Context, ids []string) []string {
 	st, err := s.storage()
 	if err != nil {
 		return nil
 	}
 	var unknown []string
+	seen := make(map[string]bool, len(ids))
 	for _, id := range ids {
-		if e, err := s.lookup(ctx, st, id); err == nil && !e.found {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if e, ok := s.cache.peek(id); ok {
+			if !e.found {
+				unknown = append(unknown, id)
+			}
+			continue
+		}
+		if _, err := st.GetEndpoint(ctx, id); errors.Is(err, storage.ErrNotFound) {
 			unknown = append(unknown, id)
 		}
 	}

@@ -767,3 +767,35 @@ func waitDeadLetters(t *testing.T, e *env, want int, within time.Duration, why s
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestEmptyLeaseOpensNoSecrets: an empty lease names the endpoint ids that name no endpoint,
+// which needs to know whether each exists, not its secrets. Checked through the endpoint cache's
+// load, every idle poll of a worker (each --idle, 1 s by default) read and decrypted every
+// secret of its endpoints once per cache TTL, on an instance that may verify nothing for them,
+// and logged an error per secret that does not open (a master-key rotation under way) at the
+// pace of the polls. An id asked for twice is named once.
+func TestEmptyLeaseOpensNoSecrets(t *testing.T) {
+	t.Parallel()
+	b := backends[0]
+	dsn := b.newDatabase(t)
+	st := newCountingStore(openStore(t, b, dsn))
+	e := newEnvOn(t, b, dsn, nil)
+	e.store = st
+	e.options = func(o *server.Options) { o.CacheTTL = time.Minute }
+	srv := e.start(t, st)
+	srv.setup(t, githubProvider, "quiet")
+
+	before := st.reads()
+	resp, err := srv.inbox.Lease(t.Context(), &hookverifyv1.LeaseRequest{EndpointIds: []string{"quiet", "wrok", "wrok"},
+		VisibilityTimeout: durationpb.New(time.Minute)})
+	if err != nil {
+		t.Fatalf("Lease: %v", err)
+	}
+	if len(resp.GetDeliveries()) != 0 || !slices.Equal(resp.GetUnknownEndpointIds(), []string{"wrok"}) {
+		t.Fatalf("lease = %v, want nothing leased and the typo named once", resp)
+	}
+	got := countsSince(before, st.reads())
+	if got["ListSecrets quiet"] != 0 {
+		t.Errorf("an empty lease read the secrets of its endpoint (%d ListSecrets): reads %v", got["ListSecrets quiet"], got)
+	}
+}

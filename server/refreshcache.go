@@ -121,6 +121,18 @@ func (c *refreshCache[K, V]) get(ctx context.Context, key K, load func(context.C
 	}
 }
 
+// peek returns key's value if the cache holds it and it has not expired, without loading it
+// or refreshing it.
+func (c *refreshCache[K, V]) peek(key K) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[key]; ok && time.Now().Before(e.expires) {
+		return e.value, true
+	}
+	var zero V
+	return zero, false
+}
+
 // startLoad registers a load of key, which the caller must then run with runLoad. c.mu is held.
 func (c *refreshCache[K, V]) startLoad(key K) *pendingLoad[V] {
 	p := &pendingLoad[V]{done: make(chan struct{}), generation: c.generation, began: time.Now()}

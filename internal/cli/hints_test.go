@@ -244,3 +244,28 @@ func TestServerAddressMistakes(t *testing.T) {
 		t.Errorf("--server without a port: exit %d, stderr %q; want 1 and a hint that gRPC dialed 443", code, errOut)
 	}
 }
+
+// TestInboxStatsRefusalNamesTheScopeItNeeds: inbox stats names no delivery; the server answers
+// it to a caller with any inbox scope (each endpoint it covers), and refuses one with none. Its
+// hint spoke of "the endpoint of every delivery named" and of inbox ids that do not exist, as
+// for ack or requeue, which sends an operator whose token has only verify scopes looking for a
+// delivery id.
+func TestInboxStatsRefusalNamesTheScopeItNeeds(t *testing.T) {
+	bootstrapToken := "bootstrap-" + strings.Repeat("q", 40)
+	addr := startAuthServer(t, serveConfig{auth: authFlags{requireAuth: true}, bootstrapToken: bootstrapToken})
+	t.Setenv(tokenEnv, bootstrapToken)
+	code, out, errOut := run(t, "", "token", "create", "--name", "v", "--scope", "verify:*", "--server", addr)
+	if code != 0 {
+		t.Fatalf("token create: %d %s", code, errOut)
+	}
+	var resp struct{ BearerToken string }
+	if err := json.Unmarshal([]byte(out), &resp); err != nil || resp.BearerToken == "" {
+		t.Fatalf("token create printed %q: %v", out, err)
+	}
+	t.Setenv(tokenEnv, resp.BearerToken)
+	code, _, errOut = run(t, "", "inbox", "stats", "--server", addr)
+	_, hint, _ := strings.Cut(errOut, "hint: ")
+	if code != 1 || !strings.Contains(errOut, "PermissionDenied") || !strings.Contains(hint, "inbox:") || strings.Contains(hint, "delivery named") {
+		t.Errorf("inbox stats with a verify token: exit %d, stderr %q; want 1, PermissionDenied and a hint naming an inbox scope, not deliveries", code, errOut)
+	}
+}

@@ -182,6 +182,10 @@ func scopeNeeded(method string, req any) string {
 	case method == hookverifyv1.VerifierService_Verify_FullMethodName:
 		id := req.(*hookverifyv1.VerifyRequest).GetEndpointId()
 		return fmt.Sprintf("verify needs a caller whose scopes cover verify:%s (verify:%s, a verify:prefix* matching it, or verify:*)", id, id) + get
+	case method == hookverifyv1.InboxService_GetInboxStats_FullMethodName:
+		// It names no delivery: any inbox scope will do, and the answer holds the endpoints
+		// that scope covers.
+		return "inbox stats needs a caller with an inbox scope (inbox:*, inbox:<endpoint> or inbox:prefix*); it shows the endpoints that scope covers" + get
 	}
 	var ids []string
 	switch req := req.(type) {

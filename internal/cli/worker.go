@@ -143,7 +143,7 @@ func (w *worker) warnUnknown(ids []string) {
 			w.warned = map[string]bool{}
 		}
 		w.warned[id] = true
-		fmt.Fprintf(w.e.stderr, "worker: --endpoint %s names no endpoint (a typo, or not created yet); waiting for deliveries anyway\n", id)
+		fmt.Fprintf(w.e.stderr, "worker: --endpoint %s names no endpoint (a typo, or not created yet)\n", id)
 	}
 }
 
