@@ -7,8 +7,10 @@ import (
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -19,6 +21,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/hookverify/hookverify/internal/ratelog"
 	"github.com/hookverify/hookverify/storage"
 )
 
@@ -361,11 +364,56 @@ func (s *Server) refuse(ctx context.Context, method string, p Principal, err err
 	if f.code == codes.Unauthenticated {
 		msg = msgUnauthenticated
 	}
+	s.metrics.observeAuthFailure(method, f.code)
 	attrs := []any{"method", method, "code", f.code.String(), "reason", f.reason}
 	if p.Name != "" {
 		attrs = append(attrs, "principal", p.Name)
 	}
+	if f.code == codes.Unauthenticated {
+		ok, heldBack := s.refusalLog.allow(f.reason)
+		if !ok {
+			return status.Error(f.code, msg)
+		}
+		attrs = append(attrs, "not_logged_since_last", heldBack)
+	}
 	s.log.InfoContext(ctx, "call refused", attrs...)
-	s.metrics.observeAuthFailure(method, f.code)
 	return status.Error(f.code, msg)
+}
+
+// refusalLog rate-limits the lines of calls refused as unauthenticated, per reason: anyone who
+// reaches the port causes them (no token, an unknown one), and at a line per call a flood
+// filled the disk. Each reason is logged at most once per handshakeLogInterval, with the
+// count held back since; the metric counts every one. Calls refused permission are logged
+// one by one: an authenticated caller did them, whom the trail must name.
+type refusalLog struct {
+	log *slog.Logger
+
+	mu       sync.Mutex
+	byReason map[string]*ratelog.Limiter
+}
+
+// maxRefusalReasons bounds refusalLog's limiters: reasons that name a revoked token or a
+// certificate subject vary, and past this many the rest share one limiter.
+const maxRefusalReasons = 100
+
+func (r *refusalLog) allow(reason string) (ok bool, heldBack int) {
+	r.mu.Lock()
+	key := reason
+	if _, known := r.byReason[key]; !known && len(r.byReason) >= maxRefusalReasons {
+		key = "" // every other reason
+	}
+	l := r.byReason[key]
+	if l == nil {
+		if r.byReason == nil {
+			r.byReason = map[string]*ratelog.Limiter{}
+		}
+		what := "calls refused as unauthenticated: " + reason
+		if key == "" {
+			what = "calls refused as unauthenticated, for other reasons"
+		}
+		l = ratelog.ForLog(r.log, handshakeLogInterval, what)
+		r.byReason[key] = l
+	}
+	r.mu.Unlock()
+	return l.Allow()
 }

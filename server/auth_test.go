@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
+	"encoding/json"
 	"log/slog"
 	"maps"
 	"math/big"
@@ -1044,5 +1045,66 @@ func TestRevokeBootstrapTokenByItsValue(t *testing.T) {
 	refusedWith(t, "RevokeToken of an unknown id", err, codes.NotFound)
 	if !strings.Contains(status.Convert(err).Message(), "tok_00000000deadbeef") {
 		t.Errorf("RevokeToken of an unknown id = %v; want the id named", err)
+	}
+}
+
+// TestUnauthenticatedFloodLogsBounded: anyone who reaches the port can send calls without a
+// token, or with an unknown one. Each used to log two lines at INFO ("call refused" and the
+// rpc line), so a flood filled the disk; each reason is now logged about once per interval,
+// with the count held back, while the metric counts every call. Refusals of permission, which
+// name an authenticated caller, are still logged one by one.
+func TestUnauthenticatedFloodLogsBounded(t *testing.T) {
+	t.Parallel()
+	e := newAuthEnv(t)
+	conn := e.dial(t, nil)
+	verifier := hookverifyv1.NewVerifierServiceClient(conn)
+	before := authFailuresWithCode(authFailureCounts(t, e.metrics), "Unauthenticated")
+	const flood = 200
+	for i := range flood {
+		ctx := t.Context()
+		if i%2 == 1 {
+			ctx = withToken(ctx, "hvt_"+strings.Repeat("0", 43))
+		}
+		if _, err := verifier.Verify(ctx, &hookverifyv1.VerifyRequest{EndpointId: "acme-orders", Method: "POST", Url: "https://h.example/x"}); status.Code(err) != codes.Unauthenticated {
+			t.Fatalf("call %d: %v, want Unauthenticated", i, err)
+		}
+	}
+	ctx := withToken(t.Context(), e.tokens["verify-acme"])
+	for range 3 {
+		if _, err := verifier.Verify(ctx, &hookverifyv1.VerifyRequest{EndpointId: "globex-orders", Method: "POST", Url: "https://h.example/x"}); status.Code(err) != codes.PermissionDenied {
+			t.Fatalf("out of scope: %v, want PermissionDenied", err)
+		}
+	}
+	if got := authFailuresWithCode(authFailureCounts(t, e.metrics), "Unauthenticated") - before; got != flood {
+		t.Errorf("hookverify_auth_failures_total{code=Unauthenticated} moved by %v, want %d: the metric counts every refusal", got, flood)
+	}
+	var refused, permission, infoRPC int
+	for _, line := range strings.Split(string(e.logs.Bytes()), "\n") {
+		var l struct{ Level, Msg, Code string }
+		if json.Unmarshal([]byte(line), &l) != nil {
+			continue
+		}
+		switch {
+		case l.Msg == "call refused" && l.Code == "Unauthenticated":
+			refused++
+		case l.Msg == "call refused" && l.Code == "PermissionDenied":
+			permission++
+		case l.Msg == "rpc" && l.Level == "INFO" && (l.Code == "Unauthenticated" || l.Code == "PermissionDenied"):
+			infoRPC++
+		}
+	}
+	// Two reasons (no token, an unknown one), each logged once or twice within the test (a
+	// slow machine may cross an interval), against 200 calls.
+	if refused > 4 {
+		t.Errorf("%d refusal lines for %d unauthenticated calls of two reasons, want a few", refused, flood)
+	}
+	if refused == 0 {
+		t.Error("no refusal logged at all: the first of each reason must be")
+	}
+	if permission != 3 {
+		t.Errorf("%d lines for 3 calls refused permission, want each logged", permission)
+	}
+	if infoRPC != 0 {
+		t.Errorf("%d INFO rpc lines for refused calls, which refuse already logs", infoRPC)
 	}
 }

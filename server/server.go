@@ -107,6 +107,8 @@ type Server struct {
 	// unopenedKeyLog bounds the ERROR logged while a secret in force is sealed under a master
 	// key this instance lacks: every delivery to its endpoint, forged ones too, meets it.
 	unopenedKeyLog *ratelog.Limiter
+	// refusalLog bounds the lines of calls refused as unauthenticated (refuse).
+	refusalLog refusalLog
 
 	maxPendingPerEndpoint int64
 	maxPendingTotal       int64
@@ -143,6 +145,7 @@ func New(opts Options) (*Server, error) {
 		s.log = slog.Default()
 	}
 	s.unopenedKeyLog = ratelog.ForLog(s.log, unopenedKeyLogInterval, "deliveries met a secret sealed under a master key this server does not hold")
+	s.refusalLog.log = s.log
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -338,7 +341,9 @@ func (s *Server) logInterceptor(ctx context.Context, req any, info *grpc.UnarySe
 	start := time.Now()
 	resp, err := handler(ctx, req)
 	level := slog.LevelDebug
-	if err != nil {
+	if code := status.Code(err); err != nil && code != codes.Unauthenticated && code != codes.PermissionDenied {
+		// A refused caller is logged by refuse, with the reason, and rate-limited there when
+		// anyone can cause it: a second line per call here would undo that.
 		level = slog.LevelInfo
 	}
 	if !s.log.Enabled(ctx, level) {
