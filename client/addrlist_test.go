@@ -2,13 +2,7 @@ package client_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
 	"net"
 	"strings"
 	"sync"
@@ -22,6 +16,7 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/hookverify/hookverify/client"
+	"github.com/hookverify/hookverify/internal/testpki"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
 
@@ -195,7 +190,8 @@ func TestAddressListToken(t *testing.T) {
 // still wins, for certificates that name the service rather than the addresses.
 func TestAddressListTLS(t *testing.T) {
 	t.Parallel()
-	roots := x509.NewCertPool()
+	ca := testpki.NewCA(t, "hookverify test CA")
+	roots := ca.Pool()
 	var targets []string
 	var servers []*fakeServer
 	var sni []string // guarded by mu
@@ -213,7 +209,7 @@ func TestAddressListTLS(t *testing.T) {
 			return &hookverifyv1.VerifyResponse{}, nil
 		}
 		addr, _ := healthServer(t, f, ip, healthpb.HealthCheckResponse_SERVING,
-			grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{selfSigned(t, roots, net.ParseIP(ip), "verifier.internal")}, MinVersion: tls.VersionTLS12})))
+			grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{ca.Issue(t, testpki.Leaf{Server: true, IPs: []net.IP{net.ParseIP(ip)}, DNSNames: []string{"verifier.internal"}})}, MinVersion: tls.VersionTLS12})))
 		targets = append(targets, addr)
 		servers = append(servers, f)
 	}
@@ -246,27 +242,4 @@ func TestAddressListTLS(t *testing.T) {
 		}
 		mu.Unlock()
 	}
-}
-
-// selfSigned is a server certificate for ip and dnsName, added to roots.
-func selfSigned(t *testing.T, roots *x509.CertPool, ip net.IP, dnsName string) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: ip.String()},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{ip}, DNSNames: []string{dnsName}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots.AddCert(cert)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert}
 }

@@ -491,19 +491,9 @@ func TestTokenRevokeStandardInputTrimmedAsTokensAre(t *testing.T) {
 // without the hvt_ prefix, is revoked by its value as README promises for a leaked token, and
 // never printed back.
 func TestTokenRevokeTheBootstrapTokenByItsValue(t *testing.T) {
-	bootstrapToken := "bootstrap-" + strings.Repeat("v", 40)
-	addr := startAuthServer(t, serveConfig{auth: authFlags{requireAuth: true}, bootstrapToken: bootstrapToken})
-	t.Setenv(tokenEnv, bootstrapToken)
-	code, out, errOut := run(t, "", "token", "create", "--name", "admin2", "--scope", "admin", "--server", addr)
-	if code != 0 {
-		t.Fatalf("token create: exit %d, %q", code, errOut)
-	}
-	var created struct{ BearerToken string }
-	if err := json.Unmarshal([]byte(out), &created); err != nil || created.BearerToken == "" {
-		t.Fatalf("token create printed %q (%v)", out, err)
-	}
+	addr, bootstrapToken, created := serverWithToken(t, "admin2", "admin")
 	t.Setenv(tokenEnv, created.BearerToken)
-	code, out, errOut = run(t, bootstrapToken+"\n", "token", "revoke", "--id", "-", "--server", addr)
+	code, out, errOut := run(t, bootstrapToken+"\n", "token", "revoke", "--id", "-", "--server", addr)
 	if strings.Contains(out+errOut, bootstrapToken) {
 		t.Errorf("token revoke printed the bootstrap token")
 	}
@@ -512,25 +502,33 @@ func TestTokenRevokeTheBootstrapTokenByItsValue(t *testing.T) {
 	}
 }
 
-// leakyToken is what token create printed for serverWithLeakyToken's token.
-type leakyToken struct {
+// createdToken is what token create printed.
+type createdToken struct {
 	Token       struct{ ID string }
 	BearerToken string
 }
 
 // serverWithLeakyToken starts a server requiring authentication, with $HOOKVERIFY_TOKEN set to
 // its bootstrap admin token, and creates a token "leaky" scoped verify:acme-*.
-func serverWithLeakyToken(t *testing.T) (addr string, created leakyToken) {
+func serverWithLeakyToken(t *testing.T) (addr string, created createdToken) {
 	t.Helper()
-	bootstrapToken := "bootstrap-" + strings.Repeat("b", 40)
+	addr, _, created = serverWithToken(t, "leaky", "verify:acme-*")
+	return addr, created
+}
+
+// serverWithToken starts a server requiring authentication, with $HOOKVERIFY_TOKEN set to its
+// bootstrap admin token (returned), and creates a token of the name and scope.
+func serverWithToken(t *testing.T, name, scope string) (addr, bootstrapToken string, created createdToken) {
+	t.Helper()
+	bootstrapToken = "bootstrap-" + strings.Repeat("b", 40)
 	addr = startAuthServer(t, serveConfig{auth: authFlags{requireAuth: true}, bootstrapToken: bootstrapToken})
 	t.Setenv(tokenEnv, bootstrapToken)
-	code, out, errOut := run(t, "", "token", "create", "--name", "leaky", "--scope", "verify:acme-*", "--server", addr)
+	code, out, errOut := run(t, "", "token", "create", "--name", name, "--scope", scope, "--server", addr)
 	if code != 0 {
 		t.Fatalf("token create: exit %d, %q", code, errOut)
 	}
 	if err := json.Unmarshal([]byte(out), &created); err != nil || created.BearerToken == "" {
 		t.Fatalf("token create printed %q (%v)", out, err)
 	}
-	return addr, created
+	return addr, bootstrapToken, created
 }

@@ -251,19 +251,9 @@ func TestServerAddressMistakes(t *testing.T) {
 // for ack or requeue, which sends an operator whose token has only verify scopes looking for a
 // delivery id.
 func TestInboxStatsRefusalNamesTheScopeItNeeds(t *testing.T) {
-	bootstrapToken := "bootstrap-" + strings.Repeat("q", 40)
-	addr := startAuthServer(t, serveConfig{auth: authFlags{requireAuth: true}, bootstrapToken: bootstrapToken})
-	t.Setenv(tokenEnv, bootstrapToken)
-	code, out, errOut := run(t, "", "token", "create", "--name", "v", "--scope", "verify:*", "--server", addr)
-	if code != 0 {
-		t.Fatalf("token create: %d %s", code, errOut)
-	}
-	var resp struct{ BearerToken string }
-	if err := json.Unmarshal([]byte(out), &resp); err != nil || resp.BearerToken == "" {
-		t.Fatalf("token create printed %q: %v", out, err)
-	}
-	t.Setenv(tokenEnv, resp.BearerToken)
-	code, _, errOut = run(t, "", "inbox", "stats", "--server", addr)
+	addr, _, created := serverWithToken(t, "v", "verify:*")
+	t.Setenv(tokenEnv, created.BearerToken)
+	code, _, errOut := run(t, "", "inbox", "stats", "--server", addr)
 	_, hint, _ := strings.Cut(errOut, "hint: ")
 	if code != 1 || !strings.Contains(errOut, "PermissionDenied") || !strings.Contains(hint, "inbox:") || strings.Contains(hint, "delivery named") {
 		t.Errorf("inbox stats with a verify token: exit %d, stderr %q; want 1, PermissionDenied and a hint naming an inbox scope, not deliveries", code, errOut)

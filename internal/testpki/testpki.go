@@ -44,9 +44,11 @@ func NewCA(t testing.TB, name string) *CA {
 // Leaf describes a certificate to issue.
 type Leaf struct {
 	Subject pkix.Name
-	// Server makes it a server certificate for 127.0.0.1 and localhost; otherwise it is a
-	// client certificate.
-	Server bool
+	// Server makes it a server certificate, for IPs and DNSNames, or when both are empty for
+	// 127.0.0.1 and localhost; otherwise it is a client certificate.
+	Server   bool
+	IPs      []net.IP
+	DNSNames []string
 	// NotBefore and NotAfter default to an hour either side of now.
 	NotBefore, NotAfter time.Time
 }
@@ -64,8 +66,11 @@ func (ca *CA) Issue(t testing.TB, leaf Leaf) tls.Certificate {
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	if leaf.Server {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-		tmpl.DNSNames = []string{"localhost"}
+		tmpl.IPAddresses, tmpl.DNSNames = leaf.IPs, leaf.DNSNames
+		if len(leaf.IPs) == 0 && len(leaf.DNSNames) == 0 {
+			tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
+			tmpl.DNSNames = []string{"localhost"}
+		}
 	}
 	key := newKey(t)
 	der := create(t, tmpl, ca.Cert, key, ca.Key)
