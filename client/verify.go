@@ -180,6 +180,13 @@ func (c *Conn) requestURL(r *http.Request) (string, error) {
 			// no URL to forward (the server refuses a URL without a host).
 			return "", fmt.Errorf("%w: no Host header, so no URL (WithPublicURLBase gives one)", ErrUnforwardable)
 		}
+		if strings.ContainsAny(host, "/?#") {
+			// net/http refuses such a Host header, but its HTTP/2 server takes any :authority:
+			// "/x" made a URL without a host, which the server refuses as the edge's fault
+			// (answered 500 and logged as a misconfiguration), and "x/y" a path other than the
+			// one received. No provider sends one: it is the request's fault.
+			return "", fmt.Errorf("%w: a Host (HTTP/2 :authority) that is not a host", ErrUnforwardable)
+		}
 		url = c.scheme(r) + "://" + host + uri
 	}
 	if !utf8.ValidString(url) {

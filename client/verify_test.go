@@ -14,7 +14,11 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 	"unicode/utf8"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 
 	"github.com/hookverify/hookverify/client"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
@@ -287,5 +291,59 @@ func TestBuildRequestRefusesAnAbsoluteTargetWithoutHost(t *testing.T) {
 	}
 	if req, err := conn.BuildRequest("ep", r); err != nil || req.GetUrl() != "https://hooks.example.com/hooks/ep?x=1" {
 		t.Errorf("BuildRequest(absolute form) = %v, %v", req.GetUrl(), err)
+	}
+}
+
+// TestReviewBuildRequestRefusesAnHTTP2AuthorityWithoutHost: over HTTP/1.1 net/http refuses a
+// Host header that is no host ("/x"), but its HTTP/2 server takes any :authority, and
+// r.Host is then that text: BuildRequest made "https:///evil/hooks/ep", a URL without a host,
+// which the server refuses as the edge's fault (INVALID_ARGUMENT, answered 500 and logged as a
+// misconfiguration). Anyone reaching a TLS edge (HTTP/2 by default) raised that alarm with one
+// request; it is the request's fault, as with the absolute form without a host.
+func TestReviewBuildRequestRefusesAnHTTP2AuthorityWithoutHost(t *testing.T) {
+	t.Parallel()
+	conn, err := client.Dial("127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	type result struct {
+		host, url string
+		err       error
+	}
+	results := make(chan result, 4)
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := conn.BuildRequest("ep", r)
+		results <- result{r.Host, req.GetUrl(), err}
+	}))
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	defer ts.Close()
+
+	for _, authority := range []string{"/evil", "?x", "#x"} {
+		c, err := tls.Dial("tcp", ts.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		c.Write([]byte(http2.ClientPreface))
+		fr := http2.NewFramer(c, c)
+		fr.WriteSettings()
+		var hbuf bytes.Buffer
+		enc := hpack.NewEncoder(&hbuf)
+		for _, f := range []hpack.HeaderField{{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "https"},
+			{Name: ":authority", Value: authority}, {Name: ":path", Value: "/hooks/ep"}} {
+			enc.WriteField(f)
+		}
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hbuf.Bytes(), EndHeaders: true, EndStream: true})
+		select {
+		case r := <-results:
+			if !errors.Is(r.err, client.ErrUnforwardable) {
+				t.Errorf(":authority %q: BuildRequest = url %q, %v; want ErrUnforwardable", r.host, r.url, r.err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Logf(":authority %q: refused by net/http itself", authority)
+		}
+		c.Close()
 	}
 }

@@ -629,7 +629,7 @@ const MAX_URL_BYTES = 16 * 1024;
  * beyondServerLimits says which of hookverify's limits the headers or URL pass (names plus
  * values, in UTF-8 bytes, as the server counts them), or null when they fit.
  */
-function beyondServerLimits(headers, url) {
+function beyondServerLimits(headers, url, host) {
   if (headers.length > MAX_HEADER_COUNT) return `${headers.length} headers, more than the server's limit of ${MAX_HEADER_COUNT}`;
   let total = 0;
   for (const h of headers) total += Buffer.byteLength(h.name) + Buffer.byteLength(h.value);
@@ -637,8 +637,11 @@ function beyondServerLimits(headers, url) {
   const urlBytes = Buffer.byteLength(url);
   if (urlBytes > MAX_URL_BYTES) return `a URL of ${urlBytes} bytes, more than the server's limit of ${MAX_URL_BYTES}`;
   // Node takes any Host value: one that starts with '/' leaves the URL without a host, which
-  // hookverify refuses as the edge's fault (answered 500 and logged as a misconfiguration).
+  // hookverify refuses as the edge's fault (answered 500 and logged as a misconfiguration),
+  // and one holding '/', '?' or '#' makes a path other than the one received (host is null
+  // when publicBaseUrl gives the URL's front).
   if (!/^https?:\/\/[^/]/i.test(url)) return 'a Host header that leaves the URL without a host';
+  if (host != null && /[/?#]/.test(host)) return 'a Host header that is not a host';
   return null;
 }
 
@@ -983,7 +986,7 @@ function createEdge(opts = {}) {
     // header does. (Node refuses a request line with bytes outside ASCII: req.url is ASCII.)
     const host = headers.find((f) => f.name.toLowerCase() === 'host')?.value || 'localhost'; // hookverify needs a host: none or an empty one (HTTP/1.0) is localhost
     const url = (base ?? `${scheme(req)}://${host}`) + req.url;
-    const beyond = beyondServerLimits(headers, url);
+    const beyond = beyondServerLimits(headers, url, base ? null : host);
     if (beyond) {
       // hookverify refuses it (INVALID_ARGUMENT) whatever it holds: a 500 would have the
       // provider retry it for ever. As the Go handler does, 400 without a call.
