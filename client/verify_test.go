@@ -294,13 +294,13 @@ func TestBuildRequestRefusesAnAbsoluteTargetWithoutHost(t *testing.T) {
 	}
 }
 
-// TestReviewBuildRequestRefusesAnHTTP2AuthorityWithoutHost: over HTTP/1.1 net/http refuses a
+// TestBuildRequestRefusesAnHTTP2AuthorityWithoutHost: over HTTP/1.1 net/http refuses a
 // Host header that is no host ("/x"), but its HTTP/2 server takes any :authority, and
 // r.Host is then that text: BuildRequest made "https:///evil/hooks/ep", a URL without a host,
 // which the server refuses as the edge's fault (INVALID_ARGUMENT, answered 500 and logged as a
 // misconfiguration). Anyone reaching a TLS edge (HTTP/2 by default) raised that alarm with one
 // request; it is the request's fault, as with the absolute form without a host.
-func TestReviewBuildRequestRefusesAnHTTP2AuthorityWithoutHost(t *testing.T) {
+func TestBuildRequestRefusesAnHTTP2AuthorityWithoutHost(t *testing.T) {
 	t.Parallel()
 	conn, err := client.Dial("127.0.0.1:1")
 	if err != nil {

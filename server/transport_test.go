@@ -40,12 +40,12 @@ func serveTCP(t *testing.T) string {
 	return lis.Addr().String()
 }
 
-// TestReviewStreamsPerConnectionAreBounded: one connection, no credentials, opens thousands of
+// TestStreamsPerConnectionAreBounded: one connection, no credentials, opens thousands of
 // Verify streams, each announcing a message it never finishes, and reads nothing. Every stream
 // the server takes costs a handler goroutine (and its buffered data) until the message
 // completes, which it never does: without a bound on concurrent streams one unauthenticated
 // client grows the server without end.
-func TestReviewStreamsPerConnectionAreBounded(t *testing.T) {
+func TestStreamsPerConnectionAreBounded(t *testing.T) {
 	addr := serveTCP(t)
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -96,10 +96,10 @@ func TestReviewStreamsPerConnectionAreBounded(t *testing.T) {
 	}
 }
 
-// TestReviewHeaderListSizeIsBounded: gRPC's own default lets a caller send 16 MiB of headers
+// TestHeaderListSizeIsBounded: gRPC's own default lets a caller send 16 MiB of headers
 // per stream, held until the stream ends, before authentication looks at any of it. No
 // hookverify call needs more than a few KiB of metadata (a token, a request id, trace context).
-func TestReviewHeaderListSizeIsBounded(t *testing.T) {
+func TestHeaderListSizeIsBounded(t *testing.T) {
 	addr := serveTCP(t)
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -117,10 +117,10 @@ func TestReviewHeaderListSizeIsBounded(t *testing.T) {
 	}
 }
 
-// TestReviewSilentConnectionsAreClosed: a client that connects and never sends the HTTP/2
+// TestSilentConnectionsAreClosed: a client that connects and never sends the HTTP/2
 // preface (or never finishes a TLS handshake) holds a connection and a goroutine; gRPC's
 // default waits 120 s for it. A real caller sends its preface in milliseconds.
-func TestReviewSilentConnectionsAreClosed(t *testing.T) {
+func TestSilentConnectionsAreClosed(t *testing.T) {
 	t.Parallel()
 	addr := serveTCP(t)
 	conn, err := net.Dial("tcp", addr)
