@@ -171,11 +171,15 @@ type LeaseRequest struct {
 // Time is when the lease is taken: Clock's time, read now, or Now without a clock. A store
 // calls it once per run of the lease's statements, when they run, and uses that time for
 // all of them.
-func (r LeaseRequest) Time() time.Time {
-	if r.Clock != nil {
-		return r.Clock()
+func (r LeaseRequest) Time() time.Time { return timeFrom(r.Clock, r.Now) }
+
+// timeFrom is the time of a request with an optional clock: the clock's, read now, or now
+// without one (LeaseRequest, ExtendRequest).
+func timeFrom(clock func() time.Time, now time.Time) time.Time {
+	if clock != nil {
+		return clock()
 	}
-	return r.Now
+	return now
 }
 
 // ExtendRequest describes one ExtendLease call.
@@ -185,22 +189,16 @@ type ExtendRequest struct {
 	Visibility time.Duration
 	// Now is when the lease is extended, for a caller without a clock.
 	Now time.Time
-	// Clock, when set, is read instead of Now when the extension's statement runs, as
-	// LeaseRequest.Clock is: an extension waits its turn too (SQLite's one writer, up to its
-	// busy timeout; a connection of the pool; a retried transaction), and taken at a time read
-	// before that wait it would end early by as long as it waited, and find live a lease that
-	// had run out meanwhile.
+	// Clock, when set, is read instead of Now when the extension's statement runs, for the
+	// reasons of LeaseRequest.Clock (an extension waits its turn too: SQLite's one writer, a
+	// connection of the pool, a retried transaction); taken before that wait, it would also
+	// find live a lease that had run out meanwhile.
 	Clock func() time.Time
 }
 
 // Time is when the lease is extended: Clock's time, read now, or Now without a clock. A store
 // calls it once per run of the extension's statement, when it runs.
-func (r ExtendRequest) Time() time.Time {
-	if r.Clock != nil {
-		return r.Clock()
-	}
-	return r.Now
-}
+func (r ExtendRequest) Time() time.Time { return timeFrom(r.Clock, r.Now) }
 
 // ExhaustedRequest describes one DeadLetterExhausted call.
 type ExhaustedRequest struct {
