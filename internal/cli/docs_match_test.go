@@ -180,3 +180,47 @@ func flagNames(args []string) []string {
 	}
 	return names
 }
+
+// TestMetricsAreDocumented checks that README describes every metric the code declares, and
+// declares every metric README describes: an operator builds alerts from README's list.
+func TestMetricsAreDocumented(t *testing.T) {
+	declaredName := regexp.MustCompile(`Name: +"(hookverify_[a-z_]+)"`)
+	declared := map[string]bool{}
+	err := filepath.WalkDir(filepath.Join("..", ".."), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		for _, m := range declaredName.FindAllStringSubmatch(string(src), -1) {
+			declared[m[1]] = true
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, name := range regexp.MustCompile(`hookverify_[a-z_]+`).FindAllString(string(readme), -1) {
+		// A histogram's series are its name with _sum, _count or _bucket.
+		documented[histogramSeries.ReplaceAllString(name, "")] = true
+	}
+	if len(declared) < 20 {
+		t.Fatalf("found only %d declared metrics; is the pattern still finding them?", len(declared))
+	}
+	for name := range declared {
+		if !documented[name] {
+			t.Errorf("metric %s is not in README.md", name)
+		}
+	}
+	for name := range documented {
+		if !declared[name] {
+			t.Errorf("README.md names metric %s, which the code does not declare", name)
+		}
+	}
+}
+
+var histogramSeries = regexp.MustCompile(`_(sum|count|bucket)$`)
