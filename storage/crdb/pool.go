@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,6 +46,39 @@ func newPoolConfig(databaseURL string) (*pgxpool.Config, error) {
 	config.HealthCheckPeriod = healthCheckPeriod
 	config.PingTimeout = pingTimeout
 	return config, nil
+}
+
+// urlProblem says what is likely wrong with a connection string pgx could not parse, without
+// quoting any of it: a fragment of a URL that failed to parse can be a piece of the password
+// (an unencoded "#" in it starts a fragment, and what came before the "#" reads as a port).
+func urlProblem(databaseURL string) string {
+	scheme, _, isURL := strings.Cut(databaseURL, "://")
+	if !isURL {
+		if strings.HasPrefix(databaseURL, "postgres") {
+			return "a URL starts with postgres:// or postgresql://"
+		}
+		return "check its key=value pairs: quote a value with spaces in single quotes, as password='a b', and check sslmode (disable, allow, prefer, require, verify-ca or verify-full) and numbers such as port and connect_timeout"
+	}
+	if scheme != "postgres" && scheme != "postgresql" {
+		return "its scheme must be postgres:// or postgresql://, for CockroachDB too"
+	}
+	const encode = "in the user name and password, percent-encode @ : / ? # % and spaces (%40 %3A %2F %3F %23 %25 %20)"
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		if strings.Contains(err.Error(), "invalid port") {
+			return "its port is not a number, or " + encode
+		}
+		return "it is not a valid URL: " + encode
+	}
+	if port := u.Port(); port != "" {
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			return "its port is not a number from 0 to 65535"
+		}
+	}
+	if _, err := url.ParseQuery(u.RawQuery); err != nil {
+		return "its query parameters are not validly percent-encoded: percent-encode % & = and spaces in their values (%25 %26 %3D %20)"
+	}
+	return "check its query parameters: sslmode (disable, allow, prefer, require, verify-ca or verify-full), numbers such as connect_timeout and pool_max_conns, and the sslcert/sslkey/sslrootcert files"
 }
 
 // hasParam reports whether the connection string sets the named parameter (URL or key=value).

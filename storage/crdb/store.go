@@ -78,7 +78,7 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	config, err := newPoolConfig(databaseURL)
 	if err != nil {
 		// The parse error can quote the URL, password included; do not pass it on.
-		return nil, fmt.Errorf("crdb: open: %w: cannot parse the database URL", storage.ErrInvalid)
+		return nil, fmt.Errorf("crdb: open: %w: cannot parse the database URL (not quoted here: it may hold a password): %s", storage.ErrInvalid, urlProblem(databaseURL))
 	}
 	p, err := newPool(ctx, config)
 	if err != nil {
