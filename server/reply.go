@@ -97,6 +97,16 @@ var (
 	duplicateBody, _ = json.Marshal(replyBody{Status: "duplicate"})
 )
 
+// rejectedBy is rejected for a delivery to an endpoint of protocol p: a protocol may want its
+// rejections bare (Protocol.BareRejections).
+func rejectedBy(p *protocol.Protocol, reason hookverifyv1.RejectReason, detail string) *hookverifyv1.VerifyResponse {
+	resp := rejected(reason, detail)
+	if p.BareRejections {
+		resp.Reply = &hookverifyv1.HttpReply{Status: resp.GetReply().GetStatus()}
+	}
+	return resp
+}
+
 // rejected builds a REJECTED response with its reply.
 func rejected(reason hookverifyv1.RejectReason, detail string) *hookverifyv1.VerifyResponse {
 	code := strings.ToLower(strings.TrimPrefix(reason.String(), "REJECT_REASON_"))

@@ -78,3 +78,31 @@ func TestDiscordWebhookEventsAcknowledgedWith204(t *testing.T) {
 		t.Fatalf("interaction: got %s with reply %d", interaction.GetVerdict(), interaction.GetReply().GetStatus())
 	}
 }
+
+// TestXeroRejectionsHaveNoBody: Xero's Intent to Receive sends deliberately mis-signed
+// deliveries that must get 401, and "it must also respond within the guidelines of all webhook
+// requests", one of which is "There is no body in the response"
+// (developer.xero.com/documentation/webhooks/configuring-your-server). A rejection's JSON
+// body could fail the validation, and without it Xero sends no events.
+func TestXeroRejectionsHaveNoBody(t *testing.T) {
+	e := newEnv(t, backends[0])
+	p, _ := protocol.Default().Lookup("xero")
+	_, verifying, err := p.ExampleSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "xero-itr", Provider: p.Name})
+	e.addSecret(t, "xero-itr", verifying)
+	body := []byte(`{"events":[],"lastEventSequence":0,"firstEventSequence":0,"entropy":"S0m3r4Nd0mt3xt"}`)
+	for _, signature := range []string{"", "bm90IHRoZSBzaWduYXR1cmUgb2YgdGhpcyBib2R5IQ=="} {
+		req := &hookverifyv1.VerifyRequest{EndpointId: "xero-itr", Body: body, Method: "POST", Url: "https://hooks.example.com/xero"}
+		if signature != "" {
+			req.Headers = []*hookverifyv1.HeaderField{{Name: "x-xero-signature", Value: signature}}
+		}
+		resp := e.verify(t, req)
+		reply := resp.GetReply()
+		if resp.GetVerdict() != hookverifyv1.Verdict_VERDICT_REJECTED || reply.GetStatus() != 401 || len(reply.GetBody()) != 0 || len(reply.GetHeaders()) != 0 {
+			t.Fatalf("signature %q: got %s (%s) with reply %d %v %q, want REJECTED with a bare 401", signature, resp.GetVerdict(), resp.GetRejectReason(), reply.GetStatus(), reply.GetHeaders(), reply.GetBody())
+		}
+	}
+}

@@ -109,7 +109,7 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 				}
 				return nil, status.Error(codes.Unavailable, "a signing secret of this endpoint cannot be opened by this server, retry later")
 			}
-			return rejected(rejectReason(rej.Reason), rej.Detail), nil
+			return rejectedBy(prov, rejectReason(rej.Reason), rej.Detail), nil
 		}
 		s.log.ErrorContext(ctx, "protocol failure", "endpoint", endpoint.ID, "provider", endpoint.Provider, "err", err)
 		return nil, status.Error(codes.Internal, "verification failed unexpectedly")
@@ -118,7 +118,7 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 		return handshakeResponse(result), nil
 	}
 	if reason, detail := checkEventID(result.EventID); detail != "" {
-		return rejected(reason, detail), nil
+		return rejectedBy(prov, reason, detail), nil
 	}
 
 	// A redelivery of a claim this instance has seen recently is answered from memory

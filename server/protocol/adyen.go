@@ -39,8 +39,8 @@ const (
 // marked StaticCredential (body not authenticated), and the identity is derived from the signed
 // fields alone.
 //
-// Adyen expects the reply body "[accepted]"; hookverify's generic 200 reply does not send it,
-// and Adyen's Customer Area then shows the deliveries as failed (they are still accepted here).
+// Adyen expects the reply body "[accepted]" (without it the Customer Area shows the
+// deliveries as failed and Adyen retries them), so SuccessReply sends exactly that.
 //
 // Verify rejects, in this order: a body that is not a JSON object with a non-empty
 // notificationItems array of {"NotificationRequestItem":{...}} objects (malformed payload); an

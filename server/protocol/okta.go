@@ -34,10 +34,16 @@ const (
 //
 // The endpoint option "header" names the credential header when the hook's authScheme.key is
 // not Authorization.
+//
+// An accepted or duplicate delivery is answered 200 with no body: Okta's contract is that
+// responses to event deliveries "should all be empty, and should have an HTTP status code of
+// 200 (OK) or 204 (No Content)" (Event Hooks, "Your Service's Responses to Event Delivery
+// Requests").
 func Okta() *Protocol {
 	return &Protocol{
 		Name:             oktaName,
 		DisplayName:      "Okta Event Hooks",
+		SuccessReply:     &Reply{Status: 200}, // empty: see Okta's doc comment
 		SignatureScheme:  "static secret in the Authorization header (or the hook's authScheme header), compared in constant time",
 		SignsTimestamp:   false,
 		StaticCredential: true,

@@ -157,6 +157,10 @@ type Protocol struct {
 	// stop retrying (Adyen wants the body "[accepted]", Dropbox Sign "Hello API Event
 	// Received"); nil means a plain 200 with a small JSON body.
 	SuccessReply *Reply
+	// BareRejections says the provider wants even a rejection answered without a body or
+	// headers, only its status: Xero's Intent to Receive counts on 401s to mis-signed
+	// deliveries that follow its rules for every answer, one of which is no body.
+	BareRejections bool
 	// ParseSecret turns a secret as the provider displays it into key bytes. It is called when
 	// a secret is added, so a malformed one is refused then, and again before verification.
 	ParseSecret func(secret string) ([]byte, error)

@@ -31,19 +31,28 @@ var xeroProvider = bodyMACProvider{
 // Verify rejects, in this order: no x-xero-signature (missing signature); an empty value or
 // one that is not 32 bytes of padded standard base64 (malformed signature); no key matching
 // (signature mismatch). The identity is the body's SHA-256, so it never fails.
+//
+// An accepted or duplicate delivery is answered 200 with no body, and a rejected one 401 with
+// none either (BareRejections): Xero lists "There is no body in the response" among what it
+// expects of every answer, Intent to Receive included, and retries for 24 hours and then
+// disables the webhook when it does not get an acceptable one
+// (developer.xero.com/documentation/webhooks/configuring-your-server).
 func Xero() *Protocol {
 	return &Protocol{
 		Name:            "xero",
 		DisplayName:     "Xero",
+		SuccessReply:    &Reply{Status: 200}, // no body: see Xero's doc comment
+		BareRejections:  true,                // its 401s too
 		SignatureScheme: "HMAC-SHA256 (base64) of the raw body, x-xero-signature (key used as UTF-8, not decoded)",
 		IdentitySource: "none sent by Xero; fallback: " + bodyHashPrefix + "<hex SHA-256 of the raw body> " +
 			"(the payload batches events[] with firstEventSequence/lastEventSequence and a random " +
 			"entropy field, so distinct payloads never collide and a resent payload dedupes)",
 		DocsURL: "https://developer.xero.com/documentation/guides/webhooks/configuring-your-server/",
-		Retries: "Xero expects a 2xx within 5 s; failed payloads are retried with back-off for a " +
-			"limited time and the webhook is flagged after repeated failures (schedule NOT " +
-			"CONFIRMED). Intent to Receive needs 401 for its deliberately mis-signed deliveries, " +
-			"which is what a rejection gets. Only the body is signed, no timestamp, so late retries verify.",
+		Retries: "Xero expects a 200 with no body within 5 s; otherwise it retries with decreasing " +
+			"frequency for up to 24 hours, then disables the webhook (developer.xero.com/documentation/" +
+			"webhooks/configuring-your-server). Intent to Receive needs 401 for its deliberately " +
+			"mis-signed deliveries, which is what a rejection gets. Only the body is signed, no " +
+			"timestamp, so late retries verify.",
 		ParseSecret:   xeroProvider.secret,
 		Verify:        xeroProvider.verify,
 		Sign:          xeroProvider.sign,
