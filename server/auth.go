@@ -8,7 +8,6 @@ import (
 	"encoding/asn1"
 	"errors"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -174,15 +173,8 @@ func (s *Server) authenticateToken(ctx context.Context, token string) (caller, e
 // so they are checked again on every call.
 func (s *Server) authenticateCert(chains [][]*x509.Certificate) (caller, error) {
 	leaf := chains[0][0]
-	if c := outsideValidity(chains, s.now()); c != nil {
-		if c == leaf {
-			return caller{}, unauthenticated("client certificate " + leaf.Subject.String() + " is outside its validity period")
-		}
-		return caller{}, unauthenticated("client certificate " + leaf.Subject.String() + ": its issuer " + c.Subject.String() + " is outside its validity period")
-	}
-	if trusts := s.auth.trustsClientCA; trusts != nil && !slices.ContainsFunc(chains, func(chain []*x509.Certificate) bool { return trusts(chain[len(chain)-1]) }) {
-		return caller{}, unauthenticated("client certificate " + leaf.Subject.String() + ": its CA " +
-			chains[0][len(chains[0])-1].Subject.String() + " is no longer a client CA")
+	if err := s.usableChain(chains, s.now()); err != nil {
+		return caller{}, err
 	}
 	if attr := repeatedSingleAttribute(leaf.Subject); attr != "" {
 		return caller{}, unauthenticated("client certificate subject " + signedSubject(leaf) + " names " + attr +
@@ -192,24 +184,44 @@ func (s *Server) authenticateCert(chains [][]*x509.Certificate) (caller, error) 
 	return caller{principal: Principal{Name: "cert:" + subject, Method: "mtls"}, scopes: s.auth.certScopes[subject]}, nil
 }
 
-// outsideValidity returns nil when some verified chain has every certificate within its
-// validity period at now, as the handshake required; else a certificate of the last chain that
-// is not. A chain is a few certificates, so this costs a few time comparisons per call.
-func outsideValidity(chains [][]*x509.Certificate, now time.Time) *x509.Certificate {
-	var outside *x509.Certificate
+// usableChain returns nil when some verified chain is, at now, as the handshake required of
+// it: every certificate within its validity period, and anchored by a CA that is still a
+// client CA. Both must hold of one chain: a cross-signed intermediate gives a certificate a
+// chain to each root, and a connection whose only valid chain runs to a CA taken out of the
+// client CAs, and whose only chain to a trusted CA has expired, could no longer make a
+// handshake. Else it returns why the last chain fails. A chain is a few certificates, so this
+// costs a few time comparisons (and CA checks) per call.
+func (s *Server) usableChain(chains [][]*x509.Certificate, now time.Time) error {
+	leaf := chains[0][0]
+	var why error
 	for _, chain := range chains {
-		outside = nil
-		for _, c := range chain {
-			if now.Before(c.NotBefore) || now.After(c.NotAfter) {
-				outside = c
-				break
+		if c := outsideValidity(chain, now); c != nil {
+			if c == leaf {
+				why = unauthenticated("client certificate " + leaf.Subject.String() + " is outside its validity period")
+			} else {
+				why = unauthenticated("client certificate " + leaf.Subject.String() + ": its issuer " + c.Subject.String() + " is outside its validity period")
 			}
+			continue
 		}
-		if outside == nil {
-			return nil
+		anchor := chain[len(chain)-1]
+		if trusts := s.auth.trustsClientCA; trusts != nil && !trusts(anchor) {
+			why = unauthenticated("client certificate " + leaf.Subject.String() + ": its CA " + anchor.Subject.String() + " is no longer a client CA")
+			continue
+		}
+		return nil
+	}
+	return why
+}
+
+// outsideValidity returns a certificate of chain that is not within its validity period at
+// now, or nil when all are.
+func outsideValidity(chain []*x509.Certificate, now time.Time) *x509.Certificate {
+	for _, c := range chain {
+		if now.Before(c.NotBefore) || now.After(c.NotAfter) {
+			return c
 		}
 	}
-	return outside
+	return nil
 }
 
 // Attribute types that pkix.Name holds in a single field, so that its String() keeps only the
