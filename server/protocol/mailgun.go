@@ -39,14 +39,15 @@ const (
 // Verify rejects, in this order: a body that is neither a JSON object nor a form (malformed
 // payload); no signature object or field (missing signature); signature fields that are not
 // strings, an empty token, or a signature that is not 64 lowercase hex digits (malformed
-// signature); an absent or non-decimal timestamp (missing timestamp); no key matching
-// (signature mismatch); the timestamp more than the tolerance from Now either way (timestamp
-// out of tolerance).
+// signature); an absent or non-decimal timestamp (missing timestamp); no key matching the
+// signature or, on a subaccount's event, its parent-signature (malformed signature if the
+// parent-signature is not a string of 64 lowercase hex digits, else signature mismatch); the
+// timestamp more than the tolerance from Now either way (timestamp out of tolerance).
 func Mailgun() *Protocol {
 	return &Protocol{
 		Name:             mailgunName,
 		DisplayName:      "Mailgun",
-		SignatureScheme:  `HMAC-SHA256 (hex) of timestamp + token, in the body's "signature" object (event data unsigned)`,
+		SignatureScheme:  `HMAC-SHA256 (hex) of timestamp + token, in the body's "signature" object (or its parent-signature, made with the primary account's key for a subaccount's events; event data unsigned)`,
 		SignsTimestamp:   true,
 		DefaultTolerance: mailgunDefaultTolerance,
 		IdentitySource: `the signed signature.token (random, 50 characters), not the unsigned event-data.id: a delivery whose ` +
@@ -92,6 +93,11 @@ func exampleMailgunBody(eventID string) []byte {
 // mailgunSignature is the signature object as found in the body.
 type mailgunSignature struct {
 	timestamp, token, signature string
+	// parent is the parent-signature a subaccount's event carries beside its own signature:
+	// the same HMAC of timestamp + token under the primary account's signing key, so that one
+	// endpoint keyed with the primary key verifies every subaccount ("Securing Webhooks").
+	parent    string
+	hasParent bool
 }
 
 // mailgunFind extracts the signature fields from a JSON or form body. Its errors are *Rejection.
@@ -122,6 +128,7 @@ func mailgunFind(body []byte) (mailgunSignature, error) {
 		if s.timestamp, present, ok = jsonString(obj, "timestamp"); present && !ok {
 			return s, Reject(ReasonMissingTimestamp, `signature.timestamp is not a string of decimal seconds`)
 		}
+		s.parent, s.hasParent, _ = jsonString(obj, "parent-signature") // not a string: "" is malformed
 		return s, nil
 	}
 	values, err := url.ParseQuery(string(body))
@@ -169,9 +176,17 @@ func verifyMailgun(req *Request, keys []Key, p Params) (Result, error) {
 	if !ok {
 		return Result{}, Reject(ReasonMissingTimestamp, "the signature timestamp is not decimal unix seconds")
 	}
-	keyID, ok := matchKey(keys, [][]byte{sig}, sha256.New, mailgunMessage(s.timestamp, s.token))
+	sigs, malformed := [][]byte{sig}, 0
+	if s.hasParent {
+		if parent, ok := decodeLowerHex(s.parent, sha256.Size); ok {
+			sigs = append(sigs, parent)
+		} else {
+			malformed++
+		}
+	}
+	keyID, ok := matchKey(keys, sigs, sha256.New, mailgunMessage(s.timestamp, s.token))
 	if !ok {
-		return Result{}, rejectNoMatch("the body's signature", 0, keys)
+		return Result{}, rejectNoMatch("the body's signature", malformed, keys)
 	}
 	if err := checkTimestamp(ts, p.Now, effectiveTolerance(p, mailgunDefaultTolerance)); err != nil {
 		return Result{}, err

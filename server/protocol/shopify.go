@@ -22,8 +22,13 @@ import (
 // X-Shopify-Webhook-Id": it is kept on retries, so it is the identity. Deliveries without it
 // fall back to X-Shopify-Event-Id. Two subscriptions to one topic at one URL then give two
 // deliveries, each accepted once.
+//
+// Shopify Events (https://shopify.dev/docs/apps/build/events/verify-deliveries), configured
+// beside webhooks in the same app and meant to replace them, signs the same way with the same
+// client secret but names the headers without the X- prefix: Shopify-Hmac-Sha256, and
+// Shopify-Webhook-Id for deduplication. Both spellings are read, the X- one first.
 var shopifyScheme = bodyMACScheme{
-	headers: []string{"X-Shopify-Hmac-Sha256"},
+	headers: []string{"X-Shopify-Hmac-Sha256", "Shopify-Hmac-Sha256"},
 	newHash: sha256.New,
 	size:    sha256.Size,
 	enc:     digestBase64,
@@ -35,16 +40,16 @@ var parseShopifySecret = sharedSecretParser("Shopify client secret")
 // Shopify returns the protocol for Shopify webhooks delivered over HTTPS (EventBridge and
 // Pub/Sub deliveries are not HTTP requests and carry no HMAC).
 //
-// Verify rejects, in this order: no X-Shopify-Hmac-Sha256 (missing signature); an empty value
-// or one that is not 32 bytes of padded standard base64 (malformed signature); no key
-// matching (signature mismatch); neither X-Shopify-Webhook-Id nor X-Shopify-Event-Id
-// (missing event id).
+// Verify rejects, in this order: no X-Shopify-Hmac-Sha256 nor (Shopify Events)
+// Shopify-Hmac-Sha256 (missing signature); an empty value or one that is not 32 bytes of padded
+// standard base64 (malformed signature); no key matching (signature mismatch); none of
+// X-Shopify-Webhook-Id, Shopify-Webhook-Id and X-Shopify-Event-Id (missing event id).
 func Shopify() *Protocol {
 	return &Protocol{
 		Name:            "shopify",
 		DisplayName:     "Shopify",
-		SignatureScheme: "HMAC-SHA256 (base64) of the raw body, X-Shopify-Hmac-Sha256",
-		IdentitySource:  "X-Shopify-Webhook-Id header (the delivery; same on retries), else X-Shopify-Event-Id (shared by every topic one merchant action fires, so not the first choice)",
+		SignatureScheme: "HMAC-SHA256 (base64) of the raw body, X-Shopify-Hmac-Sha256 (Shopify-Hmac-Sha256 for Shopify Events)",
+		IdentitySource:  "X-Shopify-Webhook-Id header (the delivery; same on retries; Shopify-Webhook-Id for Shopify Events), else X-Shopify-Event-Id (shared by every topic one merchant action fires, so not the first choice)",
 		DocsURL:         "https://shopify.dev/docs/apps/build/webhooks/verify-deliveries",
 		Retries: "Shopify retries a failed delivery (no 2xx within 5 s) 8 times over 4 hours with " +
 			"exponential backoff, with the original payload and the original HMAC " +
@@ -64,7 +69,7 @@ func verifyShopify(req *Request, keys []Key, _ Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	id, err := headerIdentity(req.Headers, "X-Shopify-Webhook-Id", "X-Shopify-Event-Id")
+	id, err := headerIdentity(req.Headers, "X-Shopify-Webhook-Id", "Shopify-Webhook-Id", "X-Shopify-Event-Id")
 	if err != nil {
 		return Result{}, err
 	}
