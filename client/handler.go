@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -153,7 +154,10 @@ type handler struct {
 //     back (ErrBodyConsumed);
 //   - 503 with Retry-After when the body did not arrive in time (the http.Server's ReadTimeout
 //     or WithVerifyTimeout), or the server is unavailable or overloaded (UNAVAILABLE,
-//     RESOURCE_EXHAUSTED) or too slow (deadline exceeded), so the provider retries;
+//     RESOURCE_EXHAUSTED with RetryInfo) or too slow (deadline exceeded), so the provider
+//     retries;
+//   - 413 for RESOURCE_EXHAUSTED without RetryInfo: gRPC refused the message as larger than
+//     the server's receive limit, which no retry can pass;
 //   - 500 and an error log line for any other failure (UNAUTHENTICATED, PERMISSION_DENIED,
 //     INVALID_ARGUMENT, ...): the edge is misconfigured, and the provider must retry later
 //     rather than drop the event.
@@ -227,8 +231,14 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 		if errors.Is(err, context.DeadlineExceeded) {
 			o.Code = codes.DeadlineExceeded
 		}
-		switch o.Code {
-		case codes.Unavailable, codes.ResourceExhausted, codes.DeadlineExceeded, codes.Canceled:
+		switch {
+		case o.Code == codes.ResourceExhausted && !hasRetryInfo(err):
+			// Not backpressure, which carries RetryInfo, but gRPC refusing a message over the
+			// server's receive limit (verifier.proto): the same body would be refused on every
+			// retry, so the provider must not be told to retry it.
+			h.log.WarnContext(ctx, "the request is larger than the verifier takes; answering 413", "endpoint", o.EndpointID, "err", status.Convert(err).Message())
+			o.Status = writeJSON(w, http.StatusRequestEntityTooLarge, `{"status":"rejected","reason":"body_too_large"}`)
+		case o.Code == codes.Unavailable, o.Code == codes.ResourceExhausted, o.Code == codes.DeadlineExceeded, o.Code == codes.Canceled:
 			// Canceled because the provider hung up: nobody reads the answer. Canceled
 			// otherwise (the Conn was closed) turns every delivery away, and is logged.
 			if o.Code != codes.Canceled || r.Context().Err() == nil {
@@ -263,6 +273,17 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 	_, _ = w.Write(reply.GetBody())
 	o.Status = int(reply.GetStatus())
 	return o
+}
+
+// hasRetryInfo reports whether err carries a google.rpc.RetryInfo detail, valid or not: the mark
+// of the server's backpressure.
+func hasRetryInfo(err error) bool {
+	for _, d := range status.Convert(err).Details() {
+		if _, ok := d.(*errdetails.RetryInfo); ok {
+			return true
+		}
+	}
+	return false
 }
 
 func writeJSON(w http.ResponseWriter, code int, body string) int {

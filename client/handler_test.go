@@ -290,7 +290,9 @@ func TestHandlerErrorMapping(t *testing.T) {
 		wantLog    string // an error log line naming the code, for misconfiguration
 	}{
 		{"unavailable", "/hooks/e", codes.Unavailable, 503, ""},
-		{"resource exhausted", "/hooks/e", codes.ResourceExhausted, 503, ""},
+		// Without RetryInfo: a message over the server's receive limit (backpressure, with
+		// RetryInfo, is "busy" above).
+		{"resource exhausted", "/hooks/e", codes.ResourceExhausted, 413, ""},
 		{"deadline exceeded", "/hooks/slow", codes.OK, 503, ""},
 		{"unauthenticated", "/hooks/e", codes.Unauthenticated, 500, "Unauthenticated"},
 		{"permission denied", "/hooks/e", codes.PermissionDenied, 500, "PermissionDenied"},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -23,7 +24,9 @@ var (
 	// ErrUnforwardable means a header name or value, or the URL, is not valid UTF-8 (protobuf
 	// strings must be UTF-8, and altering the bytes would break the signature, so such a request
 	// is refused rather than forwarded corrupted), or the method, headers or URL exceed the
-	// server's limits (MaxMethodBytes, MaxHeaderCount, MaxHeaderBytes, MaxURLBytes).
+	// server's limits (MaxMethodBytes, MaxHeaderCount, MaxHeaderBytes, MaxURLBytes), or the URL
+	// would have no host or one that is not host[:port] (no Host header, a Host or HTTP/2
+	// :authority such as "a b", "a:b:c" or "[x]", userinfo in an absolute request target).
 	ErrUnforwardable = errors.New("client: request cannot be forwarded")
 	// ErrBodyConsumed means the body is no longer the one received: code that ran before
 	// (r.ParseForm or r.FormValue on a form-encoded delivery, a middleware that read the body)
@@ -162,12 +165,17 @@ func (c *Conn) requestURL(r *http.Request) (string, error) {
 		}
 		url = c.publicURLBase + uri
 	case isAbsolute(uri): // absolute-form request target, as sent to a forward proxy
-		if _, rest, _ := strings.Cut(uri, "://"); rest == "" || strings.ContainsRune("/?#", rune(rest[0])) {
+		_, rest, _ := strings.Cut(uri, "://")
+		if end := strings.IndexAny(rest, "/?#"); end >= 0 {
+			rest = rest[:end]
+		}
+		if !validHost(rest) {
 			// net/http takes "POST http:///hooks/ep" (Host then names the host), but an http
 			// URL without a host is invalid (RFC 9110 4.2.1) and the server refuses it as the
 			// edge's fault (INVALID_ARGUMENT, answered 500 and logged as a misconfiguration):
-			// anyone could raise that alarm with one request line. It is the request's fault.
-			return "", fmt.Errorf("%w: an absolute request target without a host", ErrUnforwardable)
+			// anyone could raise that alarm with one request line. It is the request's fault,
+			// as is an authority that is no host[:port], userinfo included (RFC 9110 4.2.4).
+			return "", fmt.Errorf("%w: an absolute request target without a valid host", ErrUnforwardable)
 		}
 		url = uri
 	default:
@@ -180,12 +188,14 @@ func (c *Conn) requestURL(r *http.Request) (string, error) {
 			// no URL to forward (the server refuses a URL without a host).
 			return "", fmt.Errorf("%w: no Host header, so no URL (WithPublicURLBase gives one)", ErrUnforwardable)
 		}
-		if strings.ContainsAny(host, "/?#") {
-			// net/http refuses such a Host header, but its HTTP/2 server takes any :authority:
-			// "/x" made a URL without a host, which the server refuses as the edge's fault
-			// (answered 500 and logged as a misconfiguration), and "x/y" a path other than the
-			// one received. No provider sends one: it is the request's fault.
-			return "", fmt.Errorf("%w: a Host (HTTP/2 :authority) that is not a host", ErrUnforwardable)
+		if !validHost(host) {
+			// net/http's HTTP/1 server checks a Host's bytes only ("a:b:c", "[x]" and "%zz"
+			// pass) and its HTTP/2 server takes almost any :authority ("/x", "a b"): "/x" made
+			// a URL without a host, which the server refuses as the edge's fault (answered 500
+			// and logged as a misconfiguration), "x/y" a path other than the one received, and
+			// the rest URLs that the server's protocols cannot parse and the inbox stores. A
+			// server must answer an invalid Host 400 (RFC 9110 7.2); no provider sends one.
+			return "", fmt.Errorf("%w: a Host (HTTP/2 :authority) that is not a host[:port]", ErrUnforwardable)
 		}
 		url = c.scheme(r) + "://" + host + uri
 	}
@@ -219,4 +229,75 @@ func (c *Conn) scheme(r *http.Request) string {
 
 func isAbsolute(uri string) bool {
 	return strings.HasPrefix(uri, "http://") || strings.HasPrefix(uri, "https://")
+}
+
+// validHost reports whether hostport is a Host header value (RFC 9110 7.2: uri-host [ ":" port ])
+// naming a host: an IP-literal (an IPv6 address without a zone, or IPvFuture) or a reg-name
+// (which IPv4 addresses are too) of RFC 3986 3.2.2, not empty (RFC 9110 4.2.1), then an
+// optional port of digits (RFC 3986 3.2.3: "host:" is allowed, and means the default port).
+func validHost(hostport string) bool {
+	var port string
+	if literal, ok := strings.CutPrefix(hostport, "["); ok {
+		end := strings.IndexByte(literal, ']')
+		if end < 0 || !validIPLiteral(literal[:end]) {
+			return false
+		}
+		port = literal[end+1:]
+	} else {
+		host, _, _ := strings.Cut(hostport, ":")
+		if host == "" || !validRegName(host) {
+			return false
+		}
+		port = hostport[len(host):]
+	}
+	if port == "" {
+		return true
+	}
+	if port[0] != ':' {
+		return false
+	}
+	return strings.Trim(port[1:], "0123456789") == ""
+}
+
+// validIPLiteral reports whether s, the text between "[" and "]", is an IPv6 address or
+// IPvFuture ("v" 1*HEXDIG "." 1*( unreserved / sub-delims / ":" )). A zone ("%25eth0", RFC
+// 6874) names an interface of the sender's host, never one a provider calls.
+func validIPLiteral(s string) bool {
+	if s != "" && (s[0] == 'v' || s[0] == 'V') {
+		version, rest, ok := strings.Cut(s[1:], ".")
+		if !ok || version == "" || strings.Trim(version, "0123456789abcdefABCDEF") != "" || rest == "" {
+			return false
+		}
+		for i := 0; i < len(rest); i++ {
+			if !isUnreservedOrSubDelim(rest[i]) && rest[i] != ':' {
+				return false
+			}
+		}
+		return true
+	}
+	addr, err := netip.ParseAddr(s)
+	return err == nil && addr.Is6() && addr.Zone() == ""
+}
+
+// validRegName reports whether s is made of RFC 3986 reg-name characters: unreserved,
+// sub-delims and complete percent-encodings.
+func validRegName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch {
+		case isUnreservedOrSubDelim(s[i]):
+		case s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			i += 2
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isUnreservedOrSubDelim(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~!$&'()*+,;=", c) >= 0
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }

@@ -5,9 +5,11 @@
 // the provider with the HttpReply hookverify returns.
 //
 // Failure policy: the provider must retry, never drop. When hookverify cannot answer in time
-// (UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, CANCELLED; the first two after retries
-// within the deadline, as the Go client does) the edge answers 503 with Retry-After,
-// taken from the server's google.rpc.RetryInfo hint when it sends one. Any other gRPC error
+// (UNAVAILABLE, RESOURCE_EXHAUSTED with RetryInfo, DEADLINE_EXCEEDED, CANCELLED; the first two
+// after retries within the deadline, as the Go client does) the edge answers 503 with
+// Retry-After, taken from the server's google.rpc.RetryInfo hint when it sends one.
+// RESOURCE_EXHAUSTED without RetryInfo is a message over hookverify's receive limit, which no
+// retry can pass: 413, as for a body over maxBodyBytes. Any other gRPC error
 // (UNAUTHENTICATED and PERMISSION_DENIED included) means the edge or the server is
 // misconfigured: the edge answers 500 (providers retry 5xx too) and logs one line, never the
 // body, a signature or the API token.
@@ -458,6 +460,33 @@ function protoFields(buf) {
  * Malformed input gives null; it never throws.
  */
 function retryDelaySeconds(statusBytes) {
+  const info = retryInfoFields(statusBytes);
+  if (!info) return null;
+  // RetryInfo.retry_delay (field 1); repeated occurrences of a message field merge, which for a
+  // Duration is the same as reading them concatenated.
+  const parts = info.filter(([f, w]) => f === 1 && w === 2).map(([, , v]) => v);
+  if (parts.length === 0) return null;
+  const duration = protoFields(Buffer.concat(parts));
+  if (!duration) return null;
+  let seconds = 0n;
+  let nanos = 0n;
+  for (const [f, w, v] of duration) {
+    if (f === 1 && w === 0) seconds = BigInt.asIntN(64, v); // Duration.seconds: int64
+    if (f === 2 && w === 0) nanos = BigInt.asIntN(32, v); // Duration.nanos: int32
+  }
+  // google.protobuf.Duration's own validity rules (as Go's durationpb IsValid).
+  if (seconds < -315576000000n || seconds > 315576000000n) return null;
+  if (nanos <= -1000000000n || nanos >= 1000000000n) return null;
+  if ((seconds < 0n && nanos > 0n) || (seconds > 0n && nanos < 0n)) return null;
+  return Number(seconds) + Number(nanos) / 1e9;
+}
+
+/**
+ * retryInfoFields returns the fields of the first google.rpc.RetryInfo detail of a serialized
+ * google.rpc.Status, or null when it has none that parses. Malformed input gives null; it never
+ * throws.
+ */
+function retryInfoFields(statusBytes) {
   if (!Buffer.isBuffer(statusBytes)) return null;
   const status = protoFields(statusBytes);
   if (!status) return null;
@@ -472,27 +501,24 @@ function retryDelaySeconds(statusBytes) {
       if (f === 2 && w === 2) value = v; // Any.value
     }
     if (typeUrl === null || typeUrl.slice(typeUrl.lastIndexOf('/') + 1) !== RETRY_INFO_TYPE) continue;
-    const info = protoFields(value);
-    if (!info) return null;
-    // RetryInfo.retry_delay (field 1); repeated occurrences of a message field merge, which
-    // for a Duration is the same as reading them concatenated.
-    const parts = info.filter(([f, w]) => f === 1 && w === 2).map(([, , v]) => v);
-    if (parts.length === 0) return null;
-    const duration = protoFields(Buffer.concat(parts));
-    if (!duration) return null;
-    let seconds = 0n;
-    let nanos = 0n;
-    for (const [f, w, v] of duration) {
-      if (f === 1 && w === 0) seconds = BigInt.asIntN(64, v); // Duration.seconds: int64
-      if (f === 2 && w === 0) nanos = BigInt.asIntN(32, v); // Duration.nanos: int32
-    }
-    // google.protobuf.Duration's own validity rules (as Go's durationpb IsValid).
-    if (seconds < -315576000000n || seconds > 315576000000n) return null;
-    if (nanos <= -1000000000n || nanos >= 1000000000n) return null;
-    if ((seconds < 0n && nanos > 0n) || (seconds > 0n && nanos < 0n)) return null;
-    return Number(seconds) + Number(nanos) / 1e9;
+    return protoFields(value);
   }
   return null;
+}
+
+/**
+ * overReceiveLimit says whether a gRPC error is RESOURCE_EXHAUSTED without a RetryInfo detail:
+ * not hookverify's backpressure, which always carries one, but gRPC refusing a message larger
+ * than the server's receive limit (verifier.proto), which no retry can pass.
+ */
+function overReceiveLimit(err) {
+  if (!err || err.code !== grpc.status.RESOURCE_EXHAUSTED) return false;
+  try {
+    const values = err.metadata && typeof err.metadata.get === 'function' ? err.metadata.get(STATUS_DETAILS_TRAILER) : [];
+    return values.length === 0 || retryInfoFields(values[0]) === null;
+  } catch {
+    return true;
+  }
 }
 
 /**
@@ -636,13 +662,41 @@ function beyondServerLimits(headers, url, host) {
   if (total > MAX_HEADER_BYTES) return `headers of ${total} bytes, more than the server's limit of ${MAX_HEADER_BYTES}`;
   const urlBytes = Buffer.byteLength(url);
   if (urlBytes > MAX_URL_BYTES) return `a URL of ${urlBytes} bytes, more than the server's limit of ${MAX_URL_BYTES}`;
-  // Node takes any Host value: one that starts with '/' leaves the URL without a host, which
+  // Node takes any Host value: one that starts with '/' left the URL without a host, which
   // hookverify refuses as the edge's fault (answered 500 and logged as a misconfiguration),
-  // and one holding '/', '?' or '#' makes a path other than the one received (host is null
-  // when publicBaseUrl gives the URL's front).
-  if (!/^https?:\/\/[^/]/i.test(url)) return 'a Host header that leaves the URL without a host';
-  if (host != null && /[/?#]/.test(host)) return 'a Host header that is not a host';
+  // one holding '/', '?' or '#' a path other than the one received, and the rest URLs that
+  // hookverify's protocols cannot parse and its inbox stores. A server must answer an invalid
+  // Host 400 (RFC 9110 7.2), as the Go edge does (host is null when publicBaseUrl gives the
+  // URL's front).
+  if (host != null && !validHost(host)) return 'a Host header that is not a host[:port]';
   return null;
+}
+
+// RFC 3986 reg-name: unreserved, sub-delims and complete percent-encodings (IPv4 addresses too).
+const REG_NAME = /^(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})+$/;
+// RFC 3986 IPvFuture, between the brackets of an IP-literal.
+const IPV_FUTURE = /^[vV][0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+$/;
+
+/**
+ * validHost says whether a Host value (RFC 9110 7.2: uri-host [ ":" port ]) names a host, as
+ * the Go edge's check does: an IP-literal (an IPv6 address without a zone, or IPvFuture) or a
+ * non-empty reg-name (RFC 3986 3.2.2), then an optional port of digits ("host:" is allowed, RFC
+ * 3986 3.2.3).
+ */
+function validHost(hostport) {
+  let port;
+  if (hostport.startsWith('[')) {
+    const end = hostport.indexOf(']');
+    if (end < 0) return false;
+    const literal = hostport.slice(1, end);
+    if (!IPV_FUTURE.test(literal) && !(net.isIPv6(literal) && !literal.includes('%'))) return false;
+    port = hostport.slice(end + 1);
+  } else {
+    const colon = hostport.indexOf(':');
+    if (!REG_NAME.test(colon < 0 ? hostport : hostport.slice(0, colon))) return false;
+    port = colon < 0 ? '' : hostport.slice(colon);
+  }
+  return /^(?::[0-9]*)?$/.test(port);
 }
 
 /** sendJSON answers with a small JSON document generated by the edge itself. */
@@ -747,8 +801,7 @@ function createEdge(opts = {}) {
   } = opts;
   const base = publicBaseUrl ? checkBaseUrl(publicBaseUrl) : null;
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1 || maxBodyBytes > MAX_BODY_BYTES) {
-    // A larger body would be refused by hookverify's message limit (RESOURCE_EXHAUSTED, which
-    // reads as "overloaded": 503), so the provider would retry a body that can never pass.
+    // hookverify can never accept a larger body: it would be uploaded, and sent on, for nothing.
     throw new Error(`maxBodyBytes must be a whole number from 1 to ${MAX_BODY_BYTES} (32 MiB), got ${maxBodyBytes}`);
   }
   // NaN or a non-positive value would time every request out at once, or write Retry-After: NaN.
@@ -906,6 +959,7 @@ function createEdge(opts = {}) {
       });
       const code = result.err && result.err.code;
       if (!result.err || attempt >= 4 || (code !== grpc.status.UNAVAILABLE && code !== grpc.status.RESOURCE_EXHAUSTED)) return result;
+      if (overReceiveLimit(result.err)) return result; // the same message is refused again
       let sleepMs = Math.random() * Math.min(2000, 100 * 2 ** (attempt - 1));
       const hint = retryHintSeconds(result.err);
       if (hint !== null && hint * 1000 > sleepMs) sleepMs = hint * 1000;
@@ -984,9 +1038,13 @@ function createEdge(opts = {}) {
     // The Host value as forwarded (its received bytes as UTF-8), not req.headers.host, which
     // Node decoded as latin1: the URL must carry the bytes the provider sent, as the Host
     // header does. (Node refuses a request line with bytes outside ASCII: req.url is ASCII.)
-    const host = headers.find((f) => f.name.toLowerCase() === 'host')?.value || 'localhost'; // hookverify needs a host: none or an empty one (HTTP/1.0) is localhost
+    // Without publicBaseUrl none (HTTP/1.0) or an empty one leaves no URL to forward, and is
+    // refused as the Go edge does; two Host lines must get 400 (RFC 9110 7.2), as Go's net/http
+    // answers them, whichever one would make the URL.
+    const hosts = headers.filter((f) => f.name.toLowerCase() === 'host').map((f) => f.value);
+    const host = hosts[0] ?? '';
     const url = (base ?? `${scheme(req)}://${host}`) + req.url;
-    const beyond = beyondServerLimits(headers, url, base ? null : host);
+    const beyond = hosts.length > 1 ? 'more than one Host header' : beyondServerLimits(headers, url, base ? null : host);
     if (beyond) {
       // hookverify refuses it (INVALID_ARGUMENT) whatever it holds: a 500 would have the
       // provider retry it for ever. As the Go handler does, 400 without a call.
@@ -1009,7 +1067,14 @@ function createEdge(opts = {}) {
     outcome.response = resp;
     if (err) {
       const code = outcome.grpcCode;
-      if (RETRYABLE.has(err.code)) {
+      if (overReceiveLimit(err)) {
+        // Not backpressure (that carries RetryInfo) but a message over hookverify's receive
+        // limit (verifier.proto): a 503 would have the provider send it again for days.
+        log('warn', 'the request is larger than hookverify takes; answering 413', {
+          request_id: requestId, endpoint: endpointId, grpc_code: code, detail: err.details,
+        });
+        sendJSON(res, 413, { status: 'rejected', reason: 'body_too_large' });
+      } else if (RETRYABLE.has(err.code)) {
         const retryAfter = retryAfterFor(err, retryAfterSeconds);
         log('warn', 'hookverify unavailable; asking the provider to retry', {
           request_id: requestId, endpoint: endpointId, grpc_code: code, detail: err.details, retry_after: retryAfter,
@@ -1100,7 +1165,8 @@ function writeReply(res, resp, { requestId, endpointId, log }) {
     if (h.name.toLowerCase() === 'content-length' || h.name.toLowerCase() === 'transfer-encoding') continue;
     flat.push(h.name, Buffer.from(h.value, 'utf8').toString('latin1'));
   }
-  flat.push('Content-Length', String(body.length));
+  // A server must not send Content-Length with a 204 (RFC 9110 8.6), nor Node a body.
+  if (status !== 204) flat.push('Content-Length', String(body.length));
   try {
     res.writeHead(status, flat);
   } catch (err) {

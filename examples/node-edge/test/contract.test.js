@@ -211,9 +211,12 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
     assert.equal(Buffer.from(res.headers['x-challenge'], 'latin1').toString('hex'), sent.toString('hex'));
   });
 
-  for (const [name, code] of [['UNAVAILABLE', grpc.status.UNAVAILABLE], ['RESOURCE_EXHAUSTED', grpc.status.RESOURCE_EXHAUSTED]]) {
+  // RESOURCE_EXHAUSTED as backpressure: with RetryInfo (without it, it is a message over the
+  // server's receive limit: 413, see answers-review.test.js).
+  const backpressure = rpc.trailer(rpc.status({ code: grpc.status.RESOURCE_EXHAUSTED, details: [rpc.retryInfo({ seconds: 3 })] }));
+  for (const [name, code, metadata] of [['UNAVAILABLE', grpc.status.UNAVAILABLE], ['RESOURCE_EXHAUSTED', grpc.status.RESOURCE_EXHAUSTED, backpressure]]) {
     test(`${name} → 503 with Retry-After`, async () => {
-      answer = (call, cb) => cb({ code, details: 'storage down' });
+      answer = (call, cb) => cb({ code, details: 'storage down', metadata });
       const res = await h.request(`${edgeURL}/hooks/ep`, { body: Buffer.from('{"secret":"payload"}'), headers: ['X-Hub-Signature-256', 'sha256=abc'] });
       assert.equal(res.status, 503);
       assert.equal(res.headers['retry-after'], '3');
@@ -325,9 +328,9 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
     });
   }
 
-  test('every gRPC error code is answered as the Go edge (client.Handler) answers it: 503 + Retry-After for UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED and CANCELLED, 500 for the others; only the first two retried', async () => {
-    const unavailable = new Set(['UNAVAILABLE', 'RESOURCE_EXHAUSTED', 'DEADLINE_EXCEEDED', 'CANCELLED']);
-    const retried = new Set(['UNAVAILABLE', 'RESOURCE_EXHAUSTED']);
+  test('every gRPC error code is answered as the Go edge (client.Handler) answers it: 503 + Retry-After for UNAVAILABLE, DEADLINE_EXCEEDED and CANCELLED, 413 for RESOURCE_EXHAUSTED without RetryInfo, 500 for the others; only UNAVAILABLE retried', async () => {
+    const unavailable = new Set(['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'CANCELLED']);
+    const retried = new Set(['UNAVAILABLE']);
     for (const [name, code] of Object.entries(grpc.status)) {
       if (typeof code !== 'number' || code === grpc.status.OK) continue;
       calls = [];
@@ -338,6 +341,9 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
         assert.equal(res.status, 503, name);
         assert.equal(res.headers['retry-after'], '3', name);
         assert.deepEqual(JSON.parse(res.body), { status: 'unavailable' }, name);
+      } else if (name === 'RESOURCE_EXHAUSTED') {
+        assert.equal(res.status, 413, name);
+        assert.equal(res.headers['retry-after'], undefined, name);
       } else {
         assert.equal(res.status, 500, name);
         assert.equal(res.headers['retry-after'], undefined, name);
@@ -621,7 +627,7 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
     assert.equal(res.headers['retry-after'], '12');
   });
 
-  test('a hint-less, unrelated or malformed status detail falls back to retryAfterSeconds', async () => {
+  test('RESOURCE_EXHAUSTED without a RetryInfo detail is a message over the receive limit (413); an unusable RetryInfo falls back to retryAfterSeconds', async () => {
     const other = rpc.any('type.googleapis.com/google.rpc.ErrorInfo', Buffer.from([0x0a, 0x03, 0x61, 0x62, 0x63]));
     const invalidDuration = rpc.retryInfo({ seconds: 30, nanos: -1 }); // mixed signs: not a Duration
     const trailers = [
@@ -636,9 +642,13 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
       logs = [];
       answer = (call, cb) => cb({ code: grpc.status.RESOURCE_EXHAUSTED, details: 'full', metadata: trailer ? rpc.trailer(trailer) : undefined });
       const res = await h.request(`${edgeURL}/hooks/ep`, { body: Buffer.from('{}') });
-      assert.equal(res.status, 503);
-      assert.equal(res.headers['retry-after'], '3', trailer && trailer.toString('hex'));
+      const backpressure = trailer === trailers[3]; // a RetryInfo, with a delay that is no Duration
+      assert.equal(res.status, backpressure ? 503 : 413, trailer && trailer.toString('hex'));
+      assert.equal(res.headers['retry-after'], backpressure ? '3' : undefined, trailer && trailer.toString('hex'));
     }
+    // UNAVAILABLE without a hint falls back to retryAfterSeconds.
+    answer = (call, cb) => cb({ code: grpc.status.UNAVAILABLE, details: 'down' });
+    assert.equal((await h.request(`${edgeURL}/hooks/ep`, { body: Buffer.from('{}') })).headers['retry-after'], '3');
     // A RetryInfo after an unrelated detail is still found.
     answer = (call, cb) => cb({
       code: grpc.status.RESOURCE_EXHAUSTED,

@@ -1,0 +1,147 @@
+// How the edge turns a request it cannot forward, and each Verify outcome, into an HTTP answer,
+// where it differed from what verifier.proto documents and the Go edge (client.Handler) does:
+//  - RESOURCE_EXHAUSTED without RetryInfo is gRPC refusing a message over the server's receive
+//    limit: 413, not retried (no retry can pass it). The edge answered 503 and retried it.
+//  - a Host that is not uri-host [ ":" port ] (RFC 9110 7.2: answer 400), none or an empty one,
+//    or two Host lines (RFC 9110 7.2: 400) is refused: the edge forwarded such Hosts into the
+//    URL, and made "http://localhost/..." of a request without one.
+//  - a 204 reply goes out without Content-Length (RFC 9110 8.6: a server MUST NOT send one).
+'use strict';
+
+const { describe, before, after, beforeEach, test } = require('node:test');
+const assert = require('node:assert/strict');
+const grpc = require('@grpc/grpc-js');
+
+const { createEdge, loadHookverify } = require('../edge.js');
+const h = require('./helpers.js');
+const rpc = require('./rpc-status.js');
+
+const accepted = (status = 200) => ({
+  verdict: 'VERDICT_ACCEPTED', event_id: 'evt', operation_key: 'op',
+  reply: { status, headers: [], body: status === 204 ? Buffer.alloc(0) : Buffer.from('{"status":"accepted"}') },
+});
+
+describe('edge answers', { timeout: 60000 }, () => {
+  const hookverify = loadHookverify();
+  let grpcServer;
+  let small; // a server whose receive limit is 1 KiB
+  let edge;
+  let edgeURL;
+  let smallEdge;
+  let smallEdgeURL;
+  let calls;
+  let logs;
+  let answer;
+
+  before(async () => {
+    const impl = {
+      Verify(call, callback) {
+        calls.push(call.request);
+        if (answer) answer(call, callback);
+        else callback(null, accepted());
+      },
+    };
+    grpcServer = new grpc.Server();
+    grpcServer.addService(hookverify.VerifierService.service, impl);
+    small = new grpc.Server({ 'grpc.max_receive_message_length': 1024 });
+    small.addService(hookverify.VerifierService.service, impl);
+    const log = (level, msg, fields) => msg !== 'request' && logs.push({ level, msg, ...fields });
+    edge = createEdge({ verifierAddr: await h.bindLoopback(grpcServer), retryAfterSeconds: 3, log });
+    edgeURL = await h.listen(edge);
+    smallEdge = createEdge({ verifierAddr: await h.bindLoopback(small), retryAfterSeconds: 3, log });
+    smallEdgeURL = await h.listen(smallEdge);
+  });
+
+  after(async () => {
+    if (edge) await h.closeServer(edge);
+    if (smallEdge) await h.closeServer(smallEdge);
+    if (grpcServer) grpcServer.forceShutdown();
+    if (small) small.forceShutdown();
+  });
+
+  beforeEach(() => {
+    calls = [];
+    logs = [];
+    answer = null;
+  });
+
+  test('a message over the server\'s receive limit gets 413, once, without Retry-After', async () => {
+    const res = await h.request(`${smallEdgeURL}/hooks/ep`, { body: Buffer.alloc(4096, 0x61) });
+    assert.equal(res.status, 413);
+    assert.equal(res.headers['retry-after'], undefined);
+    assert.deepEqual(JSON.parse(res.body), { status: 'rejected', reason: 'body_too_large' });
+    assert.equal(calls.length, 0); // gRPC refused it before Verify
+    assert.ok(logs.every((l) => l.level !== 'error'), JSON.stringify(logs));
+    // A body within the limit still goes through.
+    assert.equal((await h.request(`${smallEdgeURL}/hooks/ep`, { body: Buffer.from('{}') })).status, 200);
+  });
+
+  test('RESOURCE_EXHAUSTED without RetryInfo → 413, not retried; with RetryInfo → 503 + Retry-After, as verifier.proto says', async () => {
+    answer = (call, cb) => cb({ code: grpc.status.RESOURCE_EXHAUSTED, details: 'message larger than max' });
+    let res = await h.request(`${edgeURL}/hooks/ep`, { body: Buffer.from('{}') });
+    assert.equal(res.status, 413);
+    assert.equal(res.headers['retry-after'], undefined);
+    assert.deepEqual(JSON.parse(res.body), { status: 'rejected', reason: 'body_too_large' });
+    assert.equal(calls.length, 1);
+
+    calls = [];
+    answer = (call, cb) => cb({
+      code: grpc.status.RESOURCE_EXHAUSTED,
+      details: 'inbox full',
+      metadata: rpc.trailer(rpc.status({ code: grpc.status.RESOURCE_EXHAUSTED, details: [rpc.retryInfo({ seconds: 30 })] })),
+    });
+    res = await h.request(`${edgeURL}/hooks/ep`, { body: Buffer.from('{}') });
+    assert.equal(res.status, 503);
+    assert.equal(res.headers['retry-after'], '30');
+  });
+
+  const raw = (hostLines, { version = '1.1' } = {}) => h.rawExchange(edgeURL, [
+    `POST /hooks/ep?x=1 HTTP/${version}\r\n${hostLines.map((v) => `Host: ${v}\r\n`).join('')}Content-Length: 2\r\nConnection: close\r\n\r\n{}`,
+  ]);
+
+  test('a Host that is not host[:port] gets 400 without a call and without an error log', async () => {
+    const bad = [
+      'a b', 'a\tb', 'héllo.example', 'user@hooks.example.com', 'a:b:c', 'host:8x', ':8080', '[notv6]', '[1.2.3.4]',
+      '[::1', '::1', '[::1]x', '[::1]:x', '[fe80::1%eth0]', 'a%zz', 'a%4', 'a]b', 'a[b', 'a\\b', 'a"b', 'a<b', 'a|b',
+      'a^b', 'a`b', 'a{b', '/x', 'x/y', 'x?y', 'x#y',
+    ];
+    for (const host of bad) {
+      const { text } = await raw([Buffer.from(host, 'utf8').toString('latin1')]);
+      assert.match(text, /^HTTP\/1\.1 400 /, JSON.stringify(host));
+    }
+    assert.equal(calls.length, 0);
+    assert.ok(logs.every((l) => l.level !== 'error'), JSON.stringify(logs));
+  });
+
+  test('no Host, an empty one or two Host lines get 400 without a call', async () => {
+    for (const [lines, version] of [[[], '1.0'], [[''], '1.1'], [[''], '1.0'], [['a.example', 'b.example'], '1.1'], [['a.example', 'a.example'], '1.1']]) {
+      const { text } = await raw(lines, { version });
+      assert.match(text, /^HTTP\/1\.1 400 /, JSON.stringify([lines, version]));
+    }
+    assert.equal(calls.length, 0);
+  });
+
+  test('a host[:port] is forwarded as the URL\'s host, as received', async () => {
+    const good = [
+      'hooks.example.com', 'hooks.example.com:8443', 'HOOKS.Example.COM.', '127.0.0.1:80', '[::1]', '[::1]:8080',
+      '[2001:db8::ffff:1.2.3.4]', '[v1.x:y]', 'xn--bcher-kva.example', 'a-b_c~d', '%41bc', "!$&'()*+,;=", 'hooks.example.com:',
+    ];
+    for (const host of good) {
+      calls = [];
+      const { text } = await raw([host]);
+      assert.match(text, /^HTTP\/1\.1 200 /, host);
+      assert.equal(calls.length, 1, host);
+      assert.equal(calls[0].url, `http://${host}/hooks/ep?x=1`);
+    }
+  });
+
+  test('a 204 reply carries no Content-Length', async () => {
+    answer = (call, cb) => cb(null, accepted(204));
+    const { text } = await raw(['hooks.example.com']);
+    assert.match(text, /^HTTP\/1\.1 204 /);
+    assert.doesNotMatch(text, /content-length/i);
+    answer = null;
+    const ok = await raw(['hooks.example.com']);
+    assert.match(ok.text, /content-length: 21\r\n/i);
+  });
+});
