@@ -268,7 +268,8 @@ func WithTrustForwardedProto() Option {
 // one: keep "healthCheckConfig":{"serviceName":""} in it.
 //
 // Calls to Verify and to the read-only methods (Get*, List*) are retried with exponential
-// backoff and full jitter when they fail with UNAVAILABLE or RESOURCE_EXHAUSTED, within the
+// backoff and full jitter when they fail with UNAVAILABLE or with RESOURCE_EXHAUSTED carrying
+// RetryInfo (backpressure; without it the message was over the receive limit), within the
 // RetryPolicy's attempts and total time and never past the context's deadline. Retrying Verify is safe
 // because the server's claim is idempotent by event identity: if an attempt whose answer was
 // lost had in fact committed the delivery, the retry is answered DUPLICATE with the same

@@ -14,7 +14,8 @@ import (
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
 
-// RetryPolicy bounds the retries of calls that failed with UNAVAILABLE or RESOURCE_EXHAUSTED.
+// RetryPolicy bounds the retries of calls that failed with UNAVAILABLE or RESOURCE_EXHAUSTED
+// carrying RetryInfo (retryable says why only then).
 // Before retry n (n = 1, 2, ...) the client sleeps a random time in [0, min(MaxBackoff,
 // InitialBackoff·2^(n-1))) ("full jitter", so that edges retrying together spread out), or the
 // server's RetryInfo hint when the error carries a longer one (as backpressure does). A retry
@@ -55,11 +56,15 @@ var idempotentMethods = map[string]bool{
 }
 
 // retryable reports whether a failure is transient: the server (or its storage) is down or
-// overloaded, and the same call may succeed later.
+// overloaded, and the same call may succeed later. RESOURCE_EXHAUSTED is overload only with a
+// RetryInfo detail, as hookverify's backpressure sends it; without one it is gRPC refusing a
+// message over the receive limit, which the same message can never pass.
 func retryable(err error) bool {
 	switch status.Code(err) {
-	case codes.Unavailable, codes.ResourceExhausted:
+	case codes.Unavailable:
 		return true
+	case codes.ResourceExhausted:
+		return hasRetryInfo(err)
 	}
 	return false
 }

@@ -38,10 +38,13 @@ func Recurly() *Protocol {
 		DefaultTolerance: recurlyDefaultTolerance,
 		IdentitySource:   `body JSON fields "id" (the object's), "object_type", "event_type" and "event_time": "<id>:<object_type>.<event_type>@<event_time>", since "id" alone repeats for every event of one object`,
 		DocsURL:          "https://docs.recurly.com/docs/signature-verification",
-		Retries: "Recurly retries failed notifications with backoff (the schedule is not documented " +
-			"in the sources read). The official clients reject signatures older than five minutes " +
-			"by default, which presumes each attempt is signed afresh; 300 s matches them. A retry " +
-			"resends the notification as it was, so its identity stays the same.",
+		Retries: "Recurly retries a notification not answered 2xx up to 10 times, in the order the " +
+			"notifications were created, the retry x (from 0) about 10 + x*2^(x+5) s after the previous " +
+			"failure: 10 s, 74 s, 4.4 min, 13 min, ... 41 h for the last, some three days in all " +
+			"(https://docs.recurly.com/recurly-subscriptions/v2021-02-25/docs/automatic-retries). The " +
+			"official clients reject signatures older than five minutes by default, which presumes " +
+			"each attempt is signed afresh; 300 s matches them. A retry resends the notification as " +
+			"it was, so its identity stays the same.",
 		ParseSecret:   sharedSecretParser("Recurly webhook signing secret"),
 		Verify:        verifyRecurly,
 		Sign:          signRecurly,
