@@ -67,21 +67,69 @@ func (s *Server) GetEndpoint(ctx context.Context, req *hookverifyv1.GetEndpointR
 	return &hookverifyv1.GetEndpointResponse{Endpoint: endpointToProto(e)}, nil
 }
 
-// ListEndpoints returns every endpoint.
-func (s *Server) ListEndpoints(ctx context.Context, _ *hookverifyv1.ListEndpointsRequest) (*hookverifyv1.ListEndpointsResponse, error) {
+// ListEndpoints lists the endpoints by id, a page at a time: the page token is the last
+// listed id, after which the next page starts. Every endpoint in one answer passed the
+// client's 4 MiB receive limit on a platform with an endpoint per tenant, and then no caller
+// could list any. A request without page_size (as from a client older than pages) gets the
+// first defaultEndpointPage, with a next_page_token when more follow.
+func (s *Server) ListEndpoints(ctx context.Context, req *hookverifyv1.ListEndpointsRequest) (*hookverifyv1.ListEndpointsResponse, error) {
 	st, err := s.storage()
 	if err != nil {
 		return nil, err
 	}
-	list, err := st.ListEndpoints(ctx)
+	limit, err := pageSize("page_size", req.GetPageSize(), defaultEndpointPage, maxEndpointPage)
+	if err != nil {
+		return nil, err
+	}
+	after, err := parseEndpointToken(req.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	// One more than the page, so that the last page says it is the last without the caller
+	// asking for an empty one.
+	list, err := st.ListEndpointsPage(ctx, after, limit+1)
 	if err != nil {
 		return nil, storageStatus(ctx, s.log, "list endpoints", err)
 	}
-	resp := &hookverifyv1.ListEndpointsResponse{Endpoints: make([]*hookverifyv1.Endpoint, len(list))}
+	more := len(list) > limit
+	list = list[:min(len(list), limit)]
+	endpoints := make([]*hookverifyv1.Endpoint, len(list))
 	for i, e := range list {
-		resp.Endpoints[i] = endpointToProto(e)
+		endpoints[i] = endpointToProto(e)
+	}
+	// An endpoint's options (a public_url) can be long: the page ends before the endpoint
+	// that would pass the client's limit, and the next starts there.
+	n := fittingItems(endpoints)
+	resp := &hookverifyv1.ListEndpointsResponse{Endpoints: endpoints[:n]}
+	if more || n < len(endpoints) {
+		resp.NextPageToken = endpointPages.token(setsHash(), list[n-1].ID)
 	}
 	return resp, nil
+}
+
+// Page sizes of ListEndpoints.
+const (
+	defaultEndpointPage = 1000
+	maxEndpointPage     = 1000
+)
+
+// endpointPages are ListEndpoints' page tokens: "e1:<hash of no filters>:<endpoint id>".
+var endpointPages = pageTokens{version: "e1", rpc: "ListEndpoints", filters: "filters"}
+
+// parseEndpointToken returns the id a page token names ("" for no token, which lists from
+// the first), or INVALID_ARGUMENT for one this service did not give.
+func parseEndpointToken(token string) (string, error) {
+	if token == "" {
+		return "", nil
+	}
+	id, err := endpointPages.parse(token, setsHash())
+	if err != nil {
+		return "", err
+	}
+	if !validPlaceID(id) {
+		return "", endpointPages.invalid()
+	}
+	return id, nil
 }
 
 // UpdateEndpoint replaces an endpoint's mutable settings; zero values mean defaults, as at

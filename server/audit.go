@@ -13,6 +13,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
@@ -126,7 +128,11 @@ func (s *Server) fingerprint(sec storage.Secret) string {
 	return secretbox.Fingerprint(sec.EndpointID, material)
 }
 
-// ListAuditEvents returns recorded administrative actions.
+// ListAuditEvents returns recorded administrative actions, oldest first, a page at a time:
+// the page token is the last listed event's place in the order (time, then id), after which
+// the next page starts. A time alone cannot say where: many events share one (a rotation's,
+// a rekey's, those of one clock tick), and a caller going on from the last event's time
+// skipped or repeated them, so no auditor could read a trail longer than a page reliably.
 func (s *Server) ListAuditEvents(ctx context.Context, req *hookverifyv1.ListAuditEventsRequest) (*hookverifyv1.ListAuditEventsResponse, error) {
 	st, err := s.storage()
 	if err != nil {
@@ -136,12 +142,19 @@ func (s *Server) ListAuditEvents(ctx context.Context, req *hookverifyv1.ListAudi
 	if err != nil {
 		return nil, err
 	}
-	filter := storage.AuditFilter{EndpointID: req.GetEndpointId(), Limit: limit}
+	// One more than the page, so that the last page says it is the last without the caller
+	// asking for an empty one.
+	filter := storage.AuditFilter{EndpointID: req.GetEndpointId(), Limit: limit + 1}
+	var endpoint, since, until []string
+	if filter.EndpointID != "" {
+		endpoint = []string{filter.EndpointID}
+	}
 	for _, t := range []struct {
 		ts   *timestamppb.Timestamp
 		name string
 		into *time.Time
-	}{{req.GetStartTime(), "start_time", &filter.Since}, {req.GetEndTime(), "end_time", &filter.Until}} {
+		hash *[]string
+	}{{req.GetStartTime(), "start_time", &filter.Since, &since}, {req.GetEndTime(), "end_time", &filter.Until, &until}} {
 		if t.ts == nil {
 			continue
 		}
@@ -149,19 +162,61 @@ func (s *Server) ListAuditEvents(ctx context.Context, req *hookverifyv1.ListAudi
 			return nil, status.Errorf(codes.InvalidArgument, "%s is not a valid timestamp", t.name)
 		}
 		*t.into = t.ts.AsTime().UTC()
+		*t.hash = []string{t.into.Format(time.RFC3339Nano)}
+	}
+	// Each filter a list of its own, so that a start_time passed as end_time is another listing.
+	hash := setsHash(endpoint, since, until)
+	if token := req.GetPageToken(); token != "" {
+		place, err := auditPages.parse(token, hash)
+		if err != nil {
+			return nil, err
+		}
+		at, id, ok := parseTimedPlace(place)
+		if !ok {
+			return nil, auditPages.invalid()
+		}
+		filter.After = storage.AuditKey{At: at, ID: id}
 	}
 	events, err := st.ListAuditEvents(ctx, filter)
 	if err != nil {
 		return nil, storageStatus(ctx, s.log, "list audit events", err)
 	}
-	resp := &hookverifyv1.ListAuditEventsResponse{Events: make([]*hookverifyv1.AuditEvent, len(events))}
+	more := len(events) > limit
+	events = events[:min(len(events), limit)]
+	list := make([]*hookverifyv1.AuditEvent, len(events))
 	for i, ev := range events {
-		resp.Events[i] = &hookverifyv1.AuditEvent{
+		list[i] = &hookverifyv1.AuditEvent{
 			Id: ev.ID, Time: timestamppb.New(ev.At), Actor: ev.Actor, Action: ev.Action,
 			EndpointId: ev.EndpointID, SecretId: ev.SecretID, Detail: ev.Detail,
 		}
 	}
+	// An event's detail lists an endpoint's options, which can be long: the page ends before
+	// the event that would pass the client's limit, and the next starts there.
+	n := fittingItems(list)
+	resp := &hookverifyv1.ListAuditEventsResponse{Events: list[:n]}
+	if more || n < len(list) {
+		last := events[n-1]
+		resp.NextPageToken = auditPages.token(hash, timedPlace(last.At, last.ID))
+	}
 	return resp, nil
+}
+
+// auditPages are ListAuditEvents' page tokens: "a1:<filter hash>:<time in Unix µs>:<event id>".
+var auditPages = pageTokens{version: "a1", rpc: "ListAuditEvents", filters: "endpoint_id, start_time or end_time"}
+
+// fittingItems returns how many of a page's items, sent as field 1 of its answer, fit in
+// maxDeadAnswerBytes, below the client's 4 MiB receive limit by room for the page token and
+// the framing: the items up to the one that would pass it, and the first whatever its size
+// (a page must list something to move on).
+func fittingItems[T proto.Message](items []T) int {
+	size := 0
+	for i, item := range items {
+		size += protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(item))
+		if i > 0 && size > maxDeadAnswerBytes {
+			return i
+		}
+	}
+	return len(items)
 }
 
 // RekeySecrets re-encrypts secrets sealed under older master keys with the current one, while

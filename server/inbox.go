@@ -332,69 +332,131 @@ func (s *Server) ListDeadLetters(ctx context.Context, req *hookverifyv1.ListDead
 // gRPC's default 4 MiB receive limit by room for the page token and the framing.
 const maxDeadAnswerBytes = 4<<20 - 16<<10
 
-// deadLetterTokenVersion starts every dead-letter page token, so that a later format can be
-// told from this one.
-const deadLetterTokenVersion = "d1"
+// deadLetterPages are ListDeadLetters' page tokens: "d1:<filter hash>:<VisibleAt in Unix
+// µs>:<inbox id>". Inbox ids are not secret: the page that gave the token listed it.
+var deadLetterPages = pageTokens{version: "d1", rpc: "ListDeadLetters", filters: "endpoint_ids or dedupe_scopes"}
 
-// deadLetterToken is the page token of the page after key, for a listing filtered by filter:
-// "d1:<filter hash>:<VisibleAt in Unix µs>:<inbox id>", in unpadded base64url so that callers
-// treat it as opaque. Inbox ids are not secret: the page that gave the token listed it.
+// deadLetterToken is the page token of the page after key, for a listing filtered by filter.
 func deadLetterToken(key storage.DeadLetterKey, filter storage.InboxFilter) string {
-	raw := deadLetterTokenVersion + ":" + filterHash(filter) + ":" + strconv.FormatInt(key.VisibleAt.UnixMicro(), 10) + ":" + key.InboxID
-	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+	return deadLetterPages.token(filterHash(filter), timedPlace(key.VisibleAt, key.InboxID))
 }
 
-// Bounds of a page token's time: those of a stored VisibleAt, and within every store's range.
+// parseDeadLetterToken returns the key a page token names (the zero key for no token), or
+// INVALID_ARGUMENT for one this service did not give, or gave for other filters.
+func parseDeadLetterToken(token string, filter storage.InboxFilter) (storage.DeadLetterKey, error) {
+	if token == "" {
+		return storage.DeadLetterKey{}, nil
+	}
+	place, err := deadLetterPages.parse(token, filterHash(filter))
+	if err != nil {
+		return storage.DeadLetterKey{}, err
+	}
+	at, id, ok := parseTimedPlace(place)
+	if !ok {
+		return storage.DeadLetterKey{}, deadLetterPages.invalid()
+	}
+	return storage.DeadLetterKey{VisibleAt: at, InboxID: id}, nil
+}
+
+// filterHash identifies a dead-letter listing's filters in its page tokens: the endpoint ids
+// and scopes as sets, since their order and repetition do not change what is listed.
+func filterHash(f storage.InboxFilter) string { return setsHash(f.EndpointIDs, f.Scopes) }
+
+// pageTokens makes and reads one listing's page tokens (AIP-158): "<version>:<filter
+// hash>:<place>", in unpadded base64url so that callers treat them as opaque. The place is
+// the last listed item's place in the listing's order, after which the next page starts. The
+// hash names the filters of the listing the token came from: with other filters its place
+// would skip or repeat items without telling, so a token continues only its own listing.
+type pageTokens struct {
+	// version starts every token, so that a later format, or another listing's token, can be
+	// told from this one.
+	version string
+	// rpc and filters name the method and its filter fields, for the errors.
+	rpc, filters string
+}
+
+// maxPageToken bounds a page token's length: an id is at most some dozens of bytes, and a
+// longer token is not one this service gave.
+const maxPageToken = 1024
+
+// maxDeadLetterToken is maxPageToken, as FuzzParseDeadLetterToken knows it.
+const maxDeadLetterToken = maxPageToken
+
+// token is the page token of the page after place, for a listing whose filters hash to
+// filterHash.
+func (p pageTokens) token(filterHash, place string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(p.version + ":" + filterHash + ":" + place))
+}
+
+// invalid is the error for a token this service did not give.
+func (p pageTokens) invalid() error {
+	return status.Errorf(codes.InvalidArgument, "page_token is not one a %s answer gave", p.rpc)
+}
+
+// parse returns the place a non-empty token names, unchecked, or INVALID_ARGUMENT for a token
+// this service did not give, or gave for filters that do not hash to filterHash.
+func (p pageTokens) parse(token, filterHash string) (string, error) {
+	if len(token) > maxPageToken {
+		return "", p.invalid()
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return "", p.invalid()
+	}
+	parts := strings.SplitN(string(raw), ":", 3)
+	if len(parts) != 3 || parts[0] != p.version {
+		return "", p.invalid()
+	}
+	if parts[1] != filterHash {
+		return "", status.Errorf(codes.InvalidArgument,
+			"page_token was given for other %s: pass the same filters as the call that gave it", p.filters)
+	}
+	return parts[2], nil
+}
+
+// Bounds of a page token's time: those of a stored time, and within every store's range.
 var (
 	minTokenTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
 	maxTokenTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
 )
 
-// maxDeadLetterToken bounds a page token's length: an inbox id is at most some dozens of
-// bytes, and a longer token is not one this service gave.
-const maxDeadLetterToken = 1024
-
-// parseDeadLetterToken returns the key a page token names (the zero key for no token), or
-// INVALID_ARGUMENT for one this service did not give, or gave for other filters (AIP-158: a
-// page token continues the listing it came from; with other filters its place would skip or
-// repeat deliveries without telling).
-func parseDeadLetterToken(token string, filter storage.InboxFilter) (storage.DeadLetterKey, error) {
-	if token == "" {
-		return storage.DeadLetterKey{}, nil
-	}
-	invalid := status.Error(codes.InvalidArgument, "page_token is not one a ListDeadLetters answer gave")
-	if len(token) > maxDeadLetterToken {
-		return storage.DeadLetterKey{}, invalid
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil {
-		return storage.DeadLetterKey{}, invalid
-	}
-	parts := strings.SplitN(string(raw), ":", 4)
-	if len(parts) != 4 || parts[0] != deadLetterTokenVersion {
-		return storage.DeadLetterKey{}, invalid
-	}
-	if parts[1] != filterHash(filter) {
-		return storage.DeadLetterKey{}, status.Error(codes.InvalidArgument,
-			"page_token was given for other endpoint_ids or dedupe_scopes: pass the same filters as the call that gave it")
-	}
-	micros, err := strconv.ParseInt(parts[2], 10, 64)
-	if err != nil {
-		return storage.DeadLetterKey{}, invalid
-	}
-	at := time.UnixMicro(micros).UTC()
-	id := parts[3]
-	if at.Before(minTokenTime) || at.After(maxTokenTime) || id == "" || !utf8.ValidString(id) || strings.IndexByte(id, 0) >= 0 {
-		return storage.DeadLetterKey{}, invalid
-	}
-	return storage.DeadLetterKey{VisibleAt: at, InboxID: id}, nil
+// timedPlace is the place of an item in a listing ordered by a time, then by id: "<time in
+// Unix µs>:<id>", the precision the stores keep.
+func timedPlace(at time.Time, id string) string {
+	return strconv.FormatInt(at.UnixMicro(), 10) + ":" + id
 }
 
-// filterHash identifies a listing's filters in its page tokens: the endpoint ids and scopes as
-// sets, since their order and repetition do not change what is listed.
-func filterHash(f storage.InboxFilter) string {
+// parseTimedPlace reads a timedPlace; ok is false for one no stored item can have (a time
+// outside the stores' range; an id empty, not UTF-8 or holding NUL).
+func parseTimedPlace(place string) (at time.Time, id string, ok bool) {
+	micros, id, found := strings.Cut(place, ":")
+	if !found {
+		return time.Time{}, "", false
+	}
+	if !validPlaceID(id) {
+		return time.Time{}, "", false
+	}
+	n, err := strconv.ParseInt(micros, 10, 64)
+	if err != nil {
+		return time.Time{}, "", false
+	}
+	at = time.UnixMicro(n).UTC()
+	if at.Before(minTokenTime) || at.After(maxTokenTime) {
+		return time.Time{}, "", false
+	}
+	return at, id, true
+}
+
+// validPlaceID reports whether id may be a stored item's id, as a page token names it.
+func validPlaceID(id string) bool {
+	return id != "" && utf8.ValidString(id) && strings.IndexByte(id, 0) < 0
+}
+
+// setsHash identifies a listing's filters in its page tokens: each list as a set, since the
+// order and repetition of its values do not change what is listed.
+func setsHash(lists ...[]string) string {
 	h := sha256.New()
-	for _, list := range [][]string{f.EndpointIDs, f.Scopes} {
+	for _, list := range lists {
 		set := slices.Compact(slices.Sorted(slices.Values(list)))
 		// Each value length-prefixed, so that no two filters encode alike.
 		h.Write(binary.AppendUvarint(nil, uint64(len(set))))

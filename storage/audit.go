@@ -30,7 +30,26 @@ type AuditFilter struct {
 	Since, Until time.Time
 	// Limit bounds the answer (at least 1).
 	Limit int
+	// After, when not zero, lists only the events that follow it in the order of
+	// ListAuditEvents, so that a listing can go on from the last event of a page: a time
+	// alone cannot say where, since many events can share one.
+	After AuditKey
 }
+
+// AuditKey is an event's place in the order ListAuditEvents lists them in: by At, then by ID,
+// compared byte by byte (not by a database's collation), so that every store, and a page
+// token, agree on it.
+type AuditKey struct {
+	At time.Time
+	ID string
+}
+
+// IsZero reports whether k is the zero key, which lists from the first event. Event ids are
+// never empty, so no event has it.
+func (k AuditKey) IsZero() bool { return k.ID == "" }
+
+// AuditKeyOf returns the key of ev.
+func AuditKeyOf(ev AuditEvent) AuditKey { return AuditKey{At: ev.At, ID: ev.ID} }
 
 // AuditStore keeps the audit trail.
 //
@@ -42,7 +61,8 @@ type AuditFilter struct {
 // did not happen. A write that changes nothing (retiring a retired secret, revoking a revoked
 // token) records nothing either: the first change's record stands, with its caller and time.
 type AuditStore interface {
-	// ListAuditEvents returns up to f.Limit events matching f, oldest first (by At, then ID).
+	// ListAuditEvents returns up to f.Limit events matching f, oldest first (by At, then ID as
+	// AuditKey orders them), after f.After when it is set.
 	ListAuditEvents(ctx context.Context, f AuditFilter) ([]AuditEvent, error)
 }
 

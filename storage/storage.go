@@ -40,6 +40,12 @@ type EndpointStore interface {
 	GetEndpoint(ctx context.Context, id string) (Endpoint, error)
 	// ListEndpoints returns every endpoint ordered by id.
 	ListEndpoints(ctx context.Context) ([]Endpoint, error)
+	// ListEndpointsPage returns up to limit endpoints ordered by id, those whose id follows
+	// after (from the first when after is empty), so that a listing of more endpoints than
+	// one answer holds can go on from the last id of a page. Ids are compared byte by byte
+	// (not by a database's collation), in the order and the comparison alike, so that every
+	// store, and a page token, agree on it. ErrInvalid for a limit below 1.
+	ListEndpointsPage(ctx context.Context, after string, limit int) ([]Endpoint, error)
 	// UpdateEndpoint replaces every field but ID, Provider and CreatedAt of the stored endpoint
 	// with e's. It returns ErrNotFound if no endpoint has e.ID. It is a blind write: whatever
 	// changed since the caller read the endpoint is overwritten, and an audit detail the caller

@@ -13,7 +13,10 @@ import (
 	"github.com/hookverify/hookverify/server/secretbox"
 )
 
-// runAudit prints recorded administrative actions.
+// runAudit prints recorded administrative actions, a page at a time as inbox dead does: the
+// page after --page-token, or with --all every page to the last. A page alone ended the
+// listing before: going on from its last action's time skipped or repeated the actions
+// sharing that time, so the trail could not be read whole.
 func runAudit(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "audit")
 	var r remoteFlags
@@ -21,7 +24,9 @@ func runAudit(ctx context.Context, e env, args []string) error {
 	endpoint := fs.String("endpoint", "", "only actions on this endpoint")
 	since := fs.String("since", "", "only actions at or after this RFC 3339 time, or this long ago (e.g. 24h)")
 	until := fs.String("until", "", "only actions before this RFC 3339 time, or this long ago")
-	limit := fs.Int("limit", 100, "at most this many actions (up to 1000), oldest first")
+	limit := fs.Int("limit", 100, "at most this many actions per page (up to 1000; a page of long ones holds fewer), oldest first")
+	pageToken := fs.String("page-token", "", "list the page after the one whose nextPageToken this is (same --endpoint, --since and --until)")
+	all := fs.Bool("all", false, "follow the pages to the last, printing each as a JSON document of its own")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -36,18 +41,52 @@ func runAudit(ctx context.Context, e env, args []string) error {
 	if req.EndTime, err = parseTimeOrAgo("--until", *until); err != nil {
 		return err
 	}
-	var got int
-	err = r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
-		resp, err := c.Admin.ListAuditEvents(ctx, req)
-		got = len(resp.GetEvents())
-		return resp, err
-	})
-	if err == nil && got == *limit {
-		// Oldest first: a full page hides the latest actions, the ones an operator usually
-		// looks for. Say so rather than let the listing pass for complete.
-		fmt.Fprintf(e.stderr, "hookverify audit: showing the oldest %d actions; there may be later ones: narrow --since/--until or raise --limit (up to 1000)\n", got)
+	// Oldest first: a page that does not end the listing hides the latest actions, the ones an
+	// operator usually looks for.
+	return printPages(ctx, e, &r, "audit", "there are later actions", *all, *pageToken,
+		func(ctx context.Context, c *client.Conn, token string) (*hookverifyv1.ListAuditEventsResponse, error) {
+			req.PageToken = token
+			return c.Admin.ListAuditEvents(ctx, req)
+		})
+}
+
+// pagedAnswer is a page of a listing answer.
+type pagedAnswer interface {
+	proto.Message
+	GetNextPageToken() string
+}
+
+// printPages prints a paged listing from the page after token (from the first when empty):
+// that page, or with all every page from there to the last, each printed as it comes as a
+// JSON document of its own, as inbox dead --all does, with its own deadline, so that a call
+// that fails midway leaves the printed token to go on from with --page-token. A page that
+// does not end the listing is followed, without all, by a note on standard error that more
+// follow (stdout stays the JSON): one page looks complete otherwise.
+func printPages[A pagedAnswer](ctx context.Context, e env, r *remoteFlags, command, more string, all bool, token string,
+	page func(ctx context.Context, c *client.Conn, token string) (A, error)) error {
+	conn, err := r.dial()
+	if err != nil {
+		return err
 	}
-	return err
+	defer conn.Close()
+	for {
+		pageCtx, cancel := context.WithTimeout(ctx, r.timeout)
+		resp, err := page(pageCtx, conn, token)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if err := printJSON(e.stdout, resp); err != nil {
+			return err
+		}
+		if token = resp.GetNextPageToken(); token == "" {
+			return nil
+		}
+		if !all {
+			fmt.Fprintf(e.stderr, "hookverify %s: %s: --all lists every page, --page-token with the nextPageToken printed the next one\n", command, more)
+			return nil
+		}
+	}
 }
 
 // parseTimeOrAgo reads an RFC 3339 time or a duration before now.

@@ -49,9 +49,23 @@ func (s *Store) ListAuditEvents(ctx context.Context, f storage.AuditFilter) ([]s
 	if !f.Until.IsZero() {
 		query += ` AND at < ` + p.add(f.Until)
 	}
-	// Events at one instant are rare; ids are ordered as bytes below, after the limit, which
-	// is exact unless more than Limit events share the last instant.
-	query += ` ORDER BY at, id LIMIT ` + p.add(int64(f.Limit))
+	// Ids are ordered, and compared with the key's, by their bytes, as the page is sorted
+	// below and as a page token's id was taken from it: on PostgreSQL with COLLATE "C", since
+	// ORDER BY and > follow the database's collation; in that order a page's last events at
+	// one instant, and the place after them, would not be those by bytes, and events sharing
+	// a time (a rotation's, a rekey's) would be skipped or repeated across pages. The (at, id)
+	// indexes still serve the time: PostgreSQL sorts each instant's few ids.
+	id := `id`
+	if s.engine == EnginePostgreSQL {
+		id = `id COLLATE "C"`
+	}
+	if !f.After.IsZero() {
+		// The first condition alone bounds the index scan; the second drops the key's
+		// instant's ids up to the key's.
+		after := p.add(f.After.At)
+		query += ` AND at >= ` + after + ` AND (at > ` + after + ` OR ` + id + ` > ` + p.add(f.After.ID) + `)`
+	}
+	query += ` ORDER BY at, ` + id + ` LIMIT ` + p.add(int64(f.Limit))
 	var list []storage.AuditEvent
 	err := s.single(ctx, "list audit events", func(ctx context.Context, conn *pgx.Conn) error {
 		rows, err := conn.Query(ctx, query, p...)

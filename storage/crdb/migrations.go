@@ -182,6 +182,15 @@ EXCEPTION WHEN feature_not_supported OR syntax_error THEN
 	NULL;
 END
 $$`},
+	// ListEndpointsPage orders and compares ids with COLLATE "C" (bytes), which the primary
+	// key, in the database's collation, cannot serve: every page of a listing of tens of
+	// thousands of endpoints read and sorted them all. CockroachDB's primary key is in that
+	// order already.
+	{2_000_001, "index endpoints by id bytes, the order of their pages", `DO $$
+BEGIN
+	CREATE INDEX IF NOT EXISTS endpoints_id_bytes_idx ON endpoints (id COLLATE "C");
+END
+$$`},
 }
 
 // createMigrationsTable records applied steps. It is not a step itself because the steps'

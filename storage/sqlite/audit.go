@@ -47,6 +47,12 @@ func (s *Store) ListAuditEvents(ctx context.Context, f storage.AuditFilter) ([]s
 		query += ` AND at < ?`
 		args = append(args, micros(f.Until))
 	}
+	if !f.After.IsZero() {
+		// A row value, which SQLite compares in the (at, id) indexes' order (TEXT compares
+		// bytes here).
+		query += ` AND (at, id) > (?, ?)`
+		args = append(args, micros(f.After.At), f.After.ID)
+	}
 	query += ` ORDER BY at, id LIMIT ?`
 	args = append(args, f.Limit)
 	var list []storage.AuditEvent

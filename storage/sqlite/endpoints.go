@@ -57,6 +57,21 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]storage.Endpoint, error) {
 	return list, err
 }
 
+// ListEndpointsPage returns up to limit endpoints after the id after, ordered by id: TEXT
+// compares bytes here, in the primary key's order.
+func (s *Store) ListEndpointsPage(ctx context.Context, after string, limit int) ([]storage.Endpoint, error) {
+	if limit < 1 {
+		return nil, s.fail("list endpoints", fmt.Errorf("%w: limit %d, want at least 1", storage.ErrInvalid, limit))
+	}
+	var list []storage.Endpoint
+	err := s.read("list endpoints", func(q queryer) error {
+		var err error
+		list, err = queryRows(ctx, q, scanEndpoint, `SELECT `+endpointColumns+` FROM endpoints WHERE id > ? ORDER BY id LIMIT ?`, after, limit)
+		return err
+	})
+	return list, err
+}
+
 // UpdateEndpoint replaces every field but ID, Provider and CreatedAt; ErrNotFound if the
 // endpoint does not exist.
 func (s *Store) UpdateEndpoint(ctx context.Context, e storage.Endpoint) error {

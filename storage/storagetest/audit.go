@@ -1,7 +1,11 @@
 package storagetest
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,5 +127,63 @@ func testAudit(t *testing.T, h harness) {
 		wantSame(t, all[:2], listAudit(t, s, storage.AuditFilter{Limit: 2}), "first two events")
 		_, err := s.ListAuditEvents(t.Context(), storage.AuditFilter{})
 		wantErr(t, err, storage.ErrInvalid, "ListAuditEvents without a limit")
+	})
+
+	t.Run("pages go on after the key, through events sharing a time, in the byte order of ids", func(t *testing.T) {
+		s := h.fresh(t)
+		createEndpoint(t, s, newEndpoint("ep-1"))
+		createEndpoint(t, s, newEndpoint("ep-2"))
+		// Most at one instant, with ids a collation would order otherwise than bytes do.
+		var all []storage.AuditEvent
+		for i, id := range []string{"b", "A-b", "a.B", "a_c", "B", "a", "a-c", "_x", "9", "z"} {
+			when, ep := at(time.Minute), "ep-1"
+			switch {
+			case i == 0:
+				when = at(0)
+			case i >= 8:
+				when = at(2 * time.Minute)
+			}
+			if i%2 == 1 {
+				ep = "ep-2"
+			}
+			ev := auditEvent(id, "endpoint.update", ep, "", when)
+			must(t, s.UpdateEndpoint(storage.WithAuditEvent(t.Context(), ev), newEndpoint(ep)), "UpdateEndpoint")
+			all = append(all, ev)
+		}
+		slices.SortFunc(all, func(a, b storage.AuditEvent) int {
+			return cmp.Or(a.At.Compare(b.At), strings.Compare(a.ID, b.ID))
+		})
+		wantSame(t, all, listAudit(t, s, storage.AuditFilter{Limit: 100}), "all events in (time, id bytes) order")
+		follow := func(f storage.AuditFilter) []storage.AuditEvent {
+			t.Helper()
+			var got []storage.AuditEvent
+			for pages := 0; ; pages++ {
+				if pages > len(all)+1 {
+					t.Fatalf("filter %+v: pages did not end", f)
+				}
+				page := listAudit(t, s, f)
+				got = append(got, page...)
+				if len(page) < f.Limit {
+					return got
+				}
+				f.After = storage.AuditKeyOf(page[len(page)-1])
+			}
+		}
+		for _, limit := range []int{1, 2, 3, len(all)} {
+			wantSame(t, all, follow(storage.AuditFilter{Limit: limit}), fmt.Sprintf("events by pages of %d", limit))
+			var ofEP2 []storage.AuditEvent
+			for _, ev := range all {
+				if ev.EndpointID == "ep-2" && ev.At.Before(at(2*time.Minute)) {
+					ofEP2 = append(ofEP2, ev)
+				}
+			}
+			wantSame(t, ofEP2, follow(storage.AuditFilter{EndpointID: "ep-2", Until: at(2 * time.Minute), Limit: limit}),
+				fmt.Sprintf("events of ep-2 before minute 2 by pages of %d", limit))
+		}
+		// A key at an instant between events, or with an id no event has, is a place too.
+		wantSame(t, all[len(all)-2:], listAudit(t, s, storage.AuditFilter{Limit: 10, After: storage.AuditKey{At: at(time.Minute), ID: "zz"}}),
+			"events after the last id of minute 1")
+		wantSame(t, all[1:3], listAudit(t, s, storage.AuditFilter{Limit: 2, After: storage.AuditKey{At: at(30 * time.Second), ID: "a"}}),
+			"the first two events after 30 s")
 	})
 }

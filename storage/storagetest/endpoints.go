@@ -113,6 +113,48 @@ func testEndpoints(t *testing.T, h harness) {
 		wantSame(t, want, got, "listed endpoints")
 	})
 
+	t.Run("pages list every endpoint once, in the byte order of ids", func(t *testing.T) {
+		s := h.fresh(t)
+		// Ids a collation would order otherwise ("a" near "A", punctuation ignored).
+		ids := []string{"b", "A-b", "a.B", "a_c", "B", "a", "ep-1", "Ep-2", "a-c", "_x", "9"}
+		for _, id := range ids {
+			createEndpoint(t, s, newEndpoint(id))
+		}
+		want := slices.Sorted(slices.Values(ids))
+		for _, limit := range []int{1, 2, 3, len(ids), len(ids) + 1} {
+			var got []string
+			after := ""
+			for pages := 0; ; pages++ {
+				if pages > len(ids)+1 {
+					t.Fatalf("limit %d: pages did not end", limit)
+				}
+				page, err := s.ListEndpointsPage(t.Context(), after, limit)
+				must(t, err, "ListEndpointsPage")
+				if len(page) > limit {
+					t.Fatalf("limit %d: page of %d", limit, len(page))
+				}
+				for _, e := range page {
+					got = append(got, e.ID)
+				}
+				if len(page) < limit {
+					break
+				}
+				after = page[len(page)-1].ID
+			}
+			wantSame(t, want, got, fmt.Sprintf("ids listed by pages of %d", limit))
+		}
+		page, err := s.ListEndpointsPage(t.Context(), "a", 2)
+		must(t, err, "ListEndpointsPage")
+		wantSame(t, []storage.Endpoint{newEndpoint("a-c"), newEndpoint("a.B")}, page, "the two endpoints after a")
+		page, err = s.ListEndpointsPage(t.Context(), "zzz", 2)
+		must(t, err, "ListEndpointsPage")
+		if len(page) != 0 {
+			t.Fatalf("ListEndpointsPage after the last = %+v, want none", page)
+		}
+		_, err = s.ListEndpointsPage(t.Context(), "", 0)
+		wantErr(t, err, storage.ErrInvalid, "ListEndpointsPage with limit 0")
+	})
+
 	t.Run("update replaces all but id, provider and created time", func(t *testing.T) {
 		s := h.fresh(t)
 		orig := newEndpoint("ep-1")

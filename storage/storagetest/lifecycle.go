@@ -62,6 +62,7 @@ func closedCalls(ctx context.Context, s storage.Store) map[string]error {
 	calls["CreateEndpoint"] = s.CreateEndpoint(ctx, newEndpoint("ep-2"))
 	_, calls["GetEndpoint"] = s.GetEndpoint(ctx, "ep-1")
 	_, calls["ListEndpoints"] = s.ListEndpoints(ctx)
+	_, calls["ListEndpointsPage"] = s.ListEndpointsPage(ctx, "", 10)
 	calls["UpdateEndpoint"] = s.UpdateEndpoint(ctx, newEndpoint("ep-1"))
 	_, calls["ModifyEndpoint"] = s.ModifyEndpoint(ctx, "ep-1", func(e storage.Endpoint) (storage.Endpoint, string, error) {
 		return e, "", nil

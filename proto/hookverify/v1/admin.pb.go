@@ -387,7 +387,18 @@ func (x *GetEndpointResponse) GetEndpoint() *Endpoint {
 }
 
 type ListEndpointsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The page size: at most this many (0 means 1000; at most 1000). A page may hold fewer even
+	// when more follow: an answer is also kept below a client's default 4 MiB receive limit (the
+	// first endpoint of a page is listed whatever its size). A caller that sends neither field,
+	// as one written before pages existed, gets the first page only: it must follow
+	// next_page_token to see every endpoint.
+	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// A previous answer's next_page_token, to list the endpoints after that answer's last one;
+	// empty for the first page. Opaque: INVALID_ARGUMENT if it is not one this service gave.
+	// It names a place in the order, not a snapshot: an endpoint created meanwhile shows up if
+	// its id sorts after it.
+	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -422,9 +433,25 @@ func (*ListEndpointsRequest) Descriptor() ([]byte, []int) {
 	return file_hookverify_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
+func (x *ListEndpointsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListEndpointsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 type ListEndpointsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Endpoints     []*Endpoint            `protobuf:"bytes,1,rep,name=endpoints,proto3" json:"endpoints,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Endpoints []*Endpoint            `protobuf:"bytes,1,rep,name=endpoints,proto3" json:"endpoints,omitempty"`
+	// Lists the next page when passed as page_token; empty when there were no more endpoints.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -464,6 +491,13 @@ func (x *ListEndpointsResponse) GetEndpoints() []*Endpoint {
 		return x.Endpoints
 	}
 	return nil
+}
+
+func (x *ListEndpointsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type UpdateEndpointRequest struct {
@@ -1300,8 +1334,15 @@ type ListAuditEventsRequest struct {
 	StartTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
 	// Only events before this time.
 	EndTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
-	// At most this many events; zero means 100, at most 1000.
-	PageSize      int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The page size: at most this many events (0 means 100; at most 1000). A page may hold
+	// fewer even when more follow: an answer is also kept below a client's default 4 MiB
+	// receive limit (the first event of a page is listed whatever its size).
+	PageSize int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// A previous answer's next_page_token, to list the events after that answer's last one
+	// (in the order of time, then id, so that events sharing a time are neither skipped nor
+	// repeated); empty for the first page. Opaque: INVALID_ARGUMENT if it is not one this
+	// service gave, or if it was given for another endpoint_id, start_time or end_time.
+	PageToken     string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1364,9 +1405,19 @@ func (x *ListAuditEventsRequest) GetPageSize() int32 {
 	return 0
 }
 
+func (x *ListAuditEventsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 type ListAuditEventsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Events        []*AuditEvent          `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Events []*AuditEvent          `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	// Lists the next page when passed as page_token (with the same filters); empty when there
+	// were no more events.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1406,6 +1457,13 @@ func (x *ListAuditEventsResponse) GetEvents() []*AuditEvent {
 		return x.Events
 	}
 	return nil
+}
+
+func (x *ListAuditEventsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // AuditEvent is one administrative action as recorded, in the same transaction as the change.
@@ -1664,10 +1722,14 @@ const file_hookverify_v1_admin_proto_rawDesc = "" +
 	"\x12GetEndpointRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"J\n" +
 	"\x13GetEndpointResponse\x123\n" +
-	"\bendpoint\x18\x01 \x01(\v2\x17.hookverify.v1.EndpointR\bendpoint\"\x16\n" +
-	"\x14ListEndpointsRequest\"N\n" +
+	"\bendpoint\x18\x01 \x01(\v2\x17.hookverify.v1.EndpointR\bendpoint\"R\n" +
+	"\x14ListEndpointsRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"v\n" +
 	"\x15ListEndpointsResponse\x125\n" +
-	"\tendpoints\x18\x01 \x03(\v2\x17.hookverify.v1.EndpointR\tendpoints\"L\n" +
+	"\tendpoints\x18\x01 \x03(\v2\x17.hookverify.v1.EndpointR\tendpoints\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"L\n" +
 	"\x15UpdateEndpointRequest\x123\n" +
 	"\bendpoint\x18\x01 \x01(\v2\x17.hookverify.v1.EndpointR\bendpoint\"M\n" +
 	"\x16UpdateEndpointResponse\x123\n" +
@@ -1729,16 +1791,19 @@ const file_hookverify_v1_admin_proto_rawDesc = "" +
 	"\x0fidentity_source\x18\x06 \x01(\tR\x0eidentitySource\x12\x1b\n" +
 	"\tneeds_url\x18\a \x01(\bR\bneedsUrl\x12\x19\n" +
 	"\bdocs_url\x18\b \x01(\tR\adocsUrl\x12\x18\n" +
-	"\aretries\x18\t \x01(\tR\aretries\"\xc8\x01\n" +
+	"\aretries\x18\t \x01(\tR\aretries\"\xe7\x01\n" +
 	"\x16ListAuditEventsRequest\x12\x1f\n" +
 	"\vendpoint_id\x18\x01 \x01(\tR\n" +
 	"endpointId\x129\n" +
 	"\n" +
 	"start_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
 	"\bend_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12\x1b\n" +
-	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\"L\n" +
+	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x05 \x01(\tR\tpageToken\"t\n" +
 	"\x17ListAuditEventsResponse\x121\n" +
-	"\x06events\x18\x01 \x03(\v2\x19.hookverify.v1.AuditEventR\x06events\"\xd0\x01\n" +
+	"\x06events\x18\x01 \x03(\v2\x19.hookverify.v1.AuditEventR\x06events\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xd0\x01\n" +
 	"\n" +
 	"AuditEvent\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +

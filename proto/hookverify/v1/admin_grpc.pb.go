@@ -44,7 +44,8 @@ type AdminServiceClient interface {
 	CreateEndpoint(ctx context.Context, in *CreateEndpointRequest, opts ...grpc.CallOption) (*CreateEndpointResponse, error)
 	// GetEndpoint returns one endpoint, or NOT_FOUND.
 	GetEndpoint(ctx context.Context, in *GetEndpointRequest, opts ...grpc.CallOption) (*GetEndpointResponse, error)
-	// ListEndpoints returns every endpoint ordered by id.
+	// ListEndpoints lists the endpoints ordered by id (compared byte by byte), a page at a time:
+	// follow next_page_token to the end to see them all.
 	ListEndpoints(ctx context.Context, in *ListEndpointsRequest, opts ...grpc.CallOption) (*ListEndpointsResponse, error)
 	// UpdateEndpoint replaces the mutable settings of an endpoint (everything but id and
 	// provider). NOT_FOUND if it does not exist. With the endpoint's update_time set (as after
@@ -63,8 +64,9 @@ type AdminServiceClient interface {
 	ListSecrets(ctx context.Context, in *ListSecretsRequest, opts ...grpc.CallOption) (*ListSecretsResponse, error)
 	// ListProviders lists the provider protocols this server verifies.
 	ListProviders(ctx context.Context, in *ListProvidersRequest, opts ...grpc.CallOption) (*ListProvidersResponse, error)
-	// ListAuditEvents returns recorded administrative actions, oldest first, filtered by
-	// endpoint and time.
+	// ListAuditEvents returns recorded administrative actions, oldest first (by time, then id),
+	// filtered by endpoint and time, a page at a time: follow next_page_token to the end to read
+	// the whole trail.
 	ListAuditEvents(ctx context.Context, in *ListAuditEventsRequest, opts ...grpc.CallOption) (*ListAuditEventsResponse, error)
 	// RekeySecrets re-encrypts up to max_secrets secrets sealed under an older master key with
 	// the server's current one. Call it until remaining is zero; the server must hold the older
@@ -202,7 +204,8 @@ type AdminServiceServer interface {
 	CreateEndpoint(context.Context, *CreateEndpointRequest) (*CreateEndpointResponse, error)
 	// GetEndpoint returns one endpoint, or NOT_FOUND.
 	GetEndpoint(context.Context, *GetEndpointRequest) (*GetEndpointResponse, error)
-	// ListEndpoints returns every endpoint ordered by id.
+	// ListEndpoints lists the endpoints ordered by id (compared byte by byte), a page at a time:
+	// follow next_page_token to the end to see them all.
 	ListEndpoints(context.Context, *ListEndpointsRequest) (*ListEndpointsResponse, error)
 	// UpdateEndpoint replaces the mutable settings of an endpoint (everything but id and
 	// provider). NOT_FOUND if it does not exist. With the endpoint's update_time set (as after
@@ -221,8 +224,9 @@ type AdminServiceServer interface {
 	ListSecrets(context.Context, *ListSecretsRequest) (*ListSecretsResponse, error)
 	// ListProviders lists the provider protocols this server verifies.
 	ListProviders(context.Context, *ListProvidersRequest) (*ListProvidersResponse, error)
-	// ListAuditEvents returns recorded administrative actions, oldest first, filtered by
-	// endpoint and time.
+	// ListAuditEvents returns recorded administrative actions, oldest first (by time, then id),
+	// filtered by endpoint and time, a page at a time: follow next_page_token to the end to read
+	// the whole trail.
 	ListAuditEvents(context.Context, *ListAuditEventsRequest) (*ListAuditEventsResponse, error)
 	// RekeySecrets re-encrypts up to max_secrets secrets sealed under an older master key with
 	// the server's current one. Call it until remaining is zero; the server must hold the older
