@@ -3,7 +3,6 @@ package client_test
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -161,21 +160,7 @@ func TestHandlerAnswersAnHTTP2AuthorityThatIsNotAHostWith400(t *testing.T) {
 	ts.StartTLS()
 	defer ts.Close()
 	for _, authority := range []string{"a b", "h:8x", "[x]", "hooks.example.com"} {
-		c, err := tls.Dial("tcp", ts.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.SetDeadline(time.Now().Add(10 * time.Second))
-		c.Write([]byte(http2.ClientPreface))
-		fr := http2.NewFramer(c, c)
-		fr.WriteSettings()
-		var hbuf bytes.Buffer
-		enc := hpack.NewEncoder(&hbuf)
-		for _, hf := range []hpack.HeaderField{{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "https"},
-			{Name: ":authority", Value: authority}, {Name: ":path", Value: "/hooks/ep"}} {
-			enc.WriteField(hf)
-		}
-		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hbuf.Bytes(), EndHeaders: true, EndStream: true})
+		c, fr := postWithHTTP2Authority(t, ts.Listener.Addr().String(), authority)
 		got := ""
 		dec := hpack.NewDecoder(4096, func(hf hpack.HeaderField) {
 			if hf.Name == ":status" {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -321,21 +322,7 @@ func TestBuildRequestRefusesAnHTTP2AuthorityWithoutHost(t *testing.T) {
 	defer ts.Close()
 
 	for _, authority := range []string{"/evil", "?x", "#x"} {
-		c, err := tls.Dial("tcp", ts.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.SetDeadline(time.Now().Add(10 * time.Second))
-		c.Write([]byte(http2.ClientPreface))
-		fr := http2.NewFramer(c, c)
-		fr.WriteSettings()
-		var hbuf bytes.Buffer
-		enc := hpack.NewEncoder(&hbuf)
-		for _, f := range []hpack.HeaderField{{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "https"},
-			{Name: ":authority", Value: authority}, {Name: ":path", Value: "/hooks/ep"}} {
-			enc.WriteField(f)
-		}
-		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hbuf.Bytes(), EndHeaders: true, EndStream: true})
+		c, _ := postWithHTTP2Authority(t, ts.Listener.Addr().String(), authority)
 		select {
 		case r := <-results:
 			if !errors.Is(r.err, client.ErrUnforwardable) {
@@ -346,4 +333,27 @@ func TestBuildRequestRefusesAnHTTP2AuthorityWithoutHost(t *testing.T) {
 		}
 		c.Close()
 	}
+}
+
+// postWithHTTP2Authority sends, over TLS to addr, an HTTP/2 POST to /hooks/ep with the given
+// :authority, raw: Go's HTTP/2 client would refuse to send most of the values these tests
+// need. It returns the connection and its framer, to read the answer.
+func postWithHTTP2Authority(t *testing.T, addr, authority string) (net.Conn, *http2.Framer) {
+	t.Helper()
+	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.Write([]byte(http2.ClientPreface))
+	fr := http2.NewFramer(c, c)
+	fr.WriteSettings()
+	var hbuf bytes.Buffer
+	enc := hpack.NewEncoder(&hbuf)
+	for _, f := range []hpack.HeaderField{{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "https"},
+		{Name: ":authority", Value: authority}, {Name: ":path", Value: "/hooks/ep"}} {
+		enc.WriteField(f)
+	}
+	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hbuf.Bytes(), EndHeaders: true, EndStream: true})
+	return c, fr
 }
