@@ -274,28 +274,11 @@ func inboxDead(ctx context.Context, e env, args []string) error {
 	}
 	// Each page printed as it comes, with its nextPageToken, rather than gathered into one
 	// answer: thousands of dead letters with large bodies would be held in memory, and a call
-	// that fails midway leaves the token to go on from with --page-token. Each page has its
-	// own deadline, as a call without --all would.
-	conn, err := r.dial()
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	for {
-		pageCtx, cancel := context.WithTimeout(ctx, r.timeout)
-		resp, err := inboxClient(conn).ListDeadLetters(pageCtx, req)
-		cancel()
-		if err != nil {
-			return err
-		}
-		if err := printJSON(e.stdout, resp); err != nil {
-			return err
-		}
-		if resp.GetNextPageToken() == "" {
-			return nil
-		}
-		req.PageToken = resp.GetNextPageToken()
-	}
+	// that fails midway leaves the token to go on from with --page-token.
+	return printPages(ctx, e, &r, "inbox dead", "", true, *pageToken, func(ctx context.Context, c *client.Conn, token string) (*hookverifyv1.ListDeadLettersResponse, error) {
+		req.PageToken = token
+		return inboxClient(c).ListDeadLetters(ctx, req)
+	})
 }
 
 func inboxRequeue(ctx context.Context, e env, args []string) error {
