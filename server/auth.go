@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 
 	"github.com/hookverify/hookverify/internal/ratelog"
 	"github.com/hookverify/hookverify/storage"
@@ -119,19 +120,63 @@ func denied(reason string) *authFailure {
 // certificate does.
 func (s *Server) authenticate(ctx context.Context) (caller, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
+	token, chains, err := presentedCredential(ctx, md)
+	if err != nil {
+		return caller{}, err
+	}
+	if token != "" {
+		return s.authenticateToken(ctx, token)
+	}
+	return s.authenticateCert(chains)
+}
+
+// presentedCredential returns the credential a call carries, the bearer token of md or else
+// the verified chains of ctx's client certificate, having checked all that needs neither the
+// call's message nor the database: a token's header form and length, a certificate's
+// presence. authTap runs it as a call's headers arrive, authenticate again with the rest.
+func presentedCredential(ctx context.Context, md metadata.MD) (token string, chains [][]*x509.Certificate, err error) {
 	if values := md.Get("authorization"); len(values) > 0 {
 		token, err := bearerToken(values)
 		if err != nil {
-			return caller{}, err
+			return "", nil, err
 		}
-		return s.authenticateToken(ctx, token)
+		if len(token) < minBootstrapLen {
+			// Every token is at least this long: issued ones (tokenPrefix and 43 characters)
+			// and the bootstrap one (CheckBootstrapToken). Such a token cannot be known, and
+			// refusing it here costs no lookup.
+			return "", nil, unauthenticated("unknown API token (shorter than any token)")
+		}
+		return token, nil, nil
 	}
 	if p, ok := peer.FromContext(ctx); ok {
 		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.VerifiedChains) > 0 && len(info.State.VerifiedChains[0]) > 0 {
-			return s.authenticateCert(info.State.VerifiedChains)
+			return "", info.State.VerifiedChains, nil
 		}
 	}
-	return caller{}, unauthenticated("no API token and no verified client certificate")
+	return "", nil, unauthenticated("no API token and no verified client certificate")
+}
+
+// authTap refuses a call to a method that needs authentication, as its headers arrive and
+// before gRPC reads its message, when it carries no credential that could authenticate it
+// (presentedCredential). The interceptors authenticate only once a message is in, up to
+// MaxRecvMsgSize each and MaxConcurrentStreams at once per connection: a caller without any
+// credential could make the server read and hold that much, sending messages it never
+// finishes. A token of a possible form, or a certificate, is checked by authInterceptor as
+// before. gRPC runs the tap on a connection's reader goroutine, holding the transport's lock:
+// it must not block, so it looks nothing up; refuse only counts and logs (rate-limited).
+// Methods without a rule are let through: the open ones, and the unknown ones, which gRPC
+// answers UNIMPLEMENTED itself without reading their message (so the metric's method label
+// stays bounded).
+func (s *Server) authTap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	if _, ruled := methodRules[info.FullMethodName]; !ruled || isOpenMethod(info.FullMethodName) {
+		return ctx, nil
+	}
+	if _, _, err := presentedCredential(ctx, info.Header); err != nil {
+		err = s.refuse(ctx, info.FullMethodName, Principal{}, err)
+		s.metrics.observeRefusedAtHeaders(info.FullMethodName, status.Code(err))
+		return ctx, err
+	}
+	return ctx, nil
 }
 
 // bearerToken extracts the token of an authorization header: exactly one value, scheme Bearer

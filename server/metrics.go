@@ -268,10 +268,20 @@ func (m *Metrics) observeSweep(r storage.SweepResult) {
 }
 
 // observeAuthFailure counts a refused call. The method label comes from the registered
-// services only (grpc-go answers unknown methods itself), so it stays bounded.
+// services only (grpc-go answers unknown methods itself, and authTap counts only methods of
+// methodRules), so it stays bounded.
 func (m *Metrics) observeAuthFailure(method string, code codes.Code) {
 	if m != nil {
 		m.authFailures.WithLabelValues(code.String(), method).Inc()
+	}
+}
+
+// observeRefusedAtHeaders counts in hookverify_grpc_requests_total a call authTap refused
+// before its message was read, which the interceptor counting the others never sees; no
+// duration is observed, no handler having run.
+func (m *Metrics) observeRefusedAtHeaders(method string, code codes.Code) {
+	if m != nil {
+		m.rpcs.WithLabelValues(method, code.String()).Inc()
 	}
 }
 

@@ -248,8 +248,9 @@ func (s *Server) Register(g *grpc.Server) {
 }
 
 // Transport limits for the gRPC listener, which takes connections from anyone who can reach it:
-// each holds before authentication, which only looks at a call once its headers and message
-// are in.
+// each holds before authentication. (With Options.Auth, a call without any credential is
+// refused as its headers arrive, before its message is read: see authTap. One with a
+// credential of a possible form is authenticated once its message is in.)
 const (
 	// MaxConcurrentStreams bounds the calls one connection runs at once (gRPC's default has
 	// none): every stream costs a goroutine and the data buffered for it, so one client opening
@@ -273,7 +274,8 @@ const KeepaliveMinTime = 10 * time.Second
 // NewGRPCServer returns a grpc.Server with hookverify's limits and interceptors (panic
 // recovery first, then logging, status-message clipping, metrics, and authentication when
 // Options.Auth is set, so that refused calls are logged and counted) and every service registered. Pass TLS credentials
-// in extra (grpc.Creds) for mutual TLS.
+// in extra (grpc.Creds) for mutual TLS. With Options.Auth, a tap (grpc.InTapHandle) refuses
+// calls without credentials before their message is read; extra must not set another.
 func (s *Server) NewGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 	interceptors := []grpc.UnaryServerInterceptor{s.recoverInterceptor, s.logInterceptor, clipStatusMessage}
 	if s.metrics != nil {
@@ -290,6 +292,9 @@ func (s *Server) NewGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 	if s.auth != nil {
 		interceptors = append(interceptors, s.authInterceptor)
 		streamInterceptors = append(streamInterceptors, s.authStreamInterceptor)
+		// Refuses calls without credentials before their message is read (the interceptors
+		// see a call only once it is); gRPC takes a single tap, so extra must not set one.
+		opts = append(opts, grpc.InTapHandle(s.authTap))
 	}
 	opts = append(opts, grpc.ChainStreamInterceptor(streamInterceptors...))
 	opts = append(append(opts, grpc.ChainUnaryInterceptor(interceptors...)), extra...)
