@@ -34,16 +34,29 @@ func runAudit(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	req := &hookverifyv1.ListAuditEventsRequest{EndpointId: *endpoint, PageSize: int32(*limit)}
-	var err error
-	if req.StartTime, err = parseTimeOrAgo("--since", *since); err != nil {
-		return err
-	}
-	if req.EndTime, err = parseTimeOrAgo("--until", *until); err != nil {
-		return err
-	}
 	// Oldest first: a page that does not end the listing hides the latest actions, the ones an
 	// operator usually looks for.
-	return printPages(ctx, e, &r, "audit", "there are later actions", *all, *pageToken,
+	more := "there are later actions"
+	for _, t := range []struct {
+		name, value string
+		into        **timestamppb.Timestamp
+	}{{"--since", *since, &req.StartTime}, {"--until", *until, &req.EndTime}} {
+		var err error
+		if *t.into, err = parseTimeOrAgo(t.name, t.value); err != nil {
+			return err
+		}
+		if _, err := time.ParseDuration(t.value); err != nil || t.value == "" {
+			continue
+		}
+		// A page token continues only the listing with the same times (the server refuses it
+		// with others), and a duration ago is another time at each call: the next page is
+		// asked for with the time it meant at the first, which the note gives.
+		if *pageToken != "" {
+			return usagef("%s %s with --page-token: a duration ago is another time at each call, and the token goes on only with the first page's; pass the RFC 3339 time printed with that page", t.name, t.value)
+		}
+		more += fmt.Sprintf(" (with --page-token, pass %s %s, the time %s meant here)", t.name, (*t.into).AsTime().UTC().Format(time.RFC3339Nano), t.value)
+	}
+	return printPages(ctx, e, &r, "audit", more, *all, *pageToken,
 		func(ctx context.Context, c *client.Conn, token string) (*hookverifyv1.ListAuditEventsResponse, error) {
 			req.PageToken = token
 			return c.Admin.ListAuditEvents(ctx, req)

@@ -135,7 +135,7 @@ func FuzzZendeskSignature(f *testing.F) {
 // event's own id at top level (developer.zendesk.com/api-reference/webhooks/event-types/
 // webhook-event-types: "id" of the event, the ticket or user is in detail). Without the
 // invocation header, two trigger deliveries about one ticket must not share an identity.
-func TestZendeskReviewTriggerBodyIDIsNotTheEventID(t *testing.T) {
+func TestZendeskTriggerBodyIDIsNotTheEventID(t *testing.T) {
 	t.Parallel()
 	p := Zendesk()
 	ts := fixedNow.UTC().Format(time.RFC3339)

@@ -212,7 +212,7 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
   });
 
   // RESOURCE_EXHAUSTED as backpressure: with RetryInfo (without it, it is a message over the
-  // server's receive limit: 413, see answers-review.test.js).
+  // server's receive limit: 413, see answers.test.js).
   const backpressure = rpc.trailer(rpc.status({ code: grpc.status.RESOURCE_EXHAUSTED, details: [rpc.retryInfo({ seconds: 3 })] }));
   for (const [name, code, metadata] of [['UNAVAILABLE', grpc.status.UNAVAILABLE], ['RESOURCE_EXHAUSTED', grpc.status.RESOURCE_EXHAUSTED, backpressure]]) {
     test(`${name} → 503 with Retry-After`, async () => {

@@ -8,7 +8,7 @@ import "testing"
 // in the Shopify-Hmac-Sha256 header, generated using your app's client secret and the raw
 // request body" — but names its headers without the X- prefix, and has deliveries deduplicated
 // "using Shopify-Webhook-Id". An app's Events deliveries must verify on its Shopify endpoint.
-func TestShopifyEventsHeadersReview(t *testing.T) {
+func TestShopifyEventsHeaders(t *testing.T) {
 	t.Parallel()
 	p := Shopify()
 	sig := hmacSHA256Base64(shopifySecret, shopifyBody)

@@ -15,7 +15,7 @@ import (
 // subaccount" (https://documentation.mailgun.com/docs/mailgun/user-manual/webhooks/securing-webhooks).
 // An endpoint configured with the primary account's signing key must therefore accept a
 // subaccount's event by its parent-signature.
-func TestMailgunParentSignatureReview(t *testing.T) {
+func TestMailgunParentSignature(t *testing.T) {
 	t.Parallel()
 	p := Mailgun()
 	const parentKey, subKey = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
