@@ -38,6 +38,13 @@ func TestSecretLifecycle(t *testing.T) {
 				t.Helper()
 				e.reject(t, e.deliver(t, p, endpoint, eventID(p), secret), mismatch)
 			}
+			// unverifiable: with no secret valid now a signature can be neither checked nor
+			// refuted, and the provider is told to retry (TestEndpointWithoutAValidSecretIsUnavailable).
+			unverifiable := func(t *testing.T, endpoint, secret string) {
+				t.Helper()
+				_, err := e.call(t, e.deliver(t, p, endpoint, eventID(p), secret))
+				wantCode(t, err, codes.Unavailable)
+			}
 
 			t.Run(p.name+"/retire", func(t *testing.T) {
 				endpoint := "retire-" + p.name
@@ -60,7 +67,7 @@ func TestSecretLifecycle(t *testing.T) {
 				if _, err := e.admin.RetireSecret(t.Context(), &hookverifyv1.RetireSecretRequest{EndpointId: endpoint, SecretId: bID}); err != nil {
 					t.Fatalf("RetireSecret: %v", err)
 				}
-				refused(t, endpoint, b)
+				unverifiable(t, endpoint, b)
 			})
 
 			t.Run(p.name+"/not_after", func(t *testing.T) {
@@ -80,7 +87,7 @@ func TestSecretLifecycle(t *testing.T) {
 				e.clock.Advance(time.Hour - time.Second)
 				acceptedBy(t, endpoint, secret, id)
 				e.clock.Advance(time.Second) // now == not_after: no longer valid
-				refused(t, endpoint, secret)
+				unverifiable(t, endpoint, secret)
 				wantStates(t, e, endpoint, stateRetired)
 			})
 
@@ -97,9 +104,9 @@ func TestSecretLifecycle(t *testing.T) {
 				if resp.GetSecret().GetState() != stateScheduled {
 					t.Fatalf("state %s, want SCHEDULED", resp.GetSecret().GetState())
 				}
-				refused(t, endpoint, secret)
+				unverifiable(t, endpoint, secret)
 				e.clock.Advance(time.Hour - time.Second)
-				refused(t, endpoint, secret)
+				unverifiable(t, endpoint, secret)
 				e.clock.Advance(time.Second) // now == not_before: valid
 				acceptedBy(t, endpoint, secret, id)
 				wantStates(t, e, endpoint, stateActive)

@@ -107,6 +107,9 @@ type Server struct {
 	// unopenedKeyLog bounds the ERROR logged while a secret in force is sealed under a master
 	// key this instance lacks: every delivery to its endpoint, forged ones too, meets it.
 	unopenedKeyLog *ratelog.Limiter
+	// noSecretLog bounds the ERROR logged while deliveries reach an endpoint with no secret
+	// valid now: every delivery to it, forged ones too, meets it.
+	noSecretLog *ratelog.Limiter
 	// refusalLog bounds the lines of calls refused as unauthenticated (refuse).
 	refusalLog refusalLog
 
@@ -145,6 +148,7 @@ func New(opts Options) (*Server, error) {
 		s.log = slog.Default()
 	}
 	s.unopenedKeyLog = ratelog.ForLog(s.log, unopenedKeyLogInterval, "deliveries met a secret sealed under a master key this server does not hold")
+	s.noSecretLog = ratelog.ForLog(s.log, unopenedKeyLogInterval, "deliveries reached an endpoint with no secret valid now")
 	s.refusalLog.log = s.log
 	if s.now == nil {
 		s.now = time.Now

@@ -109,6 +109,20 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 				}
 				return nil, status.Error(codes.Unavailable, "a signing secret of this endpoint cannot be opened by this server, retry later")
 			}
+			if len(keys) == 0 && rej.Reason == protocol.ReasonSignatureMismatch && !rej.WithoutKeys {
+				// Nothing to check the signature against: no secret added yet (the provider
+				// shows its secret once the URL is registered, and sends events before the
+				// operator adds it here), one that starts later, every one retired. The
+				// delivery is neither authentic nor forged as far as this server can tell: a
+				// 401 would make PagerDuty or Okta drop a genuine event for good, UNAVAILABLE
+				// makes the provider retry until the secret is in. (An endpoint that should
+				// take nothing more is disabled: 403.)
+				if ok, heldBack := s.noSecretLog.Allow(); ok {
+					s.log.ErrorContext(ctx, "cannot authenticate: the endpoint has no secret valid now; add its secret (deliveries get UNAVAILABLE and are retried meanwhile), or disable the endpoint",
+						"endpoint", endpoint.ID, "not_logged_since_last", heldBack)
+				}
+				return nil, status.Error(codes.Unavailable, "this endpoint has no signing secret valid now, retry later")
+			}
 			return rejectedBy(prov, rejectReason(rej.Reason), rej.Detail), nil
 		}
 		s.log.ErrorContext(ctx, "protocol failure", "endpoint", endpoint.ID, "provider", endpoint.Provider, "err", err)

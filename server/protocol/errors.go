@@ -45,6 +45,10 @@ func (r Reason) String() string {
 type Rejection struct {
 	Reason Reason
 	Detail string
+	// WithoutKeys says the check that failed did not involve the endpoint's secrets (Meta's
+	// verify_token is an endpoint option): an endpoint that has no secret valid now would
+	// have failed it all the same, so that is not why.
+	WithoutKeys bool
 }
 
 func (r *Rejection) Error() string {
@@ -63,6 +67,11 @@ func (r *Rejection) Is(target error) bool {
 // Reject builds a *Rejection with a formatted detail.
 func Reject(reason Reason, format string, args ...any) error {
 	return &Rejection{Reason: reason, Detail: fmt.Sprintf(format, args...)}
+}
+
+// rejectWithoutKeys is Reject for a check that does not involve the endpoint's secrets.
+func rejectWithoutKeys(reason Reason, detail string) error {
+	return &Rejection{Reason: reason, Detail: detail, WithoutKeys: true}
 }
 
 // ReasonOf returns the rejection reason of err, or 0 if err is not a rejection.

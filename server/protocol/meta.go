@@ -104,14 +104,14 @@ func verifyMeta(req *Request, keys []Key, p Params) (Result, error) {
 		return Result{}, Reject(ReasonMissingSignature, "a GET without hub.mode and hub.verify_token is not a verification request")
 	}
 	if mode != metaModeSubscribe {
-		return Result{}, Reject(ReasonSignatureMismatch, "hub.mode is not subscribe")
+		return Result{}, rejectWithoutKeys(ReasonSignatureMismatch, "hub.mode is not subscribe")
 	}
 	want := p.Options[metaVerifyTokenOpt]
 	if want == "" {
-		return Result{}, Reject(ReasonSignatureMismatch, "the endpoint has no verify_token option to check hub.verify_token against")
+		return Result{}, rejectWithoutKeys(ReasonSignatureMismatch, "the endpoint has no verify_token option to check hub.verify_token against")
 	}
 	if !credentialMatches(want, token) {
-		return Result{}, Reject(ReasonSignatureMismatch, "hub.verify_token does not match the endpoint's verify_token")
+		return Result{}, rejectWithoutKeys(ReasonSignatureMismatch, "hub.verify_token does not match the endpoint's verify_token")
 	}
 	challenge := q.Get("hub.challenge")
 	if challenge == "" {
