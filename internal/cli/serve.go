@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -75,6 +76,9 @@ func (c *storeConfig) keyring(log *slog.Logger) (*secretbox.Keyring, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, path := range c.oldMasterKeyFiles {
+		warnOpenKeyFile(log, "--old-master-key-file", path)
+	}
 	var key []byte
 	// The flag before the variable, which is only its default: the master-key runbook restarts
 	// with --master-key-file new.key, and an old key left in the environment must not win.
@@ -85,6 +89,7 @@ func (c *storeConfig) keyring(log *slog.Logger) (*secretbox.Keyring, error) {
 			// Named as the flag, as --old-master-key-file's errors are.
 			err = fmt.Errorf("--master-key-file: %w", err)
 		}
+		warnOpenKeyFile(log, "--master-key-file", c.masterKeyFile)
 	case os.Getenv(masterKeyEnv) != "":
 		key, err = secretbox.ParseKey(os.Getenv(masterKeyEnv))
 		if err != nil {
@@ -96,6 +101,8 @@ func (c *storeConfig) keyring(log *slog.Logger) (*secretbox.Keyring, error) {
 		key, created, err = secretbox.LoadOrCreateKeyFile(path)
 		if created {
 			log.Warn("generated a new master key; back it up: without it the stored secrets cannot be decrypted", "path", path)
+		} else {
+			warnOpenKeyFile(log, "--data-dir", path)
 		}
 		if err != nil {
 			// The key file is the data dir's: the flag to fix is --data-dir (or to give a key
@@ -109,6 +116,22 @@ func (c *storeConfig) keyring(log *slog.Logger) (*secretbox.Keyring, error) {
 		return nil, err
 	}
 	return secretbox.NewKeyring(key, older...)
+}
+
+// warnOpenKeyFile warns when the master key file at path can be read or written by others
+// than its owner: whoever reads it can open every stored secret, whoever writes it can make
+// the next start seal new secrets under a key of theirs. A warning, not a refusal: a key
+// mounted from a Kubernetes secret is 0644 unless its defaultMode says otherwise.
+func warnOpenKeyFile(log *slog.Logger, flag, path string) {
+	if runtime.GOOS == "windows" {
+		return // no Unix modes to read
+	}
+	info, err := os.Stat(path)
+	if err != nil || info.Mode().Perm()&0o077 == 0 {
+		return
+	}
+	log.Warn("the master key file can be read or written by others than its owner: whoever reads it can open every stored secret; chmod 600 it (or set defaultMode 0400 on a Kubernetes secret volume)",
+		"flag", flag, "path", path, "mode", fmt.Sprintf("%#o", info.Mode().Perm()))
 }
 
 // oldKeys loads the earlier master keys of a rotation in progress.
