@@ -42,9 +42,9 @@ const (
 // A secret is the 64-character signing secret; several may be configured during rotation.
 //
 // The identity is the X-Contentful-Idempotency-Key header (a SHA-256 Contentful assigns to
-// each fired webhook, so that a webhook fired twice for one action can be dropped); without
-// it, the X-Contentful-Topic value (when signed), ":", "body-sha256:" and the hex SHA-256 of the
-// raw body.
+// each fired webhook, so that a webhook fired twice for one action can be dropped) when it is
+// among the signed headers; otherwise, the X-Contentful-Topic value (when signed), ":",
+// "body-sha256:" and the hex SHA-256 of the raw body.
 //
 // Verify rejects, in this order: no x-contentful-signature (missing signature); a signature
 // that is not 64 lowercase hex digits (malformed signature); no or non-numeric
@@ -59,7 +59,7 @@ func Contentful() *Protocol {
 		SignatureScheme:  "HMAC-SHA256 (hex) of method, path, signed headers and body, x-contentful-signature",
 		SignsTimestamp:   true,
 		DefaultTolerance: contentfulDefaultTolerance,
-		IdentitySource:   "X-Contentful-Idempotency-Key header; else X-Contentful-Topic + \":\" + sha256 of the raw body (\"<topic>:body-sha256:<hex>\") when the topic is signed, the hash alone when it is not",
+		IdentitySource:   "X-Contentful-Idempotency-Key header when it is among the signed headers; else X-Contentful-Topic + \":\" + sha256 of the raw body (\"<topic>:body-sha256:<hex>\") when the topic is signed, the hash alone when it is not",
 		NeedsURL:         true,
 		DocsURL:          "https://www.contentful.com/developers/docs/webhooks/request-verification/",
 		Retries: "Each call is signed when it is sent, with x-contentful-timestamp in milliseconds; Contentful's toolkit " +
@@ -215,8 +215,12 @@ func verifyContentful(req *Request, keys []Key, p Params) (Result, error) {
 	return Result{KeyID: keyID, EventID: contentfulIdentity(req, names)}, nil
 }
 
-// contentfulIdentity is X-Contentful-Idempotency-Key; without it, "<X-Contentful-Topic>:" + the
-// body's hash when the topic is among the signed headers, else the hash alone. The topic names
+// contentfulIdentity is X-Contentful-Idempotency-Key when it is among the signed headers;
+// otherwise "<X-Contentful-Topic>:" + the body's hash when the topic is among the signed
+// headers, else the hash alone. A key outside the signed headers is not authenticated: anyone
+// replaying a captured request within the tolerance could set another key and so make the
+// replay a new event, processed twice; the body and the signed topic it falls back on cannot
+// be changed without breaking the signature. The topic names
 // the event (ContentManagement.[Type].[Action]) and is on every webhook request
 // (https://www.contentful.com/developers/docs/webhooks/headers/), while the body need not tell
 // events apart: a webhook's transformation may send a custom body
@@ -226,8 +230,9 @@ func verifyContentful(req *Request, keys []Key, p Params) (Result, error) {
 // unsigned topic stays out: anyone replaying a captured request within the tolerance could
 // change it, and so make the replay a new event.
 func contentfulIdentity(req *Request, signed []string) string {
-	if id, _ := req.Headers.Get(contentfulIdempotency); id != "" {
-		return id
+	// Trimmed, as the canonical request trims it: padding would not break the signature.
+	if id, _ := req.Headers.Get(contentfulIdempotency); strings.TrimSpace(id) != "" && slices.Contains(signed, contentfulIdempotency) {
+		return strings.TrimSpace(id)
 	}
 	id := bodySHA256ID(req.Body)
 	if !slices.Contains(signed, "x-contentful-topic") {
@@ -241,7 +246,8 @@ func contentfulIdentity(req *Request, signed []string) string {
 
 // signContentful signs as Contentful does with the first secret (a space has one active
 // signing secret), covering X-Contentful-Topic, which Sign also sends, and the two
-// x-contentful headers. in.EventID, when set, is sent as X-Contentful-Idempotency-Key.
+// x-contentful headers. in.EventID, when set, is sent as X-Contentful-Idempotency-Key and
+// signed too: Verify takes the key as the identity only when it is signed.
 func signContentful(in SignInput, secrets []string) (Headers, error) {
 	if len(secrets) == 0 {
 		return nil, errors.New("contentful: sign needs the signing secret")
@@ -265,7 +271,11 @@ func signContentful(in SignInput, secrets []string) (Headers, error) {
 		method = "POST"
 	}
 	const topic = "ContentManagement.Entry.publish"
-	names := contentfulNames([]string{"x-contentful-topic"})
+	listed := []string{"x-contentful-topic"}
+	if in.EventID != "" {
+		listed = append(listed, contentfulIdempotency)
+	}
+	names := contentfulNames(listed)
 	ms := strconv.FormatInt(in.Timestamp.UnixMilli(), 10)
 	value := func(n string) string {
 		switch n {
@@ -273,6 +283,8 @@ func signContentful(in SignInput, secrets []string) (Headers, error) {
 			return strings.Join(names, ",")
 		case contentfulTimestampHeader:
 			return ms
+		case contentfulIdempotency:
+			return in.EventID
 		}
 		return topic
 	}

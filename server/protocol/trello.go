@@ -15,6 +15,11 @@ import (
 // webhook first sends an unsigned HEAD request to the callbackURL, which must be answered 200.
 // Source: https://developer.atlassian.com/cloud/trello/guides/rest-api/webhooks/ (formerly
 // developers.trello.com/page/webhooks: "Webhook Signatures" and "Creating a Webhook").
+// The body is signed as its UTF-8 bytes. Docs before September 2016 said Trello signed a Node
+// "binary" string (each UTF-16 unit cut to its low byte); Trello removed that caveat because
+// it had "accidentally fixed this ... so we're keeping it" (github.com/trello-archive/api-docs
+// pull 26). That lossy form is not accepted: any character could be swapped for another with
+// the same low byte without breaking the signature.
 const (
 	trelloName            = "trello"
 	trelloSignatureHeader = "X-Trello-Webhook"
