@@ -211,7 +211,7 @@ func TestHandlerAgainstARealServer(t *testing.T) {
 	}{
 		{"redelivery", "/hooks/shop-stripe", delivery, 200, 0},
 		{"forged", "/hooks/shop-stripe", sign("evt_edge_2", "whsec_"+strings.Repeat("A", 32)), 401, hookverifyv1.RejectReason_REJECT_REASON_SIGNATURE_MISMATCH},
-		{"unknown endpoint", "/hooks/nope", sign("evt_edge_3", signing), 404, hookverifyv1.RejectReason_REJECT_REASON_UNKNOWN_ENDPOINT},
+		{"unknown endpoint", "/hooks/nope", sign("evt_edge_3", signing), 400, hookverifyv1.RejectReason_REJECT_REASON_UNKNOWN_ENDPOINT},
 		{"oversize body", "/hooks/shop-stripe", protocol.Signed{Body: bytes.Repeat([]byte("x"), 64<<10+1), Headers: delivery.Headers}, 413, 0},
 	}
 	for _, tc := range cases {

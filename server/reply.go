@@ -32,12 +32,15 @@ func rejectReason(r protocol.Reason) hookverifyv1.RejectReason {
 
 // rejectStatus is the HTTP status the edge answers a rejected delivery with. All are 4xx, so
 // providers record a failure; none is one that makes a provider give up on the endpoint for
-// good (410 for Standard Webhooks, 406 for Mailgun), since a rejection may be a configuration
-// mistake an operator fixes, after which the provider's retries must still arrive.
+// good (410 for Standard Webhooks, Calendly and Trello, 406 for Mailgun, 404 and 410 for
+// Typeform), since a rejection may be a configuration mistake an operator fixes, after which
+// the provider's retries must still arrive. So an unknown endpoint is 400, not 404: a URL
+// registered at the provider before its endpoint was created here (or within --cache-ttl of
+// it, on another instance) must not get the webhook disabled.
 func rejectStatus(r hookverifyv1.RejectReason) int32 {
 	switch r {
 	case hookverifyv1.RejectReason_REJECT_REASON_UNKNOWN_ENDPOINT:
-		return http.StatusNotFound
+		return http.StatusBadRequest
 	case hookverifyv1.RejectReason_REJECT_REASON_ENDPOINT_DISABLED:
 		return http.StatusForbidden
 	case hookverifyv1.RejectReason_REJECT_REASON_BODY_TOO_LARGE:

@@ -106,3 +106,33 @@ func TestXeroRejectionsHaveNoBody(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownEndpointIsNot404: Typeform disables a webhook at once on a 404 or 410 ("no retry
+// is performed, and the webhook is disabled immediately", typeform.com/developers/webhooks,
+// Delivery retries). A delivery to an endpoint id not created yet (the URL registered at the
+// provider first, or created on another instance within --cache-ttl) got 404, and the webhook
+// stayed off after the endpoint was created. No rejection may use a status on which a provider
+// gives up on the endpoint for good.
+func TestUnknownEndpointIsNot404(t *testing.T) {
+	e := newEnv(t, backends[0])
+	p, _ := protocol.Default().Lookup("typeform")
+	signing, _, err := p.ExampleSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := protocol.SignDelivery(p, protocol.SignInput{Body: protocol.ExampleBody(p, "evt-1"), EventID: "evt-1", Timestamp: e.clock.Now(), Method: "POST", URL: "https://hooks.example.com/tf"}, []string{signing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &hookverifyv1.VerifyRequest{EndpointId: "tf-not-yet", Body: signed.Body, Method: "POST", Url: signed.URL}
+	for _, h := range signed.Headers {
+		req.Headers = append(req.Headers, &hookverifyv1.HeaderField{Name: h.Name, Value: h.Value})
+	}
+	resp := e.verify(t, req)
+	if resp.GetRejectReason() != hookverifyv1.RejectReason_REJECT_REASON_UNKNOWN_ENDPOINT {
+		t.Fatalf("got %s %s, want REJECTED UNKNOWN_ENDPOINT", resp.GetVerdict(), resp.GetRejectReason())
+	}
+	if got := resp.GetReply().GetStatus(); got == 404 || got == 410 || got < 400 || got > 499 {
+		t.Fatalf("unknown endpoint answered %d: want a 4xx on which no provider gives up for good", got)
+	}
+}

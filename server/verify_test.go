@@ -715,7 +715,7 @@ func TestVerifyHTTPReply(t *testing.T) {
 		}{
 			{"accepted", real, accepted, 200},
 			{"duplicate", real, duplicate, 200},
-			{"unknown endpoint", withEndpoint(real, "nope"), rejected, 404},
+			{"unknown endpoint", withEndpoint(real, "nope"), rejected, 400},
 			{"disabled", e.deliver(t, p, "off", id, secret), rejected, 403},
 			{"forged", e.deliver(t, p, "shop", id, p.newSecret()), rejected, 401},
 			{"unsigned", withoutHeaders(real, stripeSigHeader), rejected, 401},
@@ -744,7 +744,7 @@ func TestVerifyHTTPReply(t *testing.T) {
 // (or anyone) called, so an id no endpoint can have is that caller's mistake, not the edge's.
 // Every such id, whatever makes it impossible (a character outside the id alphabet, NUL, or
 // its length), gets the same answer as an id that is merely not configured: REJECTED
-// UNKNOWN_ENDPOINT (404), nothing recorded. An overlong one used to be INVALID_ARGUMENT, which
+// UNKNOWN_ENDPOINT (400, see TestUnknownEndpointIsNot404), nothing recorded. An overlong one used to be INVALID_ARGUMENT, which
 // edges turn into a 500 and an "edge misconfigured" error log that any caller could trigger.
 func TestVerifyImpossibleEndpointIDsAreUnknown(t *testing.T) {
 	t.Parallel()
@@ -760,8 +760,8 @@ func TestVerifyImpossibleEndpointIDsAreUnknown(t *testing.T) {
 			strings.Repeat("shop", 64<<10),
 		} {
 			resp := e.reject(t, withEndpoint(e.deliver(t, p, "shop", eventID(p), secret), id), unknownEndpoint)
-			if got := resp.GetReply().GetStatus(); got != 404 {
-				t.Errorf("id of %d bytes: HTTP %d, want 404", len(id), got)
+			if got := resp.GetReply().GetStatus(); got != 400 {
+				t.Errorf("id of %d bytes: HTTP %d, want 400", len(id), got)
 			}
 		}
 		if n := e.count(t); n != 0 {

@@ -141,13 +141,13 @@ func TestEdgeCommand(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("signed delivery: %d", resp.StatusCode)
 		}
-		if resp, _ := deliver(t, http.DefaultClient, base+"/hooks/elsewhere", "evt_edge_cmd_2"); resp.StatusCode != 404 {
+		if resp, _ := deliver(t, http.DefaultClient, base+"/hooks/elsewhere", "evt_edge_cmd_2"); resp.StatusCode != 400 {
 			t.Errorf("unknown endpoint: %d", resp.StatusCode)
 		}
 		metrics := get(t, base+"/metrics")
 		for _, want := range []string{
 			`hookverify_edge_requests_total{endpoint="shop",status="200"} 1`,
-			`hookverify_edge_requests_total{endpoint="_unknown",status="404"} 1`,
+			`hookverify_edge_requests_total{endpoint="_unknown",status="400"} 1`,
 			`hookverify_edge_verifier_duration_seconds_count 2`,
 		} {
 			if !strings.Contains(metrics, want) {

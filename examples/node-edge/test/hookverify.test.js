@@ -78,10 +78,10 @@ describe('node edge against a real hookverify server', { timeout: 400000 }, () =
     assert.deepEqual(JSON.parse(genuine.body), { status: 'accepted' });
   });
 
-  test('a delivery for an unknown endpoint gets 404', async () => {
+  test('a delivery for an unknown endpoint gets 400, not 404 (on which Typeform disables the webhook for good)', async () => {
     const body = Buffer.from('{}');
     const res = await push(body, { endpoint: 'no-such-endpoint' });
-    assert.equal(res.status, 404, res.body.toString());
+    assert.equal(res.status, 400, res.body.toString());
     assert.deepEqual(JSON.parse(res.body), { status: 'rejected', reason: 'unknown_endpoint' });
   });
 
