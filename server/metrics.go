@@ -53,6 +53,11 @@ type Metrics struct {
 	inboxEndpoints map[string]bool
 }
 
+// latencyBuckets are the buckets of every latency histogram: 0.5 ms to 16.4 s, doubling, so
+// that a latency nearing a provider's timeout (GitHub waits 10 s) is measured rather than
+// counted past the last bucket.
+var latencyBuckets = prometheus.ExponentialBuckets(0.0005, 2, 16)
+
 // NewMetrics registers hookverify's metrics, plus the Go and process collectors, on a new
 // registry.
 func NewMetrics() *Metrics {
@@ -64,22 +69,22 @@ func NewMetrics() *Metrics {
 		secretUses: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_secret_verifications_total",
 			Help: "Deliveries authenticated, by endpoint and the secret that matched: shows when an old secret has gone quiet before retiring it."}, []string{"endpoint", "secret_id"}),
 		verifyLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookverify_verify_duration_seconds",
-			Help: "Verify latency, answered calls only.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+			Help: "Verify latency, answered calls only.", Buckets: latencyBuckets}),
 		claimLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookverify_storage_claim_duration_seconds",
-			Help: "Time to commit a claim and its inbox record.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+			Help: "Time to commit a claim and its inbox record.", Buckets: latencyBuckets}),
 		claimCacheHit: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_claim_cache_hits_total",
 			Help: "Redeliveries answered DUPLICATE from the claims this instance remembers, without a database read."}),
 		batchClaims: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookverify_storage_claim_batch_size",
 			Help: "Claims per group-commit batch.", Buckets: prometheus.ExponentialBuckets(1, 2, 8)}),
 		batchLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookverify_storage_claim_batch_duration_seconds",
 			Help:    "Time to commit one batch of claims, committed or not. Its rate of sum is the share of time the claim pipeline is busy (up to 4 on CockroachDB, which commits four lanes at once).",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+			Buckets: latencyBuckets}),
 		batchFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_storage_claim_batch_failures_total",
 			Help: "Claim batches that did not commit. Their claims were answered UNAVAILABLE, after one more try in a later batch on SQLite."}),
 		rpcs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_grpc_requests_total",
 			Help: "gRPC calls by method and status code."}, []string{"method", "code"}),
 		rpcLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hookverify_grpc_request_duration_seconds",
-			Help: "gRPC call latency by method.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}, []string{"method"}),
+			Help: "gRPC call latency by method.", Buckets: latencyBuckets}, []string{"method"}),
 		inboxPending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hookverify_inbox_pending",
 			Help: "Deliveries waiting for a worker, by endpoint."}, []string{"endpoint"}),
 		inboxLeased: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hookverify_inbox_leased",
