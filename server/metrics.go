@@ -94,7 +94,7 @@ func NewMetrics() *Metrics {
 		inboxOldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hookverify_inbox_oldest_pending_age_seconds",
 			Help: "How long the delivery waiting longest for a worker has waited, by endpoint: the business-completion alarm. A pending delivery waits from when it became visible; a leased one whose lease ran out (its worker died or hung), from when the lease ended. While the inbox statistics cannot be read the age keeps growing from the last read (see hookverify_inbox_stats_last_success_timestamp_seconds)."}, []string{"endpoint"}),
 		inboxStatsAt: prometheus.NewGauge(prometheus.GaugeOpts{Name: "hookverify_inbox_stats_last_success_timestamp_seconds",
-			Help: "When the inbox monitor last read the inbox statistics, in Unix seconds (0 until it first does): the inbox gauges and the backpressure snapshot are that old. Alert when time() minus this exceeds a few seconds (the monitor reads every second)."}),
+			Help: "When the inbox monitor last read the inbox statistics, in Unix seconds (0 until it first does): the inbox gauges and the backpressure snapshot are that old. Alert when time() minus this stays well above the scrape interval (e.g. over 60 s for 2 minutes): the monitor reads every second, less often while reads are slow."}),
 		redeliveries: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_redeliveries_total",
 			Help: "Deliveries leased again after a lease expired or a nack."}),
 		leaseExpiries: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_lease_expiries_total",
