@@ -36,6 +36,7 @@ func commands() map[string]command {
 		"worker":    {"run a command for each inbox delivery (operation key in its environment)", runWorker},
 		"bench":     {"load-test a running server: throughput and latency per verdict, vs a no-op gRPC baseline", runBench},
 		"migrate":   {"apply database migrations and exit", runMigrate},
+		"backup":    {"write a consistent copy of the embedded store while it serves", runBackup},
 		"demo":      {"play the whole story on a throwaway embedded server", runDemo},
 		"endpoint":  {"create|get|list|update endpoints on a running server", runEndpoint},
 		"secret":    {"add|rotate|retire|list|fingerprint an endpoint's secrets on a running server", runSecret},
