@@ -250,6 +250,10 @@ func twilioMessage(u, params string) func(hash.Hash) {
 	}
 }
 
+// twilioSharedKeyHeader names the key and algorithm of a delivery signed with a Webhook shared
+// key (twilio.com/docs/usage/webhooks/webhook-shared-keys): "key=...,algorithm=HMAC_SHA256".
+const twilioSharedKeyHeader = "X-Twilio-Webhooks-Signature-Settings"
+
 func verifyTwilio(req *Request, keys []Key, _ Params) (Result, error) {
 	if req == nil {
 		return Result{}, Reject(ReasonMissingSignature, "no request")
@@ -260,6 +264,13 @@ func verifyTwilio(req *Request, keys []Key, _ Params) (Result, error) {
 	}
 	sig, ok := decodeStdBase64(raw, sha1.Size)
 	if !ok {
+		if _, shared := req.Headers.Get(twilioSharedKeyHeader); shared {
+			// Twilio's Webhook shared keys (public beta) sign with the key and algorithm of a
+			// Webhooks Setting instead of the Auth Token, and name them in this header. No
+			// source specifies how the key becomes HMAC key bytes, so it is not verified: the
+			// operator learns why, rather than reading of a malformed signature.
+			return Result{}, Reject(ReasonMalformedSignature, "signed with a Twilio Webhook shared key (%s), which hookverify does not verify: sign this URL's webhooks with the Auth Token (no Webhooks Rule for it)", twilioSharedKeyHeader)
+		}
 		return Result{}, Reject(ReasonMalformedSignature, "%s is not the base64 of a 20-byte HMAC-SHA1", twilioSignatureHeader)
 	}
 	variants, ok := twilioURLVariants(req.URL)
