@@ -40,8 +40,10 @@ type VerifierServiceClient interface {
 	// Every verdict carries `reply`, the answer for the provider. When Verify fails instead, the
 	// edge answers the provider itself, by the gRPC status:
 	//   - UNAVAILABLE: storage is down, not open yet, or a commit failed or is in doubt; or no
-	//     secret matched while a valid one is sealed under a master key this server lacks. Answer
-	//     503 so that the provider retries; the retry is accepted or a duplicate.
+	//     secret matched while a valid one is sealed under a master key this server lacks; or the
+	//     endpoint has no signing secret valid now (none added yet, only one that starts later,
+	//     every one ended), so that a signature can be neither checked nor refuted. Answer 503 so
+	//     that the provider retries; the retry is accepted or a duplicate.
 	//   - RESOURCE_EXHAUSTED with a google.rpc.RetryInfo detail: a new event while an inbox limit
 	//     is reached (backpressure). Answer 503 with Retry-After set from RetryInfo.retry_delay.
 	//   - RESOURCE_EXHAUSTED without RetryInfo: gRPC refused the message as larger than the
@@ -97,8 +99,10 @@ type VerifierServiceServer interface {
 	// Every verdict carries `reply`, the answer for the provider. When Verify fails instead, the
 	// edge answers the provider itself, by the gRPC status:
 	//   - UNAVAILABLE: storage is down, not open yet, or a commit failed or is in doubt; or no
-	//     secret matched while a valid one is sealed under a master key this server lacks. Answer
-	//     503 so that the provider retries; the retry is accepted or a duplicate.
+	//     secret matched while a valid one is sealed under a master key this server lacks; or the
+	//     endpoint has no signing secret valid now (none added yet, only one that starts later,
+	//     every one ended), so that a signature can be neither checked nor refuted. Answer 503 so
+	//     that the provider retries; the retry is accepted or a duplicate.
 	//   - RESOURCE_EXHAUSTED with a google.rpc.RetryInfo detail: a new event while an inbox limit
 	//     is reached (backpressure). Answer 503 with Retry-After set from RetryInfo.retry_delay.
 	//   - RESOURCE_EXHAUSTED without RetryInfo: gRPC refused the message as larger than the
