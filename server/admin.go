@@ -77,7 +77,7 @@ func (s *Server) ListEndpoints(ctx context.Context, req *hookverifyv1.ListEndpoi
 	if err != nil {
 		return nil, err
 	}
-	limit, err := pageSize("page_size", req.GetPageSize(), defaultEndpointPage, maxEndpointPage)
+	limit, err := listPageSize(req.GetPageSize(), defaultEndpointPage, maxEndpointPage)
 	if err != nil {
 		return nil, err
 	}

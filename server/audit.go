@@ -41,6 +41,16 @@ func pageSize(field string, value int32, def, max int) (int, error) {
 	return int(value), nil
 }
 
+// listPageSize is a listing's page size (AIP-158): the default for zero, the maximum for more
+// than it (a client asking for more gets full pages and goes on with the page token, as
+// AIP-158 has it, rather than an error), INVALID_ARGUMENT for a negative one.
+func listPageSize(value int32, def, max int) (int, error) {
+	if value < 0 {
+		return 0, status.Errorf(codes.InvalidArgument, "page_size must not be negative (0 for the default of %d, at most %d)", def, max)
+	}
+	return pageSize("page_size", min(value, int32(max)), def, max)
+}
+
 // audited returns ctx carrying the audit event of an administrative action, which the store
 // records in the transaction of the change. Actor is the authenticated caller. detail must
 // never contain secret material.
@@ -138,7 +148,7 @@ func (s *Server) ListAuditEvents(ctx context.Context, req *hookverifyv1.ListAudi
 	if err != nil {
 		return nil, err
 	}
-	limit, err := pageSize("page_size", req.GetPageSize(), defaultAuditPage, maxAuditPage)
+	limit, err := listPageSize(req.GetPageSize(), defaultAuditPage, maxAuditPage)
 	if err != nil {
 		return nil, err
 	}

@@ -104,7 +104,11 @@ func TestAuditTrail(t *testing.T) {
 		if got := rows(list(&hookverifyv1.ListAuditEventsRequest{PageSize: 2})); !slices.Equal(got, want[:2]) {
 			t.Errorf("first page of 2: %v", got)
 		}
-		_, err = e.admin.ListAuditEvents(t.Context(), &hookverifyv1.ListAuditEventsRequest{PageSize: 1001})
+		// Over the maximum is the maximum (AIP-158), negative a mistake.
+		if got := rows(list(&hookverifyv1.ListAuditEventsRequest{PageSize: 5000})); !slices.Equal(got, want) {
+			t.Errorf("page_size 5000: %v, want every event", got)
+		}
+		_, err = e.admin.ListAuditEvents(t.Context(), &hookverifyv1.ListAuditEventsRequest{PageSize: -1})
 		wantCode(t, err, codes.InvalidArgument)
 	})
 }

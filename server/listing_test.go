@@ -208,8 +208,11 @@ func TestEndpointsWithoutPageSizeGetTheDefaultPage(t *testing.T) {
 				t.Errorf("page size %d: listed %d endpoints, want %d in byte order (first %v)", size, len(got), len(want), got[:min(len(got), 8)])
 			}
 		}
-		_, err = e.admin.ListEndpoints(t.Context(), &hookverifyv1.ListEndpointsRequest{PageSize: 1001})
-		wantCode(t, err, codes.InvalidArgument)
+		// A client asking for more than the maximum gets pages of the maximum (AIP-158).
+		resp, err := e.admin.ListEndpoints(t.Context(), &hookverifyv1.ListEndpointsRequest{PageSize: 5000})
+		if err != nil || len(resp.GetEndpoints()) != 1000 || resp.GetNextPageToken() == "" {
+			t.Errorf("page_size 5000: %d endpoints, next token %q, %v; want a page of 1000 and a token", len(resp.GetEndpoints()), resp.GetNextPageToken(), err)
+		}
 		_, err = e.admin.ListEndpoints(t.Context(), &hookverifyv1.ListEndpointsRequest{PageSize: -1})
 		wantCode(t, err, codes.InvalidArgument)
 	})

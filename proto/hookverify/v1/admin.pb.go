@@ -388,7 +388,8 @@ func (x *GetEndpointResponse) GetEndpoint() *Endpoint {
 
 type ListEndpointsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The page size: at most this many (0 means 1000; at most 1000). A page may hold fewer even
+	// The page size: at most this many (0 means 1000; more than 1000 means 1000; negative is
+	// INVALID_ARGUMENT). A page may hold fewer even
 	// when more follow: an answer is also kept below a client's default 4 MiB receive limit (the
 	// first endpoint of a page is listed whatever its size). A caller that sends neither field,
 	// as one written before pages existed, gets the first page only: it must follow
@@ -1334,7 +1335,8 @@ type ListAuditEventsRequest struct {
 	StartTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
 	// Only events before this time.
 	EndTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
-	// The page size: at most this many events (0 means 100; at most 1000). A page may hold
+	// The page size: at most this many events (0 means 100; more than 1000 means 1000; negative
+	// is INVALID_ARGUMENT). A page may hold
 	// fewer even when more follow: an answer is also kept below a client's default 4 MiB
 	// receive limit (the first event of a page is listed whatever its size).
 	PageSize int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
