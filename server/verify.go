@@ -98,7 +98,10 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 	if err != nil {
 		var rej *protocol.Rejection
 		if errors.As(err, &rej) {
-			if id := cached.unopenedKeyID(now); id != "" && rej.Reason == protocol.ReasonSignatureMismatch {
+			// A mismatch may be for want of a secret this server lacks, unless the check that
+			// failed involves none (Meta's verify_token), which no secret would have passed.
+			mayBeKeys := rej.Reason == protocol.ReasonSignatureMismatch && !rej.WithoutKeys
+			if id := cached.unopenedKeyID(now); id != "" && mayBeKeys {
 				// A valid secret this instance cannot open may be the one that signed: the
 				// answer is unknown here, not "forged". 401 would make PagerDuty or Okta drop
 				// a genuine event for good; UNAVAILABLE makes the provider retry until the
@@ -109,7 +112,7 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 				}
 				return nil, status.Error(codes.Unavailable, "a signing secret of this endpoint cannot be opened by this server, retry later")
 			}
-			if len(keys) == 0 && rej.Reason == protocol.ReasonSignatureMismatch && !rej.WithoutKeys {
+			if len(keys) == 0 && mayBeKeys {
 				// Nothing to check the signature against: no secret added yet (the provider
 				// shows its secret once the URL is registered, and sends events before the
 				// operator adds it here), one that starts later, every one retired. The

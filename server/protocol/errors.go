@@ -46,8 +46,8 @@ type Rejection struct {
 	Reason Reason
 	Detail string
 	// WithoutKeys says the check that failed did not involve the endpoint's secrets (Meta's
-	// verify_token is an endpoint option): an endpoint that has no secret valid now would
-	// have failed it all the same, so that is not why.
+	// verify_token is an endpoint option): an endpoint that has no secret valid now, or one
+	// this server cannot open, would have failed it all the same, so that is not why.
 	WithoutKeys bool
 }
 
