@@ -89,7 +89,7 @@ func Backup(ctx context.Context, dbPath, outPath string) error {
 	if err := syncPath(tmpPath); err != nil {
 		return fmt.Errorf("sqlite: backup to %s: %w", outPath, err)
 	}
-	if err := os.Link(tmpPath, outPath); err != nil {
+	if err := placeBackup(tmpPath, outPath); err != nil {
 		return fmt.Errorf("sqlite: backup to %s: %w", outPath, err)
 	}
 	if err := syncPath(filepath.Dir(outPath)); err != nil && runtime.GOOS != "windows" {
@@ -97,6 +97,25 @@ func Backup(ctx context.Context, dbPath, outPath string) error {
 		return fmt.Errorf("sqlite: backup to %s: %w", outPath, err)
 	}
 	return nil
+}
+
+// linkFile is os.Link, a variable so that a test can be a file system without hard links.
+var linkFile = os.Link
+
+// placeBackup gives the finished copy at tmpPath the name outPath without replacing a file of
+// that name: a hard link, which fails if one appeared meanwhile. A file system without hard
+// links (FAT and exFAT drives, many FUSE mounts such as s3fs or gcsfuse, some SMB shares) gets
+// a rename after a last check instead, after the whole copy was written: it would replace a
+// file created in the instant between the two.
+func placeBackup(tmpPath, outPath string) error {
+	err := linkFile(tmpPath, outPath)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if _, statErr := os.Lstat(outPath); !errors.Is(statErr, fs.ErrNotExist) {
+		return err
+	}
+	return os.Rename(tmpPath, outPath)
 }
 
 // syncPath fsyncs a file or a directory (so that a new name in it is on disk).
