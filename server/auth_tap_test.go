@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509/pkix"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -21,7 +20,6 @@ import (
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
@@ -82,42 +80,6 @@ func (r *readCounter) read(method string) (calls, payload int) {
 	return r.calls[method], r.payload[method]
 }
 
-// startCountedInstance serves another instance of the auth env, as startInstance does, with rc
-// watching what gRPC reads.
-func (e *authEnv) startCountedInstance(t *testing.T, rc *readCounter) string {
-	t.Helper()
-	srv, err := server.New(server.Options{
-		Keyring: e.keyring, Protocols: protocol.Default(), Now: e.clock.Now, Metrics: e.metrics,
-		Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Auth: &server.AuthConfig{
-			CertScopes: map[string][]server.Scope{
-				edgeSubject.String():  {{Kind: server.ScopeVerify, Endpoints: "acme-*"}},
-				adminSubject.String(): {{Kind: server.ScopeAdmin}},
-			},
-			TokenCacheTTL: authCacheTTL,
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.SetStore(e.store)
-	serverCert := e.ca.issue(t, pkix.Name{CommonName: "hookverify"}, time.Now().Add(-time.Hour), time.Now().Add(time.Hour), true)
-	creds := credentials.NewTLS(&tls.Config{
-		Certificates: []tls.Certificate{serverCert},
-		ClientCAs:    e.ca.pool(),
-		ClientAuth:   tls.VerifyClientCertIfGiven,
-		MinVersion:   tls.VersionTLS12,
-	})
-	g := srv.NewGRPCServer(grpc.Creds(creds), grpc.StatsHandler(rc))
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g.Serve(lis) }()
-	t.Cleanup(g.Stop)
-	return lis.Addr().String()
-}
-
 func bigVerifyReq(endpointID string) *hookverifyv1.VerifyRequest {
 	req := verifyReq(endpointID)
 	req.Body = bytes.Repeat([]byte("x"), bigBody)
@@ -167,7 +129,7 @@ func TestTapRefusesBeforeReadingTheMessage(t *testing.T) {
 	t.Parallel()
 	e := newAuthEnv(t)
 	rc := newReadCounter()
-	addr := e.startCountedInstance(t, rc)
+	addr := e.startInstance(t, authCacheTTL, grpc.StatsHandler(rc))
 	conn := e.dialAddr(t, addr, nil)
 	verifier := hookverifyv1.NewVerifierServiceClient(conn)
 	const verify = hookverifyv1.VerifierService_Verify_FullMethodName
@@ -314,7 +276,7 @@ func TestTapLetsCredentialedCallsThrough(t *testing.T) {
 	t.Parallel()
 	e := newAuthEnv(t)
 	rc := newReadCounter()
-	addr := e.startCountedInstance(t, rc)
+	addr := e.startInstance(t, authCacheTTL, grpc.StatsHandler(rc))
 	const verify = hookverifyv1.VerifierService_Verify_FullMethodName
 
 	t.Run("valid token", func(t *testing.T) {

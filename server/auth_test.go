@@ -229,9 +229,9 @@ func newAuthEnvOn(t *testing.T, st storage.Store) *authEnv {
 	return e
 }
 
-// startInstance serves another server on the env's store, with mutual TLS, and returns its
-// address.
-func (e *authEnv) startInstance(t *testing.T, cacheTTL time.Duration) string {
+// startInstance serves another server on the env's store, with mutual TLS and the server
+// options extra, and returns its address.
+func (e *authEnv) startInstance(t *testing.T, cacheTTL time.Duration, extra ...grpc.ServerOption) string {
 	t.Helper()
 	if e.metrics == nil {
 		e.metrics = server.NewMetrics()
@@ -258,7 +258,7 @@ func (e *authEnv) startInstance(t *testing.T, cacheTTL time.Duration) string {
 		ClientAuth:   tls.VerifyClientCertIfGiven,
 		MinVersion:   tls.VersionTLS12,
 	})
-	g := srv.NewGRPCServer(grpc.Creds(creds))
+	g := srv.NewGRPCServer(append([]grpc.ServerOption{grpc.Creds(creds)}, extra...)...)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
