@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -273,17 +272,6 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 	_, _ = w.Write(reply.GetBody())
 	o.Status = int(reply.GetStatus())
 	return o
-}
-
-// hasRetryInfo reports whether err carries a google.rpc.RetryInfo detail, valid or not: the mark
-// of the server's backpressure.
-func hasRetryInfo(err error) bool {
-	for _, d := range status.Convert(err).Details() {
-		if _, ok := d.(*errdetails.RetryInfo); ok {
-			return true
-		}
-	}
-	return false
 }
 
 func writeJSON(w http.ResponseWriter, code int, body string) int {

@@ -69,6 +69,17 @@ func retryable(err error) bool {
 	return false
 }
 
+// hasRetryInfo reports whether err carries a google.rpc.RetryInfo detail, valid or not: the mark
+// of the server's backpressure.
+func hasRetryInfo(err error) bool {
+	for _, d := range status.Convert(err).Details() {
+		if _, ok := d.(*errdetails.RetryInfo); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // retryHint returns the delay of the RetryInfo detail err carries, if any.
 func retryHint(err error) (time.Duration, bool) {
 	for _, d := range status.Convert(err).Details() {

@@ -13,8 +13,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
@@ -213,21 +211,6 @@ func (s *Server) ListAuditEvents(ctx context.Context, req *hookverifyv1.ListAudi
 
 // auditPages are ListAuditEvents' page tokens: "a1:<filter hash>:<time in Unix µs>:<event id>".
 var auditPages = pageTokens{version: "a1", rpc: "ListAuditEvents", filters: "endpoint_id, start_time or end_time"}
-
-// fittingItems returns how many of a page's items, sent as field 1 of its answer, fit in
-// maxDeadAnswerBytes, below the client's 4 MiB receive limit by room for the page token and
-// the framing: the items up to the one that would pass it, and the first whatever its size
-// (a page must list something to move on).
-func fittingItems[T proto.Message](items []T) int {
-	size := 0
-	for i, item := range items {
-		size += protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(item))
-		if i > 0 && size > maxDeadAnswerBytes {
-			return i
-		}
-	}
-	return len(items)
-}
 
 // RekeySecrets re-encrypts secrets sealed under older master keys with the current one, while
 // the server keeps serving: the keyring opens both until every secret is moved. Each reseal is

@@ -21,9 +21,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
-	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
@@ -320,21 +318,7 @@ func TestTapLetsCredentialedCallsThrough(t *testing.T) {
 		refusedWith(t, "Verify with an unlisted certificate", err, codes.PermissionDenied)
 	})
 	t.Run("health and reflection stay open", func(t *testing.T) {
-		conn := e.dialAddr(t, addr, nil)
-		resp, err := healthpb.NewHealthClient(conn).Check(t.Context(), &healthpb.HealthCheckRequest{})
-		if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-			t.Fatalf("health Check without credentials = %v, %v; want SERVING", resp, err)
-		}
-		stream, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := stream.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := stream.Recv(); err != nil {
-			t.Fatalf("reflection without credentials: %v", err)
-		}
+		healthAndReflectionOpen(t, e.dialAddr(t, addr, nil))
 	})
 	t.Run("unknown method", func(t *testing.T) {
 		// gRPC answers it itself, as before; it is not counted (the metric's method label

@@ -625,22 +625,7 @@ func TestAuthUnauthenticated(t *testing.T) {
 		}
 	}
 
-	t.Run("health and reflection stay open", func(t *testing.T) {
-		resp, err := healthpb.NewHealthClient(conn).Check(t.Context(), &healthpb.HealthCheckRequest{})
-		if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-			t.Fatalf("health Check without credentials = %v, %v; want SERVING", resp, err)
-		}
-		stream, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := stream.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := stream.Recv(); err != nil {
-			t.Fatalf("reflection without credentials: %v", err)
-		}
-	})
+	t.Run("health and reflection stay open", func(t *testing.T) { healthAndReflectionOpen(t, conn) })
 
 	t.Run("refusals are counted and tokens never logged", func(t *testing.T) {
 		unauthenticated := authFailuresWithCode(authFailureCounts(t, e.metrics), "Unauthenticated")
@@ -1106,5 +1091,25 @@ func TestUnauthenticatedFloodLogsBounded(t *testing.T) {
 	}
 	if infoRPC != 0 {
 		t.Errorf("%d INFO rpc lines for refused calls, which refuse already logs", infoRPC)
+	}
+}
+
+// healthAndReflectionOpen checks that health checks and reflection answer a call without
+// credentials on conn.
+func healthAndReflectionOpen(t *testing.T, conn *grpc.ClientConn) {
+	t.Helper()
+	resp, err := healthpb.NewHealthClient(conn).Check(t.Context(), &healthpb.HealthCheckRequest{})
+	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health Check without credentials = %v, %v; want SERVING", resp, err)
+	}
+	stream, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatalf("reflection without credentials: %v", err)
 	}
 }

@@ -61,7 +61,7 @@ func FuzzParseDeadLetterToken(f *testing.F) {
 			utf8.ValidString(inboxID) && strings.IndexByte(inboxID, 0) < 0
 		tok := deadLetterToken(k, filter)
 		back, err := parseDeadLetterToken(tok, filter)
-		if wellFormed && len(tok) <= maxDeadLetterToken {
+		if wellFormed && len(tok) <= maxPageToken {
 			if err != nil || !back.VisibleAt.Equal(k.VisibleAt) || back.InboxID != k.InboxID {
 				t.Fatalf("key %+v: token %q parses as %+v, %v", k, tok, back, err)
 			}

@@ -311,26 +311,36 @@ func (s *Server) ListDeadLetters(ctx context.Context, req *hookverifyv1.ListDead
 	// 4 MiB, and the client then refuses every answer of that page. So the page is measured as
 	// it is sent and ends before the delivery that would pass the limit (the first is kept
 	// whatever its size); the next page starts there.
-	resp := &hookverifyv1.ListDeadLettersResponse{Deliveries: make([]*hookverifyv1.InboxDelivery, 0, len(dead))}
-	size := 0
+	list := make([]*hookverifyv1.InboxDelivery, len(dead))
 	for i, d := range dead {
-		pd := inboxDeliveryToProto(d)
-		size += protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(pd))
-		if i > 0 && size > maxDeadAnswerBytes {
-			more = true
-			break
-		}
-		resp.Deliveries = append(resp.Deliveries, pd)
+		list[i] = inboxDeliveryToProto(d)
 	}
-	if more && len(resp.Deliveries) > 0 {
-		resp.NextPageToken = deadLetterToken(storage.DeadLetterKeyOf(dead[len(resp.Deliveries)-1]), filter)
+	n := fittingItems(list)
+	resp := &hookverifyv1.ListDeadLettersResponse{Deliveries: list[:n]}
+	if (more || n < len(list)) && n > 0 {
+		resp.NextPageToken = deadLetterToken(storage.DeadLetterKeyOf(dead[n-1]), filter)
 	}
 	return resp, nil
 }
 
-// maxDeadAnswerBytes bounds the deliveries of one ListDeadLetters answer as encoded, below
-// gRPC's default 4 MiB receive limit by room for the page token and the framing.
-const maxDeadAnswerBytes = 4<<20 - 16<<10
+// maxPageAnswerBytes bounds the items of one listing's answer (ListDeadLetters,
+// ListEndpoints, ListAuditEvents) as encoded, below gRPC's default 4 MiB receive limit by
+// room for the page token and the framing.
+const maxPageAnswerBytes = 4<<20 - 16<<10
+
+// fittingItems returns how many of a page's items, sent as field 1 of its answer, fit in
+// maxPageAnswerBytes: the items up to the one that would pass it, and the first whatever its
+// size (a page must list something to move on).
+func fittingItems[T proto.Message](items []T) int {
+	size := 0
+	for i, item := range items {
+		size += protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(item))
+		if i > 0 && size > maxPageAnswerBytes {
+			return i
+		}
+	}
+	return len(items)
+}
 
 // deadLetterPages are ListDeadLetters' page tokens: "d1:<filter hash>:<VisibleAt in Unix
 // µs>:<inbox id>". Inbox ids are not secret: the page that gave the token listed it.
@@ -378,9 +388,6 @@ type pageTokens struct {
 // maxPageToken bounds a page token's length: an id is at most some dozens of bytes, and a
 // longer token is not one this service gave.
 const maxPageToken = 1024
-
-// maxDeadLetterToken is maxPageToken, as FuzzParseDeadLetterToken knows it.
-const maxDeadLetterToken = maxPageToken
 
 // token is the page token of the page after place, for a listing whose filters hash to
 // filterHash.

@@ -24,14 +24,7 @@ func TestProviderSuccessReplies(t *testing.T) {
 			}
 			e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "reply-" + p.Name, Provider: p.Name})
 			e.addSecret(t, "reply-"+p.Name, verifying)
-			signed, err := protocol.SignDelivery(p, protocol.SignInput{Body: protocol.ExampleBody(p, "evt-1"), EventID: "evt-1", Timestamp: e.clock.Now(), Method: "POST", URL: "https://hooks.example.com/x"}, []string{signing})
-			if err != nil {
-				t.Fatal(err)
-			}
-			req := &hookverifyv1.VerifyRequest{EndpointId: "reply-" + p.Name, Body: signed.Body, Method: "POST", Url: signed.URL}
-			for _, h := range signed.Headers {
-				req.Headers = append(req.Headers, &hookverifyv1.HeaderField{Name: h.Name, Value: h.Value})
-			}
+			req := signedRequest(t, p, "reply-"+p.Name, protocol.SignInput{Body: protocol.ExampleBody(p, "evt-1"), EventID: "evt-1", Timestamp: e.clock.Now(), Method: "POST", URL: "https://hooks.example.com/x"}, signing)
 			for _, want := range []hookverifyv1.Verdict{hookverifyv1.Verdict_VERDICT_ACCEPTED, hookverifyv1.Verdict_VERDICT_DUPLICATE} {
 				resp := e.verify(t, req)
 				if resp.GetVerdict() != want || string(resp.GetReply().GetBody()) != string(p.SuccessReply.Body) || resp.GetReply().GetStatus() != int32(p.SuccessReply.Status) {
@@ -56,15 +49,7 @@ func TestDiscordWebhookEventsAcknowledgedWith204(t *testing.T) {
 	e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "discord-events", Provider: p.Name})
 	e.addSecret(t, "discord-events", verifying)
 	deliver := func(body string) *hookverifyv1.VerifyRequest {
-		signed, err := protocol.SignDelivery(p, protocol.SignInput{Body: []byte(body), Timestamp: e.clock.Now(), Method: "POST", URL: "https://hooks.example.com/discord"}, []string{signing})
-		if err != nil {
-			t.Fatal(err)
-		}
-		req := &hookverifyv1.VerifyRequest{EndpointId: "discord-events", Body: signed.Body, Method: "POST", Url: signed.URL}
-		for _, h := range signed.Headers {
-			req.Headers = append(req.Headers, &hookverifyv1.HeaderField{Name: h.Name, Value: h.Value})
-		}
-		return req
+		return signedRequest(t, p, "discord-events", protocol.SignInput{Body: []byte(body), Timestamp: e.clock.Now(), Method: "POST", URL: "https://hooks.example.com/discord"}, signing)
 	}
 	event := deliver(`{"version":1,"application_id":"1234560123453231555","type":1,"event":{"type":"APPLICATION_AUTHORIZED","timestamp":"2024-10-18T14:42:53.064834","data":{"user":{"id":"1"}}}}`)
 	for _, want := range []hookverifyv1.Verdict{hookverifyv1.Verdict_VERDICT_ACCEPTED, hookverifyv1.Verdict_VERDICT_DUPLICATE} {
@@ -120,14 +105,7 @@ func TestUnknownEndpointIsNot404(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	signed, err := protocol.SignDelivery(p, protocol.SignInput{Body: protocol.ExampleBody(p, "evt-1"), EventID: "evt-1", Timestamp: e.clock.Now(), Method: "POST", URL: "https://hooks.example.com/tf"}, []string{signing})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := &hookverifyv1.VerifyRequest{EndpointId: "tf-not-yet", Body: signed.Body, Method: "POST", Url: signed.URL}
-	for _, h := range signed.Headers {
-		req.Headers = append(req.Headers, &hookverifyv1.HeaderField{Name: h.Name, Value: h.Value})
-	}
+	req := signedRequest(t, p, "tf-not-yet", protocol.SignInput{Body: protocol.ExampleBody(p, "evt-1"), EventID: "evt-1", Timestamp: e.clock.Now(), Method: "POST", URL: "https://hooks.example.com/tf"}, signing)
 	resp := e.verify(t, req)
 	if resp.GetRejectReason() != hookverifyv1.RejectReason_REJECT_REASON_UNKNOWN_ENDPOINT {
 		t.Fatalf("got %s %s, want REJECTED UNKNOWN_ENDPOINT", resp.GetVerdict(), resp.GetRejectReason())
@@ -135,4 +113,19 @@ func TestUnknownEndpointIsNot404(t *testing.T) {
 	if got := resp.GetReply().GetStatus(); got == 404 || got == 410 || got < 400 || got > 499 {
 		t.Fatalf("unknown endpoint answered %d: want a 4xx on which no provider gives up for good", got)
 	}
+}
+
+// signedRequest is the Verify request of a delivery to endpointID as p's provider sends it
+// (protocol.SignDelivery), signed with signing.
+func signedRequest(t *testing.T, p *protocol.Protocol, endpointID string, in protocol.SignInput, signing string) *hookverifyv1.VerifyRequest {
+	t.Helper()
+	signed, err := protocol.SignDelivery(p, in, []string{signing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &hookverifyv1.VerifyRequest{EndpointId: endpointID, Body: signed.Body, Method: "POST", Url: signed.URL}
+	for _, h := range signed.Headers {
+		req.Headers = append(req.Headers, &hookverifyv1.HeaderField{Name: h.Name, Value: h.Value})
+	}
+	return req
 }

@@ -514,11 +514,19 @@ function retryInfoFields(statusBytes) {
 function overReceiveLimit(err) {
   if (!err || err.code !== grpc.status.RESOURCE_EXHAUSTED) return false;
   try {
-    const values = err.metadata && typeof err.metadata.get === 'function' ? err.metadata.get(STATUS_DETAILS_TRAILER) : [];
-    return values.length === 0 || retryInfoFields(values[0]) === null;
+    return retryInfoFields(statusDetails(err)) === null;
   } catch {
     return true;
   }
+}
+
+/**
+ * statusDetails is the serialized google.rpc.Status a gRPC error carries in its trailers, or
+ * undefined. It may throw on a hostile metadata object: callers catch.
+ */
+function statusDetails(err) {
+  const values = err && err.metadata && typeof err.metadata.get === 'function' ? err.metadata.get(STATUS_DETAILS_TRAILER) : [];
+  return values.length > 0 ? values[0] : undefined;
 }
 
 /**
@@ -534,8 +542,7 @@ function retryAfterFor(err, fallback) {
 /** retryHintSeconds is the RetryInfo delay a gRPC error carries, in seconds, or null. */
 function retryHintSeconds(err) {
   try {
-    const values = err && err.metadata && typeof err.metadata.get === 'function' ? err.metadata.get(STATUS_DETAILS_TRAILER) : [];
-    const hint = values.length > 0 ? retryDelaySeconds(values[0]) : null;
+    const hint = retryDelaySeconds(statusDetails(err));
     return hint !== null && Number.isFinite(hint) ? hint : null;
   } catch {
     return null;

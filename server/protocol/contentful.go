@@ -231,8 +231,10 @@ func verifyContentful(req *Request, keys []Key, p Params) (Result, error) {
 // change it, and so make the replay a new event.
 func contentfulIdentity(req *Request, signed []string) string {
 	// Trimmed, as the canonical request trims it: padding would not break the signature.
-	if id, _ := req.Headers.Get(contentfulIdempotency); strings.TrimSpace(id) != "" && slices.Contains(signed, contentfulIdempotency) {
-		return strings.TrimSpace(id)
+	if key, _ := req.Headers.Get(contentfulIdempotency); slices.Contains(signed, contentfulIdempotency) {
+		if key = strings.TrimSpace(key); key != "" {
+			return key
+		}
 	}
 	id := bodySHA256ID(req.Body)
 	if !slices.Contains(signed, "x-contentful-topic") {

@@ -1,11 +1,8 @@
 package crdb
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -49,16 +46,12 @@ func (s *Store) ListAuditEvents(ctx context.Context, f storage.AuditFilter) ([]s
 	if !f.Until.IsZero() {
 		query += ` AND at < ` + p.add(f.Until)
 	}
-	// Ids are ordered, and compared with the key's, by their bytes, as the page is sorted
-	// below and as a page token's id was taken from it: on PostgreSQL with COLLATE "C", since
-	// ORDER BY and > follow the database's collation; in that order a page's last events at
+	// Ids are ordered, and compared with the key's, by their bytes, as a page token's id was
+	// taken from the page (bytesOrder): in the database's collation a page's last events at
 	// one instant, and the place after them, would not be those by bytes, and events sharing
 	// a time (a rotation's, a rekey's) would be skipped or repeated across pages. The (at, id)
 	// indexes still serve the time: PostgreSQL sorts each instant's few ids.
-	id := `id`
-	if s.engine == EnginePostgreSQL {
-		id = `id COLLATE "C"`
-	}
+	id := s.engine.bytesOrder(`id`)
 	if !f.After.IsZero() {
 		// The first condition alone bounds the index scan; the second drops the key's
 		// instant's ids up to the key's.
@@ -83,8 +76,5 @@ func (s *Store) ListAuditEvents(ctx context.Context, f storage.AuditFilter) ([]s
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(list, func(a, b storage.AuditEvent) int {
-		return cmp.Or(a.At.Compare(b.At), strings.Compare(a.ID, b.ID))
-	})
 	return list, nil
 }

@@ -57,23 +57,17 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]storage.Endpoint, error) {
 	return list, err
 }
 
-// ListEndpointsPage returns up to limit endpoints after the id after, ordered by id bytes.
-// On PostgreSQL ids are compared and ordered with COLLATE "C", since > and ORDER BY follow
-// the database's collation, which may order "B" after "a" and ignore punctuation: a page cut
-// in that order and continued after its last id by bytes would skip or repeat endpoints
-// (postgresOnlyMigrations index that order). CockroachDB's STRING compares bytes already.
+// ListEndpointsPage returns up to limit endpoints after the id after, ordered by id bytes
+// (bytesOrder, in the comparison and the order alike): a page cut in the database's collation
+// and continued after its last id by bytes would skip or repeat endpoints
+// (postgresOnlyMigrations index that order).
 func (s *Store) ListEndpointsPage(ctx context.Context, after string, limit int) ([]storage.Endpoint, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("crdb: list endpoints: %w: limit %d, want at least 1", storage.ErrInvalid, limit)
 	}
-	id := `id`
-	if s.engine == EnginePostgreSQL {
-		id = `id COLLATE "C"`
-	}
-	list, err := queryAll(ctx, s, "list endpoints", scanEndpoint,
+	id := s.engine.bytesOrder(`id`)
+	return queryAll(ctx, s, "list endpoints", scanEndpoint,
 		`SELECT `+endpointColumns+` FROM endpoints WHERE `+id+` > $1 ORDER BY `+id+` LIMIT $2`, after, int64(limit))
-	slices.SortFunc(list, func(a, b storage.Endpoint) int { return strings.Compare(a.ID, b.ID) })
-	return list, err
 }
 
 // UpdateEndpoint replaces every field but ID, Provider and CreatedAt, or returns ErrNotFound.

@@ -707,10 +707,7 @@ func listDeadLetters(engine Engine, filter storage.InboxFilter, after storage.De
 	if maxBytes <= 0 {
 		maxBytes = math.MaxInt64
 	}
-	id := `id`
-	if engine == EnginePostgreSQL {
-		id = `id COLLATE "C"`
-	}
+	id := engine.bytesOrder(`id`)
 	if !after.IsZero() {
 		// The first condition alone bounds the index scan; the second drops the key's
 		// VisibleAt's ids up to the key's.

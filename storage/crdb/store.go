@@ -114,6 +114,16 @@ func (s *Store) Engine() Engine {
 	return s.engine
 }
 
+// bytesOrder is column as ORDER BY and comparisons must name it to follow its bytes: on
+// PostgreSQL with COLLATE "C", since both follow the database's collation, which may order
+// "B" after "a" and ignore punctuation. CockroachDB's STRING compares bytes already.
+func (e Engine) bytesOrder(column string) string {
+	if e == EnginePostgreSQL {
+		return column + ` COLLATE "C"`
+	}
+	return column
+}
+
 func (s *Store) detectEngine(ctx context.Context) error {
 	var version string
 	err := s.single(ctx, "detect engine", func(ctx context.Context, conn *pgx.Conn) error {
