@@ -92,6 +92,14 @@ func TestInboxDeadPages(t *testing.T) {
 	if got := dead("--all", "--page-token", "t4"); len(got) != 1 || got[0].ids() != "d5" {
 		t.Fatalf("inbox dead --all --page-token t4: %+v, want the last page", got)
 	}
+	// One page that does not end the listing says so on standard error, as endpoint list and
+	// audit do; the last page says nothing.
+	if _, _, errOut := run(t, "", append([]string{"inbox", "dead"}, remote...)...); !strings.Contains(errOut, "more dead deliveries follow") {
+		t.Errorf("inbox dead, a page with more after it: standard error %q, want a note that more follow", errOut)
+	}
+	if _, _, errOut := run(t, "", append([]string{"inbox", "dead", "--page-token", "t4"}, remote...)...); errOut != "" {
+		t.Errorf("inbox dead, the last page: standard error %q, want nothing", errOut)
+	}
 	if code, _, errOut := run(t, "", append([]string{"inbox", "dead", "--page-token", "nope"}, remote...)...); code == 0 || !strings.Contains(errOut, "page token") {
 		t.Fatalf("inbox dead with a bad token: exit %d, %q; want the server's error", code, errOut)
 	}

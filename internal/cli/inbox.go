@@ -267,15 +267,11 @@ func inboxDead(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	req := &hookverifyv1.ListDeadLettersRequest{EndpointIds: f.endpoints, DedupeScopes: f.scopes, Limit: int32(*limit), PageToken: *pageToken}
-	if !*all {
-		return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
-			return inboxClient(c).ListDeadLetters(ctx, req)
-		})
-	}
 	// Each page printed as it comes, with its nextPageToken, rather than gathered into one
 	// answer: thousands of dead letters with large bodies would be held in memory, and a call
-	// that fails midway leaves the token to go on from with --page-token.
-	return printPages(ctx, e, &r, "inbox dead", "", true, *pageToken, func(ctx context.Context, c *client.Conn, token string) (*hookverifyv1.ListDeadLettersResponse, error) {
+	// that fails midway leaves the token to go on from with --page-token. Without --all, one
+	// page, and a note on standard error when more follow, as endpoint list and audit say it.
+	return printPages(ctx, e, &r, "inbox dead", "more dead deliveries follow", *all, *pageToken, func(ctx context.Context, c *client.Conn, token string) (*hookverifyv1.ListDeadLettersResponse, error) {
 		req.PageToken = token
 		return inboxClient(c).ListDeadLetters(ctx, req)
 	})
