@@ -45,10 +45,9 @@ func Backup(ctx context.Context, dbPath, outPath string) error {
 		return fmt.Errorf("sqlite: backup %s: %w: not a database file", dbPath, storage.ErrInvalid)
 	}
 
-	// A read-only connection (mode=ro: nothing here can write the database, nor create it if
-	// it was removed since the check above), which sets nothing that writes the file, as
-	// initFile's; not the readers' query_only, which SQLite applies to VACUUM INTO's target too.
-	db, err := sql.Open("sqlite", dsn(dbPath, DefaultBusyTimeout, initConn)+"&mode=ro")
+	// A read-only connection: the database cannot be written here, nor created if it was
+	// removed since the check above (backupConn).
+	db, err := sql.Open("sqlite", dsn(dbPath, DefaultBusyTimeout, backupConn))
 	if err != nil {
 		return fmt.Errorf("sqlite: backup %s: %w: %w", dbPath, storage.ErrUnavailable, err)
 	}

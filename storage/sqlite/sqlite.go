@@ -228,6 +228,9 @@ const (
 	readerConn connRole = iota // read-only pool
 	writerConn                 // the single writer, WAL mode, IMMEDIATE transactions
 	initConn                   // initFile's connection: sets nothing that writes the file
+	// backupConn is Backup's: mode=ro, so that nothing can write the database nor create it,
+	// and not the readers' query_only, which SQLite applies to VACUUM INTO's target too.
+	backupConn
 )
 
 // dsn builds the driver's data source name. The path goes through a file: URI, escaped, so that
@@ -243,6 +246,8 @@ func dsn(path string, busyTimeout time.Duration, role connRole) string {
 	case writerConn:
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Set("_txlock", "immediate")
+	case backupConn:
+		q.Set("mode", "ro")
 	}
 	u := url.URL{Scheme: "file", OmitHost: true, Path: path, RawQuery: q.Encode()}
 	if !strings.HasPrefix(path, "/") {
