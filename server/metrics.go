@@ -123,6 +123,12 @@ func NewMetrics() *Metrics {
 	for _, cause := range []string{"nack", "lease_expired", "max_attempts_lowered"} {
 		m.deadLettered.WithLabelValues(cause)
 	}
+	// So is UNAVAILABLE for every method README's alert watches it on: a store outage that
+	// fails one call, then none, is otherwise a series that appears at 1 and that rate() over
+	// it never sees rise.
+	for method := range methodRules {
+		m.rpcs.WithLabelValues(method, codes.Unavailable.String())
+	}
 	return m
 }
 
@@ -241,6 +247,11 @@ func (m *Metrics) setInboxStats(stats []storage.EndpointInboxStats, now time.Tim
 		m.inboxLeased.WithLabelValues(st.EndpointID).Set(float64(st.Leased))
 		m.inboxDead.WithLabelValues(st.EndpointID).Set(float64(st.Dead))
 		m.inboxOldest.WithLabelValues(st.EndpointID).Set(waitingAge(st, now))
+		// The backpressure counter of an endpoint with unfinished deliveries is exported at 0
+		// before any refusal (for the same reason as the dead-letter causes): a per-endpoint
+		// limit refuses only an endpoint this read has seen, since limits are checked against
+		// it. The series stays when the endpoint's inbox empties, as a counter's should.
+		m.backpressure.WithLabelValues(st.EndpointID)
 	}
 	for endpointID := range m.inboxEndpoints {
 		if !seen[endpointID] {
