@@ -1003,6 +1003,33 @@ function createEdge(opts = {}) {
       return;
     }
 
+    // The headers are checked before the body is read: a request refused for its headers
+    // would otherwise keep the provider (or anyone) uploading up to maxBodyBytes, or holding the
+    // connection until the deadline, for an answer that never depended on the body.
+    const headers = rawHeaderFields(req.rawHeaders);
+    if (headers === null) {
+      log('warn', 'a header value is not valid UTF-8; request not forwarded', { request_id: requestId, endpoint: endpointId });
+      answerUnread(req, res, 400, { status: 'rejected', reason: 'unreadable_request' });
+      return;
+    }
+    // The Host value as forwarded (its received bytes as UTF-8), not req.headers.host, which
+    // Node decoded as latin1: the URL must carry the bytes the provider sent, as the Host
+    // header does. (Node refuses a request line with bytes outside ASCII: req.url is ASCII.)
+    // Without publicBaseUrl none (HTTP/1.0) or an empty one leaves no URL to forward, and is
+    // refused as the Go edge does; two Host lines must get 400 (RFC 9110 7.2), as Go's net/http
+    // answers them, whichever one would make the URL.
+    const hosts = headers.filter((f) => f.name.toLowerCase() === 'host').map((f) => f.value);
+    const host = hosts[0] ?? '';
+    const url = (base ?? `${scheme(req)}://${host}`) + req.url;
+    const beyond = hosts.length > 1 ? 'more than one Host header' : beyondServerLimits(headers, url, base ? null : host);
+    if (beyond) {
+      // hookverify refuses it (INVALID_ARGUMENT) whatever it holds: a 500 would have the
+      // provider retry it for ever. As the Go handler does, 400 without a call.
+      log('warn', `${beyond}; request not forwarded`, { request_id: requestId, endpoint: endpointId });
+      answerUnread(req, res, 400, { status: 'rejected', reason: 'unreadable_request' });
+      return;
+    }
+
     // A body declared larger than the limit is refused before it is read, as the Go handler
     // does: reading up to the limit first would keep the provider uploading for nothing, up
     // to the deadline for a slow one, and then answer 503 (retry) instead of 413.
@@ -1036,29 +1063,6 @@ function createEdge(opts = {}) {
       return;
     }
 
-    const headers = rawHeaderFields(req.rawHeaders);
-    if (headers === null) {
-      log('warn', 'a header value is not valid UTF-8; request not forwarded', { request_id: requestId, endpoint: endpointId });
-      sendJSON(res, 400, { status: 'rejected', reason: 'unreadable_request' });
-      return;
-    }
-    // The Host value as forwarded (its received bytes as UTF-8), not req.headers.host, which
-    // Node decoded as latin1: the URL must carry the bytes the provider sent, as the Host
-    // header does. (Node refuses a request line with bytes outside ASCII: req.url is ASCII.)
-    // Without publicBaseUrl none (HTTP/1.0) or an empty one leaves no URL to forward, and is
-    // refused as the Go edge does; two Host lines must get 400 (RFC 9110 7.2), as Go's net/http
-    // answers them, whichever one would make the URL.
-    const hosts = headers.filter((f) => f.name.toLowerCase() === 'host').map((f) => f.value);
-    const host = hosts[0] ?? '';
-    const url = (base ?? `${scheme(req)}://${host}`) + req.url;
-    const beyond = hosts.length > 1 ? 'more than one Host header' : beyondServerLimits(headers, url, base ? null : host);
-    if (beyond) {
-      // hookverify refuses it (INVALID_ARGUMENT) whatever it holds: a 500 would have the
-      // provider retry it for ever. As the Go handler does, 400 without a call.
-      log('warn', `${beyond}; request not forwarded`, { request_id: requestId, endpoint: endpointId });
-      sendJSON(res, 400, { status: 'rejected', reason: 'unreadable_request' });
-      return;
-    }
     const request = {
       endpoint_id: endpointId,
       body,

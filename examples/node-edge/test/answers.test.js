@@ -6,6 +6,8 @@
 //    or two Host lines (RFC 9110 7.2: 400) is refused: the edge forwarded such Hosts into the
 //    URL, and made "http://localhost/..." of a request without one.
 //  - a 204 reply goes out without Content-Length (RFC 9110 8.6: a server MUST NOT send one).
+//  - a request refused for its headers is answered without reading its body: the edge waited
+//    for a body it did not need, until the deadline, and then answered 503.
 'use strict';
 
 const { describe, before, after, beforeEach, test } = require('node:test');
@@ -117,6 +119,20 @@ describe('edge answers', { timeout: 60000 }, () => {
     for (const [lines, version] of [[[], '1.0'], [[''], '1.1'], [[''], '1.0'], [['a.example', 'b.example'], '1.1'], [['a.example', 'a.example'], '1.1']]) {
       const { text } = await raw(lines, { version });
       assert.match(text, /^HTTP\/1\.1 400 /, JSON.stringify([lines, version]));
+    }
+    assert.equal(calls.length, 0);
+  });
+
+  test('a request refused for its Host is answered before its body arrives', async () => {
+    // The body never comes: the edge used to wait for it until the deadline (8 s), then answer
+    // 503, and the provider retried a request that can never pass.
+    for (const hostLines of [['a b'], ['a.example', 'b.example']]) {
+      const { text, closed } = await h.rawExchange(edgeURL, [
+        `POST /hooks/ep HTTP/1.1\r\n${hostLines.map((v) => `Host: ${v}\r\n`).join('')}Content-Length: 100\r\n\r\n{"slow":`,
+      ], { waitMs: 3000 });
+      assert.match(text, /^HTTP\/1\.1 400 /, JSON.stringify(hostLines));
+      assert.match(text, /\r\nConnection: close\r\n/i, 'the unread body must not be taken for the next request');
+      assert.ok(closed, JSON.stringify(hostLines));
     }
     assert.equal(calls.length, 0);
   });
