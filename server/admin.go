@@ -55,7 +55,7 @@ func (s *Server) CreateEndpoint(ctx context.Context, req *hookverifyv1.CreateEnd
 	}
 	s.cache.invalidate(e.ID)
 	s.log.InfoContext(ctx, "endpoint created", "endpoint", e.ID, "provider", e.Provider)
-	return &hookverifyv1.CreateEndpointResponse{Endpoint: endpointToProto(e)}, nil
+	return &hookverifyv1.CreateEndpointResponse{Endpoint: s.endpointToProto(e)}, nil
 }
 
 // GetEndpoint returns one endpoint.
@@ -64,7 +64,7 @@ func (s *Server) GetEndpoint(ctx context.Context, req *hookverifyv1.GetEndpointR
 	if err != nil {
 		return nil, err
 	}
-	return &hookverifyv1.GetEndpointResponse{Endpoint: endpointToProto(e)}, nil
+	return &hookverifyv1.GetEndpointResponse{Endpoint: s.endpointToProto(e)}, nil
 }
 
 // ListEndpoints lists the endpoints by id, a page at a time: the page token is the last
@@ -95,7 +95,7 @@ func (s *Server) ListEndpoints(ctx context.Context, req *hookverifyv1.ListEndpoi
 	list = list[:min(len(list), limit)]
 	endpoints := make([]*hookverifyv1.Endpoint, len(list))
 	for i, e := range list {
-		endpoints[i] = endpointToProto(e)
+		endpoints[i] = s.endpointToProto(e)
 	}
 	// An endpoint's options (a public_url) can be long: the page ends before the endpoint
 	// that would pass the client's limit, and the next starts there.
@@ -167,7 +167,8 @@ func (s *Server) UpdateEndpoint(ctx context.Context, req *hookverifyv1.UpdateEnd
 		if err != nil {
 			return storage.Endpoint{}, "", err
 		}
-		return next, endpointChanges(current, next), nil
+		// current may hold a credential option as given, which the audit trail must not.
+		return next, endpointChanges(s.withCredentialDigests(current), next), nil
 	})
 	switch {
 	case refused != nil:
@@ -179,7 +180,7 @@ func (s *Server) UpdateEndpoint(ctx context.Context, req *hookverifyv1.UpdateEnd
 	}
 	s.cache.invalidate(e.ID)
 	s.log.InfoContext(ctx, "endpoint updated", "endpoint", e.ID, "disabled", e.Disabled)
-	return &hookverifyv1.UpdateEndpointResponse{Endpoint: endpointToProto(e)}, nil
+	return &hookverifyv1.UpdateEndpointResponse{Endpoint: s.endpointToProto(e)}, nil
 }
 
 // updatedEndpoint is UpdateEndpoint's change: the settings in replacing current's, validated.
@@ -513,7 +514,9 @@ func defaultTolerance(p *protocol.Protocol) time.Duration {
 	return DefaultTolerance
 }
 
-func endpointToProto(e storage.Endpoint) *hookverifyv1.Endpoint {
+// endpointToProto is the endpoint as callers see it, credential options as digests only.
+func (s *Server) endpointToProto(e storage.Endpoint) *hookverifyv1.Endpoint {
+	e = s.withCredentialDigests(e)
 	return &hookverifyv1.Endpoint{
 		Id:                 e.ID,
 		Provider:           e.Provider,

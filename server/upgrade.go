@@ -70,6 +70,20 @@ func (s *Server) DigestStoredCredentialOptions(ctx context.Context, st storage.S
 // errAlreadyDigested stops a rewrite that another instance made first: nothing to write.
 var errAlreadyDigested = errors.New("credential options already stored as digests")
 
+// withCredentialDigests returns e with each credential option that is stored as given
+// replaced by a digest of it, for answers and the audit trail; e itself is not modified. The
+// start-up rewrite does not make the database free of such options for good: during a
+// rolling upgrade an instance of a release before digests, still serving, stores them as
+// given (CreateEndpoint, UpdateEndpoint) until it restarts, and whatever reads the endpoint
+// here must not show them. A digest sent back in an update keeps the token, as with one read
+// from the database.
+func (s *Server) withCredentialDigests(e storage.Endpoint) storage.Endpoint {
+	if prov, ok := s.protocols.Lookup(e.Provider); ok {
+		e.Options = prov.DigestCredentialOptions(e.Options)
+	}
+	return e
+}
+
 // UnreadableSecrets counts the secrets that are in force now or scheduled for later and are
 // sealed under a master key this instance does not hold, and names those keys. Deliveries
 // signed with them are answered UNAVAILABLE here (it cannot tell a forgery from a genuine

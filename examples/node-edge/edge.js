@@ -67,7 +67,8 @@ const MAX_RETRY_AFTER_SECONDS = 300;
 const CODE_NAMES = Object.fromEntries(Object.entries(grpc.status).map(([name, code]) => [code, name]));
 
 // The route: /hooks/<endpoint id>, with an optional query string. The id is passed on
-// percent-decoded; hookverify answers unknown ids with a 404 reply.
+// percent-decoded; hookverify answers unknown ids with a 400 reply (the edge itself answers 404
+// an id no endpoint can have, without a call).
 const ROUTE = /^\/hooks\/([^/?#]+)\/?(?:\?.*)?$/;
 
 // The health check, as the Go edge's GET /healthz.
