@@ -71,6 +71,11 @@ func runWorker(ctx context.Context, e env, args []string) error {
 	); err != nil {
 		return err
 	}
+	// A command that cannot be started fails every delivery alike: leased and nacked one
+	// after another, each would spend its attempts and end among the dead letters unrun.
+	if _, err := exec.LookPath(command[0]); err != nil {
+		return fmt.Errorf("command: %w", err)
+	}
 	conn, err := r.dialGated()
 	if err != nil {
 		return err
@@ -244,7 +249,16 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 		return err, false
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() {
+		err := cmd.Wait()
+		// ErrWaitDelay means the command exited 0 but a process it left running still held
+		// a pipe (the rest of a body it did not read): its work is done, and nacked it would
+		// be done again.
+		if errors.Is(err, exec.ErrWaitDelay) {
+			err = nil
+		}
+		done <- err
+	}()
 	// due is when the next extension is due: a third into the lease.
 	due := func() time.Duration { return time.Until(deadline.Add(-2 * w.visibility / 3)) }
 	extendTimer := time.NewTimer(due())
