@@ -224,7 +224,8 @@ func (s *Server) AckMany(ctx context.Context, req *hookverifyv1.AckManyRequest) 
 	return resp, nil
 }
 
-// Nack gives a leased delivery back for a later attempt.
+// Nack gives a leased delivery back for a later attempt; with not_attempted, without counting
+// the attempt (storage.Inbox.GiveBack).
 func (s *Server) Nack(ctx context.Context, req *hookverifyv1.NackRequest) (*hookverifyv1.NackResponse, error) {
 	ib, err := s.inbox()
 	if err != nil {
@@ -241,6 +242,12 @@ func (s *Server) Nack(ctx context.Context, req *hookverifyv1.NackRequest) (*hook
 		return nil, status.Errorf(codes.InvalidArgument, "error is longer than %d bytes", maxNackErrorBytes)
 	}
 	now := s.clock()
+	if req.GetNotAttempted() {
+		if err := ib.GiveBack(ctx, req.GetInboxId(), req.GetLeaseToken(), now.Add(retryAfter), req.GetError(), now); err != nil {
+			return nil, leaseStatus(ctx, s, "nack", err)
+		}
+		return &hookverifyv1.NackResponse{}, nil
+	}
 	dead, err := ib.Nack(ctx, req.GetInboxId(), req.GetLeaseToken(), now.Add(retryAfter), s.maxAttempts, req.GetError(), now)
 	if err != nil {
 		return nil, leaseStatus(ctx, s, "nack", err)

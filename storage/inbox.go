@@ -40,6 +40,12 @@ type InboxStore interface {
 	// when it has used maxAttempts attempts (dead is then true). lastError is kept as
 	// StorableText makes it. Errors as for Ack.
 	Nack(ctx context.Context, inboxID, leaseToken string, retryAt time.Time, maxAttempts int, lastError string, now time.Time) (dead bool, err error)
+	// GiveBack ends a lease early without counting its attempt: the delivery becomes leasable
+	// again at retryAt with one attempt fewer used, and never moves to dead, as Nack does once
+	// the attempts are spent. It is for work the worker did not do, or cut short, for a reason
+	// of its own (it is stopping), which must not spend the delivery's attempts. lastError as
+	// for Nack. Errors as for Ack.
+	GiveBack(ctx context.Context, inboxID, leaseToken string, retryAt time.Time, lastError string, now time.Time) error
 	// ExtendLease moves the end of a live lease, live at req.Time(), to req.Time() +
 	// req.Visibility, and returns that end as stored (a store may keep less precision than a
 	// time.Time holds). Errors as for Ack (an expired lease cannot be extended: another worker

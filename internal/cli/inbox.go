@@ -213,6 +213,7 @@ func inboxNack(ctx context.Context, e env, args []string) error {
 	l.register(fs)
 	retryAfter := fs.Duration("retry-after", time.Minute, "when the delivery becomes leasable again (0-12h)")
 	reason := fs.String("error", "", "why the work failed (kept with the delivery)")
+	notAttempted := fs.Bool("not-attempted", false, "the work was not done for a reason of the worker's own (it is stopping): give the attempt back, so that the delivery cannot go to the dead letters")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -223,7 +224,8 @@ func inboxNack(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
-		return inboxClient(c).Nack(ctx, &hookverifyv1.NackRequest{InboxId: l.id, LeaseToken: l.token, RetryAfter: durationpb.New(*retryAfter), Error: *reason})
+		return inboxClient(c).Nack(ctx, &hookverifyv1.NackRequest{InboxId: l.id, LeaseToken: l.token, RetryAfter: durationpb.New(*retryAfter), Error: *reason,
+			NotAttempted: *notAttempted})
 	})
 }
 

@@ -35,7 +35,8 @@ import (
 // A server that is down or overloaded is waited out: leases, extensions, acks and nacks that
 // fail that way are tried again (acks and nacks while the lease lasts). On SIGTERM or SIGINT a
 // running command gets SIGTERM, then SIGKILL after --grace; its delivery is acked if it exited
-// 0 and nacked for an immediate retry otherwise, before the worker exits.
+// 0 and nacked for an immediate retry otherwise, its attempt given back (not_attempted), before
+// the worker exits.
 func runWorker(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "worker")
 	var r remoteFlags
@@ -408,8 +409,10 @@ func (w *worker) settle(ctx context.Context, d *hookverifyv1.InboxDelivery, dead
 			retryAfter = 0
 		}
 		call = func(ctx context.Context) error {
+			// Stopped, the delivery gives its attempt back (not_attempted): on its last attempt a
+			// plain nack would send it to the dead letters for a deploy, having run to no end.
 			resp, err := w.inbox.Nack(ctx, &hookverifyv1.NackRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken(),
-				RetryAfter: durationpb.New(retryAfter), Error: truncate(runErr.Error(), 1024)})
+				RetryAfter: durationpb.New(retryAfter), Error: truncate(runErr.Error(), 1024), NotAttempted: stopped})
 			if err == nil && resp.GetDeadLettered() {
 				fmt.Fprintf(w.e.stderr, "worker: delivery %s moved to the dead letters\n", d.GetInboxId())
 			}

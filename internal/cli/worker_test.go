@@ -37,14 +37,16 @@ func unavailableOnce(msg string) func(n int) error {
 type fakeInbox struct {
 	hookverifyv1.UnimplementedInboxServiceServer
 
-	mu       sync.Mutex
-	leases   int
-	acks     []string // "ok" or the code returned
-	nacks    []string
-	extends  []string
-	ackCalls int
-	handed   bool
-	extCalls int
+	mu     sync.Mutex
+	leases int
+	acks   []string // "ok" or the code returned
+	nacks  []string
+	// givenBack counts the nacks sent with not_attempted (the attempt given back).
+	givenBack int
+	extends   []string
+	ackCalls  int
+	handed    bool
+	extCalls  int
 
 	// leaseErr, when set, answers lease number n (1-based) with an error; nil = normal.
 	leaseErr func(n int) error
@@ -109,6 +111,9 @@ func (f *fakeInbox) Nack(_ context.Context, req *hookverifyv1.NackRequest) (*hoo
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nacks = append(f.nacks, req.GetError())
+	if req.GetNotAttempted() {
+		f.givenBack++
+	}
 	return &hookverifyv1.NackResponse{}, nil
 }
 
@@ -124,6 +129,12 @@ func (f *fakeInbox) ExtendLease(context.Context, *hookverifyv1.ExtendLeaseReques
 	}
 	f.extends = append(f.extends, "ok")
 	return &hookverifyv1.ExtendLeaseResponse{LeasedUntil: timestamppb.New(time.Now().Add(time.Minute))}, nil
+}
+
+func (f *fakeInbox) givenBackCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.givenBack
 }
 
 func (f *fakeInbox) snapshot() (acks, nacks, extends []string) {
@@ -204,6 +215,11 @@ func TestWorkerSettlesTheRunningDeliveryOnShutdown(t *testing.T) {
 	acks, nacks, _ := f.snapshot()
 	if len(acks) != 0 || len(nacks) != 1 || !strings.Contains(nacks[0], "shutdown") {
 		t.Errorf("after SIGTERM during a command: acks %v, nacks %q; want one nack saying the shutdown stopped it (worker output %q)", acks, nacks, out.String())
+	}
+	// On the delivery's last attempt a plain nack dead-letters it: the shutdown gives the
+	// attempt back instead.
+	if f.givenBackCount() != len(nacks) {
+		t.Errorf("%d of %d nacks at shutdown were sent with not_attempted; want all", f.givenBackCount(), len(nacks))
 	}
 }
 
@@ -512,6 +528,9 @@ func TestWorkerGivesBackADeliveryLeasedAsItStops(t *testing.T) {
 	acks, nacks, _ := f.snapshot()
 	if len(acks) != 0 || len(nacks) != 1 {
 		t.Errorf("the server leased a delivery as the worker stopped: acks %v, nacks %q; want it nacked for an immediate retry (output %q)", acks, nacks, out.String())
+	}
+	if f.givenBackCount() != len(nacks) {
+		t.Errorf("%d of %d nacks of a delivery never run were sent with not_attempted; want all", f.givenBackCount(), len(nacks))
 	}
 	if waitForFile(t, marker, 100*time.Millisecond) {
 		t.Errorf("the worker started the command for a delivery leased after its SIGTERM (output %q)", out.String())

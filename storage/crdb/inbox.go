@@ -645,17 +645,34 @@ func (s *Store) Nack(ctx context.Context, inboxID, leaseToken string, retryAt ti
 	if maxAttempts < 1 {
 		return false, fmt.Errorf("crdb: nack: %w: maxAttempts %d, want at least 1", storage.ErrInvalid, maxAttempts)
 	}
+	return s.nack(ctx, "nack", inboxID, leaseToken, retryAt, maxAttempts, lastError, now)
+}
+
+// GiveBack ends a lease early without counting its attempt (storage.Inbox.GiveBack).
+func (s *Store) GiveBack(ctx context.Context, inboxID, leaseToken string, retryAt time.Time, lastError string, now time.Time) error {
+	_, err := s.nack(ctx, "give back", inboxID, leaseToken, retryAt, 0, lastError, now)
+	return err
+}
+
+// nack is Nack, and GiveBack when maxAttempts is 0: then the lease's attempt is taken back
+// (attempts counts the leases taken, so it is at least 1 here) and the delivery cannot die.
+func (s *Store) nack(ctx context.Context, op, inboxID, leaseToken string, retryAt time.Time, maxAttempts int, lastError string, now time.Time) (bool, error) {
+	giveBack := int64(0)
+	if maxAttempts == 0 {
+		giveBack, maxAttempts = 1, math.MaxInt64
+	}
 	var dead bool
-	err := s.settle(ctx, "nack", inboxID, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+	err := s.settle(ctx, op, inboxID, func(ctx context.Context, tx pgx.Tx) (bool, error) {
 		dead = false
 		var state string
 		err := tx.QueryRow(ctx, `UPDATE inbox SET
 			state = CASE WHEN attempts >= $4::BIGINT THEN 'dead' ELSE 'pending' END,
 			visible_at = CASE WHEN attempts >= $4::BIGINT THEN visible_at ELSE $5::TIMESTAMPTZ END,
 			dead_at = CASE WHEN attempts >= $4::BIGINT THEN $3::TIMESTAMPTZ END,
+			attempts = GREATEST(attempts - $7::BIGINT, 0),
 			last_error = $6, lease_token = NULL, leased_until = NULL
 			WHERE `+onLiveLease+` RETURNING state`,
-			matchable(inboxID), matchable(leaseToken), now, int64(maxAttempts), retryAt, storage.StorableText(lastError)).Scan(&state)
+			matchable(inboxID), matchable(leaseToken), now, int64(maxAttempts), retryAt, storage.StorableText(lastError), giveBack).Scan(&state)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, nil
 		}

@@ -421,18 +421,35 @@ func (s *Store) Nack(ctx context.Context, inboxID, leaseToken string, retryAt ti
 	if maxAttempts < 1 {
 		return false, s.fail("nack", fmt.Errorf("%w: maxAttempts %d, want at least 1", storage.ErrInvalid, maxAttempts))
 	}
+	return s.nack(ctx, "nack", inboxID, leaseToken, retryAt, maxAttempts, lastError, now)
+}
+
+// GiveBack ends a lease early without counting its attempt (storage.Inbox.GiveBack).
+func (s *Store) GiveBack(ctx context.Context, inboxID, leaseToken string, retryAt time.Time, lastError string, now time.Time) error {
+	_, err := s.nack(ctx, "give back", inboxID, leaseToken, retryAt, 0, lastError, now)
+	return err
+}
+
+// nack is Nack, and GiveBack when maxAttempts is 0: then the lease's attempt is taken back
+// (attempts counts the leases taken, so it is at least 1 here) and the delivery cannot die.
+func (s *Store) nack(ctx context.Context, op, inboxID, leaseToken string, retryAt time.Time, maxAttempts int, lastError string, now time.Time) (bool, error) {
+	giveBack := 0
+	if maxAttempts == 0 {
+		giveBack, maxAttempts = 1, math.MaxInt64
+	}
 	var dead bool
-	err := s.settle(ctx, "nack", inboxID, func(tx *sql.Tx) (bool, error) {
+	err := s.settle(ctx, op, inboxID, func(tx *sql.Tx) (bool, error) {
 		dead = false
 		var state, endpointID string
 		err := tx.QueryRowContext(ctx, `UPDATE inbox SET
 			state = CASE WHEN attempts >= ?1 THEN 'dead' ELSE 'pending' END,
 			visible_at = CASE WHEN attempts >= ?1 THEN visible_at ELSE ?2 END,
 			dead_at = CASE WHEN attempts >= ?1 THEN ?3 END,
+			attempts = max(attempts - ?7, 0),
 			last_error = ?4, lease_token = NULL, leased_until = NULL
 			WHERE id = ?5 AND lease_token = ?6 AND state = 'leased' AND leased_until > ?3
 			RETURNING state, endpoint_id`,
-			maxAttempts, micros(retryAt), micros(now), storage.StorableText(lastError), inboxID, leaseToken).Scan(&state, &endpointID)
+			maxAttempts, micros(retryAt), micros(now), storage.StorableText(lastError), inboxID, leaseToken, giveBack).Scan(&state, &endpointID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return false, nil
 		}

@@ -384,6 +384,33 @@ func testInbox(t *testing.T, h harness) {
 		wantStats(t, s, "stats", storage.EndpointInboxStats{EndpointID: "ep-1", Dead: 1})
 	})
 
+	t.Run("give back on the last attempt returns the attempt and never kills", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		d := deliver(t, s, "ep-1", "ep-1", "d1", at(time.Second))
+		req := leaseReq("tok-1", t0, 1)
+		req.MaxAttempts = 1
+		lease(t, s, req)
+		// A worker stopping for a deploy gives its only attempt back: a nack here would
+		// dead-letter a delivery nobody ran to its end.
+		retryAt := t0.Add(time.Minute)
+		must(t, s.GiveBack(t.Context(), "d1", "tok-1", retryAt, "stopping", t0.Add(time.Second)), "GiveBack")
+		wantStats(t, s, "stats after giving back", storage.EndpointInboxStats{EndpointID: "ep-1", Pending: 1, OldestPendingAt: retryAt})
+		wantIDs(t, lease(t, s, leaseReq("tok-2", retryAt.Add(-time.Microsecond), 1)), "lease before retryAt")
+		req = leaseReq("tok-3", retryAt, 1)
+		req.MaxAttempts = 1
+		wantSame(t, []storage.LeasedDelivery{
+			leasedAs(d, "tok-3", 1, retryAt.Add(req.Visibility), retryAt, "stopping"),
+		}, lease(t, s, req), "lease after giving back: the same attempt again")
+
+		wantErr(t, s.GiveBack(t.Context(), "d1", "tok-1", retryAt, "stale", retryAt), storage.ErrLeaseLost, "GiveBack with the old token")
+		wantErr(t, s.GiveBack(t.Context(), "nope", "tok-3", retryAt, "missing", retryAt), storage.ErrNotFound, "GiveBack of an unknown delivery")
+		expired := retryAt.Add(req.Visibility)
+		wantErr(t, s.GiveBack(t.Context(), "d1", "tok-3", expired, "late", expired), storage.ErrLeaseLost, "GiveBack of an expired lease")
+		if !nack(t, s, "d1", "tok-3", retryAt, 1, retryAt.Add(time.Second)) {
+			t.Fatal("Nack of the attempt leased again did not dead-letter at max attempts 1")
+		}
+	})
+
 	t.Run("an expired lease at max attempts moves to dead on the next lease", func(t *testing.T) {
 		s := inboxFixture(t, h)
 		deliver(t, s, "ep-1", "ep-1", "d1", at(1*time.Second))

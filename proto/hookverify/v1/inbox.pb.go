@@ -567,7 +567,13 @@ type NackRequest struct {
 	// When the delivery becomes leasable again (0: at once).
 	RetryAfter *durationpb.Duration `protobuf:"bytes,3,opt,name=retry_after,json=retryAfter,proto3" json:"retry_after,omitempty"`
 	// Why the work failed, kept with the delivery (at most 1024 bytes; no secrets, please).
-	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	Error string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	// The work was not done, or was cut short, for a reason of the worker's own rather than the
+	// delivery's (the worker is stopping for a deploy): the attempt this lease counted is given
+	// back, so this nack never moves the delivery to the dead letters, even on its last
+	// attempt, and its next lease shows the same attempt number. A server older than this field
+	// ignores it and counts the attempt.
+	NotAttempted  bool `protobuf:"varint,5,opt,name=not_attempted,json=notAttempted,proto3" json:"not_attempted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -628,6 +634,13 @@ func (x *NackRequest) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *NackRequest) GetNotAttempted() bool {
+	if x != nil {
+		return x.NotAttempted
+	}
+	return false
 }
 
 type NackResponse struct {
@@ -1209,14 +1222,15 @@ const file_hookverify_v1_inbox_proto_rawDesc = "" +
 	"\tAckResult\x12\x19\n" +
 	"\binbox_id\x18\x01 \x01(\tR\ainboxId\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\x05R\x04code\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x9b\x01\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xc0\x01\n" +
 	"\vNackRequest\x12\x19\n" +
 	"\binbox_id\x18\x01 \x01(\tR\ainboxId\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\tR\n" +
 	"leaseToken\x12:\n" +
 	"\vretry_after\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\n" +
 	"retryAfter\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error\"3\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12#\n" +
+	"\rnot_attempted\x18\x05 \x01(\bR\fnotAttempted\"3\n" +
 	"\fNackResponse\x12#\n" +
 	"\rdead_lettered\x18\x01 \x01(\bR\fdeadLettered\"\x9a\x01\n" +
 	"\x12ExtendLeaseRequest\x12\x19\n" +

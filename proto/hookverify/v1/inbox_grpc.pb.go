@@ -51,7 +51,8 @@ type InboxServiceClient interface {
 	// every ack: authentication, authorization (a caller scoped to some endpoints is refused if
 	// any delivery named is outside them or unknown), a malformed request.
 	AckMany(ctx context.Context, in *AckManyRequest, opts ...grpc.CallOption) (*AckManyResponse, error)
-	// Nack gives a leased delivery back, to be retried after retry_after.
+	// Nack gives a leased delivery back, to be retried after retry_after; on its last attempt
+	// it moves to the dead letters instead, unless not_attempted is set.
 	Nack(ctx context.Context, in *NackRequest, opts ...grpc.CallOption) (*NackResponse, error)
 	// ExtendLease keeps a live lease for another visibility timeout.
 	ExtendLease(ctx context.Context, in *ExtendLeaseRequest, opts ...grpc.CallOption) (*ExtendLeaseResponse, error)
@@ -175,7 +176,8 @@ type InboxServiceServer interface {
 	// every ack: authentication, authorization (a caller scoped to some endpoints is refused if
 	// any delivery named is outside them or unknown), a malformed request.
 	AckMany(context.Context, *AckManyRequest) (*AckManyResponse, error)
-	// Nack gives a leased delivery back, to be retried after retry_after.
+	// Nack gives a leased delivery back, to be retried after retry_after; on its last attempt
+	// it moves to the dead letters instead, unless not_attempted is set.
 	Nack(context.Context, *NackRequest) (*NackResponse, error)
 	// ExtendLease keeps a live lease for another visibility timeout.
 	ExtendLease(context.Context, *ExtendLeaseRequest) (*ExtendLeaseResponse, error)
