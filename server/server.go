@@ -59,6 +59,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; tests inject one. Defaults to time.Now.
 	Now func() time.Time
+	// DatabaseClock keeps the server's clock on the database's, for a store that reads it
+	// (PostgreSQL, CockroachDB): instances sharing a database compare the times they write, a
+	// lease's end above all, and must read one clock (see dbclock.go). Now then only measures
+	// the time passed since the last reading. serve sets it.
+	DatabaseClock bool
 	// MaxAttempts is how many leases a delivery gets before it moves to the dead letters.
 	// Defaults to DefaultMaxAttempts.
 	MaxAttempts int
@@ -126,6 +131,11 @@ type Server struct {
 	shutDown bool
 	// stopping is closed by Shutdown: health watches end, /readyz answers 503.
 	stopping chan struct{}
+
+	// databaseClock is Options.DatabaseClock; anchor the last reading of the database's clock
+	// (nil: none yet, and the server's clock is now's). See dbclock.go.
+	databaseClock bool
+	anchor        atomic.Pointer[clockAnchor]
 }
 
 type storeHolder struct{ storage.Store }
@@ -143,6 +153,8 @@ func New(opts Options) (*Server, error) {
 		health:    health.NewServer(),
 		stopping:  make(chan struct{}),
 		uses:      newSecretUses(),
+
+		databaseClock: opts.DatabaseClock,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -177,8 +189,15 @@ func New(opts Options) (*Server, error) {
 // SetStore hands the server an open, migrated store and reports SERVING; with metrics, the
 // store's claim batches are recorded too. Passing nil reports NOT_SERVING again (used while
 // shutting down). While a store is set, the inbox monitor reports NOT_SERVING when it cannot
-// read it, and SERVING again once it can (see RefreshInboxDepth).
+// read it, and SERVING again once it can (see RefreshInboxDepth). With Options.DatabaseClock
+// it first reads the database's clock (for at most clockSyncTimeout).
 func (s *Server) SetStore(st storage.Store) {
+	if st != nil {
+		// Before the first call is served: leases and claims are timed by this clock.
+		if err := s.syncClock(context.Background(), st); err != nil {
+			s.log.Warn("cannot read the database's clock; timing by this machine's until a reading succeeds", "err", err)
+		}
+	}
 	s.healthMu.Lock()
 	defer s.healthMu.Unlock()
 	s.storageDown = false
@@ -238,8 +257,15 @@ func (s *Server) storage() (storage.Store, error) {
 	return h.Store, nil
 }
 
-// clock returns the current time at the microsecond precision both backends store, in UTC.
-func (s *Server) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+// clock returns the current time at the microsecond precision both backends store, in UTC:
+// the database's with Options.DatabaseClock once read (dbclock.go), else now's.
+func (s *Server) clock() time.Time {
+	now := s.now()
+	if a := s.anchor.Load(); a != nil {
+		now = a.now(now)
+	}
+	return now.UTC().Truncate(time.Microsecond)
+}
 
 // Register adds every service (verifier, admin, inbox, token, health, reflection) to g.
 func (s *Server) Register(g *grpc.Server) {

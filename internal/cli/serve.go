@@ -447,6 +447,8 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 		ClaimCacheTTL:  offWhenZero(sc.claimCacheTTL),
 		DedupeWindow:   sc.retention.DedupeWindow,
 		Auth:           authConfig,
+		// Instances sharing a database time leases by its clock, not by each machine's.
+		DatabaseClock: true,
 	})
 	if err != nil {
 		return nil, err
@@ -509,7 +511,8 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 				r.store <- st
 				log.Info("storage ready")
 				r.background.Go(func() { warnUnreadableSecrets(ctx, log, srv, st) })
-				r.background.Add(3)
+				r.background.Add(4)
+				go func() { defer r.background.Done(); srv.RunClockSync(ctx) }()
 				go func() { defer r.background.Done(); srv.RunInboxMonitor(ctx, time.Second) }()
 				go func() { defer r.background.Done(); srv.RunRetention(ctx, sc.retention) }()
 				go func() { defer r.background.Done(); srv.RunSecretUseWriter(ctx, server.DefaultSecretUseFlush) }()

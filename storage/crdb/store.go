@@ -151,6 +151,25 @@ func (s *Store) Ping(ctx context.Context) error {
 	})
 }
 
+// DatabaseTime returns the database's clock as it reads now: clock_timestamp() (the time of
+// the reading, not of a transaction's start) plus half the statement's round trip, the time it
+// took to come back. Instances sharing the database write times that others compare against
+// their own (a lease's end above all: an instance whose clock is ahead would take over a lease
+// still held, one behind would give leases already ended), so they must read one clock, this
+// one; server.Options.DatabaseClock keeps a server's clock on it.
+func (s *Store) DatabaseTime(ctx context.Context) (time.Time, error) {
+	var at time.Time
+	err := s.single(ctx, "read the database clock", func(ctx context.Context, conn *pgx.Conn) error {
+		sent := time.Now()
+		if err := conn.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&at); err != nil {
+			return err
+		}
+		at = at.Add(time.Since(sent) / 2)
+		return nil
+	})
+	return at, err
+}
+
 // Close closes the store's connections. Later calls, Close included, return ErrClosed.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
