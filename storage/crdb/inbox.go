@@ -38,7 +38,7 @@ func expiredLease(now string) string { return `state = 'leased' AND leased_until
 // inboxTx is how the inbox methods run. On PostgreSQL, READ COMMITTED: every statement
 // re-checks its conditions on the latest version of a row it waited for, so conditional
 // updates need no serialization retries, and SKIP LOCKED keeps concurrent leases apart.
-// CockroachDB runs SERIALIZABLE, where SKIP LOCKED is supported since v23.1. None of them is
+// CockroachDB runs SERIALIZABLE, where SKIP LOCKED is supported since v22.2. None of them is
 // idempotent: after a commit of unknown outcome a second run would see the first one's
 // effect as a lost lease, so the caller gets ErrUnavailable instead.
 func (s *Store) inboxTx() txOptions {

@@ -1,8 +1,9 @@
 // Package crdb is the CockroachDB storage backend. It speaks the PostgreSQL wire protocol,
 // uses only SQL both engines accept, and runs against PostgreSQL 15 as well; its tests do.
 //
-// It needs CockroachDB v23.1 or later, the first release with SELECT ... FOR UPDATE SKIP
-// LOCKED, which the inbox's Lease uses so that concurrent workers pass each other's rows by.
+// It needs CockroachDB v23.1 or later (SELECT ... FOR UPDATE SKIP LOCKED, which the inbox's
+// Lease uses so that concurrent workers pass each other's rows by, came in v22.2; v23.1 is the
+// oldest release its statements were checked against).
 package crdb
 
 import (
