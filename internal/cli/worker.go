@@ -47,6 +47,7 @@ func runWorker(ctx context.Context, e env, args []string) error {
 	retryAfter := fs.Duration("retry-after", time.Minute, "delay before a failed delivery is retried (0 to 12h)")
 	idle := fs.Duration("idle", time.Second, "wait when the inbox is empty")
 	grace := fs.Duration("grace", 10*time.Second, "on SIGTERM or SIGINT, how long a running command has after its own SIGTERM before it is killed")
+	maxRun := fs.Duration("max-run", 0, "the longest a command may run (0: no limit); then it gets SIGTERM, SIGKILL after --grace, and its delivery is nacked as failed")
 	once := fs.Bool("once", false, "exit when the inbox has nothing leasable instead of waiting; exit 1 if the server fails or a delivery could not be acked or nacked (its lease lost included)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -68,6 +69,7 @@ func runWorker(ctx context.Context, e env, args []string) error {
 		inRange(e, "retry-after", *retryAfter, 0, server.MaxVisibility),
 		inRange(e, "idle", *idle, 0, time.Hour),
 		inRange(e, "grace", *grace, 0, server.MaxVisibility),
+		inRange(e, "max-run", *maxRun, 0, 7*24*time.Hour),
 		inRange(e, "timeout", r.timeout, time.Millisecond, time.Hour),
 	); err != nil {
 		return err
@@ -83,7 +85,7 @@ func runWorker(ctx context.Context, e env, args []string) error {
 	}
 	defer conn.Close()
 	w := &worker{e: e, inbox: hookverifyv1.NewInboxServiceClient(conn.GRPC()), command: command,
-		filter: f, visibility: *visibility, retryAfter: *retryAfter, grace: *grace, callTimeout: r.timeout}
+		filter: f, visibility: *visibility, retryAfter: *retryAfter, grace: *grace, maxRun: *maxRun, callTimeout: r.timeout}
 	unsettled := 0
 	for ctx.Err() == nil {
 		d, deadline, err := w.lease(ctx, *once)
@@ -134,6 +136,10 @@ type worker struct {
 	command                                    []string
 	filter                                     filterFlags
 	visibility, retryAfter, grace, callTimeout time.Duration
+	// maxRun bounds a command's run (0: none): a command that hangs keeps extending its lease,
+	// so without it the delivery is never retried nor dead-lettered, and the worker takes
+	// nothing else.
+	maxRun time.Duration
 	// warned holds the --endpoint ids already reported as naming no endpoint.
 	warned map[string]bool
 }
@@ -266,9 +272,19 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 	defer extendTimer.Stop()
 	leaseEnd := time.NewTimer(time.Until(*deadline))
 	defer leaseEnd.Stop()
+	var overran bool
+	var overrun <-chan time.Time
+	if w.maxRun > 0 {
+		timer := time.NewTimer(w.maxRun)
+		defer timer.Stop()
+		overrun = timer.C
+	}
 	finished := func(err error) (error, bool) {
-		if stopped && err != nil {
+		switch {
+		case stopped && err != nil:
 			err = fmt.Errorf("stopped by the worker's shutdown: %w", err)
+		case overran && err != nil:
+			err = fmt.Errorf("ran longer than --max-run %s: %w", w.maxRun, err)
 		}
 		return err, stopped
 	}
@@ -286,16 +302,30 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 	}
 	stopping := ctx.Done()
 	var kill <-chan time.Time
+	var killTimer *time.Timer
+	defer func() {
+		if killTimer != nil {
+			killTimer.Stop()
+		}
+	}()
+	// terminate asks the command to stop, and has it killed after --grace (once).
+	terminate := func() {
+		signalGroup(cmd.Process, syscall.SIGTERM)
+		if killTimer == nil {
+			killTimer = time.NewTimer(w.grace)
+			kill = killTimer.C
+		}
+	}
 	for {
 		select {
 		case err := <-done:
 			return finished(err)
 		case <-stopping:
 			stopping, stopped = nil, true
-			signalGroup(cmd.Process, syscall.SIGTERM)
-			timer := time.NewTimer(w.grace)
-			defer timer.Stop()
-			kill = timer.C
+			terminate()
+		case <-overrun:
+			overrun, overran = nil, true
+			terminate()
 		case <-kill:
 			signalGroup(cmd.Process, syscall.SIGKILL)
 		case <-extendTimer.C:

@@ -273,7 +273,7 @@ func TestWorkerRefusesFlagsOutOfRange(t *testing.T) {
 	f := &fakeInbox{}
 	remote := startFakeInbox(t, f)
 	for _, flags := range [][]string{{"--visibility", "0s"}, {"--visibility", "13h"}, {"--retry-after", "24h"},
-		{"--retry-after", "-1s"}, {"--timeout", "0s"}, {"--grace", "-1s"}} {
+		{"--retry-after", "-1s"}, {"--timeout", "0s"}, {"--grace", "-1s"}, {"--max-run", "-1s"}, {"--max-run", "200h"}} {
 		var out bytes.Buffer
 		err := runWorker(context.Background(), env{stdin: strings.NewReader(""), stdout: &out, stderr: &out},
 			append(append(append([]string{"--once"}, flags...), remote...), "--", "true"))
@@ -698,5 +698,41 @@ func TestWorkerSaysWhenAnEndpointDoesNotExist(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "--endpoint wrok names no endpoint"); n != 1 {
 		t.Errorf("the unknown endpoint was reported %d times over several empty leases, want once: %q", n, out.String())
+	}
+}
+
+// TestWorkerMaxRunStopsAHungCommand: a command that hangs keeps extending its lease, so its
+// delivery was never retried nor dead-lettered, and the worker, one delivery at a time, took
+// nothing else. With --max-run the command gets SIGTERM, then SIGKILL after --grace, and the
+// delivery is nacked as failed: its attempt counts (this is the delivery's run failing, not
+// the worker stopping).
+func TestWorkerMaxRunStopsAHungCommand(t *testing.T) {
+	f := &fakeInbox{}
+	remote := startFakeInbox(t, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The command ignores SIGTERM, so only the SIGKILL after --grace ends it.
+	wait, out := runWorkerAsync(ctx, append(append([]string{"--visibility", "30s", "--max-run", "300ms", "--grace", "200ms"}, remote...),
+		"--", "sh", "-c", "trap '' TERM; sleep 30"))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, nacks, _ := f.snapshot(); len(nacks) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no nack 10 s after a 300ms --max-run; worker output %q", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if _, finished := wait(10 * time.Second); !finished {
+		t.Fatal("worker did not stop")
+	}
+	acks, nacks, _ := f.snapshot()
+	if len(acks) != 0 || !strings.Contains(nacks[0], "--max-run 300ms") {
+		t.Errorf("acks %v, nacks %q; want a nack saying the command ran longer than --max-run", acks, nacks)
+	}
+	if f.givenBackCount() != 0 && len(nacks) == 1 {
+		t.Errorf("the overrun's nack gave its attempt back; a hung command must spend its attempts")
 	}
 }
