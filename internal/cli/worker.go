@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -357,12 +358,19 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 	}
 }
 
-// commandEnv is the command's environment: the worker's own, without its API token (which
-// could read and ack every delivery of its endpoints), and the delivery's.
+// secretEnvs are the environment variables of hookverify's own secrets, kept from the command:
+// the worker's API token, and, for a worker sharing serve's environment (one container, one
+// env file), the master keys, which unseal every signing secret, and the bootstrap token.
+var secretEnvs = []string{tokenEnv, masterKeyEnv, oldMasterKeysEnv, bootstrapTokenEnv}
+
+// commandEnv is the command's environment: the worker's own, without hookverify's secrets
+// (secretEnvs: the API token could read and ack every delivery of its endpoints), and the
+// delivery's.
 func commandEnv(d *hookverifyv1.InboxDelivery) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, tokenEnv+"=") {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(secretEnvs, name) {
 			env = append(env, kv)
 		}
 	}

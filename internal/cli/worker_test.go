@@ -340,18 +340,28 @@ func TestWorkerWaitsOutATransientLeaseFailure(t *testing.T) {
 }
 
 // TestWorkerKeepsItsTokenFromTheCommand: the worker's API token (inbox scope: every body of
-// its endpoints, and acking work away) is not in the environment of the commands it runs.
+// its endpoints, and acking work away) is not in the environment of the commands it runs; nor,
+// for a worker sharing serve's environment, are the master keys (they unseal every signing
+// secret) and the bootstrap token.
 func TestWorkerKeepsItsTokenFromTheCommand(t *testing.T) {
-	const token = "hvt_review_secret_token_value"
-	t.Setenv(tokenEnv, token)
+	secrets := map[string]string{tokenEnv: "hvt_review_secret_token_value", masterKeyEnv: "review-master-key-value",
+		oldMasterKeysEnv: "review-old-master-key-value", bootstrapTokenEnv: "review-bootstrap-token-value"}
+	for name, value := range secrets {
+		t.Setenv(name, value)
+	}
 	f := &fakeInbox{}
 	remote := startFakeInbox(t, f)
 	wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once"}, remote...), "--", "sh", "-c", "env"))
 	if _, finished := wait(15 * time.Second); !finished {
 		t.Fatal("worker did not finish")
 	}
-	if strings.Contains(out.String(), token) {
-		t.Errorf("the command's environment holds the worker's API token ($%s)", tokenEnv)
+	for name, value := range secrets {
+		if strings.Contains(out.String(), value) {
+			t.Errorf("the command's environment holds $%s", name)
+		}
+	}
+	if !strings.Contains(out.String(), "HOOKVERIFY_OPERATION_KEY=") {
+		t.Errorf("the command ran without the delivery's environment: %q", out.String())
 	}
 }
 
