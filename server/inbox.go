@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -173,6 +174,14 @@ func (s *Server) unknownEndpoints(ctx context.Context, ids []string) []string {
 	return unknown
 }
 
+// The google.rpc.ErrorInfo of an Ack (or Nack, ExtendLease) refused because the delivery was
+// already acked: FAILED_PRECONDITION, as for any lost lease, but the delivery's work is done.
+const (
+	ErrorDomain         = "hookverify.dev"
+	AlreadyAckedReason  = "ALREADY_ACKED"
+	AlreadyAckedMessage = "already acked (by an earlier call whose answer was lost, or by another worker after this lease ended)"
+)
+
 // Ack marks a leased delivery done.
 func (s *Server) Ack(ctx context.Context, req *hookverifyv1.AckRequest) (*hookverifyv1.AckResponse, error) {
 	ib, err := s.inbox()
@@ -216,6 +225,7 @@ func (s *Server) AckMany(ctx context.Context, req *hookverifyv1.AckManyRequest) 
 		if err != nil {
 			st := status.Convert(leaseStatus(ctx, s, "ack", err))
 			result.Code, result.Message = int32(st.Code()), st.Message()
+			result.AlreadyAcked = errors.Is(err, storage.ErrAlreadyAcked)
 		} else {
 			s.metrics.observeAck()
 		}
@@ -547,6 +557,15 @@ func requireLease(inboxID, token string) error {
 // the delivery now) and must not retry the call.
 func leaseStatus(ctx context.Context, s *Server, op string, err error) error {
 	switch {
+	case errors.Is(err, storage.ErrAlreadyAcked):
+		// Still FAILED_PRECONDITION, as before the distinction, with an ErrorInfo saying the
+		// work is done: a worker retrying an ack whose answer was lost can tell it from a
+		// lease another worker holds.
+		st := status.New(codes.FailedPrecondition, op+": "+AlreadyAckedMessage)
+		if withInfo, detailErr := st.WithDetails(&errdetails.ErrorInfo{Reason: AlreadyAckedReason, Domain: ErrorDomain}); detailErr == nil {
+			st = withInfo
+		}
+		return st.Err()
 	case errors.Is(err, storage.ErrLeaseLost):
 		return status.Error(codes.FailedPrecondition, op+": lease lost (expired, or already acked); the delivery may be with another worker")
 	case errors.Is(err, storage.ErrNotFound):

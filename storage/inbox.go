@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -248,6 +249,18 @@ type LeasedDelivery struct {
 	// worker whose lease had expired (the worker crashed, hung or overran its visibility
 	// timeout without extending it).
 	PreviousLeaseExpired bool
+}
+
+// MissedLease is the error of a call on a delivery's lease (Ack, Nack, ExtendLease, GiveBack)
+// that matched no live lease, given the delivery's state ("" when it does not exist).
+func MissedLease(inboxID, state string) error {
+	switch state {
+	case "":
+		return fmt.Errorf("inbox record %q: %w", inboxID, ErrNotFound)
+	case StateAcked:
+		return fmt.Errorf("inbox record %q: %w", inboxID, ErrAlreadyAcked)
+	}
+	return fmt.Errorf("inbox record %q: %w", inboxID, ErrLeaseLost)
 }
 
 // EndpointInboxStats summarises one endpoint's inbox.

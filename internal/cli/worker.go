@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -465,6 +466,11 @@ func (w *worker) settle(ctx context.Context, d *hookverifyv1.InboxDelivery, dead
 		switch {
 		case err == nil:
 			return nil
+		case alreadyAcked(err):
+			// The ack went through already: an earlier attempt whose answer was lost, or
+			// another worker's after this lease ended. Either way the work is done.
+			fmt.Fprintf(w.e.stderr, "worker: delivery %s was already acked (%v)\n", d.GetInboxId(), status.Convert(err).Message())
+			return nil
 		case earlier != nil && status.Code(err) == codes.FailedPrecondition:
 			// The lease is gone, perhaps settled by the attempt whose answer was lost.
 			return fmt.Errorf("%w, after %v (an earlier attempt may have gone through)", err, earlier)
@@ -479,6 +485,21 @@ func (w *worker) settle(ctx context.Context, d *hookverifyv1.InboxDelivery, dead
 		fmt.Fprintf(w.e.stderr, "worker: settle %s: %v (trying again)\n", d.GetInboxId(), err)
 		sleep(ctx, wait)
 	}
+}
+
+// alreadyAcked reports whether err is the server refusing an ack because the delivery was
+// already acked (FAILED_PRECONDITION with the ALREADY_ACKED ErrorInfo).
+func alreadyAcked(err error) bool {
+	st := status.Convert(err)
+	if st.Code() != codes.FailedPrecondition {
+		return false
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == server.AlreadyAckedReason && info.GetDomain() == server.ErrorDomain {
+			return true
+		}
+	}
+	return false
 }
 
 // truncate cuts s to at most n bytes of valid UTF-8, between characters: a nack's error is a

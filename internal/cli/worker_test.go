@@ -13,12 +13,14 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server"
 )
 
 // unavailableOnce answers the first call of a kind UNAVAILABLE with msg and the others
@@ -316,6 +318,45 @@ func TestWorkerRetriesATransientAckFailure(t *testing.T) {
 	acks, _, _ := f.snapshot()
 	if len(acks) != 2 || acks[1] != "ok" || err != nil {
 		t.Errorf("ack answered UNAVAILABLE, then: acks %v, worker returned %v, output %q; want it acked on the second try", acks, err, out.String())
+	}
+}
+
+// TestWorkerCountsAnAlreadyAckedDeliverySettled: an ack whose answer was lost (UNAVAILABLE,
+// or a timeout) and that went through is retried, and the server answers FAILED_PRECONDITION
+// with ALREADY_ACKED. The worker reported the delivery not settled ("it runs again once its
+// lease ends", which it does not) and `--once` exited 1 for work that was done; a lease lost
+// otherwise is still unsettled.
+func TestWorkerCountsAnAlreadyAckedDeliverySettled(t *testing.T) {
+	acked := status.New(codes.FailedPrecondition, "ack: "+server.AlreadyAckedMessage)
+	acked, err := acked.WithDetails(&errdetails.ErrorInfo{Reason: server.AlreadyAckedReason, Domain: server.ErrorDomain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		second  error
+		settled bool
+	}{
+		{"already acked", acked.Err(), true},
+		{"lease lost otherwise", status.Error(codes.FailedPrecondition, "ack: lease lost"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeInbox{ackErr: func(n int) error {
+				if n == 1 {
+					return status.Error(codes.Unavailable, "the answer was lost")
+				}
+				return tc.second
+			}}
+			remote := startFakeInbox(t, f)
+			wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once"}, remote...), "--", "true"))
+			err, finished := wait(15 * time.Second)
+			if !finished {
+				t.Fatal("worker did not finish")
+			}
+			if settled := err == nil; settled != tc.settled {
+				t.Errorf("worker --once returned %v (output %q); want settled %v", err, out.String(), tc.settled)
+			}
+		})
 	}
 }
 

@@ -409,23 +409,15 @@ func (s *Store) settle(ctx context.Context, op, inboxID string, update func(ctx 
 		if err != nil || matched {
 			return err
 		}
-		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM inbox WHERE id = $1)`, matchable(inboxID)).Scan(&exists); err != nil {
+		var state string
+		err = tx.QueryRow(ctx, `SELECT state FROM inbox WHERE id = $1`, matchable(inboxID)).Scan(&state)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		return missedLease(inboxID, exists)
+		return storage.MissedLease(inboxID, state)
 	})
 }
 
-// missedLease says why a statement on the live lease of a delivery matched no row: the
-// delivery does not exist (ErrNotFound) or is not leased under that token any more
-// (ErrLeaseLost).
-func missedLease(inboxID string, exists bool) error {
-	if !exists {
-		return fmt.Errorf("inbox record %q: %w", inboxID, storage.ErrNotFound)
-	}
-	return fmt.Errorf("inbox record %q: %w", inboxID, storage.ErrLeaseLost)
-}
 
 // ackCall is one Ack waiting to share a commit (Store.acks).
 type ackCall struct {
@@ -503,12 +495,12 @@ func (s *Store) commitAcks(batch []ackCall) ([]struct{}, []error, error) {
 	var err error
 	if s.engine == EnginePostgreSQL {
 		err = s.inOneTrip(ctx, "ack", false, func(ctx context.Context, conn *pgx.Conn) error {
-			o = ackOutcome{acked: map[ackPair]bool{}, exists: map[string]bool{}}
+			o = ackOutcome{acked: map[ackPair]bool{}, states: map[string]string{}}
 			return ackInOnePipeline(ctx, conn, d, o)
 		})
 	} else {
 		err = s.inTx(ctx, "ack", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error {
-			o = ackOutcome{acked: map[ackPair]bool{}, exists: map[string]bool{}}
+			o = ackOutcome{acked: map[ackPair]bool{}, states: map[string]string{}}
 			return ackInOneStatement(ctx, tx, d, o)
 		})
 	}
@@ -534,8 +526,9 @@ type ackArgs struct {
 // ackOutcome is what a batch's transaction found: the pairs it acked, and which of the
 // deliveries named exist.
 type ackOutcome struct {
-	acked  map[ackPair]bool
-	exists map[string]bool
+	acked map[ackPair]bool
+	// states holds the state of each delivery an ack missed, when it exists.
+	states map[string]string
 }
 
 func distinctAcks(batch []ackCall) ackArgs {
@@ -562,11 +555,11 @@ func (d ackArgs) answer(batch []ackCall, o ackOutcome, errs []error) {
 		switch j := d.first[k]; {
 		case j != i && o.acked[k]:
 			// The first ack of the pair ended the lease.
-			errs[i] = mapError("ack", missedLease(a.inboxID, true))
+			errs[i] = mapError("ack", storage.MissedLease(a.inboxID, storage.StateAcked))
 		case j != i:
 			errs[i] = errs[j]
 		case !o.acked[k]:
-			errs[i] = mapError("ack", missedLease(a.inboxID, o.exists[a.inboxID]))
+			errs[i] = mapError("ack", storage.MissedLease(a.inboxID, o.states[a.inboxID]))
 		}
 	}
 }
@@ -594,26 +587,27 @@ func ackInOneStatement(ctx context.Context, tx pgx.Tx, d ackArgs, o ackOutcome) 
 	if len(missed) == 0 {
 		return nil
 	}
-	rows, err = tx.Query(ctx, `SELECT id FROM inbox WHERE id = ANY($1::TEXT[])`, matchableAll(missed))
+	rows, err = tx.Query(ctx, `SELECT id, state FROM inbox WHERE id = ANY($1::TEXT[])`, matchableAll(missed))
 	if err != nil {
 		return err
 	}
-	var id string
-	_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
-		o.exists[id] = true
+	var id, state string
+	_, err = pgx.ForEachRow(rows, []any{&id, &state}, func() error {
+		o.states[id] = state
 		return nil
 	})
 	return err
 }
 
-// ackOneSQL acks one delivery whose lease is live and says whether it did, and whether the
-// delivery exists (as it was before the UPDATE, where an acked delivery exists).
+// ackOneSQL acks one delivery whose lease is live and says whether it did, and the delivery's
+// state as it was before the UPDATE (NULL when it does not exist; read when the ack missed, to
+// tell an acked delivery from a lease lost otherwise).
 const ackOneSQL = `WITH acked AS (
 	UPDATE inbox SET state = 'acked', acked_at = $3, lease_token = NULL, leased_until = NULL
 	WHERE ` + onLiveLease + `
 	RETURNING id
 )
-SELECT EXISTS (SELECT 1 FROM acked), EXISTS (SELECT 1 FROM inbox WHERE id = $1)`
+SELECT EXISTS (SELECT 1 FROM acked), (SELECT state FROM inbox WHERE id = $1)`
 
 // ackInOnePipeline is PostgreSQL's path: one ackOneSQL per ack, all sent at once and run as
 // one implicit transaction (inOneTrip), so a batch costs one round trip; BEGIN and COMMIT
@@ -629,12 +623,15 @@ func ackInOnePipeline(ctx context.Context, conn *pgx.Conn, d ackArgs, o ackOutco
 	br := conn.SendBatch(ctx, &b)
 	defer br.Close()
 	for i := range d.ids {
-		var ok, found bool
-		if err := br.QueryRow().Scan(&ok, &found); err != nil {
+		var ok bool
+		var state *string
+		if err := br.QueryRow().Scan(&ok, &state); err != nil {
 			return err
 		}
 		o.acked[ackPair{d.ids[i], d.tokens[i]}] = ok
-		o.exists[d.ids[i]] = o.exists[d.ids[i]] || found
+		if state != nil && !ok {
+			o.states[d.ids[i]] = *state
+		}
 	}
 	return br.Close()
 }

@@ -332,17 +332,18 @@ func (s *Store) settle(ctx context.Context, op, inboxID string, update func(tx *
 }
 
 // missedLease says why a statement on the live lease of a delivery matched no row: the
-// delivery does not exist (ErrNotFound) or is not leased under that token any more
-// (ErrLeaseLost). Any other error is the transaction's.
+// delivery does not exist (ErrNotFound), was acked (ErrAlreadyAcked), or is not leased under
+// that token any more (ErrLeaseLost). Any other error is the transaction's.
 func missedLease(ctx context.Context, tx *sql.Tx, inboxID string) error {
-	var exists bool
-	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM inbox WHERE id = ?)`, inboxID).Scan(&exists); err != nil {
+	var state string
+	err := tx.QueryRowContext(ctx, `SELECT state FROM inbox WHERE id = ?`, inboxID).Scan(&state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return storage.MissedLease(inboxID, "")
+	}
+	if err != nil {
 		return err
 	}
-	if !exists {
-		return fmt.Errorf("inbox record %q: %w", inboxID, storage.ErrNotFound)
-	}
-	return fmt.Errorf("inbox record %q: %w", inboxID, storage.ErrLeaseLost)
+	return storage.MissedLease(inboxID, state)
 }
 
 // ackCall is one Ack waiting to share a commit (Store.acks).

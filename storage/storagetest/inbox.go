@@ -225,12 +225,18 @@ func testInbox(t *testing.T, h harness) {
 		wantSame(t, storage.LeaseResult{Deliveries: []storage.LeasedDelivery{takenOver}},
 			leaseResult(t, s, second), "lease after expiry")
 
-		wantErr(t, s.Ack(t.Context(), "d1", "tok-1", expired), storage.ErrLeaseLost, "Ack with the expired token")
+		if err := s.Ack(t.Context(), "d1", "tok-1", expired); !errors.Is(err, storage.ErrLeaseLost) || errors.Is(err, storage.ErrAlreadyAcked) {
+			t.Fatalf("Ack with the expired token, another worker holding the delivery = %v; want a lost lease, not acked", err)
+		}
 		_, err := s.Nack(t.Context(), "d1", "tok-1", expired, 3, "late", expired)
 		wantErr(t, err, storage.ErrLeaseLost, "Nack with the expired token")
 		wantErr(t, extendTo(t, s, "d1", "tok-1", expired.Add(time.Hour), expired), storage.ErrLeaseLost,
 			"ExtendLease with the expired token")
 		ack(t, s, "d1", "tok-3", expired)
+		// Once the other worker acked it, the late ack hears that the work is done.
+		wantErr(t, s.Ack(t.Context(), "d1", "tok-1", expired), storage.ErrAlreadyAcked, "Ack with the expired token after the takeover's ack")
+		wantErr(t, s.AckMany(t.Context(), []storage.LeaseRef{{InboxID: "d1", LeaseToken: "tok-1"}}, expired)[0], storage.ErrAlreadyAcked,
+			"AckMany with the expired token after the takeover's ack")
 	})
 
 	// A lease waits its turn behind other batches (the one writer, lease lanes) between the
@@ -282,8 +288,13 @@ func testInbox(t *testing.T, h harness) {
 
 		ack(t, s, "d1", "tok-1", t0)
 		wantStats(t, s, "stats after one ack", storage.EndpointInboxStats{EndpointID: "ep-1", Leased: 1, EarliestLeaseEnd: leaseEnd})
-		wantErr(t, s.Ack(t.Context(), "d1", "tok-1", t0), storage.ErrLeaseLost, "second Ack")
+		// A second ack (the first one's answer lost) says the work is done, not merely that the
+		// lease is gone: a worker can tell it from a lease another worker holds.
+		wantErr(t, s.Ack(t.Context(), "d1", "tok-1", t0), storage.ErrAlreadyAcked, "second Ack")
 		wantErr(t, s.Ack(t.Context(), "d2", "tok-other", t0), storage.ErrLeaseLost, "Ack with another token")
+		if err := s.Ack(t.Context(), "d2", "tok-other", t0); errors.Is(err, storage.ErrAlreadyAcked) {
+			t.Fatalf("Ack with another token of a delivery still leased = %v, which says it was acked", err)
+		}
 		wantErr(t, s.Ack(t.Context(), "nope", "tok-1", t0), storage.ErrNotFound, "Ack of an unknown delivery")
 		ack(t, s, "d2", "tok-1", t0.Add(time.Second))
 		wantStats(t, s, "stats after both acks")
@@ -1094,7 +1105,7 @@ func checkConcurrentAcks(t *testing.T, s storage.Store, acks []ackCall, errs []e
 				t.Errorf("the same Ack(%s, %s) twice = %v and %v, want one nil and one lease lost", a.inboxID, a.token, errs[i], errs[a.twin])
 			}
 			if errs[i] != nil {
-				wantErr(t, errs[i], storage.ErrLeaseLost, "the second of the same Ack "+a.inboxID)
+				wantErr(t, errs[i], storage.ErrAlreadyAcked, "the second of the same Ack "+a.inboxID)
 			}
 			continue
 		}

@@ -504,7 +504,12 @@ type AckResult struct {
 	// may mean the first try went through).
 	Code int32 `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
 	// A message for people, as Ack's error would have carried; empty when acked.
-	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// With FAILED_PRECONDITION: the lease is gone because the delivery was already acked (by an
+	// earlier call whose answer was lost, or by another worker after this lease ended), so its
+	// work is done. Ack answers the same case with a google.rpc.ErrorInfo detail, reason
+	// ALREADY_ACKED, domain hookverify.dev.
+	AlreadyAcked  bool `protobuf:"varint,4,opt,name=already_acked,json=alreadyAcked,proto3" json:"already_acked,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -558,6 +563,13 @@ func (x *AckResult) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *AckResult) GetAlreadyAcked() bool {
+	if x != nil {
+		return x.AlreadyAcked
+	}
+	return false
 }
 
 type NackRequest struct {
@@ -1218,11 +1230,12 @@ const file_hookverify_v1_inbox_proto_rawDesc = "" +
 	"\x0eAckManyRequest\x12-\n" +
 	"\x04acks\x18\x01 \x03(\v2\x19.hookverify.v1.AckRequestR\x04acks\"E\n" +
 	"\x0fAckManyResponse\x122\n" +
-	"\aresults\x18\x01 \x03(\v2\x18.hookverify.v1.AckResultR\aresults\"T\n" +
+	"\aresults\x18\x01 \x03(\v2\x18.hookverify.v1.AckResultR\aresults\"y\n" +
 	"\tAckResult\x12\x19\n" +
 	"\binbox_id\x18\x01 \x01(\tR\ainboxId\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\x05R\x04code\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xc0\x01\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12#\n" +
+	"\ralready_acked\x18\x04 \x01(\bR\falreadyAcked\"\xc0\x01\n" +
 	"\vNackRequest\x12\x19\n" +
 	"\binbox_id\x18\x01 \x01(\tR\ainboxId\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\tR\n" +

@@ -42,7 +42,10 @@ type InboxServiceClient interface {
 	// visibility timeout. An empty answer means there is nothing to do now.
 	Lease(ctx context.Context, in *LeaseRequest, opts ...grpc.CallOption) (*LeaseResponse, error)
 	// Ack marks a leased delivery done. FAILED_PRECONDITION if the lease was lost (it expired and
-	// the delivery may be with another worker now).
+	// the delivery may be with another worker now). When it was lost because the delivery was
+	// already acked (a retried Ack whose first answer was lost, or another worker's ack), the
+	// status carries a google.rpc.ErrorInfo with reason ALREADY_ACKED and domain
+	// hookverify.dev: the work is done, and a worker may count the delivery settled.
 	Ack(ctx context.Context, in *AckRequest, opts ...grpc.CallOption) (*AckResponse, error)
 	// AckMany acks up to 100 leased deliveries in one call, each exactly as Ack would, and
 	// answers for each in its own result: one lost lease does not fail the others. The acks of
@@ -167,7 +170,10 @@ type InboxServiceServer interface {
 	// visibility timeout. An empty answer means there is nothing to do now.
 	Lease(context.Context, *LeaseRequest) (*LeaseResponse, error)
 	// Ack marks a leased delivery done. FAILED_PRECONDITION if the lease was lost (it expired and
-	// the delivery may be with another worker now).
+	// the delivery may be with another worker now). When it was lost because the delivery was
+	// already acked (a retried Ack whose first answer was lost, or another worker's ack), the
+	// status carries a google.rpc.ErrorInfo with reason ALREADY_ACKED and domain
+	// hookverify.dev: the work is done, and a worker may count the delivery settled.
 	Ack(context.Context, *AckRequest) (*AckResponse, error)
 	// AckMany acks up to 100 leased deliveries in one call, each exactly as Ack would, and
 	// answers for each in its own result: one lost lease does not fail the others. The acks of
