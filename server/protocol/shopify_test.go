@@ -37,8 +37,9 @@ func TestShopifyVerify(t *testing.T) {
 	runVerifyCases(t, p, cs)
 }
 
-// TestShopifyDocumentedAlgorithm: Shopify publishes no fixed vector (shopify-api-js tests
-// compute theirs with createHmac at run time), so this pins the documented algorithm —
+// TestShopifyDocumentedAlgorithm: most shopify-api-js tests compute their HMAC with createHmac
+// at run time (one literal exists: TestShopifySDKVector), so this also pins the documented
+// algorithm —
 // "HMAC-SHA256 of the raw request body using your app's client secret as the key", base64 —
 // against a value computed here with openssl:
 // printf '%s' "$shopifyBody" | openssl dgst -sha256 -hmac "$shopifySecret" -binary | base64
