@@ -395,6 +395,11 @@ func (s *Server) sealSecret(e storage.Endpoint, secret string) (storage.Secret, 
 	if _, err := prov.ParseSecret(secret); err != nil {
 		return storage.Secret{}, status.Errorf(codes.InvalidArgument, "secret is not valid for provider %s: %v", e.Provider, err)
 	}
+	if prov.CheckSecret != nil {
+		if err := prov.CheckSecret(secret, e.Options); err != nil {
+			return storage.Secret{}, status.Errorf(codes.InvalidArgument, "secret is not valid for endpoint %q: %v", e.ID, err)
+		}
+	}
 	id, err := newSecretID()
 	if err != nil {
 		return storage.Secret{}, status.Error(codes.Internal, "cannot generate a secret id")

@@ -72,9 +72,20 @@ func (s *Server) load(ctx context.Context, st storage.Store, id string) (*cached
 	if err != nil {
 		return nil, err
 	}
+	now := s.clock()
 	for _, sec := range secrets {
-		material, unknownKey := s.openSecret(ctx, prov, sec)
-		e.keys = append(e.keys, cachedKey{secret: sec, material: material, unknownKey: unknownKey})
+		k := cachedKey{secret: sec}
+		// An ended secret never authenticates again (an end only stays or moves earlier), so
+		// it is not opened: its plaintext has no business in memory, and one under a master
+		// key since lost (which rekey lists apart and README says needs nothing) logged an
+		// ERROR at every load of its endpoint, once per TTL for ever.
+		if !sec.EndedAt(now) {
+			k.material, k.unknownKey = s.openSecret(ctx, prov, sec)
+			if k.material != nil {
+				s.metrics.secretInForce(id, sec.ID)
+			}
+		}
+		e.keys = append(e.keys, k)
 	}
 	return e, nil
 }
@@ -106,6 +117,18 @@ func (e *cachedEndpoint) validKeys(now time.Time) []protocol.Key {
 	// During an overlap the new secret is also the likelier signer: one HMAC, not two.
 	for _, k := range slices.Backward(e.keys) {
 		if k.material != nil && k.secret.ValidAt(now) {
+			keys = append(keys, protocol.Key{ID: k.secret.ID, Material: k.material})
+		}
+	}
+	return keys
+}
+
+// scheduledKeys returns the keys of the cached endpoint that start after now, newest first:
+// not valid yet, but held, so that a delivery one of them signed can be told from a forgery.
+func (e *cachedEndpoint) scheduledKeys(now time.Time) []protocol.Key {
+	var keys []protocol.Key
+	for _, k := range slices.Backward(e.keys) {
+		if k.material != nil && !k.secret.EndedAt(now) && now.Before(k.secret.NotBefore) {
 			keys = append(keys, protocol.Key{ID: k.secret.ID, Material: k.material})
 		}
 	}

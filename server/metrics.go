@@ -161,6 +161,15 @@ func (m *Metrics) observeVerdict(endpoint, provider string, resp *hookverifyv1.V
 	m.verifyLatency.Observe(took.Seconds())
 }
 
+// secretInForce exports a secret's verification counter at 0 before its first use, for the
+// same reason as the alerted counters (NewMetrics): the rotation runbook watches traffic move
+// to a new secret with rate(), which never sees the rise of a series that appears at 1.
+func (m *Metrics) secretInForce(endpoint, secretID string) {
+	if m != nil {
+		m.secretUses.WithLabelValues(endpoint, secretID)
+	}
+}
+
 func (m *Metrics) observeSecretUse(endpoint, secretID string) {
 	if m != nil {
 		m.secretUses.WithLabelValues(endpoint, secretID).Inc()

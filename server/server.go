@@ -115,6 +115,9 @@ type Server struct {
 	// noSecretLog bounds the ERROR logged while deliveries reach an endpoint with no secret
 	// valid now: every delivery to it, forged ones too, meets it.
 	noSecretLog *ratelog.Limiter
+	// scheduledKeyLog bounds the ERROR logged while a provider signs with a secret scheduled
+	// to start later: every delivery it sends meets it until then.
+	scheduledKeyLog *ratelog.Limiter
 	// refusalLog bounds the lines of calls refused as unauthenticated (refuse).
 	refusalLog refusalLog
 
@@ -161,6 +164,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.unopenedKeyLog = ratelog.ForLog(s.log, unopenedKeyLogInterval, "deliveries met a secret sealed under a master key this server does not hold")
 	s.noSecretLog = ratelog.ForLog(s.log, unopenedKeyLogInterval, "deliveries reached an endpoint with no secret valid now")
+	s.scheduledKeyLog = ratelog.ForLog(s.log, unopenedKeyLogInterval, "deliveries were signed with a secret scheduled to start later")
 	s.refusalLog.log = s.log
 	if s.now == nil {
 		s.now = time.Now

@@ -94,7 +94,8 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 	for i, h := range req.GetHeaders() {
 		preq.Headers[i] = protocol.Header{Name: h.GetName(), Value: h.GetValue()}
 	}
-	result, err := prov.Verify(preq, keys, protocol.Params{Now: now, Tolerance: endpoint.TimestampTolerance, Options: endpoint.Options})
+	params := protocol.Params{Now: now, Tolerance: endpoint.TimestampTolerance, Options: endpoint.Options}
+	result, err := prov.Verify(preq, keys, params)
 	if err != nil {
 		var rej *protocol.Rejection
 		if errors.As(err, &rej) {
@@ -111,6 +112,20 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 						"endpoint", endpoint.ID, "secret_id", id, "not_logged_since_last", heldBack)
 				}
 				return nil, status.Error(codes.Unavailable, "a signing secret of this endpoint cannot be opened by this server, retry later")
+			}
+			if early := cached.scheduledKeys(now); len(early) > 0 && mayBeKeys {
+				// Only a secret this server holds, scheduled to start later, signed it: the
+				// provider switched before the not_before set here (its clock, or the secret
+				// set at the provider early). Genuine, so not a 401 (PagerDuty and Okta drop
+				// those for good), and not valid yet, so not accepted: the provider retries and
+				// is accepted from the start on, and the log says what to change meanwhile.
+				if signed, err := prov.Verify(preq, early, params); err == nil {
+					if ok, heldBack := s.scheduledKeyLog.Allow(); ok {
+						s.log.ErrorContext(ctx, "cannot accept: the delivery is signed with a secret scheduled to start later; it is answered UNAVAILABLE until then (to accept it now, add the secret again without --not-before)",
+							"endpoint", endpoint.ID, "secret_id", signed.KeyID, "not_logged_since_last", heldBack)
+					}
+					return nil, status.Error(codes.Unavailable, "this delivery is signed with a secret of this endpoint that is not valid yet, retry later")
+				}
 			}
 			if len(keys) == 0 && mayBeKeys {
 				// Nothing to check the signature against: no secret added yet (the provider

@@ -66,8 +66,8 @@ var genericHMACOptions = []string{
 //     (URL-safe alphabet, unpadded).
 //   - key: how a secret becomes the HMAC key: raw (default: its bytes), hex, base64 (standard,
 //     padding optional) or whsec (an optional "whsec_" prefix, then base64). Secrets are stored
-//     as given and decoded when a delivery is verified, since ParseSecret sees no options; a
-//     secret that does not decode under this option never matches.
+//     as given and decoded when a delivery is verified; one that does not decode under this
+//     option is refused when it is added (CheckSecret).
 //   - template: the signed content, literal text and placeholders: {body} (the raw body,
 //     required exactly once), {timestamp} (the timestamp exactly as received), {id} (the
 //     id_header value), {url} (the URL the provider called, or the endpoint's public_url),
@@ -112,6 +112,7 @@ func GenericHMAC() *Protocol {
 			"than the tolerance (option tolerance, else the endpoint's, else 5 minutes): raise it to the sender's retry span in that case.",
 		ParseSecret:     parseGenericHMACSecret,
 		ValidateOptions: validateGenericHMACOptions,
+		CheckSecret:     checkGenericHMACSecret,
 		Verify:          verifyGenericHMAC,
 		Sign:            signGenericHMAC,
 		ExampleSecret:   sharedExample(""),
@@ -127,6 +128,19 @@ func parseGenericHMACSecret(secret string) ([]byte, error) {
 		return nil, invalidSecret("the generic-hmac secret has leading or trailing whitespace")
 	}
 	return []byte(secret), nil
+}
+
+// checkGenericHMACSecret refuses a secret that the endpoint's key option cannot decode: it
+// would never match a signature, and a rotation to it would end the secret that does.
+func checkGenericHMACSecret(secret string, options map[string]string) error {
+	c, err := parseGenericHMACConfig(options)
+	if err != nil {
+		return err
+	}
+	if _, ok := c.decodeKey([]byte(secret)); !ok {
+		return invalidSecret("the secret does not decode as the endpoint's option " + genericOptKey + "=" + c.key + " says")
+	}
+	return nil
 }
 
 // genericPartKind is one kind of template part.

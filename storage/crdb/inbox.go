@@ -418,7 +418,6 @@ func (s *Store) settle(ctx context.Context, op, inboxID string, update func(ctx 
 	})
 }
 
-
 // ackCall is one Ack waiting to share a commit (Store.acks).
 type ackCall struct {
 	inboxID, leaseToken string

@@ -42,7 +42,8 @@ type VerifierServiceClient interface {
 	//   - UNAVAILABLE: storage is down, not open yet, or a commit failed or is in doubt; or no
 	//     secret matched while a valid one is sealed under a master key this server lacks; or the
 	//     endpoint has no signing secret valid now (none added yet, only one that starts later,
-	//     every one ended), so that a signature can be neither checked nor refuted. Answer 503 so
+	//     every one ended), so that a signature can be neither checked nor refuted; or the
+	//     delivery is signed with a secret of the endpoint scheduled to start later. Answer 503 so
 	//     that the provider retries; the retry is accepted or a duplicate.
 	//   - RESOURCE_EXHAUSTED with a google.rpc.RetryInfo detail: a new event while an inbox limit
 	//     is reached (backpressure). Answer 503 with Retry-After set from RetryInfo.retry_delay.
@@ -101,7 +102,8 @@ type VerifierServiceServer interface {
 	//   - UNAVAILABLE: storage is down, not open yet, or a commit failed or is in doubt; or no
 	//     secret matched while a valid one is sealed under a master key this server lacks; or the
 	//     endpoint has no signing secret valid now (none added yet, only one that starts later,
-	//     every one ended), so that a signature can be neither checked nor refuted. Answer 503 so
+	//     every one ended), so that a signature can be neither checked nor refuted; or the
+	//     delivery is signed with a secret of the endpoint scheduled to start later. Answer 503 so
 	//     that the provider retries; the retry is accepted or a duplicate.
 	//   - RESOURCE_EXHAUSTED with a google.rpc.RetryInfo detail: a new event while an inbox limit
 	//     is reached (backpressure). Answer 503 with Retry-After set from RetryInfo.retry_delay.
