@@ -582,8 +582,30 @@ func secretRetire(ctx context.Context, e env, args []string) error {
 		return usagef("--endpoint and --id are required")
 	}
 	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
-		return c.Admin.RetireSecret(ctx, &hookverifyv1.RetireSecretRequest{EndpointId: *endpoint, SecretId: *id})
+		resp, err := c.Admin.RetireSecret(ctx, &hookverifyv1.RetireSecretRequest{EndpointId: *endpoint, SecretId: *id})
+		if err == nil {
+			warnNoSecretLeft(ctx, e, c, *endpoint)
+		}
+		return resp, err
 	})
+}
+
+// warnNoSecretLeft says on standard error when a retirement left the endpoint no secret in
+// force: every delivery is then answered UNAVAILABLE (retried by the provider, accepted by
+// none) until one is added, which is rarely what the retirement meant. A failed listing says
+// nothing: the retirement itself is done.
+func warnNoSecretLeft(ctx context.Context, e env, c *client.Conn, endpointID string) {
+	list, err := c.Admin.ListSecrets(ctx, &hookverifyv1.ListSecretsRequest{EndpointId: endpointID})
+	if err != nil {
+		return
+	}
+	for _, sec := range list.GetSecrets() {
+		switch sec.GetState() {
+		case hookverifyv1.SecretState_SECRET_STATE_ACTIVE, hookverifyv1.SecretState_SECRET_STATE_EXPIRING:
+			return
+		}
+	}
+	fmt.Fprintf(e.stderr, "warning: endpoint %s has no secret in force now: its deliveries are answered UNAVAILABLE (the provider retries) until one is added with `secret add`\n", endpointID)
 }
 
 func secretList(ctx context.Context, e env, args []string) error {
