@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -477,6 +478,13 @@ func (s *Server) endpointFromProto(in *hookverifyv1.Endpoint) (storage.Endpoint,
 func validateOptions(p *protocol.Protocol, options map[string]string) error {
 	own := make(map[string]string, len(options))
 	for k, v := range options {
+		// NUL is refused whatever the protocol takes: PostgreSQL's JSONB, where options are
+		// stored, cannot hold it, and both stores must agree (and say which option is wrong,
+		// not the store's bare "invalid argument"). The value is not quoted: it may be a
+		// credential.
+		if strings.ContainsRune(k, 0) || strings.ContainsRune(v, 0) {
+			return status.Errorf(codes.InvalidArgument, "option %q must not contain NUL", k)
+		}
 		if k != PublicURLOption {
 			own[k] = v
 			continue

@@ -38,7 +38,7 @@ func (s *Store) ListAuditEvents(ctx context.Context, f storage.AuditFilter) ([]s
 	var p params
 	query := `SELECT ` + auditColumns + ` FROM audit_events WHERE TRUE`
 	if f.EndpointID != "" {
-		query += ` AND endpoint_id = ` + p.add(f.EndpointID)
+		query += ` AND endpoint_id = ` + p.add(matchable(f.EndpointID)) // NUL: no event, as on SQLite
 	}
 	if !f.Since.IsZero() {
 		query += ` AND at >= ` + p.add(f.Since)

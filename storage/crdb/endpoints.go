@@ -45,7 +45,8 @@ func (s *Store) CreateEndpoint(ctx context.Context, e storage.Endpoint) error {
 
 // GetEndpoint returns the endpoint with the id, or ErrNotFound.
 func (s *Store) GetEndpoint(ctx context.Context, id string) (storage.Endpoint, error) {
-	return queryOne(ctx, s, "get endpoint", scanEndpoint, `SELECT `+endpointColumns+` FROM endpoints WHERE id = $1`, id)
+	// matchable: an id with NUL names no endpoint (as on SQLite), not a malformed argument.
+	return queryOne(ctx, s, "get endpoint", scanEndpoint, `SELECT `+endpointColumns+` FROM endpoints WHERE id = $1`, matchable(id))
 }
 
 // ListEndpoints returns every endpoint ordered by id.
@@ -98,7 +99,7 @@ func (s *Store) ModifyEndpoint(ctx context.Context, id string, change storage.En
 	)
 	err := s.inTx(ctx, "modify endpoint", writeTx, func(ctx context.Context, tx pgx.Tx) error {
 		changeErr = nil
-		rows, err := tx.Query(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = $1 FOR UPDATE`, id)
+		rows, err := tx.Query(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = $1 FOR UPDATE`, matchable(id))
 		if err != nil {
 			return err
 		}

@@ -94,12 +94,12 @@ func (s *Store) RetireSecret(ctx context.Context, endpointID, secretID string, a
 		// Only a secret not retired yet changes, which keeps the first retirement time and
 		// makes retiring idempotent; only that change is recorded.
 		tag, err := tx.Exec(ctx, `UPDATE secrets SET retired_at = $3
-			WHERE endpoint_id = $1 AND id = $2 AND retired_at IS NULL`, endpointID, secretID, at)
+			WHERE endpoint_id = $1 AND id = $2 AND retired_at IS NULL`, matchable(endpointID), matchable(secretID), at) // NUL: no secret, as on SQLite
 		if err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT `+secretColumns+` FROM secrets WHERE endpoint_id = $1 AND id = $2`,
-			endpointID, secretID)
+			matchable(endpointID), matchable(secretID))
 		if err != nil {
 			return err
 		}
@@ -168,7 +168,7 @@ func (s *Store) ResealSecret(ctx context.Context, endpointID, secretID, fromKeyI
 // ListSecrets returns every secret of the endpoint, retired ones included, ordered by
 // CreatedAt then ID.
 func (s *Store) ListSecrets(ctx context.Context, endpointID string) ([]storage.Secret, error) {
-	list, err := queryAll(ctx, s, "list secrets", scanSecret, `SELECT `+secretColumns+` FROM secrets WHERE endpoint_id = $1`, endpointID)
+	list, err := queryAll(ctx, s, "list secrets", scanSecret, `SELECT `+secretColumns+` FROM secrets WHERE endpoint_id = $1`, matchable(endpointID))
 	if err != nil {
 		return nil, err
 	}

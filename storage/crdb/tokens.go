@@ -67,11 +67,12 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (stora
 	err := s.inTx(ctx, "revoke token", writeTx, func(ctx context.Context, tx pgx.Tx) error {
 		// Only a token not revoked yet changes, which keeps the first revocation time and makes
 		// revoking idempotent; only that change is recorded.
-		tag, err := tx.Exec(ctx, `UPDATE tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL`, id, at)
+		// matchable: an id with NUL names no token (as on SQLite), not a malformed argument.
+		tag, err := tx.Exec(ctx, `UPDATE tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL`, matchable(id), at)
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE id = $1`, id)
+		rows, err := tx.Query(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE id = $1`, matchable(id))
 		if err != nil {
 			return err
 		}
