@@ -12,6 +12,7 @@ import (
 )
 
 func testEndpoints(t *testing.T, h harness) {
+	t.Run("ids holding NUL name nothing", func(t *testing.T) { testAdminHostileInput(t, h) })
 	t.Run("create then get returns every field", func(t *testing.T) {
 		cases := map[string]func(e *storage.Endpoint){
 			"typical": func(*storage.Endpoint) {},

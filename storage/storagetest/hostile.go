@@ -105,3 +105,39 @@ func testInboxHostileInput(t *testing.T, h harness) {
 func describeFilter(f storage.InboxFilter) string {
 	return fmt.Sprintf("endpoints %q, scopes %q", f.EndpointIDs, f.Scopes)
 }
+
+// testAdminHostileInput checks the admin lookups with ids holding NUL, which the API's strings
+// allow but PostgreSQL's text refuses: such an id names nothing, as any unknown id, on every
+// backend (PostgreSQL answered INVALID_ARGUMENT where SQLite answered NOT_FOUND).
+func testAdminHostileInput(t *testing.T, h harness) {
+	s := h.fresh(t)
+	createEndpoint(t, s, newEndpoint("ep-1"))
+	addSecret(t, s, newSecret("ep-1", "sec-1", at(time.Second)))
+	_, err := s.GetEndpoint(t.Context(), "ep-1\x00")
+	wantErr(t, err, storage.ErrNotFound, "GetEndpoint of an id holding NUL")
+	_, err = s.ModifyEndpoint(t.Context(), "ep-1\x00", func(e storage.Endpoint) (storage.Endpoint, string, error) {
+		t.Error("ModifyEndpoint called its change for an id holding NUL")
+		return e, "", nil
+	})
+	wantErr(t, err, storage.ErrNotFound, "ModifyEndpoint of an id holding NUL")
+	_, err = s.RetireSecret(t.Context(), "ep-1", "sec-1\x00", at(time.Hour))
+	wantErr(t, err, storage.ErrNotFound, "RetireSecret of a secret id holding NUL")
+	_, err = s.RetireSecret(t.Context(), "ep-1\x00", "sec-1", at(time.Hour))
+	wantErr(t, err, storage.ErrNotFound, "RetireSecret of an endpoint id holding NUL")
+	list, err := s.ListSecrets(t.Context(), "ep-1\x00")
+	must(t, err, "ListSecrets of an endpoint id holding NUL")
+	if len(list) != 0 {
+		t.Errorf("ListSecrets of an endpoint id holding NUL = %d secrets, want none", len(list))
+	}
+	_, err = s.RevokeToken(t.Context(), "tok\x00", at(time.Hour))
+	wantErr(t, err, storage.ErrNotFound, "RevokeToken of an id holding NUL")
+	events, err := s.ListAuditEvents(t.Context(), storage.AuditFilter{EndpointID: "ep-1\x00", Limit: 10})
+	must(t, err, "ListAuditEvents filtered by an endpoint id holding NUL")
+	if len(events) != 0 {
+		t.Errorf("ListAuditEvents filtered by an endpoint id holding NUL = %d events, want none", len(events))
+	}
+	// The real ones are untouched.
+	if got, err := s.ListSecrets(t.Context(), "ep-1"); err != nil || len(got) != 1 || !got[0].RetiredAt.IsZero() {
+		t.Errorf("ListSecrets(ep-1) after the hostile calls = %+v, %v; want sec-1, not retired", got, err)
+	}
+}
