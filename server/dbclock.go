@@ -35,6 +35,33 @@ type databaseTimer interface {
 // clockAnchor pairs a reading of the database's clock with s.now() read at the same moment.
 type clockAnchor struct {
 	db, local time.Time
+	// within bounds how far db may be off the database's clock at local: half the reading's
+	// round trip, as the server timed it (the database read its clock some time during it).
+	within time.Duration
+}
+
+// maxClockDrift is how fast the machine's monotonic clock may run fast or slow against the
+// database's, as a ratio (500 ppm, beyond any quartz oscillator's): an older reading is
+// trusted that much less for each second since.
+const maxClockDrift = 500e-6
+
+// withinAt bounds how far the reading may be off the database's clock at local.
+func (a *clockAnchor) withinAt(local time.Time) time.Duration {
+	return a.within + time.Duration(float64(local.Sub(a.local))*maxClockDrift)
+}
+
+// replaces reports whether the reading a is to replace last: it is no less exact than last is
+// by now, or the two disagree by more than both may be off, so that last is wrong (the machine
+// was suspended since, which its monotonic clock does not count). A reading whose reply came
+// slowly (a database under load) is otherwise dropped: taken, it moved the clock by up to half
+// its round trip, 1.5 s off the database's for a 3 s one, from a reading a millisecond exact.
+func (a *clockAnchor) replaces(last *clockAnchor) bool {
+	lastWithin := last.withinAt(a.local)
+	if a.within <= lastWithin {
+		return true
+	}
+	apart := a.db.Sub(last.now(a.local))
+	return apart > a.within+lastWithin || -apart > a.within+lastWithin
 }
 
 // now is the database's time when s.now() says local: the reading moved on by what has
@@ -50,16 +77,23 @@ func (s *Server) syncClock(ctx context.Context, st storage.Store) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, clockSyncTimeout)
 	defer cancel()
+	start := s.now()
 	db, err := dt.DatabaseTime(ctx)
 	if err != nil {
 		return err
 	}
-	s.anchor.Store(&clockAnchor{db: db, local: s.now()})
+	local := s.now()
+	reading := &clockAnchor{db: db, local: local, within: local.Sub(start) / 2}
+	if last := s.anchor.Load(); last != nil && !reading.replaces(last) {
+		return nil
+	}
+	s.anchor.Store(reading)
 	return nil
 }
 
 // RunClockSync reads the database's clock every clockSyncInterval until ctx ends, when
-// Options.DatabaseClock is set (SetStore read it first). A failed reading keeps the last one.
+// Options.DatabaseClock is set (SetStore read it first). A failed reading keeps the last one,
+// as does one less exact than it (clockAnchor.replaces).
 func (s *Server) RunClockSync(ctx context.Context) {
 	if !s.databaseClock {
 		return

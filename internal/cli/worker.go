@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -125,6 +126,10 @@ func runWorker(ctx context.Context, e env, args []string) error {
 			}
 			fmt.Fprintf(w.e.stderr, "worker: delivery %s not settled (%s): %v\n", d.GetInboxId(), why, err)
 		}
+		if errors.Is(runErr, errNotStarted) {
+			// It would fail every delivery alike (run): stop, as at start.
+			return fmt.Errorf("command: %w", runErr)
+		}
 	}
 	if *once && unsettled > 0 {
 		return fmt.Errorf("%d deliveries could not be acked or nacked", unsettled)
@@ -164,6 +169,8 @@ func (w *worker) warnUnknown(ids []string) {
 var (
 	errLeaseLost = errors.New("lease lost while the command ran")
 	errNotRun    = errors.New("not run: leased as the worker was stopping")
+	// errNotStarted: the command could not be started for a reason of the worker's (run).
+	errNotStarted = errors.New("the command could not be started")
 )
 
 // transient reports whether a failed inbox call may succeed if made again: the server or its
@@ -236,7 +243,8 @@ func (w *worker) lease(ctx context.Context, once bool) (*hookverifyv1.InboxDeliv
 // run runs the command for d, extending the lease when a third of it has passed (a third of the
 // visibility timeout later after an extension that failed transiently) and moving *deadline on
 // with each extension. It returns the command's failure (nil: exit 0) and whether the worker's
-// shutdown stopped it.
+// shutdown stopped it, or the command could not start for a reason of the worker's
+// (errNotStarted): either way the delivery's attempt is to be given back.
 //
 // The extensions are timed from the lease, not from the command's start, and the command is
 // killed when the lease ends unextended: a lease answered late (a slow database) has less than
@@ -255,6 +263,12 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 	// A process the command left running with its output open must not hold the worker.
 	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
+		if commandUnstartable(err) {
+			// Not the delivery's failure, and the same for every one: nacked, each spent an
+			// attempt, on its last one to the dead letters unrun. It is given back as when
+			// stopped, and the worker stops (runWorker), as it does at start.
+			return fmt.Errorf("%w: %w", errNotStarted, err), true
+		}
 		return err, false
 	}
 	done := make(chan error, 1)
@@ -357,6 +371,15 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 			return fmt.Errorf("%w: the lease ended while the server could not extend it", errLeaseLost), stopped
 		}
 	}
+}
+
+// commandUnstartable reports whether the command failed to start for want of the command
+// itself, found at start: gone since (a deploy removing or replacing it), no longer executable,
+// or being written (ETXTBSY). Any other failure to start may be the delivery's own (its
+// environment too large for exec, E2BIG, or holding NUL), and fails the delivery as before.
+func commandUnstartable(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrPermission) ||
+		errors.Is(err, syscall.ETXTBSY) || errors.Is(err, syscall.ENOEXEC)
 }
 
 // secretEnvs are the environment variables of hookverify's own secrets, kept from the command:

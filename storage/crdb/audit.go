@@ -3,6 +3,7 @@ package crdb
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -38,7 +39,12 @@ func (s *Store) ListAuditEvents(ctx context.Context, f storage.AuditFilter) ([]s
 	var p params
 	query := `SELECT ` + auditColumns + ` FROM audit_events WHERE TRUE`
 	if f.EndpointID != "" {
-		query += ` AND endpoint_id = ` + p.add(matchable(f.EndpointID)) // NUL: no event, as on SQLite
+		if strings.IndexByte(f.EndpointID, 0) >= 0 {
+			// No endpoint id holds NUL: no event, as on SQLite. Not matchable's "", which is
+			// the endpoint of every event of no endpoint (token.create, token.revoke).
+			return nil, nil
+		}
+		query += ` AND endpoint_id = ` + p.add(f.EndpointID)
 	}
 	if !f.Since.IsZero() {
 		query += ` AND at >= ` + p.add(f.Since)

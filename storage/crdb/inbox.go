@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -506,9 +507,49 @@ func (s *Store) commitAcks(batch []ackCall) ([]struct{}, []error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if s.engine == EnginePostgreSQL {
+		s.recheckMissedAcks(ctx, d, o)
+	}
 	errs := make([]error, len(batch))
 	d.answer(batch, o, errs)
 	return make([]struct{}, len(batch)), errs, nil
+}
+
+// recheckMissedAcks reads again, once the batch has committed, the state of each delivery an
+// ack of it missed while it was not acked yet (PostgreSQL's path). ackOneSQL reads the state
+// from its statement's snapshot, taken before the UPDATE waited for the row: behind another
+// ack of the delivery still committing (the retry of an ack whose answer was lost, made while
+// the first one's slow commit went on), the UPDATE found the delivery acked once it got the
+// row, and the snapshot still leased, so the retry heard "lease lost", not that the work was
+// done (ErrAlreadyAcked). A statement of its own reads what has committed. Only a batch with
+// such a miss pays the round trip; if the read fails, the snapshot's states stand.
+func (s *Store) recheckMissedAcks(ctx context.Context, d ackArgs, o ackOutcome) {
+	var missed []string
+	for i, id := range d.ids {
+		if state := o.states[id]; !o.acked[ackPair{id, d.tokens[i]}] && state != "" && state != storage.StateAcked {
+			missed = append(missed, id)
+		}
+	}
+	if len(missed) == 0 {
+		return
+	}
+	states := map[string]string{}
+	err := s.single(ctx, "ack", func(ctx context.Context, conn *pgx.Conn) error {
+		clear(states)
+		rows, err := conn.Query(ctx, `SELECT id, state FROM inbox WHERE id = ANY($1::TEXT[])`, matchableAll(missed))
+		if err != nil {
+			return err
+		}
+		var id, state string
+		_, err = pgx.ForEachRow(rows, []any{&id, &state}, func() error {
+			states[id] = state
+			return nil
+		})
+		return err
+	})
+	if err == nil {
+		maps.Copy(o.states, states)
+	}
 }
 
 // ackPair is what one ack names.
@@ -600,7 +641,8 @@ func ackInOneStatement(ctx context.Context, tx pgx.Tx, d ackArgs, o ackOutcome) 
 
 // ackOneSQL acks one delivery whose lease is live and says whether it did, and the delivery's
 // state as it was before the UPDATE (NULL when it does not exist; read when the ack missed, to
-// tell an acked delivery from a lease lost otherwise).
+// tell an acked delivery from a lease lost otherwise, and read again by recheckMissedAcks when
+// it is not acked, as of the statement's snapshot).
 const ackOneSQL = `WITH acked AS (
 	UPDATE inbox SET state = 'acked', acked_at = $3, lease_token = NULL, leased_until = NULL
 	WHERE ` + onLiveLease + `
