@@ -133,7 +133,13 @@ func inboxAck(ctx context.Context, e env, args []string) error {
 	}
 	if len(acks) == 1 && *leased == "" {
 		return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
-			return inboxClient(c).Ack(ctx, acks[0])
+			resp, err := inboxClient(c).Ack(ctx, acks[0])
+			if alreadyAcked(err) {
+				// The work is done (an ack re-run after a timeout, say): not a failure.
+				fmt.Fprintf(e.stderr, "hookverify inbox ack: %s was already acked\n", acks[0].GetInboxId())
+				return &hookverifyv1.AckResponse{}, nil
+			}
+			return resp, err
 		})
 	}
 	all := &hookverifyv1.AckManyResponse{}
@@ -158,11 +164,19 @@ func inboxAck(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	failed := 0
+	failed, done := 0, 0
 	for _, res := range all.Results {
-		if codes.Code(res.GetCode()) != codes.OK {
+		switch {
+		case res.GetAlreadyAcked():
+			// Acked before (an ack re-run after a timeout, or another worker's): its work is
+			// done, so it fails nothing; the result still says so.
+			done++
+		case codes.Code(res.GetCode()) != codes.OK:
 			failed++
 		}
+	}
+	if done > 0 {
+		fmt.Fprintf(e.stderr, "hookverify inbox ack: %d of %d were already acked\n", done, len(all.Results))
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d acks failed (see each result's code and message; UNAVAILABLE ones may be retried)", failed, len(all.Results))
