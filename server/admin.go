@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"strings"
 	"time"
@@ -161,9 +162,17 @@ func (s *Server) UpdateEndpoint(ctx context.Context, req *hookverifyv1.UpdateEnd
 		return nil, err
 	}
 	now := s.clock()
+	unreadable, err := s.secretsUnreadableUnder(ctx, st, in, now)
+	if err != nil {
+		return nil, err
+	}
 	var refused error
 	e, err := st.ModifyEndpoint(auditCtx, in.GetId(), func(current storage.Endpoint) (storage.Endpoint, string, error) {
 		next, err := s.updatedEndpoint(current, in, ifUpdatedAt, now)
+		if err == nil && len(unreadable) > 0 && !maps.Equal(current.Options, next.Options) {
+			err = status.Errorf(codes.InvalidArgument, "with these options, secrets %s of endpoint %q (in force or scheduled) would no longer read as keys, and every delivery they sign would be refused: retire them first (deliveries are then answered UNAVAILABLE, and retried, until a secret in the new form is added), or create a new endpoint with the new options sharing this one's dedupe_scope",
+				strings.Join(unreadable, ", "), current.ID)
+		}
 		refused = err
 		if err != nil {
 			return storage.Endpoint{}, "", err
@@ -182,6 +191,44 @@ func (s *Server) UpdateEndpoint(ctx context.Context, req *hookverifyv1.UpdateEnd
 	s.cache.invalidate(e.ID)
 	s.log.InfoContext(ctx, "endpoint updated", "endpoint", e.ID, "disabled", e.Disabled)
 	return &hookverifyv1.UpdateEndpointResponse{Endpoint: s.endpointToProto(e)}, nil
+}
+
+// secretsUnreadableUnder returns the ids of the endpoint's secrets, in force or scheduled at
+// now, that its protocol's CheckSecret refuses under the options of in (generic-hmac's key:
+// hex, base64, whsec): after such an update they would never match again, and a provider
+// that drops 401s would lose every delivery. Only protocols with a CheckSecret pay the reads;
+// a secret this server cannot open (its master key unknown here) is not counted against the
+// update. An unknown endpoint is left to ModifyEndpoint to report.
+func (s *Server) secretsUnreadableUnder(ctx context.Context, st storage.Store, in *hookverifyv1.Endpoint, now time.Time) ([]string, error) {
+	current, err := st.GetEndpoint(ctx, in.GetId())
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, storageStatus(ctx, s.log, "update endpoint", err)
+	}
+	prov, ok := s.protocols.Lookup(current.Provider)
+	if !ok || prov.CheckSecret == nil {
+		return nil, nil
+	}
+	secrets, err := st.ListSecrets(ctx, current.ID)
+	if err != nil {
+		return nil, storageStatus(ctx, s.log, "update endpoint", err)
+	}
+	var unreadable []string
+	for _, sec := range secrets {
+		if sec.EndedAt(now) {
+			continue
+		}
+		plain, err := s.keyring.Open(sec.KeyID, sec.EndpointID, sec.ID, sec.Sealed)
+		if err != nil {
+			continue
+		}
+		if prov.CheckSecret(string(plain), in.GetOptions()) != nil {
+			unreadable = append(unreadable, sec.ID)
+		}
+	}
+	return unreadable, nil
 }
 
 // updatedEndpoint is UpdateEndpoint's change: the settings in replacing current's, validated.

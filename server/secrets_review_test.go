@@ -175,3 +175,35 @@ func TestSecretVerificationSeriesStartAtZero(t *testing.T) {
 		}
 	})
 }
+
+// TestOptionChangeThatUnreadsASecretIsRefused: secret add refuses a generic-hmac secret the
+// endpoint's key option cannot decode, but endpoint update could change the key option under
+// a secret in force (base64 to hex, say): accepted, and every genuine delivery was a signature
+// mismatch from then on, lost by a provider that drops 401s. The update is refused, naming
+// the secrets; an update that leaves the options as they are, or one made once the secret is
+// retired, goes through.
+func TestOptionChangeThatUnreadsASecretIsRefused(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		endpoint := &hookverifyv1.Endpoint{Id: "generic-form", Provider: "generic-hmac", Options: map[string]string{"key": "base64"}}
+		e.createEndpoint(t, endpoint)
+		secretID := e.addSecret(t, "generic-form", "QUJDREVGR0g=")
+
+		toHex := &hookverifyv1.Endpoint{Id: "generic-form", Provider: "generic-hmac", Options: map[string]string{"key": "hex"}}
+		_, err := e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: toHex})
+		wantCode(t, err, codes.InvalidArgument)
+		if !strings.Contains(err.Error(), secretID) || strings.Contains(err.Error(), "QUJDREVGR0g=") {
+			t.Errorf("the refusal should name the secret's id and never quote it: %v", err)
+		}
+		same := &hookverifyv1.Endpoint{Id: "generic-form", Provider: "generic-hmac", Options: map[string]string{"key": "base64"}, Disabled: true}
+		if _, err := e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: same}); err != nil {
+			t.Fatalf("an update keeping the options: %v", err)
+		}
+		if _, err := e.admin.RetireSecret(t.Context(), &hookverifyv1.RetireSecretRequest{EndpointId: "generic-form", SecretId: secretID}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: toHex}); err != nil {
+			t.Fatalf("the same option change once the secret is retired: %v", err)
+		}
+	})
+}

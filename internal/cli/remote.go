@@ -599,13 +599,16 @@ func warnNoSecretLeft(ctx context.Context, e env, c *client.Conn, endpointID str
 	if err != nil {
 		return
 	}
+	until := "one is added with `secret add`"
 	for _, sec := range list.GetSecrets() {
 		switch sec.GetState() {
 		case hookverifyv1.SecretState_SECRET_STATE_ACTIVE, hookverifyv1.SecretState_SECRET_STATE_EXPIRING:
 			return
+		case hookverifyv1.SecretState_SECRET_STATE_SCHEDULED:
+			until = "a scheduled one starts, or one is added with `secret add`"
 		}
 	}
-	fmt.Fprintf(e.stderr, "warning: endpoint %s has no secret in force now: its deliveries are answered UNAVAILABLE (the provider retries) until one is added with `secret add`\n", endpointID)
+	fmt.Fprintf(e.stderr, "warning: endpoint %s has no secret in force now: its signed deliveries are answered UNAVAILABLE (the provider retries) until %s\n", endpointID, until)
 }
 
 func secretList(ctx context.Context, e env, args []string) error {
