@@ -194,9 +194,9 @@ func (s *Server) UpdateEndpoint(ctx context.Context, req *hookverifyv1.UpdateEnd
 }
 
 // secretsUnreadableUnder returns the ids of the endpoint's secrets, in force or scheduled at
-// now, that its protocol's CheckSecret refuses under the options of in (generic-hmac's key:
-// hex, base64, whsec): after such an update they would never match again, and a provider
-// that drops 401s would lose every delivery. Only protocols with a CheckSecret pay the reads;
+// now, that its protocol's CheckSecret takes under the endpoint's options and refuses under
+// the options of in (generic-hmac's key: hex, base64, whsec): after such an update they would
+// never match again, and a provider that drops 401s would lose every delivery. Only protocols with a CheckSecret pay the reads;
 // a secret this server cannot open (its master key unknown here) is not counted against the
 // update. An unknown endpoint is left to ModifyEndpoint to report.
 func (s *Server) secretsUnreadableUnder(ctx context.Context, st storage.Store, in *hookverifyv1.Endpoint, now time.Time) ([]string, error) {
@@ -224,7 +224,9 @@ func (s *Server) secretsUnreadableUnder(ctx context.Context, st storage.Store, i
 		if err != nil {
 			continue
 		}
-		if prov.CheckSecret(string(plain), in.GetOptions()) != nil {
+		// Only a secret that reads now counts: one stored before secret add checked the key
+		// option may read under neither, and the update changes nothing for it.
+		if prov.CheckSecret(string(plain), current.Options) == nil && prov.CheckSecret(string(plain), in.GetOptions()) != nil {
 			unreadable = append(unreadable, sec.ID)
 		}
 	}

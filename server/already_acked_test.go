@@ -4,24 +4,12 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
 )
-
-// alreadyAcked reports whether err carries the ErrorInfo of an ack refused because the
-// delivery was already acked.
-func alreadyAcked(err error) bool {
-	for _, d := range status.Convert(err).Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == server.AlreadyAckedReason && info.GetDomain() == server.ErrorDomain {
-			return true
-		}
-	}
-	return false
-}
 
 // TestAckOfAnAckedDeliverySaysSo: an Ack whose answer is lost is retried, and the retry met
 // FAILED_PRECONDITION "lease lost (expired, or already acked); the delivery may be with another
@@ -44,7 +32,7 @@ func TestAckOfAnAckedDeliverySaysSo(t *testing.T) {
 		}
 		err := ack(first, first.GetLeaseToken())
 		wantCode(t, err, codes.FailedPrecondition)
-		if !alreadyAcked(err) {
+		if !server.AlreadyAcked(err) {
 			t.Fatalf("the same Ack again = %v; want the ALREADY_ACKED ErrorInfo", status.Convert(err).Proto())
 		}
 		many, err := e.inbox.AckMany(t.Context(), &hookverifyv1.AckManyRequest{Acks: []*hookverifyv1.AckRequest{
@@ -63,7 +51,7 @@ func TestAckOfAnAckedDeliverySaysSo(t *testing.T) {
 		}
 		err = ack(second, "lease_not_this_one")
 		wantCode(t, err, codes.FailedPrecondition)
-		if alreadyAcked(err) {
+		if server.AlreadyAcked(err) {
 			t.Errorf("Ack with another token of a leased delivery carries ALREADY_ACKED")
 		}
 	})

@@ -182,6 +182,22 @@ const (
 	AlreadyAckedMessage = "already acked (by an earlier call whose answer was lost, or by another worker after this lease ended)"
 )
 
+// AlreadyAcked reports whether err, as a client of the inbox receives it, is a call refused
+// because the delivery was already acked (FAILED_PRECONDITION with the ALREADY_ACKED
+// ErrorInfo, as leaseStatus answers): the delivery's work is done.
+func AlreadyAcked(err error) bool {
+	st := status.Convert(err)
+	if st.Code() != codes.FailedPrecondition {
+		return false
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == AlreadyAckedReason && info.GetDomain() == ErrorDomain {
+			return true
+		}
+	}
+	return false
+}
+
 // Ack marks a leased delivery done.
 func (s *Server) Ack(ctx context.Context, req *hookverifyv1.AckRequest) (*hookverifyv1.AckResponse, error) {
 	ib, err := s.inbox()

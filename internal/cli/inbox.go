@@ -134,7 +134,7 @@ func inboxAck(ctx context.Context, e env, args []string) error {
 	if len(acks) == 1 && *leased == "" {
 		return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
 			resp, err := inboxClient(c).Ack(ctx, acks[0])
-			if alreadyAcked(err) {
+			if server.AlreadyAcked(err) {
 				// The work is done (an ack re-run after a timeout, say): not a failure.
 				fmt.Fprintf(e.stderr, "hookverify inbox ack: %s was already acked\n", acks[0].GetInboxId())
 				return &hookverifyv1.AckResponse{}, nil

@@ -19,7 +19,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -373,13 +372,17 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 	}
 }
 
-// commandUnstartable reports whether the command failed to start for want of the command
-// itself, found at start: gone since (a deploy removing or replacing it), no longer executable,
-// or being written (ETXTBSY). Any other failure to start may be the delivery's own (its
-// environment too large for exec, E2BIG, or holding NUL), and fails the delivery as before.
+// commandUnstartable reports whether the command failed to start for a reason of the
+// worker's, the same for every delivery: the command, found at start, gone since (a deploy
+// removing or replacing it), no longer executable, or being written (ETXTBSY); or the worker
+// out of file descriptors for its pipes (EMFILE, ENFILE), of processes to fork (EAGAIN: a
+// container's pids limit) or of memory. Any other failure to start may be the delivery's own
+// (its environment too large for exec, E2BIG, or holding NUL), and fails the delivery as before.
 func commandUnstartable(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrPermission) ||
-		errors.Is(err, syscall.ETXTBSY) || errors.Is(err, syscall.ENOEXEC)
+		errors.Is(err, syscall.ETXTBSY) || errors.Is(err, syscall.ENOEXEC) ||
+		errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.EAGAIN) ||
+		errors.Is(err, syscall.ENOMEM)
 }
 
 // secretEnvs are the environment variables of hookverify's own secrets, kept from the command:
@@ -489,7 +492,7 @@ func (w *worker) settle(ctx context.Context, d *hookverifyv1.InboxDelivery, dead
 		switch {
 		case err == nil:
 			return nil
-		case alreadyAcked(err):
+		case server.AlreadyAcked(err):
 			// The ack went through already: an earlier attempt whose answer was lost, or
 			// another worker's after this lease ended. Either way the work is done.
 			fmt.Fprintf(w.e.stderr, "worker: delivery %s was already acked (%v)\n", d.GetInboxId(), status.Convert(err).Message())
@@ -508,21 +511,6 @@ func (w *worker) settle(ctx context.Context, d *hookverifyv1.InboxDelivery, dead
 		fmt.Fprintf(w.e.stderr, "worker: settle %s: %v (trying again)\n", d.GetInboxId(), err)
 		sleep(ctx, wait)
 	}
-}
-
-// alreadyAcked reports whether err is the server refusing an ack because the delivery was
-// already acked (FAILED_PRECONDITION with the ALREADY_ACKED ErrorInfo).
-func alreadyAcked(err error) bool {
-	st := status.Convert(err)
-	if st.Code() != codes.FailedPrecondition {
-		return false
-	}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == server.AlreadyAckedReason && info.GetDomain() == server.ErrorDomain {
-			return true
-		}
-	}
-	return false
 }
 
 // truncate cuts s to at most n bytes of valid UTF-8, between characters: a nack's error is a

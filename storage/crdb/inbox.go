@@ -403,7 +403,7 @@ const onLiveLease = `id = $1 AND lease_token = $2 AND (state = 'leased') IS TRUE
 
 // settle runs update, a statement on the delivery's live lease whose parameters start with
 // inbox id, lease token and now, and which reports whether it matched a row. When it did not,
-// settle tells a missing delivery (ErrNotFound) from a lost lease (ErrLeaseLost).
+// settle says why (storage.MissedLease).
 func (s *Store) settle(ctx context.Context, op, inboxID string, update func(ctx context.Context, tx pgx.Tx) (bool, error)) error {
 	return s.inTx(ctx, op, s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error {
 		matched, err := update(ctx, tx)
@@ -484,8 +484,8 @@ RETURNING inbox.id, a.lease_token`
 // commitAcks acks a batch in one transaction. An ack of a missing delivery or of a lost
 // lease fails alone; any other failure fails the batch, which then committed nothing (or, if
 // its commit's outcome is unknown, is reported unavailable, as a lone ack's would be). An ack
-// repeated within the batch is answered as if it ran after the first: lease lost if the first
-// acked, else the first one's error.
+// repeated within the batch is answered as if it ran after the first: already acked if the
+// first acked, else the first one's error.
 func (s *Store) commitAcks(batch []ackCall) ([]struct{}, []error, error) {
 	d := distinctAcks(batch)
 	var o ackOutcome
@@ -536,20 +536,25 @@ func (s *Store) recheckMissedAcks(ctx context.Context, d ackArgs, o ackOutcome) 
 	states := map[string]string{}
 	err := s.single(ctx, "ack", func(ctx context.Context, conn *pgx.Conn) error {
 		clear(states)
-		rows, err := conn.Query(ctx, `SELECT id, state FROM inbox WHERE id = ANY($1::TEXT[])`, matchableAll(missed))
-		if err != nil {
-			return err
-		}
-		var id, state string
-		_, err = pgx.ForEachRow(rows, []any{&id, &state}, func() error {
-			states[id] = state
-			return nil
-		})
-		return err
+		return readStates(ctx, conn, missed, states)
 	})
 	if err == nil {
 		maps.Copy(o.states, states)
 	}
+}
+
+// readStates sets states[id] to the state of each delivery of ids that exists.
+func readStates(ctx context.Context, q querier, ids []string, states map[string]string) error {
+	rows, err := q.Query(ctx, `SELECT id, state FROM inbox WHERE id = ANY($1::TEXT[])`, matchableAll(ids))
+	if err != nil {
+		return err
+	}
+	var id, state string
+	_, err = pgx.ForEachRow(rows, []any{&id, &state}, func() error {
+		states[id] = state
+		return nil
+	})
+	return err
 }
 
 // ackPair is what one ack names.
@@ -563,8 +568,8 @@ type ackArgs struct {
 	first       map[ackPair]int
 }
 
-// ackOutcome is what a batch's transaction found: the pairs it acked, and which of the
-// deliveries named exist.
+// ackOutcome is what a batch's transaction found: the pairs it acked, and the state of the
+// deliveries it missed.
 type ackOutcome struct {
 	acked map[ackPair]bool
 	// states holds the state of each delivery an ack missed, when it exists.
@@ -587,8 +592,8 @@ func distinctAcks(batch []ackCall) ackArgs {
 }
 
 // answer sets errs[i] for each ack of the batch that did not go through. A repeated ack is
-// answered as if it ran after the first: lease lost if the first acked, else the first one's
-// error.
+// answered as if it ran after the first: already acked if the first acked, else the first
+// one's error.
 func (d ackArgs) answer(batch []ackCall, o ackOutcome, errs []error) {
 	for i, a := range batch {
 		k := ackPair{a.inboxID, a.leaseToken}
@@ -604,8 +609,8 @@ func (d ackArgs) answer(batch []ackCall, o ackOutcome, errs []error) {
 	}
 }
 
-// ackInOneStatement runs ackBatchSQL in tx, then reads which of the deliveries it did not
-// ack exist. CockroachDB's path.
+// ackInOneStatement runs ackBatchSQL in tx, then reads the state of the deliveries it did not
+// ack. CockroachDB's path.
 func ackInOneStatement(ctx context.Context, tx pgx.Tx, d ackArgs, o ackOutcome) error {
 	rows, err := tx.Query(ctx, ackBatchSQL, pgx.QueryExecModeExec, matchableAll(d.ids), matchableAll(d.tokens), d.nows)
 	if err != nil {
@@ -627,16 +632,7 @@ func ackInOneStatement(ctx context.Context, tx pgx.Tx, d ackArgs, o ackOutcome) 
 	if len(missed) == 0 {
 		return nil
 	}
-	rows, err = tx.Query(ctx, `SELECT id, state FROM inbox WHERE id = ANY($1::TEXT[])`, matchableAll(missed))
-	if err != nil {
-		return err
-	}
-	var id, state string
-	_, err = pgx.ForEachRow(rows, []any{&id, &state}, func() error {
-		o.states[id] = state
-		return nil
-	})
-	return err
+	return readStates(ctx, tx, missed, o.states)
 }
 
 // ackOneSQL acks one delivery whose lease is live and says whether it did, and the delivery's

@@ -319,8 +319,7 @@ func sortLeased(list []storage.LeasedDelivery) {
 const onLiveLease = `id = ? AND lease_token = ? AND state = 'leased' AND leased_until > ?`
 
 // settle runs update, a statement on the delivery's live lease that reports whether it
-// matched a row, in a write transaction. When it did not, settle tells a missing delivery
-// (ErrNotFound) from a lost lease (ErrLeaseLost).
+// matched a row, in a write transaction. When it did not, settle says why (missedLease).
 func (s *Store) settle(ctx context.Context, op, inboxID string, update func(tx *sql.Tx) (bool, error)) error {
 	return s.write(ctx, op, func(tx *sql.Tx) error {
 		matched, err := update(tx)
@@ -335,12 +334,9 @@ func (s *Store) settle(ctx context.Context, op, inboxID string, update func(tx *
 // delivery does not exist (ErrNotFound), was acked (ErrAlreadyAcked), or is not leased under
 // that token any more (ErrLeaseLost). Any other error is the transaction's.
 func missedLease(ctx context.Context, tx *sql.Tx, inboxID string) error {
-	var state string
+	var state string // "" when there is no row
 	err := tx.QueryRowContext(ctx, `SELECT state FROM inbox WHERE id = ?`, inboxID).Scan(&state)
-	if errors.Is(err, sql.ErrNoRows) {
-		return storage.MissedLease(inboxID, "")
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
 	return storage.MissedLease(inboxID, state)
