@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +77,7 @@ func FuzzParseClientCAs(f *testing.F) {
 // seconds from milliseconds), as RFC 3339 the time time.Parse reads.
 func FuzzParseSignTime(f *testing.F) {
 	for _, s := range []string{"1700000000", "0", "-1", "99999999999", "100000000000", "1700000000000",
-		"2026-12-05T08:00:00Z", "2026-12-05T08:00:00.123+01:00", "1969-12-31T23:59:59Z", "+1", "0x10", "1e9", "9223372036854775807"} {
+		"2026-12-05T08:00:00Z", "2026-12-05T08:00:00.123+01:00", "1969-12-31T23:59:59Z", "+1", "0x10", "1e9", "9223372036854775807", "-0", "-00", "+0"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -100,7 +101,9 @@ func FuzzParseSignTime(f *testing.F) {
 			}
 			return
 		}
-		if got.Unix() >= maxSignSeconds || got.Nanosecond() != 0 || strings.TrimLeft(s, "+0123456789") != "" {
+		// strconv.ParseInt takes a sign, so "-0" and "+1" are the seconds 0 and 1.
+		secs, perr := strconv.ParseInt(s, 10, 64)
+		if perr != nil || got.Unix() != secs || secs >= maxSignSeconds || got.Nanosecond() != 0 {
 			t.Fatalf("parseSignTime(%q) = %v: neither RFC 3339 nor unix seconds below 10^11", s, got)
 		}
 	})
