@@ -46,8 +46,10 @@ breaking: $(BUF)
 		$(BUF) breaking --against '.git#ref=HEAD~1'; echo "no breaking proto changes since HEAD~1"; \
 	else echo "no previous commit with protos: nothing to compare"; fi
 
+## vet: also as a 32-bit build, where int is 32 bits and an int64 constant in an int overflows.
 vet:
 	go vet ./...
+	GOARCH=386 go vet ./...
 
 fmt-check:
 	out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -100,7 +100,7 @@ func exampleZoomSecret() (string, string, error) {
 func zoomExampleBody(eventID string) []byte {
 	return marshalJSONUnescaped(map[string]any{
 		"event":    "meeting.started",
-		"event_ts": 1767000000123,
+		"event_ts": int64(1767000000123),
 		"payload": map[string]any{
 			"account_id": "AAAAAABBBB",
 			"object": map[string]any{

@@ -693,7 +693,7 @@ func (s *Store) GiveBack(ctx context.Context, inboxID, leaseToken string, retryA
 func (s *Store) nack(ctx context.Context, op, inboxID, leaseToken string, retryAt time.Time, maxAttempts int, lastError string, now time.Time) (bool, error) {
 	giveBack := int64(0)
 	if maxAttempts == 0 {
-		giveBack, maxAttempts = 1, math.MaxInt64
+		giveBack, maxAttempts = 1, math.MaxInt
 	}
 	var dead bool
 	err := s.settle(ctx, op, inboxID, func(ctx context.Context, tx pgx.Tx) (bool, error) {
