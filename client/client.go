@@ -394,7 +394,9 @@ func checkToken(token string) error {
 // address list (ipv4:, ipv6:) of loopback addresses only.
 func isLoopback(target string) bool {
 	if strings.HasPrefix(target, "unix:") || strings.HasPrefix(target, "unix-abstract:") {
-		return true
+		// gRPC reads a target that does not parse as a URL ("unix://:A") as a DNS name.
+		_, err := url.Parse(target)
+		return err == nil
 	}
 	if list, err := parseAddressList(target); list != nil || err != nil {
 		return err == nil && list.allLoopback()
