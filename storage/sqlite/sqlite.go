@@ -17,6 +17,11 @@
 // busy timeout, and no transaction fails halfway because it could not upgrade a read lock.
 // Reads use a separate pool of read-only connections, which WAL lets run during a write.
 //
+// SQLite does not notice the database file or its write-ahead log being deleted or replaced
+// while it has them open: its commits would go on succeeding into files gone at the next
+// start. Every write transaction checks first that the files at the paths are the ones open
+// (checkFiles), and fails with ErrUnavailable if not.
+//
 // The file is created with mode 0600. Times are stored as INTEGER microseconds since the Unix
 // epoch in UTC; durations as INTEGER milliseconds.
 package sqlite
@@ -26,8 +31,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -77,6 +84,10 @@ type Store struct {
 	writeStmts stmtCache
 	// turns orders the transactions waiting for the writer.
 	turns writerTurns
+	// files are the database file and its write-ahead log as this store opened them, and
+	// pin the connection that keeps them open (see checkFiles).
+	files storeFiles
+	pin   *sql.DB
 }
 
 var (
@@ -156,6 +167,10 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if err := s.recountPending(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	if err := s.pinFiles(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
@@ -240,6 +255,10 @@ func dsn(path string, busyTimeout time.Duration, role connRole) string {
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(FULL)")
+	// mode=rw: a connection never creates the database (OpenWith does, private). One that
+	// the pool opens after the file was deleted would otherwise create an empty one at the
+	// path, with the default mode, and fail on its missing tables.
+	q.Set("mode", "rw")
 	switch role {
 	case readerConn:
 		q.Set("_query_only", "1")
@@ -280,6 +299,83 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := s.reader.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations").Scan(&n); err != nil {
 		return s.fail("ping", unavailable(err))
 	}
+	// The reads above still work on a deleted file, which SQLite keeps open.
+	if err := s.checkFiles(); err != nil {
+		return s.fail("ping", unavailable(err))
+	}
+	return nil
+}
+
+// storeFiles identify the database file and its write-ahead log as the store opened them.
+type storeFiles struct {
+	db, wal         os.FileInfo
+	dbPath, walPath string
+}
+
+// pinFiles notes which files the store's connections have open, and keeps one connection
+// open for the store's life, so that SQLite never deletes and recreates the write-ahead log
+// while the store is open (it does when the last connection to the database closes, and
+// database/sql may close the writer and the readers): from then on a write-ahead log at the
+// path that is not the noted one was deleted or replaced from outside (checkFiles).
+func (s *Store) pinFiles(ctx context.Context) error {
+	// SQLite opens the file a symbolic link leads to, and names the log after that file; an
+	// absolute path keeps naming it if the working directory changes.
+	dbPath, err := filepath.Abs(s.path)
+	if err == nil {
+		dbPath, err = filepath.EvalSymlinks(dbPath)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w: %w", s.path, storage.ErrUnavailable, err)
+	}
+	if s.pin, err = sql.Open("sqlite", dsn(s.path, DefaultBusyTimeout, readerConn)); err != nil {
+		return fmt.Errorf("sqlite: open %s: %w: %w", s.path, storage.ErrUnavailable, err)
+	}
+	s.pin.SetMaxOpenConns(1)
+	s.pin.SetMaxIdleConns(1)
+	var n int64
+	// A read opens the log, which stays open with the connection, idle in the pool.
+	if err := s.pin.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations").Scan(&n); err != nil {
+		return fmt.Errorf("sqlite: open %s: %w: %w", s.path, storage.ErrUnavailable, err)
+	}
+	s.files = storeFiles{dbPath: dbPath, walPath: dbPath + "-wal"}
+	if s.files.db, err = os.Stat(s.files.dbPath); err == nil {
+		s.files.wal, err = os.Stat(s.files.walPath)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w: %w", s.path, storage.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// filesError is checkFiles' error.
+type filesError struct{ error }
+
+func (e filesError) Unwrap() error { return e.error }
+
+// checkFiles fails when the database file or its write-ahead log at their paths are not the
+// files the store has open: deleted (by hand, or by a cleaner of old files) or replaced. SQLite
+// does not notice in WAL mode: it keeps writing to the files it has open, every commit
+// succeeds, and all of it, whatever was committed since the last checkpoint too, is gone at
+// the next start. So no write may commit then (inWriteTxAs): ACCEPTED would be a promise the
+// disk does not keep. A failure to look (a permission, an I/O error) is no evidence: the
+// writes themselves then report what is wrong.
+func (s *Store) checkFiles() error {
+	if s.files.db == nil {
+		return nil // Open has not noted them yet: it is migrating the files it just opened
+	}
+	for _, f := range []struct {
+		path string
+		want os.FileInfo
+		lost string
+	}{
+		{s.files.dbPath, s.files.db, "the deleted file held everything stored: restart from the latest backup"},
+		{s.files.walPath, s.files.wal, "what was committed so far was copied into " + s.files.dbPath},
+	} {
+		info, err := os.Stat(f.path)
+		if errors.Is(err, fs.ErrNotExist) || err == nil && !os.SameFile(info, f.want) {
+			return filesError{fmt.Errorf("%s was deleted or replaced while in use: new commits would be lost at the next start, so writes are refused until hookverify is restarted (%s)", f.path, f.lost)}
+		}
+	}
 	return nil
 }
 
@@ -291,6 +387,9 @@ func (s *Store) Close() error {
 	var errs []error
 	if s.reader != nil {
 		errs = append(errs, s.reader.Close())
+	}
+	if s.pin != nil {
+		errs = append(errs, s.pin.Close())
 	}
 	if s.stmts != nil {
 		s.stmts.close()
@@ -346,6 +445,13 @@ func (s *Store) inWriteTxAs(ctx context.Context, claims bool, fn func(tx *sql.Tx
 	defer func() { _ = tx.Rollback() }()
 	if err := fn(tx); err != nil {
 		return err
+	}
+	if err := s.checkFiles(); err != nil {
+		// The connection still has the deleted log open: a checkpoint copies what was
+		// committed to it (and answered as done) into the database file, for the restart.
+		_ = tx.Rollback()
+		_, _ = s.writer.ExecContext(context.Background(), "PRAGMA wal_checkpoint(FULL)")
+		return unavailable(err)
 	}
 	if err := tx.Commit(); err != nil {
 		return unavailable(err)
@@ -403,6 +509,12 @@ func (s *Store) fail(op string, err error) error {
 			case code&0xff == sqlite3.SQLITE_CONSTRAINT:
 				return fmt.Errorf("%s: %w: %w", prefix, storage.ErrInvalid, err)
 			}
+		}
+	}
+	if _, known := errors.AsType[filesError](err); !known {
+		if lost := s.checkFiles(); lost != nil {
+			// Whatever the driver said (no such table, unable to open), this is why.
+			return fmt.Errorf("%s: %w: %w: %w", prefix, storage.ErrUnavailable, lost, err)
 		}
 	}
 	return fmt.Errorf("%s: %w: %w", prefix, storage.ErrUnavailable, err)
