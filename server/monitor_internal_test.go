@@ -18,14 +18,30 @@ import (
 // scriptedStats is a store whose InboxStats, while hang is set, waits until it is cleared
 // (a connection that hangs without an error), and while slowFail is above zero sleeps that
 // long, once, and fails (a read that hung until the connection broke); else it answers stats.
+// answered counts the reads that answered. With afterFail set, the first read after the slow
+// failure sends the time between the failure and its own start on afterFail, then waits until
+// release is closed: a test sees the NOT_SERVING between them however late it is scheduled.
 type scriptedStats struct {
 	storage.Store
 	stats    []storage.EndpointInboxStats
 	hang     atomic.Bool
 	slowFail atomic.Int64
+	answered atomic.Int64
+
+	failedAt  atomic.Pointer[time.Time]
+	afterFail chan time.Duration // buffered, one
+	release   chan struct{}
 }
 
 func (s *scriptedStats) InboxStats(ctx context.Context) ([]storage.EndpointInboxStats, error) {
+	if at := s.failedAt.Swap(nil); at != nil && s.afterFail != nil {
+		s.afterFail <- time.Since(*at)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-s.release:
+		}
+	}
 	for s.hang.Load() {
 		select {
 		case <-ctx.Done():
@@ -35,8 +51,11 @@ func (s *scriptedStats) InboxStats(ctx context.Context) ([]storage.EndpointInbox
 	}
 	if d := s.slowFail.Swap(0); d > 0 {
 		time.Sleep(time.Duration(d))
+		now := time.Now()
+		s.failedAt.Store(&now)
 		return nil, errors.New("connection reset")
 	}
+	s.answered.Add(1)
 	return s.stats, nil
 }
 
@@ -93,15 +112,30 @@ func oldestAge(s *Server) float64 {
 // gave up after 15 minutes paused the monitor for five hours).
 func TestMonitorRecoversSoonAfterASlowFailure(t *testing.T) {
 	srv, st := newScriptedMonitor(t)
-	st.slowFail.Store(int64(200 * time.Millisecond))
+	st.afterFail, st.release = make(chan time.Duration, 1), make(chan struct{})
+	// A failed read of 500ms: the fault paused twenty times that, 10 s, far from both the 10ms
+	// interval and the 3 s a loaded machine is allowed below.
+	st.slowFail.Store(int64(500 * time.Millisecond))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	go srv.RunInboxMonitor(ctx, 10*time.Millisecond)
-	if !waitHealth(t, srv, healthpb.HealthCheckResponse_NOT_SERVING, 2*time.Second) {
+	// The next read is held until health is seen NOT_SERVING: at a 10 ms interval it would
+	// otherwise end that state before a poller on a loaded machine looked.
+	if !waitHealth(t, srv, healthpb.HealthCheckResponse_NOT_SERVING, 10*time.Second) {
 		t.Fatal("health never NOT_SERVING after the failed read")
 	}
-	if !waitHealth(t, srv, healthpb.HealthCheckResponse_SERVING, time.Second) {
-		t.Fatal("health still NOT_SERVING a second after the failed read, though storage answers again (the monitor paused twenty times the failed read's length)")
+	close(st.release)
+	// The pause is measured by the store (failure to next read), not by a poller's deadline.
+	select {
+	case gap := <-st.afterFail:
+		if gap > 3*time.Second {
+			t.Fatalf("the monitor read again %v after the failed read (twenty times the failed read's length was the fault), want about its 10ms interval", gap)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the monitor never read again after the failed read")
+	}
+	if !waitHealth(t, srv, healthpb.HealthCheckResponse_SERVING, 10*time.Second) {
+		t.Fatal("health still NOT_SERVING after the read that followed the failed one answered")
 	}
 }
 
@@ -118,7 +152,14 @@ func TestMonitorHandlesAHungReadAsFailed(t *testing.T) {
 	srv.RefreshInboxDepth(t.Context())
 	before := oldestAge(srv)
 	go srv.RunInboxMonitor(ctx, interval)
-	time.Sleep(5 * interval) // the monitor's own reads answer: it knows how long a scan takes
+	// The monitor's own reads answer (beyond RefreshInboxDepth's): it knows how long a scan
+	// takes. Waited for, not slept: a first read still under way when the hang begins gets a
+	// minute (firstInboxReadStall) before it counts as failed.
+	for deadline := time.Now().Add(10 * time.Second); st.answered.Load() < 3; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the monitor's reads never answered")
+		}
+	}
 	st.hang.Store(true)
 	if !waitHealth(t, srv, healthpb.HealthCheckResponse_NOT_SERVING, 2*time.Second) {
 		t.Fatal("health still SERVING while the inbox stats read hangs")

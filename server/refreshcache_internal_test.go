@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -100,6 +102,28 @@ func receive(t *testing.T, ch <-chan getResult) getResult {
 	case <-time.After(10 * time.Second):
 		t.Fatal("get did not return")
 		return getResult{}
+	}
+}
+
+// waitInGet waits until n goroutines started by getAsync are inside get. A caller inside get
+// while a held load is pending is sure to wait for that load; a sleep could not be sure of it
+// on a loaded machine, where a caller that arrived after the load ended would load again.
+func waitInGet(t *testing.T, n int) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		in := 0
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "refreshCache[...]).get(") && strings.Contains(g, "getAsync") {
+				in++
+			}
+		}
+		if in >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d callers inside get", in, n)
+		}
 	}
 }
 
@@ -233,7 +257,7 @@ func TestRefreshCacheSharesErrors(t *testing.T) {
 	first := getAsync(t.Context(), c, "k", l)
 	l.waitEntered(t)
 	waiter := getAsync(t.Context(), c, "k", l)
-	settle()
+	waitInGet(t, 2) // the waiter waits for the held load: it must share its error, not load
 	open()
 	for _, ch := range []<-chan getResult{first, waiter} {
 		if r := receive(t, ch); !errors.Is(r.err, down) {
