@@ -435,6 +435,12 @@ func TestAuthScopeDecisions(t *testing.T) {
 			return err
 		}
 	}
+	discard := func(token, inboxID string) func() error {
+		return func() error {
+			_, err := inbox.Discard(as(token), &hookverifyv1.DiscardRequest{InboxId: inboxID, Reason: "poison"})
+			return err
+		}
+	}
 	listEndpoints := func(token string) func() error {
 		return func() error {
 			_, err := admin.ListEndpoints(as(token), &hookverifyv1.ListEndpointsRequest{})
@@ -493,6 +499,9 @@ func TestAuthScopeDecisions(t *testing.T) {
 		{"inbox prefix denies extending a delivery outside it", extend("inbox-acme", "inbox-globex-orders"), false},
 		{"inbox prefix allows requeueing its delivery", requeue("inbox-acme", "inbox-acme-orders"), true},
 		{"inbox prefix denies requeueing a delivery outside it", requeue("inbox-acme", "inbox-globex-orders"), false},
+		{"inbox prefix allows discarding its delivery", discard("inbox-acme", "inbox-acme-orders"), true},
+		{"inbox prefix denies discarding a delivery outside it", discard("inbox-acme", "inbox-globex-orders"), false},
+		{"verify does not allow discarding", discard("verify-all", "inbox-acme-orders"), false},
 		{"inbox prefix allows acking many of its deliveries", ackMany("inbox-acme", "inbox-acme-orders", "inbox-acme-billing"), true},
 		{"inbox prefix denies acking many with one outside it", ackMany("inbox-acme", "inbox-acme-orders", "inbox-globex-orders"), false},
 		{"inbox prefix denies acking many with one missing", ackMany("inbox-acme", "inbox-acme-orders", "inbox-missing"), false},
@@ -558,6 +567,7 @@ func TestAuthScopeDecisions(t *testing.T) {
 			{ack("inbox-acme", "inbox-globex-orders"), ack("inbox-acme", "inbox-missing")},
 			{ackMany("inbox-acme", "inbox-acme-orders", "inbox-globex-orders"), ackMany("inbox-acme", "inbox-acme-orders", "inbox-missing")},
 			{requeue("inbox-acme", "inbox-globex-orders"), requeue("inbox-acme", "inbox-missing")},
+			{discard("inbox-acme", "inbox-globex-orders"), discard("inbox-acme", "inbox-missing")},
 		}
 		for i, p := range pairs {
 			existing, missing := status.Convert(p[0]()), status.Convert(p[1]())

@@ -74,6 +74,9 @@ var methodRules = map[string]rule{
 	hookverifyv1.InboxService_Requeue_FullMethodName: {check: func(ctx context.Context, s *Server, scopes scopeSet, req any) error {
 		return s.needDeliveries(ctx, scopes, req.(*hookverifyv1.RequeueRequest).GetInboxId())
 	}},
+	hookverifyv1.InboxService_Discard_FullMethodName: {check: func(ctx context.Context, s *Server, scopes scopeSet, req any) error {
+		return s.needDeliveries(ctx, scopes, req.(*hookverifyv1.DiscardRequest).GetInboxId())
+	}},
 	// GetInboxStats answers any inbox caller, with only the endpoints its scopes cover.
 	hookverifyv1.InboxService_GetInboxStats_FullMethodName: {
 		check: func(_ context.Context, _ *Server, scopes scopeSet, _ any) error {

@@ -97,6 +97,10 @@ func TestHostileIDsAnswerAlikeOnEveryBackend(t *testing.T) {
 					_, err := e.inbox.Requeue(ctx, &hookverifyv1.RequeueRequest{InboxId: s})
 					return err
 				},
+				"Discard": func(ctx context.Context) error {
+					_, err := e.inbox.Discard(ctx, &hookverifyv1.DiscardRequest{InboxId: s, Reason: "hostile"})
+					return err
+				},
 			}
 			for name, call := range calls {
 				code := status.Code(call(ctx))

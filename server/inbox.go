@@ -527,6 +527,34 @@ func (s *Server) Requeue(ctx context.Context, req *hookverifyv1.RequeueRequest) 
 	return &hookverifyv1.RequeueResponse{}, nil
 }
 
+// Discard settles a dead delivery without running it.
+func (s *Server) Discard(ctx context.Context, req *hookverifyv1.DiscardRequest) (*hookverifyv1.DiscardResponse, error) {
+	ib, err := s.inbox()
+	if err != nil {
+		return nil, err
+	}
+	switch reason := req.GetReason(); {
+	case req.GetInboxId() == "":
+		return nil, status.Error(codes.InvalidArgument, "inbox_id is required")
+	case strings.TrimSpace(reason) == "":
+		// The delivery's work is given up for good: whoever reads the record later (or the log)
+		// must learn why.
+		return nil, status.Error(codes.InvalidArgument, "reason is required: say why the delivery must not run")
+	case len(reason) > maxNackErrorBytes:
+		return nil, status.Errorf(codes.InvalidArgument, "reason is longer than %d bytes", maxNackErrorBytes)
+	case strings.IndexByte(reason, 0) >= 0:
+		return nil, status.Error(codes.InvalidArgument, "reason holds NUL")
+	}
+	if err := ib.Discard(ctx, req.GetInboxId(), "discarded: "+req.GetReason(), s.clock()); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, status.Errorf(codes.NotFound, "no dead delivery %q", req.GetInboxId())
+		}
+		return nil, storageStatus(ctx, s.log, "discard", err)
+	}
+	s.log.InfoContext(ctx, "dead delivery discarded", "inbox_id", req.GetInboxId(), "reason", req.GetReason())
+	return &hookverifyv1.DiscardResponse{}, nil
+}
+
 // GetInboxStats reports each endpoint's inbox.
 func (s *Server) GetInboxStats(ctx context.Context, _ *hookverifyv1.GetInboxStatsRequest) (*hookverifyv1.GetInboxStatsResponse, error) {
 	ib, err := s.inbox()

@@ -251,6 +251,63 @@ func TestInboxNackDeadLetterRequeueExtend(t *testing.T) {
 	})
 }
 
+// TestInboxDiscard: a dead delivery that must never run is settled unrun. It is gone from the
+// dead letters and from every lease, is never requeued, a redelivery of its event is still
+// DUPLICATE with the same operation key, and retention deletes it from the discard on.
+func TestInboxDiscard(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnvWith(t, b, func(o *server.Options) { o.MaxAttempts = 1 })
+		secret, _ := e.setup(t, githubProvider, "work")
+		req := e.deliver(t, githubProvider, "work", eventID(githubProvider), secret)
+		first := e.accept(t, req)
+		e.clock.Advance(time.Second)
+		pending := e.accept(t, e.deliver(t, githubProvider, "work", eventID(githubProvider), secret))
+
+		d := lease(t, e, 1, time.Minute)[0]
+		if _, err := e.inbox.Nack(t.Context(), &hookverifyv1.NackRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken(), Error: "poison"}); err != nil {
+			t.Fatalf("Nack: %v", err)
+		}
+		discard := func(inboxID, reason string) error {
+			_, err := e.inbox.Discard(t.Context(), &hookverifyv1.DiscardRequest{InboxId: inboxID, Reason: reason})
+			return err
+		}
+		for name, c := range map[string]struct {
+			inboxID, reason string
+			want            codes.Code
+		}{
+			"no id":         {"", "why", codes.InvalidArgument},
+			"no reason":     {d.GetInboxId(), " ", codes.InvalidArgument},
+			"long reason":   {d.GetInboxId(), strings.Repeat("x", 1025), codes.InvalidArgument},
+			"NUL in reason": {d.GetInboxId(), "a\x00b", codes.InvalidArgument},
+			"pending":       {pending.GetInboxId(), "why", codes.NotFound},
+			"unknown":       {"inbox_nope", "why", codes.NotFound},
+		} {
+			if err := discard(c.inboxID, c.reason); status.Code(err) != c.want {
+				t.Errorf("Discard, %s: %v, want %s", name, err, c.want)
+			}
+		}
+		if err := discard(d.GetInboxId(), "charges a closed account: refunded by hand"); err != nil {
+			t.Fatalf("Discard: %v", err)
+		}
+		wantCode(t, discard(d.GetInboxId(), "again"), codes.NotFound)
+		_, err := e.inbox.Requeue(t.Context(), &hookverifyv1.RequeueRequest{InboxId: d.GetInboxId()})
+		wantCode(t, err, codes.NotFound)
+		dead, err := e.inbox.ListDeadLetters(t.Context(), &hookverifyv1.ListDeadLettersRequest{})
+		if err != nil || len(dead.GetDeliveries()) != 0 {
+			t.Fatalf("ListDeadLetters after Discard = %v, %v; want none", dead, err)
+		}
+		e.clock.Advance(time.Hour)
+		if got := lease(t, e, 10, time.Minute); len(got) != 1 || got[0].GetInboxId() != pending.GetInboxId() {
+			t.Fatalf("lease after Discard = %v, want only the pending delivery", got)
+		}
+		e.duplicate(t, req, first)
+		stats, err := e.inbox.GetInboxStats(t.Context(), &hookverifyv1.GetInboxStatsRequest{})
+		if err != nil || len(stats.GetEndpoints()) != 1 || stats.GetEndpoints()[0].GetDead() != 0 || stats.GetEndpoints()[0].GetLeased() != 1 {
+			t.Fatalf("GetInboxStats after Discard = %v, %v; want one leased, none dead", stats, err)
+		}
+	})
+}
+
 // TestLowerMaxAttemptsDeadLettersSpentPendingAtStart: a delivery nacked while --max-attempts
 // was higher sits pending with more attempts than a restart's lower limit allows. No lease
 // takes it (leases need attempts left), and Lease and Nack dead-letter only the deliveries

@@ -511,6 +511,8 @@ func FuzzInboxRPC(f *testing.F) {
 		allowed(t, "ExtendLease", err, lost...)
 		_, err = fs.inbox.Requeue(ctx, &hookverifyv1.RequeueRequest{InboxId: inboxID})
 		allowed(t, "Requeue", err, lost...)
+		_, err = fs.inbox.Discard(ctx, &hookverifyv1.DiscardRequest{InboxId: inboxID, Reason: errText})
+		allowed(t, "Discard", err, lost...)
 
 		// A delivery of this target's own, leased, then acted on with a token one byte off.
 		eventID := fmt.Sprintf("evt_%d_%d", os.Getpid(), next.Add(1))

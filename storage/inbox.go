@@ -63,6 +63,11 @@ type InboxStore interface {
 	// Requeue moves a dead delivery back to pending, visible at now, with its attempts reset to
 	// zero. ErrNotFound if no dead delivery has the id.
 	Requeue(ctx context.Context, inboxID string, now time.Time) error
+	// Discard settles a dead delivery unrun: it becomes acked at now, as an ack would leave it,
+	// so that Sweep deletes it and its claim like any acked delivery, and its last error
+	// becomes reason followed by the error it held ("REASON; last error: ..."). ErrNotFound if
+	// no dead delivery has the id.
+	Discard(ctx context.Context, inboxID, reason string, now time.Time) error
 	// DeadLetterExhausted moves up to req.Batch pending deliveries that have used
 	// req.MaxAttempts attempts or more to dead, at req.Now, and returns how many it moved; call
 	// it until the count comes back below Batch. Each one's last error becomes req.Reason,

@@ -104,3 +104,43 @@ func TestInboxDeadPages(t *testing.T) {
 		t.Fatalf("inbox dead with a bad token: exit %d, %q; want the server's error", code, errOut)
 	}
 }
+
+// discardRecorder records the Discard calls it answers.
+type discardRecorder struct {
+	hookverifyv1.UnimplementedInboxServiceServer
+	mu    sync.Mutex
+	calls []*hookverifyv1.DiscardRequest
+}
+
+func (d *discardRecorder) Discard(_ context.Context, req *hookverifyv1.DiscardRequest) (*hookverifyv1.DiscardResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls = append(d.calls, req)
+	if req.GetInboxId() != "d1" {
+		return nil, status.Errorf(codes.NotFound, "no dead delivery %q", req.GetInboxId())
+	}
+	return &hookverifyv1.DiscardResponse{}, nil
+}
+
+// TestInboxDiscard: inbox discard sends the id and the reason, and refuses to send a call
+// without either (a reason is what tells a later reader why the work never ran).
+func TestInboxDiscard(t *testing.T) {
+	f := &discardRecorder{}
+	remote := startFakeInbox(t, f)
+	for _, args := range [][]string{{"--id", "d1"}, {"--reason", "poison"}, {"--id", "d1", "--reason", "  "}} {
+		if code, _, errOut := run(t, "", append(append([]string{"inbox", "discard"}, args...), remote...)...); code != 2 || !strings.Contains(errOut, "--reason") {
+			t.Errorf("inbox discard %v: exit %d, %q; want a usage error naming --id and --reason", args, code, errOut)
+		}
+	}
+	if code, _, errOut := run(t, "", append([]string{"inbox", "discard", "--id", "d1", "--reason", "charges a closed account"}, remote...)...); code != 0 {
+		t.Fatalf("inbox discard: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := run(t, "", append([]string{"inbox", "discard", "--id", "d2", "--reason", "x"}, remote...)...); code == 0 || !strings.Contains(errOut, "no dead delivery") {
+		t.Fatalf("inbox discard of no dead letter: exit %d, %q; want the server's NOT_FOUND", code, errOut)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.calls) != 2 || f.calls[0].GetInboxId() != "d1" || f.calls[0].GetReason() != "charges a closed account" {
+		t.Fatalf("Discard calls: %v; want d1 with its reason, then d2, and nothing for the refused ones", f.calls)
+	}
+}

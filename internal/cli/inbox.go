@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -26,6 +27,7 @@ func runInbox(ctx context.Context, e env, args []string) error {
 		"extend":  inboxExtend,
 		"dead":    inboxDead,
 		"requeue": inboxRequeue,
+		"discard": inboxDiscard,
 	})
 }
 
@@ -306,5 +308,23 @@ func inboxRequeue(ctx context.Context, e env, args []string) error {
 	}
 	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
 		return inboxClient(c).Requeue(ctx, &hookverifyv1.RequeueRequest{InboxId: *id})
+	})
+}
+
+// inboxDiscard settles a dead delivery without running it (Discard).
+func inboxDiscard(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "inbox discard")
+	var r remoteFlags
+	r.register(fs)
+	id := fs.String("id", "", "inbox id of a dead delivery that must never run (required)")
+	reason := fs.String("reason", "", "why it must not run, kept with the delivery and logged (required)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *id == "" || strings.TrimSpace(*reason) == "" {
+		return usagef("--id and --reason are required")
+	}
+	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
+		return inboxClient(c).Discard(ctx, &hookverifyv1.DiscardRequest{InboxId: *id, Reason: *reason})
 	})
 }

@@ -826,19 +826,37 @@ const requeueSQL = `UPDATE inbox SET state = 'pending', attempts = 0, visible_at
 // and answered ErrNotFound, so the operator was told there was no such dead letter while it
 // was back in the queue. An outcome that cannot be known is ErrUnavailable.
 func (s *Store) Requeue(ctx context.Context, inboxID string, now time.Time) error {
-	requeue := func(ctx context.Context, db interface {
+	return s.updateDead(ctx, "requeue", inboxID, requeueSQL, matchable(inboxID), now)
+}
+
+// updateDead runs query, an update of the dead delivery inboxID, as the other inbox writes
+// are (see Requeue): ErrNotFound when it matched no row.
+func (s *Store) updateDead(ctx context.Context, op, inboxID, query string, args ...any) error {
+	update := func(ctx context.Context, db interface {
 		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	}) error {
-		tag, err := db.Exec(ctx, requeueSQL, matchable(inboxID), now)
+		tag, err := db.Exec(ctx, query, args...)
 		if err == nil && tag.RowsAffected() == 0 {
 			return fmt.Errorf("dead inbox record %q: %w", inboxID, storage.ErrNotFound)
 		}
 		return err
 	}
 	if s.engine == EnginePostgreSQL {
-		return s.inOneTrip(ctx, "requeue", false, func(ctx context.Context, conn *pgx.Conn) error { return requeue(ctx, conn) })
+		return s.inOneTrip(ctx, op, false, func(ctx context.Context, conn *pgx.Conn) error { return update(ctx, conn) })
 	}
-	return s.inTx(ctx, "requeue", s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error { return requeue(ctx, tx) })
+	return s.inTx(ctx, op, s.inboxTx(), func(ctx context.Context, tx pgx.Tx) error { return update(ctx, tx) })
+}
+
+// discardSQL settles a dead delivery unrun, as an ack leaves a delivery ($3 is the reason).
+const discardSQL = `UPDATE inbox SET state = 'acked', acked_at = $2,
+	last_error = $3::TEXT || COALESCE('; last error: ' || NULLIF(last_error, ''), '')
+	WHERE id = $1 AND (state = 'dead') IS TRUE`
+
+// Discard settles a dead delivery unrun: acked at now, its reason before its last error. Its
+// statement is run as Requeue's is, for the same reason: run a second time after a broken
+// connection, it would find the delivery no longer dead and answer ErrNotFound.
+func (s *Store) Discard(ctx context.Context, inboxID, reason string, now time.Time) error {
+	return s.updateDead(ctx, "discard", inboxID, discardSQL, matchable(inboxID), now, storage.StorableText(reason))
 }
 
 // deadLetterExhaustedSQL moves up to $4 pending deliveries that used $3 attempts or more to

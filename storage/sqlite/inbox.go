@@ -561,6 +561,20 @@ func (s *Store) Requeue(ctx context.Context, inboxID string, now time.Time) erro
 	})
 }
 
+// Discard settles a dead delivery unrun: acked at now, its reason before its last error.
+func (s *Store) Discard(ctx context.Context, inboxID, reason string, now time.Time) error {
+	return s.write(ctx, "discard", func(tx *sql.Tx) error {
+		matched, err := affected(tx.ExecContext(ctx, `UPDATE inbox SET state = 'acked', acked_at = ?1,
+			last_error = ?2 || coalesce('; last error: ' || nullif(last_error, ''), '')
+			WHERE id = ?3 AND state = 'dead'`,
+			micros(now), storage.StorableText(reason), inboxID))
+		if err == nil && !matched {
+			err = fmt.Errorf("dead inbox record %q: %w", inboxID, storage.ErrNotFound)
+		}
+		return err
+	})
+}
+
 // DeadLetterExhausted moves up to req.Batch pending deliveries with no attempts left under
 // req.MaxAttempts to dead, in one write transaction that also takes them off their
 // endpoints' pending counts.

@@ -606,6 +606,49 @@ func testInbox(t *testing.T, h harness) {
 		}, lease(t, s, req), "lease after requeue")
 	})
 
+	t.Run("discard settles a dead delivery unrun, as an ack would", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		deliver(t, s, "ep-1", "ep-1", "d1", at(1*time.Second))
+		deliver(t, s, "ep-1", "ep-1", "pending", t0.Add(time.Hour))
+		deliver(t, s, "ep-1", "ep-1", "leased", at(2*time.Second))
+		first := leaseReq("tok-1", t0, 2)
+		first.Visibility = 24 * time.Hour
+		wantIDs(t, lease(t, s, first), "first lease", "d1", "leased")
+		nack(t, s, "d1", "tok-1", t0, 1, t0)
+
+		for _, id := range []string{"pending", "leased", "nope", "d\x00"} {
+			wantErr(t, s.Discard(t.Context(), id, "discarded: why", t0), storage.ErrNotFound, "Discard of "+id)
+		}
+		discarded := t0.Add(time.Minute)
+		must(t, s.Discard(t.Context(), "d1", "discarded: poison\x00", discarded), "Discard")
+		wantIDs(t, deadLetters(t, s, storage.InboxFilter{}, 10), "dead letters after discard")
+		wantErr(t, s.Discard(t.Context(), "d1", "discarded: again", discarded), storage.ErrNotFound, "second Discard")
+		wantErr(t, s.Requeue(t.Context(), "d1", discarded), storage.ErrNotFound, "Requeue of a discarded delivery")
+		wantStats(t, s, "stats after discard", storage.EndpointInboxStats{
+			EndpointID: "ep-1", Pending: 1, Leased: 1, OldestPendingAt: t0.Add(time.Hour), EarliestLeaseEnd: t0.Add(first.Visibility)})
+		wantIDs(t, lease(t, s, leaseReq("tok-2", t0.Add(48*time.Hour), 10)), "lease after discard", "leased", "pending")
+
+		// Its claim stays: a redelivery is the same event.
+		if r := claim(t, s, newDelivery("ep-1", "ep-1", "evt-d1", "again")); r.Accepted || r.InboxID != "d1" {
+			t.Fatalf("claim of a discarded delivery's identity: %+v, want the first claim", r)
+		}
+		// Retention takes it, and then its claim, as it takes acked deliveries: counted from
+		// the discard, not from when it died.
+		req := storage.SweepRequest{AckedBefore: discarded, Batch: 10}
+		if res, err := s.Sweep(t.Context(), req); err != nil || res != (storage.SweepResult{}) {
+			t.Fatalf("Sweep before the discard's retention: %+v, %v; want nothing deleted", res, err)
+		}
+		req.AckedBefore = discarded.Add(time.Microsecond)
+		if res, err := s.Sweep(t.Context(), req); err != nil || res != (storage.SweepResult{InboxDeleted: 1}) {
+			t.Fatalf("Sweep after the discard's retention: %+v, %v; want the delivery", res, err)
+		}
+		wantNoDelivery(t, s, "d1")
+		req.ClaimsBefore = discarded // after every claim but "pending"'s: only d1's, now gone, goes
+		if res, err := s.Sweep(t.Context(), req); err != nil || res != (storage.SweepResult{ClaimsDeleted: 1}) {
+			t.Fatalf("Sweep of the claims: %+v, %v; want d1's", res, err)
+		}
+	})
+
 	t.Run("extend lease keeps the delivery from others until it ends", func(t *testing.T) {
 		s := inboxFixture(t, h)
 		deliver(t, s, "ep-1", "ep-1", "d1", at(1*time.Second))

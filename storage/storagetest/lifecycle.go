@@ -84,6 +84,7 @@ func closedCalls(ctx context.Context, s storage.Store) map[string]error {
 	_, calls["ExtendLease"] = s.ExtendLease(ctx, storage.ExtendRequest{LeaseRef: storage.LeaseRef{InboxID: "inbox-1", LeaseToken: "tok"}, Visibility: time.Hour, Now: at(time.Hour)})
 	_, _, calls["ListDeadLetters"] = s.ListDeadLetters(ctx, storage.InboxFilter{}, storage.DeadLetterKey{}, 10, 0)
 	calls["Requeue"] = s.Requeue(ctx, "inbox-1", at(time.Hour))
+	calls["Discard"] = s.Discard(ctx, "inbox-1", "discarded: closed", at(time.Hour))
 	_, calls["InboxStats"] = s.InboxStats(ctx)
 	_, calls["DeliveryEndpoints"] = s.DeliveryEndpoints(ctx, []string{"inbox-1"})
 	_, calls["Sweep"] = s.Sweep(ctx, storage.SweepRequest{AckedBefore: at(time.Hour), ClaimsBefore: at(time.Hour), Batch: 10})

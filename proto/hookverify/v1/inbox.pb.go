@@ -1016,6 +1016,96 @@ func (*RequeueResponse) Descriptor() ([]byte, []int) {
 	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{15}
 }
 
+type DiscardRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	InboxId string                 `protobuf:"bytes,1,opt,name=inbox_id,json=inboxId,proto3" json:"inbox_id,omitempty"`
+	// Why the delivery is settled unrun (required; at most 1024 bytes, no NUL; no secrets,
+	// please): it is kept with the delivery until retention deletes it, and logged.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DiscardRequest) Reset() {
+	*x = DiscardRequest{}
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DiscardRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DiscardRequest) ProtoMessage() {}
+
+func (x *DiscardRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DiscardRequest.ProtoReflect.Descriptor instead.
+func (*DiscardRequest) Descriptor() ([]byte, []int) {
+	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *DiscardRequest) GetInboxId() string {
+	if x != nil {
+		return x.InboxId
+	}
+	return ""
+}
+
+func (x *DiscardRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type DiscardResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DiscardResponse) Reset() {
+	*x = DiscardResponse{}
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DiscardResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DiscardResponse) ProtoMessage() {}
+
+func (x *DiscardResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DiscardResponse.ProtoReflect.Descriptor instead.
+func (*DiscardResponse) Descriptor() ([]byte, []int) {
+	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{17}
+}
+
 type GetInboxStatsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1024,7 +1114,7 @@ type GetInboxStatsRequest struct {
 
 func (x *GetInboxStatsRequest) Reset() {
 	*x = GetInboxStatsRequest{}
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[16]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1036,7 +1126,7 @@ func (x *GetInboxStatsRequest) String() string {
 func (*GetInboxStatsRequest) ProtoMessage() {}
 
 func (x *GetInboxStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[16]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1049,7 +1139,7 @@ func (x *GetInboxStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInboxStatsRequest.ProtoReflect.Descriptor instead.
 func (*GetInboxStatsRequest) Descriptor() ([]byte, []int) {
-	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{16}
+	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{18}
 }
 
 // EndpointInboxStats summarises one endpoint's inbox.
@@ -1071,7 +1161,7 @@ type EndpointInboxStats struct {
 
 func (x *EndpointInboxStats) Reset() {
 	*x = EndpointInboxStats{}
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[17]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1173,7 @@ func (x *EndpointInboxStats) String() string {
 func (*EndpointInboxStats) ProtoMessage() {}
 
 func (x *EndpointInboxStats) ProtoReflect() protoreflect.Message {
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[17]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1186,7 @@ func (x *EndpointInboxStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointInboxStats.ProtoReflect.Descriptor instead.
 func (*EndpointInboxStats) Descriptor() ([]byte, []int) {
-	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{17}
+	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EndpointInboxStats) GetEndpointId() string {
@@ -1150,7 +1240,7 @@ type GetInboxStatsResponse struct {
 
 func (x *GetInboxStatsResponse) Reset() {
 	*x = GetInboxStatsResponse{}
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[18]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1162,7 +1252,7 @@ func (x *GetInboxStatsResponse) String() string {
 func (*GetInboxStatsResponse) ProtoMessage() {}
 
 func (x *GetInboxStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hookverify_v1_inbox_proto_msgTypes[18]
+	mi := &file_hookverify_v1_inbox_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1175,7 +1265,7 @@ func (x *GetInboxStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInboxStatsResponse.ProtoReflect.Descriptor instead.
 func (*GetInboxStatsResponse) Descriptor() ([]byte, []int) {
-	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{18}
+	return file_hookverify_v1_inbox_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetInboxStatsResponse) GetEndpoints() []*EndpointInboxStats {
@@ -1266,7 +1356,11 @@ const file_hookverify_v1_inbox_proto_rawDesc = "" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"+\n" +
 	"\x0eRequeueRequest\x12\x19\n" +
 	"\binbox_id\x18\x01 \x01(\tR\ainboxId\"\x11\n" +
-	"\x0fRequeueResponse\"\x16\n" +
+	"\x0fRequeueResponse\"C\n" +
+	"\x0eDiscardRequest\x12\x19\n" +
+	"\binbox_id\x18\x01 \x01(\tR\ainboxId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x11\n" +
+	"\x0fDiscardResponse\"\x16\n" +
 	"\x14GetInboxStatsRequest\"\x98\x02\n" +
 	"\x12EndpointInboxStats\x12\x1f\n" +
 	"\vendpoint_id\x18\x01 \x01(\tR\n" +
@@ -1277,7 +1371,7 @@ const file_hookverify_v1_inbox_proto_rawDesc = "" +
 	"\x12oldest_pending_age\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x10oldestPendingAge\x12R\n" +
 	"\x18oldest_expired_lease_age\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x15oldestExpiredLeaseAge\"X\n" +
 	"\x15GetInboxStatsResponse\x12?\n" +
-	"\tendpoints\x18\x01 \x03(\v2!.hookverify.v1.EndpointInboxStatsR\tendpoints2\xf9\x04\n" +
+	"\tendpoints\x18\x01 \x03(\v2!.hookverify.v1.EndpointInboxStatsR\tendpoints2\xc3\x05\n" +
 	"\fInboxService\x12B\n" +
 	"\x05Lease\x12\x1b.hookverify.v1.LeaseRequest\x1a\x1c.hookverify.v1.LeaseResponse\x12<\n" +
 	"\x03Ack\x12\x19.hookverify.v1.AckRequest\x1a\x1a.hookverify.v1.AckResponse\x12H\n" +
@@ -1285,7 +1379,8 @@ const file_hookverify_v1_inbox_proto_rawDesc = "" +
 	"\x04Nack\x12\x1a.hookverify.v1.NackRequest\x1a\x1b.hookverify.v1.NackResponse\x12T\n" +
 	"\vExtendLease\x12!.hookverify.v1.ExtendLeaseRequest\x1a\".hookverify.v1.ExtendLeaseResponse\x12`\n" +
 	"\x0fListDeadLetters\x12%.hookverify.v1.ListDeadLettersRequest\x1a&.hookverify.v1.ListDeadLettersResponse\x12H\n" +
-	"\aRequeue\x12\x1d.hookverify.v1.RequeueRequest\x1a\x1e.hookverify.v1.RequeueResponse\x12Z\n" +
+	"\aRequeue\x12\x1d.hookverify.v1.RequeueRequest\x1a\x1e.hookverify.v1.RequeueResponse\x12H\n" +
+	"\aDiscard\x12\x1d.hookverify.v1.DiscardRequest\x1a\x1e.hookverify.v1.DiscardResponse\x12Z\n" +
 	"\rGetInboxStats\x12#.hookverify.v1.GetInboxStatsRequest\x1a$.hookverify.v1.GetInboxStatsResponseBCZAgithub.com/hookverify/hookverify/proto/hookverify/v1;hookverifyv1b\x06proto3"
 
 var (
@@ -1300,7 +1395,7 @@ func file_hookverify_v1_inbox_proto_rawDescGZIP() []byte {
 	return file_hookverify_v1_inbox_proto_rawDescData
 }
 
-var file_hookverify_v1_inbox_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_hookverify_v1_inbox_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_hookverify_v1_inbox_proto_goTypes = []any{
 	(*InboxDelivery)(nil),           // 0: hookverify.v1.InboxDelivery
 	(*LeaseRequest)(nil),            // 1: hookverify.v1.LeaseRequest
@@ -1318,28 +1413,30 @@ var file_hookverify_v1_inbox_proto_goTypes = []any{
 	(*ListDeadLettersResponse)(nil), // 13: hookverify.v1.ListDeadLettersResponse
 	(*RequeueRequest)(nil),          // 14: hookverify.v1.RequeueRequest
 	(*RequeueResponse)(nil),         // 15: hookverify.v1.RequeueResponse
-	(*GetInboxStatsRequest)(nil),    // 16: hookverify.v1.GetInboxStatsRequest
-	(*EndpointInboxStats)(nil),      // 17: hookverify.v1.EndpointInboxStats
-	(*GetInboxStatsResponse)(nil),   // 18: hookverify.v1.GetInboxStatsResponse
-	(*HeaderField)(nil),             // 19: hookverify.v1.HeaderField
-	(*timestamppb.Timestamp)(nil),   // 20: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),     // 21: google.protobuf.Duration
+	(*DiscardRequest)(nil),          // 16: hookverify.v1.DiscardRequest
+	(*DiscardResponse)(nil),         // 17: hookverify.v1.DiscardResponse
+	(*GetInboxStatsRequest)(nil),    // 18: hookverify.v1.GetInboxStatsRequest
+	(*EndpointInboxStats)(nil),      // 19: hookverify.v1.EndpointInboxStats
+	(*GetInboxStatsResponse)(nil),   // 20: hookverify.v1.GetInboxStatsResponse
+	(*HeaderField)(nil),             // 21: hookverify.v1.HeaderField
+	(*timestamppb.Timestamp)(nil),   // 22: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),     // 23: google.protobuf.Duration
 }
 var file_hookverify_v1_inbox_proto_depIdxs = []int32{
-	19, // 0: hookverify.v1.InboxDelivery.headers:type_name -> hookverify.v1.HeaderField
-	20, // 1: hookverify.v1.InboxDelivery.received_at:type_name -> google.protobuf.Timestamp
-	20, // 2: hookverify.v1.InboxDelivery.leased_until:type_name -> google.protobuf.Timestamp
-	21, // 3: hookverify.v1.LeaseRequest.visibility_timeout:type_name -> google.protobuf.Duration
+	21, // 0: hookverify.v1.InboxDelivery.headers:type_name -> hookverify.v1.HeaderField
+	22, // 1: hookverify.v1.InboxDelivery.received_at:type_name -> google.protobuf.Timestamp
+	22, // 2: hookverify.v1.InboxDelivery.leased_until:type_name -> google.protobuf.Timestamp
+	23, // 3: hookverify.v1.LeaseRequest.visibility_timeout:type_name -> google.protobuf.Duration
 	0,  // 4: hookverify.v1.LeaseResponse.deliveries:type_name -> hookverify.v1.InboxDelivery
 	3,  // 5: hookverify.v1.AckManyRequest.acks:type_name -> hookverify.v1.AckRequest
 	7,  // 6: hookverify.v1.AckManyResponse.results:type_name -> hookverify.v1.AckResult
-	21, // 7: hookverify.v1.NackRequest.retry_after:type_name -> google.protobuf.Duration
-	21, // 8: hookverify.v1.ExtendLeaseRequest.visibility_timeout:type_name -> google.protobuf.Duration
-	20, // 9: hookverify.v1.ExtendLeaseResponse.leased_until:type_name -> google.protobuf.Timestamp
+	23, // 7: hookverify.v1.NackRequest.retry_after:type_name -> google.protobuf.Duration
+	23, // 8: hookverify.v1.ExtendLeaseRequest.visibility_timeout:type_name -> google.protobuf.Duration
+	22, // 9: hookverify.v1.ExtendLeaseResponse.leased_until:type_name -> google.protobuf.Timestamp
 	0,  // 10: hookverify.v1.ListDeadLettersResponse.deliveries:type_name -> hookverify.v1.InboxDelivery
-	21, // 11: hookverify.v1.EndpointInboxStats.oldest_pending_age:type_name -> google.protobuf.Duration
-	21, // 12: hookverify.v1.EndpointInboxStats.oldest_expired_lease_age:type_name -> google.protobuf.Duration
-	17, // 13: hookverify.v1.GetInboxStatsResponse.endpoints:type_name -> hookverify.v1.EndpointInboxStats
+	23, // 11: hookverify.v1.EndpointInboxStats.oldest_pending_age:type_name -> google.protobuf.Duration
+	23, // 12: hookverify.v1.EndpointInboxStats.oldest_expired_lease_age:type_name -> google.protobuf.Duration
+	19, // 13: hookverify.v1.GetInboxStatsResponse.endpoints:type_name -> hookverify.v1.EndpointInboxStats
 	1,  // 14: hookverify.v1.InboxService.Lease:input_type -> hookverify.v1.LeaseRequest
 	3,  // 15: hookverify.v1.InboxService.Ack:input_type -> hookverify.v1.AckRequest
 	5,  // 16: hookverify.v1.InboxService.AckMany:input_type -> hookverify.v1.AckManyRequest
@@ -1347,17 +1444,19 @@ var file_hookverify_v1_inbox_proto_depIdxs = []int32{
 	10, // 18: hookverify.v1.InboxService.ExtendLease:input_type -> hookverify.v1.ExtendLeaseRequest
 	12, // 19: hookverify.v1.InboxService.ListDeadLetters:input_type -> hookverify.v1.ListDeadLettersRequest
 	14, // 20: hookverify.v1.InboxService.Requeue:input_type -> hookverify.v1.RequeueRequest
-	16, // 21: hookverify.v1.InboxService.GetInboxStats:input_type -> hookverify.v1.GetInboxStatsRequest
-	2,  // 22: hookverify.v1.InboxService.Lease:output_type -> hookverify.v1.LeaseResponse
-	4,  // 23: hookverify.v1.InboxService.Ack:output_type -> hookverify.v1.AckResponse
-	6,  // 24: hookverify.v1.InboxService.AckMany:output_type -> hookverify.v1.AckManyResponse
-	9,  // 25: hookverify.v1.InboxService.Nack:output_type -> hookverify.v1.NackResponse
-	11, // 26: hookverify.v1.InboxService.ExtendLease:output_type -> hookverify.v1.ExtendLeaseResponse
-	13, // 27: hookverify.v1.InboxService.ListDeadLetters:output_type -> hookverify.v1.ListDeadLettersResponse
-	15, // 28: hookverify.v1.InboxService.Requeue:output_type -> hookverify.v1.RequeueResponse
-	18, // 29: hookverify.v1.InboxService.GetInboxStats:output_type -> hookverify.v1.GetInboxStatsResponse
-	22, // [22:30] is the sub-list for method output_type
-	14, // [14:22] is the sub-list for method input_type
+	16, // 21: hookverify.v1.InboxService.Discard:input_type -> hookverify.v1.DiscardRequest
+	18, // 22: hookverify.v1.InboxService.GetInboxStats:input_type -> hookverify.v1.GetInboxStatsRequest
+	2,  // 23: hookverify.v1.InboxService.Lease:output_type -> hookverify.v1.LeaseResponse
+	4,  // 24: hookverify.v1.InboxService.Ack:output_type -> hookverify.v1.AckResponse
+	6,  // 25: hookverify.v1.InboxService.AckMany:output_type -> hookverify.v1.AckManyResponse
+	9,  // 26: hookverify.v1.InboxService.Nack:output_type -> hookverify.v1.NackResponse
+	11, // 27: hookverify.v1.InboxService.ExtendLease:output_type -> hookverify.v1.ExtendLeaseResponse
+	13, // 28: hookverify.v1.InboxService.ListDeadLetters:output_type -> hookverify.v1.ListDeadLettersResponse
+	15, // 29: hookverify.v1.InboxService.Requeue:output_type -> hookverify.v1.RequeueResponse
+	17, // 30: hookverify.v1.InboxService.Discard:output_type -> hookverify.v1.DiscardResponse
+	20, // 31: hookverify.v1.InboxService.GetInboxStats:output_type -> hookverify.v1.GetInboxStatsResponse
+	23, // [23:32] is the sub-list for method output_type
+	14, // [14:23] is the sub-list for method input_type
 	14, // [14:14] is the sub-list for extension type_name
 	14, // [14:14] is the sub-list for extension extendee
 	0,  // [0:14] is the sub-list for field type_name
@@ -1375,7 +1474,7 @@ func file_hookverify_v1_inbox_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hookverify_v1_inbox_proto_rawDesc), len(file_hookverify_v1_inbox_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,6 +26,7 @@ const (
 	InboxService_ExtendLease_FullMethodName     = "/hookverify.v1.InboxService/ExtendLease"
 	InboxService_ListDeadLetters_FullMethodName = "/hookverify.v1.InboxService/ListDeadLetters"
 	InboxService_Requeue_FullMethodName         = "/hookverify.v1.InboxService/Requeue"
+	InboxService_Discard_FullMethodName         = "/hookverify.v1.InboxService/Discard"
 	InboxService_GetInboxStats_FullMethodName   = "/hookverify.v1.InboxService/GetInboxStats"
 )
 
@@ -65,6 +66,13 @@ type InboxServiceClient interface {
 	ListDeadLetters(ctx context.Context, in *ListDeadLettersRequest, opts ...grpc.CallOption) (*ListDeadLettersResponse, error)
 	// Requeue brings a dead delivery back, with its attempts reset.
 	Requeue(ctx context.Context, in *RequeueRequest, opts ...grpc.CallOption) (*RequeueResponse, error)
+	// Discard settles a dead delivery without running it, for one that must never run (a
+	// poison message, work made moot, data that must go): it becomes acked as if a worker had
+	// done it, so retention deletes its body and headers after the inbox retention, and its
+	// claim keeps redeliveries DUPLICATE, with the same operation key, for the dedupe window.
+	// The reason is kept as the delivery's last error and logged. NOT_FOUND unless the delivery
+	// is dead: a pending or leased one is its workers' to settle.
+	Discard(ctx context.Context, in *DiscardRequest, opts ...grpc.CallOption) (*DiscardResponse, error)
 	// GetInboxStats reports pending, leased and dead counts and the oldest pending age per endpoint.
 	GetInboxStats(ctx context.Context, in *GetInboxStatsRequest, opts ...grpc.CallOption) (*GetInboxStatsResponse, error)
 }
@@ -147,6 +155,16 @@ func (c *inboxServiceClient) Requeue(ctx context.Context, in *RequeueRequest, op
 	return out, nil
 }
 
+func (c *inboxServiceClient) Discard(ctx context.Context, in *DiscardRequest, opts ...grpc.CallOption) (*DiscardResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DiscardResponse)
+	err := c.cc.Invoke(ctx, InboxService_Discard_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *inboxServiceClient) GetInboxStats(ctx context.Context, in *GetInboxStatsRequest, opts ...grpc.CallOption) (*GetInboxStatsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetInboxStatsResponse)
@@ -193,6 +211,13 @@ type InboxServiceServer interface {
 	ListDeadLetters(context.Context, *ListDeadLettersRequest) (*ListDeadLettersResponse, error)
 	// Requeue brings a dead delivery back, with its attempts reset.
 	Requeue(context.Context, *RequeueRequest) (*RequeueResponse, error)
+	// Discard settles a dead delivery without running it, for one that must never run (a
+	// poison message, work made moot, data that must go): it becomes acked as if a worker had
+	// done it, so retention deletes its body and headers after the inbox retention, and its
+	// claim keeps redeliveries DUPLICATE, with the same operation key, for the dedupe window.
+	// The reason is kept as the delivery's last error and logged. NOT_FOUND unless the delivery
+	// is dead: a pending or leased one is its workers' to settle.
+	Discard(context.Context, *DiscardRequest) (*DiscardResponse, error)
 	// GetInboxStats reports pending, leased and dead counts and the oldest pending age per endpoint.
 	GetInboxStats(context.Context, *GetInboxStatsRequest) (*GetInboxStatsResponse, error)
 	mustEmbedUnimplementedInboxServiceServer()
@@ -225,6 +250,9 @@ func (UnimplementedInboxServiceServer) ListDeadLetters(context.Context, *ListDea
 }
 func (UnimplementedInboxServiceServer) Requeue(context.Context, *RequeueRequest) (*RequeueResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Requeue not implemented")
+}
+func (UnimplementedInboxServiceServer) Discard(context.Context, *DiscardRequest) (*DiscardResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Discard not implemented")
 }
 func (UnimplementedInboxServiceServer) GetInboxStats(context.Context, *GetInboxStatsRequest) (*GetInboxStatsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetInboxStats not implemented")
@@ -376,6 +404,24 @@ func _InboxService_Requeue_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _InboxService_Discard_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DiscardRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(InboxServiceServer).Discard(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: InboxService_Discard_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(InboxServiceServer).Discard(ctx, req.(*DiscardRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _InboxService_GetInboxStats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetInboxStatsRequest)
 	if err := dec(in); err != nil {
@@ -428,6 +474,10 @@ var InboxService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Requeue",
 			Handler:    _InboxService_Requeue_Handler,
+		},
+		{
+			MethodName: "Discard",
+			Handler:    _InboxService_Discard_Handler,
 		},
 		{
 			MethodName: "GetInboxStats",
