@@ -44,6 +44,13 @@ func (r Retention) withDefaults() Retention {
 // every pending delivery, hence not at every sweep.
 const exhaustedCheckInterval = time.Hour
 
+// fullClaimsSweepInterval is how often the sweeper reaches back to the oldest claims. In
+// between, a sweep reads only the claims that passed the dedupe window since the last complete
+// sweep (storage.SweepRequest.ClaimsFrom), not again each one kept past it because its
+// delivery was not acked (dead letters, above all): such a claim goes at most this long after
+// its delivery is acked or discarded.
+const fullClaimsSweepInterval = time.Hour
+
 // RunRetention sweeps on every interval until ctx ends, and runs DeadLetterExhausted every
 // exhaustedCheckInterval. Several instances may sweep at once: each batch is its own
 // statement, and deleting an already deleted row is a no-op.
@@ -52,9 +59,21 @@ func (s *Server) RunRetention(ctx context.Context, r Retention) {
 	ticker := time.NewTicker(r.Interval)
 	defer ticker.Stop()
 	lastExhaustedCheck := s.clock() // serve ran it before starting this loop
+	// claimsFrom is the ClaimsBefore of the last complete sweep: the claims before it were
+	// read then. Zero reaches back to the oldest, as the first sweep does.
+	var claimsFrom, lastFullSweep time.Time
 	for {
-		if _, err := s.SweepOnce(ctx, r); err != nil && ctx.Err() == nil {
-			s.log.WarnContext(ctx, "retention sweep failed; will retry", "err", err)
+		// As below, a clock that stepped back makes a full sweep due at once.
+		if now := s.clock(); now.Sub(lastFullSweep) >= fullClaimsSweepInterval || now.Before(lastFullSweep) {
+			claimsFrom, lastFullSweep = time.Time{}, now
+		}
+		if _, swept, err := s.sweep(ctx, r, claimsFrom); err != nil {
+			if ctx.Err() == nil {
+				s.log.WarnContext(ctx, "retention sweep failed; will retry", "err", err)
+			}
+			// The next sweep reads the same claims again, and more.
+		} else {
+			claimsFrom = swept
 		}
 		// A clock that stepped back (now before the last check) makes the check due at once:
 		// timed by the clock alone, it waited until the clock passed the last check's time
@@ -79,24 +98,32 @@ func (s *Server) RunRetention(ctx context.Context, r Retention) {
 // SweepOnce deletes, batch by batch, everything older than the retention allows and returns
 // the totals.
 func (s *Server) SweepOnce(ctx context.Context, r Retention) (storage.SweepResult, error) {
+	total, _, err := s.sweep(ctx, r, time.Time{})
+	return total, err
+}
+
+// sweep is SweepOnce for the claims first received at or after claimsFrom only (all of them
+// when it is zero), and also returns the ClaimsBefore it swept to.
+func (s *Server) sweep(ctx context.Context, r Retention, claimsFrom time.Time) (storage.SweepResult, time.Time, error) {
 	r = r.withDefaults()
 	st, err := s.storage()
 	if err != nil {
-		return storage.SweepResult{}, err
+		return storage.SweepResult{}, time.Time{}, err
 	}
 	rs, ok := st.(storage.RetentionStore)
 	if !ok {
-		return storage.SweepResult{}, nil
+		return storage.SweepResult{}, time.Time{}, nil
 	}
 	// Claims this instance remembers must not outlive the ones the sweep deletes.
 	s.claims.sweptAfter(r.DedupeWindow)
 	now := s.clock()
-	req := storage.SweepRequest{AckedBefore: now.Add(-r.AckedRetention), ClaimsBefore: now.Add(-r.DedupeWindow), Batch: r.Batch}
+	req := storage.SweepRequest{AckedBefore: now.Add(-r.AckedRetention), ClaimsBefore: now.Add(-r.DedupeWindow),
+		ClaimsFrom: claimsFrom, Batch: r.Batch}
 	var total storage.SweepResult
 	for ctx.Err() == nil {
 		res, err := rs.Sweep(ctx, req)
 		if err != nil {
-			return total, err
+			return total, time.Time{}, err
 		}
 		s.metrics.observeSweep(res)
 		total.InboxDeleted += res.InboxDeleted
@@ -108,5 +135,5 @@ func (s *Server) SweepOnce(ctx context.Context, r Retention) (storage.SweepResul
 	if total.InboxDeleted+total.ClaimsDeleted > 0 {
 		s.log.InfoContext(ctx, "retention sweep", "inbox_deleted", total.InboxDeleted, "claims_deleted", total.ClaimsDeleted)
 	}
-	return total, ctx.Err()
+	return total, req.ClaimsBefore, ctx.Err()
 }

@@ -961,7 +961,7 @@ const (
 			SELECT id FROM inbox WHERE state = 'acked' AND visible_at < $1 AND acked_at < $1 LIMIT $2)`
 	sweepClaimsSQL = `DELETE FROM claims WHERE (scope, event_id) IN (
 			SELECT c.scope, c.event_id FROM claims AS c LEFT JOIN inbox AS i ON i.id = c.inbox_id
-			WHERE c.first_received_at < $1 AND (i.id IS NULL OR i.state = 'acked') LIMIT $2)`
+			WHERE c.first_received_at < $1 AND c.first_received_at >= $3 AND (i.id IS NULL OR i.state = 'acked') LIMIT $2)`
 )
 
 // Sweep deletes one batch of old acked inbox records and one of old claims whose inbox
@@ -980,7 +980,8 @@ func (s *Store) Sweep(ctx context.Context, req storage.SweepRequest) (storage.Sw
 			return fmt.Errorf("inbox: %w", err)
 		}
 		res.InboxDeleted = tag.RowsAffected()
-		tag, err = tx.Exec(ctx, sweepClaimsSQL, req.ClaimsBefore, int64(req.Batch))
+		// The zero time (year 1) is before any claim: with no ClaimsFrom, no bound.
+		tag, err = tx.Exec(ctx, sweepClaimsSQL, req.ClaimsBefore, int64(req.Batch), req.ClaimsFrom)
 		if err != nil {
 			return fmt.Errorf("claims: %w", err)
 		}

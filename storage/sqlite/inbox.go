@@ -706,8 +706,17 @@ const (
 			SELECT id FROM inbox WHERE state = 'acked' AND visible_at < ?1 AND acked_at < ?1 LIMIT ?2)`
 	sweepClaimsSQL = `DELETE FROM claims WHERE (scope, event_id) IN (
 			SELECT c.scope, c.event_id FROM claims AS c LEFT JOIN inbox AS i ON i.id = c.inbox_id
-			WHERE c.first_received_at < ? AND (i.id IS NULL OR i.state = 'acked') LIMIT ?)`
+			WHERE c.first_received_at < ?1 AND c.first_received_at >= ?2 AND (i.id IS NULL OR i.state = 'acked') LIMIT ?3)`
 )
+
+// sweepClaimsFrom is the sweep's lower bound on a claim's first_received_at: ClaimsFrom, or
+// none when it is zero.
+func sweepClaimsFrom(req storage.SweepRequest) int64 {
+	if req.ClaimsFrom.IsZero() {
+		return math.MinInt64
+	}
+	return micros(req.ClaimsFrom)
+}
 
 // Sweep deletes one batch of old acked inbox records and one of old claims whose inbox
 // record is acked or gone, in one write transaction; each DELETE picks its batch with a LIMIT
@@ -725,7 +734,7 @@ func (s *Store) Sweep(ctx context.Context, req storage.SweepRequest) (storage.Sw
 		if res.InboxDeleted, err = r.RowsAffected(); err != nil {
 			return err
 		}
-		r, err = tx.ExecContext(ctx, sweepClaimsSQL, micros(req.ClaimsBefore), req.Batch)
+		r, err = tx.ExecContext(ctx, sweepClaimsSQL, micros(req.ClaimsBefore), sweepClaimsFrom(req), req.Batch)
 		if err != nil {
 			return fmt.Errorf("claims: %w", err)
 		}

@@ -1041,6 +1041,20 @@ func testRetention(t *testing.T, h harness) {
 		wantCount(t, s, "ep-1", 11)
 	})
 
+	t.Run("ClaimsFrom leaves the claims first received before it", func(t *testing.T) {
+		s := settled(t)
+		req := storage.SweepRequest{AckedBefore: t0, ClaimsBefore: at(20 * time.Second), ClaimsFrom: at(3 * time.Second), Batch: 10}
+		wantSame(t, storage.SweepResult{ClaimsDeleted: 4}, sweep(t, s, req), "sweep from old-2's claim on") // old-2 to old-4, recent
+		for i, swept := range []bool{false, false, true, true, true} {
+			d := newDelivery("ep-1", "ep-1", fmt.Sprintf("evt-old-%d", i), fmt.Sprintf("again-%d", i))
+			if r := claim(t, s, d); r.Accepted != swept {
+				t.Fatalf("claim of old-%d's identity after the sweep from ClaimsFrom: %+v, want accepted %v", i, r, swept)
+			}
+		}
+		req.ClaimsFrom = time.Time{}
+		wantSame(t, storage.SweepResult{ClaimsDeleted: 2}, sweep(t, s, req), "sweep from the start") // old-0, old-1
+	})
+
 	t.Run("a delivery retried, or dead and requeued, goes by its ack, its claim not before", func(t *testing.T) {
 		s := inboxFixture(t, h)
 		deliver(t, s, "ep-1", "ep-1", "retried", at(time.Second))
