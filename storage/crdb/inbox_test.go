@@ -713,11 +713,12 @@ func TestSweepStatementsReadARange(t *testing.T) {
 	before := base.Add(-time.Hour)
 	for _, c := range []struct {
 		what, sql, index, cond string
+		args                   []any
 	}{
-		{"the acked records' batch", sweepAckedSQL, "inbox_state_visible_at_idx", "visible_at <"},
-		{"the claims' batch", sweepClaimsSQL, "claims_first_received_at_idx", "first_received_at <"},
+		{"the acked records' batch", sweepAckedSQL, "inbox_state_visible_at_idx", "visible_at <", []any{before, int64(500)}},
+		{"the claims' batch", sweepClaimsSQL, "claims_first_received_at_idx", "first_received_at <", []any{before, int64(500), before.Add(-time.Minute)}},
 	} {
-		plan := explain(t, conn, c.sql, before, int64(500))
+		plan := explain(t, conn, c.sql, c.args...)
 		t.Logf("%s:\n%s", c.what, plan)
 		var cond bool
 		for _, line := range strings.Split(plan, "\n") {

@@ -22,11 +22,13 @@ func TestSweepStatementsReadARange(t *testing.T) {
 	before := time.Date(2025, time.March, 14, 0, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
 		what, sql, want string
+		args            []any
 	}{
-		{"the acked records' batch", sweepAckedSQL, "inbox_state_visible_at (state=? AND visible_at<?)"},
-		{"the claims' batch", sweepClaimsSQL, "claims_first_received_at (first_received_at<?)"},
+		{"the acked records' batch", sweepAckedSQL, "inbox_state_visible_at (state=? AND visible_at<?)", []any{micros(before), 500}},
+		{"the claims' batch", sweepClaimsSQL, "claims_first_received_at (first_received_at>? AND first_received_at<?)",
+			[]any{micros(before), micros(before.Add(-time.Minute)), 500}},
 	} {
-		rows, err := s.reader.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+c.sql, micros(before), 500)
+		rows, err := s.reader.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+c.sql, c.args...)
 		if err != nil {
 			t.Fatal(err)
 		}
