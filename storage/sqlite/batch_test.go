@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,6 +162,11 @@ func TestClaimOnAFullDisk(t *testing.T) {
 	}
 	if n, err := s.CountDeliveries(t.Context(), ""); err != nil || n != 0 {
 		t.Fatalf("CountDeliveries = %d, %v; want 0", n, err)
+	}
+	// A caller's error names the operation once: the batch's failure was classified again on
+	// the caller's path ("sqlite: claim: storage: unavailable: sqlite: claim: ...").
+	if _, err := s.Claim(t.Context(), big); !errors.Is(err, storage.ErrUnavailable) || strings.Count(err.Error(), "sqlite: claim") != 1 {
+		t.Fatalf("Claim on a full disk = %v; want ErrUnavailable, naming the operation once", err)
 	}
 	if _, err := s.writer.ExecContext(t.Context(), "PRAGMA max_page_count = 1073741823"); err != nil {
 		t.Fatal(err)

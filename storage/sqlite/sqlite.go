@@ -489,6 +489,20 @@ func (s *Store) fail(op string, err error) error {
 	if err == nil {
 		return nil
 	}
+	if _, done := errors.AsType[failedError](err); done {
+		// Already classified and prefixed (a claim batch's failure, handed to each caller).
+		return err
+	}
+	return failedError{s.classify(op, err)}
+}
+
+// failedError marks an error fail made.
+type failedError struct{ error }
+
+func (e failedError) Unwrap() error { return e.error }
+
+// classify is fail's work: the storage error that err is, prefixed with the operation.
+func (s *Store) classify(op string, err error) error {
 	prefix := "sqlite: " + op
 	if s.closed.Load() && !errors.Is(err, storage.ErrClosed) {
 		// database/sql reports a closed pool with an unexported error.
