@@ -53,7 +53,7 @@ func (s *Server) CreateEndpoint(ctx context.Context, req *hookverifyv1.CreateEnd
 		if errors.Is(err, storage.ErrAlreadyExists) {
 			return nil, status.Errorf(codes.AlreadyExists, "endpoint %q already exists", e.ID)
 		}
-		return nil, storageStatus(ctx, s.log, "create endpoint", err)
+		return nil, s.storageStatus(ctx, "create endpoint", err)
 	}
 	s.cache.invalidate(e.ID)
 	s.log.InfoContext(ctx, "endpoint created", "endpoint", e.ID, "provider", e.Provider)
@@ -91,7 +91,7 @@ func (s *Server) ListEndpoints(ctx context.Context, req *hookverifyv1.ListEndpoi
 	// asking for an empty one.
 	list, err := st.ListEndpointsPage(ctx, after, limit+1)
 	if err != nil {
-		return nil, storageStatus(ctx, s.log, "list endpoints", err)
+		return nil, s.storageStatus(ctx, "list endpoints", err)
 	}
 	more := len(list) > limit
 	list = list[:min(len(list), limit)]
@@ -186,7 +186,7 @@ func (s *Server) UpdateEndpoint(ctx context.Context, req *hookverifyv1.UpdateEnd
 	case errors.Is(err, storage.ErrNotFound):
 		return nil, status.Errorf(codes.NotFound, "endpoint %q not found", in.GetId())
 	case err != nil:
-		return nil, storageStatus(ctx, s.log, "update endpoint", err)
+		return nil, s.storageStatus(ctx, "update endpoint", err)
 	}
 	s.cache.invalidate(e.ID)
 	s.log.InfoContext(ctx, "endpoint updated", "endpoint", e.ID, "disabled", e.Disabled)
@@ -205,7 +205,7 @@ func (s *Server) secretsUnreadableUnder(ctx context.Context, st storage.Store, i
 		return nil, nil
 	}
 	if err != nil {
-		return nil, storageStatus(ctx, s.log, "update endpoint", err)
+		return nil, s.storageStatus(ctx, "update endpoint", err)
 	}
 	prov, ok := s.protocols.Lookup(current.Provider)
 	if !ok || prov.CheckSecret == nil {
@@ -213,7 +213,7 @@ func (s *Server) secretsUnreadableUnder(ctx context.Context, st storage.Store, i
 	}
 	secrets, err := st.ListSecrets(ctx, current.ID)
 	if err != nil {
-		return nil, storageStatus(ctx, s.log, "update endpoint", err)
+		return nil, s.storageStatus(ctx, "update endpoint", err)
 	}
 	var unreadable []string
 	for _, sec := range secrets {
@@ -287,7 +287,7 @@ func (s *Server) AddSecret(ctx context.Context, req *hookverifyv1.AddSecretReque
 	}
 	st, _ := s.storage()
 	if err := st.AddSecret(auditCtx, sec); err != nil {
-		return nil, storageStatus(ctx, s.log, "add secret", err)
+		return nil, s.storageStatus(ctx, "add secret", err)
 	}
 	s.cache.invalidate(e.ID)
 	s.log.InfoContext(ctx, "secret added", "endpoint", e.ID, "secret_id", sec.ID)
@@ -333,7 +333,7 @@ func (s *Server) RotateSecret(ctx context.Context, req *hookverifyv1.RotateSecre
 	st, _ := s.storage()
 	changed, err := st.RotateSecret(auditCtx, sec, expireAt)
 	if err != nil {
-		return nil, storageStatus(ctx, s.log, "rotate secret", err)
+		return nil, s.storageStatus(ctx, "rotate secret", err)
 	}
 	s.cache.invalidate(e.ID)
 	s.log.InfoContext(ctx, "secret rotated", "endpoint", e.ID, "secret_id", sec.ID, "overlap", overlap, "previous", len(changed))
@@ -364,7 +364,7 @@ func (s *Server) RetireSecret(ctx context.Context, req *hookverifyv1.RetireSecre
 		return nil, status.Errorf(codes.NotFound, "endpoint %q has no secret with that id (secret list shows the ids, sec_...)", req.GetEndpointId())
 	}
 	if err != nil {
-		return nil, storageStatus(ctx, s.log, "retire secret", err)
+		return nil, s.storageStatus(ctx, "retire secret", err)
 	}
 	s.cache.invalidate(sec.EndpointID)
 	s.log.InfoContext(ctx, "secret retired", "endpoint", sec.EndpointID, "secret_id", sec.ID)
@@ -379,7 +379,7 @@ func (s *Server) ListSecrets(ctx context.Context, req *hookverifyv1.ListSecretsR
 	st, _ := s.storage()
 	list, err := st.ListSecrets(ctx, req.GetEndpointId())
 	if err != nil {
-		return nil, storageStatus(ctx, s.log, "list secrets", err)
+		return nil, s.storageStatus(ctx, "list secrets", err)
 	}
 	resp := &hookverifyv1.ListSecretsResponse{}
 	for _, sec := range list {
@@ -424,7 +424,7 @@ func (s *Server) loadEndpoint(ctx context.Context, id string) (storage.Endpoint,
 		return storage.Endpoint{}, status.Errorf(codes.NotFound, "endpoint %q not found", id)
 	}
 	if err != nil {
-		return storage.Endpoint{}, storageStatus(ctx, s.log, "get endpoint", err)
+		return storage.Endpoint{}, s.storageStatus(ctx, "get endpoint", err)
 	}
 	return e, nil
 }

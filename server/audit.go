@@ -187,7 +187,7 @@ func (s *Server) ListAuditEvents(ctx context.Context, req *hookverifyv1.ListAudi
 	}
 	events, err := st.ListAuditEvents(ctx, filter)
 	if err != nil {
-		return nil, storageStatus(ctx, s.log, "list audit events", err)
+		return nil, s.storageStatus(ctx, "list audit events", err)
 	}
 	more := len(events) > limit
 	events = events[:min(len(events), limit)]
@@ -227,7 +227,7 @@ func (s *Server) RekeySecrets(ctx context.Context, req *hookverifyv1.RekeySecret
 	}
 	endpoints, err := st.ListEndpoints(ctx)
 	if err != nil {
-		return nil, storageStatus(ctx, s.log, "rekey", err)
+		return nil, s.storageStatus(ctx, "rekey", err)
 	}
 	current := s.keyring.CurrentKeyID()
 	resp := &hookverifyv1.RekeySecretsResponse{CurrentKeyId: current}
@@ -235,7 +235,7 @@ func (s *Server) RekeySecrets(ctx context.Context, req *hookverifyv1.RekeySecret
 	for _, e := range endpoints {
 		secrets, err := st.ListSecrets(ctx, e.ID)
 		if err != nil {
-			return nil, storageStatus(ctx, s.log, "rekey", err)
+			return nil, s.storageStatus(ctx, "rekey", err)
 		}
 		for _, sec := range secrets {
 			if sec.KeyID == current {
@@ -254,7 +254,7 @@ func (s *Server) RekeySecrets(ctx context.Context, req *hookverifyv1.RekeySecret
 			case errors.Is(err, secretbox.ErrUnknownKey), errors.Is(err, secretbox.ErrOpen):
 				resp.UnreadableSecretIds = append(resp.UnreadableSecretIds, sec.ID)
 			case err != nil:
-				return nil, storageStatus(ctx, s.log, "rekey", err)
+				return nil, s.storageStatus(ctx, "rekey", err)
 			case done:
 				resp.Resealed++
 			}

@@ -336,7 +336,7 @@ func (s *Server) loadToken(ctx context.Context, hash [sha256.Size]byte) (cachedT
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 	case err != nil:
-		return cachedToken{}, storageStatus(ctx, s.log, "authenticate", err)
+		return cachedToken{}, s.storageStatus(ctx, "authenticate", err)
 	default:
 		e.found, e.id, e.revoked = true, tok.ID, !tok.RevokedAt.IsZero()
 		e.scopes = parseStoredScopes(ctx, s, tok)

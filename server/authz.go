@@ -151,7 +151,7 @@ func (s *Server) needDeliveries(ctx context.Context, scopes scopeSet, inboxIDs .
 	}
 	endpoints, err := st.DeliveryEndpoints(ctx, inboxIDs)
 	if err != nil {
-		return storageStatus(ctx, s.log, "authorize", err)
+		return s.storageStatus(ctx, "authorize", err)
 	}
 	endpointIDs := make([]string, len(inboxIDs))
 	for i, id := range inboxIDs {

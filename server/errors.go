@@ -4,17 +4,53 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/hookverify/hookverify/internal/ratelog"
 	"github.com/hookverify/hookverify/storage"
 )
 
 // storageStatus maps a storage error to the gRPC status callers see. Storage failures become
 // UNAVAILABLE so that edges tell providers to retry; unexpected errors are logged in full and
 // answered generically, since driver messages may describe the schema.
-func storageStatus(ctx context.Context, log *slog.Logger, op string, err error) error {
+func (s *Server) storageStatus(ctx context.Context, op string, err error) error {
+	return storageStatus(ctx, &s.storageLogs, op, err)
+}
+
+// storageLogInterval bounds how often one operation's storage failures are logged. In an
+// outage (a full disk, a database down) every call fails alike: a line for each, at the rate
+// deliveries arrive, buried the rest of the log, and wrote to the disk that was full.
+const storageLogInterval = 10 * time.Second
+
+// storageLogs limits the storage failure lines of each operation (its own limiter, so that
+// a flood of failed verifications does not hide a lone failed requeue).
+type storageLogs struct {
+	log  *slog.Logger
+	mu   sync.Mutex
+	byOp map[string]*ratelog.Limiter
+}
+
+// allow reports whether a failure of op is logged, and how many were not since the last that
+// was.
+func (l *storageLogs) allow(op string) (bool, int) {
+	l.mu.Lock()
+	lim, ok := l.byOp[op]
+	if !ok {
+		if l.byOp == nil {
+			l.byOp = map[string]*ratelog.Limiter{}
+		}
+		lim = ratelog.ForLog(l.log, storageLogInterval, "storage failures of "+op)
+		l.byOp[op] = lim
+	}
+	l.mu.Unlock()
+	return lim.Allow()
+}
+
+func storageStatus(ctx context.Context, logs *storageLogs, op string, err error) error {
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return status.Error(codes.NotFound, op+": not found")
@@ -32,10 +68,14 @@ func storageStatus(ctx context.Context, log *slog.Logger, op string, err error) 
 		}
 		return status.Error(codes.Canceled, op+": canceled")
 	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, storage.ErrClosed):
-		log.WarnContext(ctx, "storage unavailable", "op", op, "err", err)
+		if ok, heldBack := logs.allow(op); ok {
+			logs.log.WarnContext(ctx, "storage unavailable", "op", op, "err", err, "not_logged_since_last", heldBack)
+		}
 		return status.Error(codes.Unavailable, op+": storage unavailable, retry later")
 	default:
-		log.ErrorContext(ctx, "storage failure", "op", op, "err", err)
+		if ok, heldBack := logs.allow(op); ok {
+			logs.log.ErrorContext(ctx, "storage failure", "op", op, "err", err, "not_logged_since_last", heldBack)
+		}
 		return status.Error(codes.Unavailable, op+": storage failure, retry later")
 	}
 }

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,8 +42,29 @@ func TestStorageStatusContextErrors(t *testing.T) {
 		{"caller canceled, store timed out", canceled, connectTimeout, codes.Canceled},
 		{"not found, whatever the context", canceled, storage.ErrNotFound, codes.NotFound},
 	} {
-		if got := status.Code(storageStatus(c.ctx, log, "verify", c.err)); got != c.want {
+		if got := status.Code(storageStatus(c.ctx, &storageLogs{log: log}, "verify", c.err)); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestStorageFailuresLoggedOncePerInterval: in an outage every call fails alike, and each
+// failure was a line, at the rate deliveries arrive (on a full disk, onto the disk that was
+// full). Now each operation logs one line per interval, with the count held back since the
+// last, and one operation's flood does not hide another's failure.
+func TestStorageFailuresLoggedOncePerInterval(t *testing.T) {
+	var buf bytes.Buffer
+	logs := &storageLogs{log: slog.New(slog.NewTextHandler(&buf, nil))}
+	full := fmt.Errorf("sqlite: claim: %w: database or disk is full (13)", storage.ErrUnavailable)
+	for range 1000 {
+		if got := status.Code(storageStatus(t.Context(), logs, "verify", full)); got != codes.Unavailable {
+			t.Fatalf("storageStatus of a full disk: %v, want UNAVAILABLE", got)
+		}
+	}
+	storageStatus(t.Context(), logs, "requeue", errors.New("driver: bad connection"))
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "op=verify") || !strings.Contains(lines[0], "disk is full") ||
+		!strings.Contains(lines[1], "op=requeue") || !strings.Contains(lines[1], "level=ERROR") {
+		t.Fatalf("logged %d lines for 1,000 failed verifications and a failed requeue:\n%s\nwant one of each", len(lines), buf.String())
 	}
 }

@@ -126,7 +126,7 @@ func (s *Server) Lease(ctx context.Context, req *hookverifyv1.LeaseRequest) (*ho
 		Clock: s.clock,
 	})
 	if err != nil {
-		return nil, storageStatus(ctx, s.log, "lease", err)
+		return nil, s.storageStatus(ctx, "lease", err)
 	}
 	s.metrics.observeLease(result)
 	resp := &hookverifyv1.LeaseResponse{Deliveries: make([]*hookverifyv1.InboxDelivery, len(result.Deliveries))}
@@ -336,7 +336,7 @@ func (s *Server) ListDeadLetters(ctx context.Context, req *hookverifyv1.ListDead
 	// Bounded as a lease is: the bodies are read into memory and one answer.
 	dead, more, err := ib.ListDeadLetters(ctx, filter, after, limit, maxLeaseBytes)
 	if err != nil {
-		return nil, storageStatus(ctx, s.log, "list dead letters", err)
+		return nil, s.storageStatus(ctx, "list dead letters", err)
 	}
 	// The store's budget counts bodies, headers and URLs only, and leaves room for the rest of
 	// up to 100 deliveries, as a lease takes; a page holds up to 1,000, whose event ids (512
@@ -521,7 +521,7 @@ func (s *Server) Requeue(ctx context.Context, req *hookverifyv1.RequeueRequest) 
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil, status.Errorf(codes.NotFound, "no dead delivery %q", req.GetInboxId())
 		}
-		return nil, storageStatus(ctx, s.log, "requeue", err)
+		return nil, s.storageStatus(ctx, "requeue", err)
 	}
 	s.log.InfoContext(ctx, "dead delivery requeued", "inbox_id", req.GetInboxId())
 	return &hookverifyv1.RequeueResponse{}, nil
@@ -549,7 +549,7 @@ func (s *Server) Discard(ctx context.Context, req *hookverifyv1.DiscardRequest) 
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil, status.Errorf(codes.NotFound, "no dead delivery %q", req.GetInboxId())
 		}
-		return nil, storageStatus(ctx, s.log, "discard", err)
+		return nil, s.storageStatus(ctx, "discard", err)
 	}
 	s.log.InfoContext(ctx, "dead delivery discarded", "inbox_id", req.GetInboxId(), "reason", req.GetReason())
 	return &hookverifyv1.DiscardResponse{}, nil
@@ -563,7 +563,7 @@ func (s *Server) GetInboxStats(ctx context.Context, _ *hookverifyv1.GetInboxStat
 	}
 	stats, err := ib.InboxStats(ctx)
 	if err != nil {
-		return nil, storageStatus(ctx, s.log, "inbox stats", err)
+		return nil, s.storageStatus(ctx, "inbox stats", err)
 	}
 	now := s.clock()
 	resp := &hookverifyv1.GetInboxStatsResponse{}
@@ -615,7 +615,7 @@ func leaseStatus(ctx context.Context, s *Server, op string, err error) error {
 	case errors.Is(err, storage.ErrNotFound):
 		return status.Error(codes.NotFound, op+": no such delivery")
 	}
-	return storageStatus(ctx, s.log, op, err)
+	return s.storageStatus(ctx, op, err)
 }
 
 func newLeaseToken() (string, error) {

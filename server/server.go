@@ -118,6 +118,8 @@ type Server struct {
 	// scheduledKeyLog bounds the ERROR logged while a provider signs with a secret scheduled
 	// to start later: every delivery it sends meets it until then.
 	scheduledKeyLog *ratelog.Limiter
+	// storageLogs limits the lines of storage failures (storageStatus).
+	storageLogs storageLogs
 	// refusalLog bounds the lines of calls refused as unauthenticated (refuse).
 	refusalLog refusalLog
 
@@ -166,6 +168,7 @@ func New(opts Options) (*Server, error) {
 	s.noSecretLog = ratelog.ForLog(s.log, unopenedKeyLogInterval, "deliveries reached an endpoint with no secret valid now")
 	s.scheduledKeyLog = ratelog.ForLog(s.log, unopenedKeyLogInterval, "deliveries were signed with a secret scheduled to start later")
 	s.refusalLog.log = s.log
+	s.storageLogs.log = s.log
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -74,7 +74,7 @@ func (s *Server) CreateToken(ctx context.Context, req *hookverifyv1.CreateTokenR
 		return nil, err
 	}
 	if err := st.CreateToken(auditCtx, t); err != nil {
-		return nil, storageStatus(ctx, s.log, "create token", err)
+		return nil, s.storageStatus(ctx, "create token", err)
 	}
 	s.invalidateTokens()
 	s.log.InfoContext(ctx, "token created", "token_id", id, "name", name, "scopes", t.Scopes, "principal", PrincipalFrom(ctx).Name)
@@ -89,7 +89,7 @@ func (s *Server) ListTokens(ctx context.Context, _ *hookverifyv1.ListTokensReque
 	}
 	list, err := st.ListTokens(ctx)
 	if err != nil {
-		return nil, storageStatus(ctx, s.log, "list tokens", err)
+		return nil, s.storageStatus(ctx, "list tokens", err)
 	}
 	resp := &hookverifyv1.ListTokensResponse{Tokens: make([]*hookverifyv1.Token, len(list))}
 	for i, t := range list {
@@ -118,7 +118,7 @@ func (s *Server) RevokeToken(ctx context.Context, req *hookverifyv1.RevokeTokenR
 			return nil, status.Error(codes.NotFound, "no token matches the token given")
 		}
 		if err != nil {
-			return nil, storageStatus(ctx, s.log, "revoke token", err)
+			return nil, s.storageStatus(ctx, "revoke token", err)
 		}
 		id = tok.ID
 	}
@@ -131,7 +131,7 @@ func (s *Server) RevokeToken(ctx context.Context, req *hookverifyv1.RevokeTokenR
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil, status.Errorf(codes.NotFound, "no token %q", id)
 		}
-		return nil, storageStatus(ctx, s.log, "revoke token", err)
+		return nil, s.storageStatus(ctx, "revoke token", err)
 	}
 	s.invalidateTokens()
 	s.log.InfoContext(ctx, "token revoked", "token_id", t.ID, "name", t.Name, "principal", PrincipalFrom(ctx).Name)

@@ -67,7 +67,7 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 	cached, err := s.lookup(ctx, st, req.GetEndpointId())
 	if err != nil {
 		s.claims.storeCallEnded(time.Now(), err)
-		return nil, storageStatus(ctx, s.log, "verify", err)
+		return nil, s.storageStatus(ctx, "verify", err)
 	}
 	if !cached.found {
 		return rejected(hookverifyv1.RejectReason_REJECT_REASON_UNKNOWN_ENDPOINT, "no endpoint with this id"), nil
@@ -178,7 +178,7 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 		case isNotFound(err):
 			return nil, s.backpressure(endpoint.ID, why)
 		case err != nil:
-			return nil, storageStatus(ctx, s.log, "verify", err)
+			return nil, s.storageStatus(ctx, "verify", err)
 		}
 		s.claims.put(endpoint.DedupeScope, result.EventID, claim)
 	default:
@@ -206,7 +206,7 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 		s.metrics.observeClaim(time.Since(claimStart))
 		s.claims.storeCallEnded(claimStart, err)
 		if err != nil {
-			return nil, storageStatus(ctx, s.log, "verify", err)
+			return nil, s.storageStatus(ctx, "verify", err)
 		}
 		s.claims.put(endpoint.DedupeScope, result.EventID, claim)
 	}
