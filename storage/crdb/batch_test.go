@@ -111,7 +111,7 @@ func TestStuckClaimBatchIsBounded(t *testing.T) {
 	// The lane is free again: a claim of another identity is accepted while the lock is held.
 	ctx, cancel := context.WithTimeout(t.Context(), 10*batchTimeout)
 	defer cancel()
-	r, err := s.Claim(ctx, delivery("evt-free", "inbox-2"))
+	r, err := retryUnavailable(t, func() (storage.ClaimResult, error) { return s.Claim(ctx, delivery("evt-free", "inbox-2")) })
 	if err != nil || !r.Accepted {
 		t.Fatalf("claim of another identity behind the stuck one = %+v, %v; want accepted", r, err)
 	}
@@ -119,7 +119,7 @@ func TestStuckClaimBatchIsBounded(t *testing.T) {
 	// Once the other transaction is gone, the stuck identity is claimed exactly once: by the
 	// retry, or (if the abandoned statement went through after all) found held by inbox-1.
 	exec(t, blocker, "ROLLBACK")
-	r, err = s.Claim(t.Context(), delivery("evt-stuck", "inbox-3"))
+	r, err = retryUnavailable(t, func() (storage.ClaimResult, error) { return s.Claim(t.Context(), delivery("evt-stuck", "inbox-3")) })
 	if err != nil {
 		t.Fatalf("claim after the lock was released: %v", err)
 	}
@@ -148,8 +148,23 @@ func TestStuckAckBatchIsBounded(t *testing.T) {
 
 	wantUnavailableSoon(t, "ack of a row", func() error { return s.Ack(context.Background(), "inbox-1", "tok-1", now) })
 	exec(t, blocker, "ROLLBACK")
-	if err := s.Ack(t.Context(), "inbox-1", "tok-1", now); err != nil && !errors.Is(err, storage.ErrLeaseLost) {
+	_, err = retryUnavailable(t, func() (struct{}, error) { return struct{}{}, s.Ack(t.Context(), "inbox-1", "tok-1", now) })
+	if err != nil && !errors.Is(err, storage.ErrLeaseLost) {
 		t.Fatalf("ack once the lock was released: %v", err)
+	}
+}
+
+// retryUnavailable calls call until it answers other than ErrUnavailable, as a client retries
+// UNAVAILABLE, up to 10 times: with the batches bounded at a second here, one can run out on
+// a loaded machine while a new connection replaces the one the abandoned batch lost.
+func retryUnavailable[T any](t *testing.T, call func() (T, error)) (T, error) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		v, err := call()
+		if !errors.Is(err, storage.ErrUnavailable) || attempt == 10 {
+			return v, err
+		}
+		t.Logf("attempt %d: %v; retrying", attempt, err)
 	}
 }
 
