@@ -51,7 +51,7 @@ type storeConfig struct {
 
 func (c *storeConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.dataDir, "data-dir", "./hookverify-data", "directory of the embedded SQLite store (and its generated master key)")
-	fs.StringVar(&c.databaseURL, "database-url", "", "CockroachDB or PostgreSQL URL (postgres://...); replaces the embedded store")
+	fs.StringVar(&c.databaseURL, "database-url", "", "CockroachDB or PostgreSQL URL (postgres://... or key=value); replaces the embedded store. What it leaves out comes from libpq's variables ($PGHOST, $PGUSER, $PGPASSWORD, ...) and ~/.pgpass: a password there stays out of the process list, where any local user reads a command line")
 	fs.StringVar(&c.masterKeyFile, "master-key-file", "", "file holding the base64 master key (default: $"+masterKeyEnv+", or a generated key in the data dir for the embedded store)")
 	fs.Var(&c.oldMasterKeyFiles, "old-master-key-file", "file holding an earlier master key that still decrypts, during a master-key rotation (repeatable; also $"+oldMasterKeysEnv+", comma-separated base64)")
 }

@@ -111,3 +111,52 @@ func mapError(op string, err error) error {
 	}
 	return fmt.Errorf("crdb: %s: %w: %w", op, sentinel, err)
 }
+
+// configurationProblems are the SQLSTATEs with which a database that answers refuses what the
+// URL asks of it, and what each tells the operator to change. The same URL meets the same
+// refusal on every attempt, so Open reports them at once (refuseConfiguration) rather than as
+// an outage to wait out. A database on its way up or down answers otherwise (57P03 starting
+// up, 57P01 shutting down, 53300 too many connections): those are waited for.
+var configurationProblems = map[string]string{
+	"28P01": "the database refused the password of the URL's user (the URL's own password wins over $PGPASSWORD and ~/.pgpass)",
+	"28000": "the database refused the user: no such role, or no pg_hba.conf entry lets it in from this host with this sslmode",
+	"3D000": "the database named in the URL does not exist: create it, or correct the URL's path",
+	"3F000": "there is no schema to create hookverify's tables in: the URL's search_path names no schema that exists",
+	"42501": "the URL's user lacks a privilege: the first start (and one after an upgrade) creates tables, which needs CREATE on the schema " +
+		"(since PostgreSQL 15 only the database's owner has it on public); or run `hookverify migrate` as the schema's owner, after which " +
+		"serve needs only CONNECT on the database and SELECT, INSERT, UPDATE, DELETE on hookverify's tables",
+}
+
+// settingProblems are configuration problems only when the server answers them to a
+// connection attempt: pgx sends every query parameter it does not know itself to the server as
+// a setting, so a misspelled sslmode, say, is refused at every connection. From a statement
+// they would mean something else.
+var settingProblems = map[string]string{
+	"42704": "the database knows no setting of that name: check the spelling of the URL's query parameters (sslmode, connect_timeout, pool_max_conns, ...) and of its options",
+	"22023": "the database refused the value of a setting given in the URL (a query parameter or its options)",
+}
+
+// refuseConfiguration returns err as storage.ErrInvalid, naming the likely cause, when the
+// database refused the URL's configuration (configurationProblems, settingProblems), and err
+// unchanged otherwise. Open calls it: serve stops on ErrInvalid, where it retries
+// ErrUnavailable for ever. Later, the same refusals stay ErrUnavailable (a password changed
+// under a running instance): callers then get UNAVAILABLE, which is true of that instance.
+// pgconn's connection errors name the user, database and host but never the password.
+func refuseConfiguration(err error) error {
+	var connectErr *pgconn.ConnectError
+	connecting := errors.As(err, &connectErr)
+	hint, ok := configurationProblems[sqlState(err)]
+	if !ok && connecting {
+		hint, ok = settingProblems[sqlState(err)]
+	}
+	if !ok {
+		return err
+	}
+	// A connection refused is wrapped as ErrUnavailable by retry: report pgconn's error,
+	// which says which user, database and host it was, without that sentinel.
+	cause := err
+	if connecting {
+		cause = connectErr
+	}
+	return fmt.Errorf("crdb: open: %w: %s: %w", storage.ErrInvalid, hint, cause)
+}

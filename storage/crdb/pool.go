@@ -28,7 +28,10 @@ const (
 )
 
 // newPoolConfig parses the URL into a pgxpool configuration with hookverify's defaults; the
-// URL's pool_max_conns and connect_timeout, when present, win.
+// URL's own settings (pool_max_conns, pool_max_conn_lifetime, pool_max_conn_idle_time,
+// pool_health_check_period, pool_ping_timeout, connect_timeout), when present, win: an
+// operator sets one for a reason hookverify cannot see, a proxy that cuts connections after
+// a few minutes say, and must not find it ignored.
 func newPoolConfig(databaseURL string) (*pgxpool.Config, error) {
 	config, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
@@ -41,10 +44,18 @@ func newPoolConfig(databaseURL string) (*pgxpool.Config, error) {
 		// Without it a dial to an unreachable host waits for the kernel to give up.
 		config.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
-	config.MaxConnIdleTime = maxConnIdleTime
-	config.MaxConnLifetime = maxConnLifetime
-	config.HealthCheckPeriod = healthCheckPeriod
-	config.PingTimeout = pingTimeout
+	if !hasParam(databaseURL, "pool_max_conn_idle_time") {
+		config.MaxConnIdleTime = maxConnIdleTime
+	}
+	if !hasParam(databaseURL, "pool_max_conn_lifetime") {
+		config.MaxConnLifetime = maxConnLifetime
+	}
+	if !hasParam(databaseURL, "pool_health_check_period") {
+		config.HealthCheckPeriod = healthCheckPeriod
+	}
+	if !hasParam(databaseURL, "pool_ping_timeout") {
+		config.PingTimeout = pingTimeout
+	}
 	return config, nil
 }
 

@@ -89,13 +89,54 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	s.SetLeaseConcurrency(DefaultLeaseConcurrency)
 	if err := s.detectEngine(ctx); err != nil {
 		s.pool.close()
-		return nil, err
+		return nil, refuseConfiguration(err)
+	}
+	if err := s.commitSynchronously(ctx, databaseURL); err != nil {
+		s.pool.close()
+		return nil, refuseConfiguration(err)
 	}
 	if err := s.Migrate(ctx); err != nil {
 		s.pool.close()
-		return nil, err
+		return nil, refuseConfiguration(err)
 	}
 	return s, nil
+}
+
+// commitSynchronously makes the store's sessions commit with synchronous_commit = on on a
+// PostgreSQL set to off (for the cluster, the database or the role), by opening the pool again
+// with the setting in each session's startup. With it off a commit returns before its WAL
+// reaches disk, and a crash loses transactions already committed: deliveries answered
+// ACCEPTED, which their providers never send again. Only off is overridden: local,
+// remote_write and remote_apply all flush locally first. A URL (or $PGOPTIONS) that sets
+// synchronous_commit itself is the operator's choice, and kept. CockroachDB commits durably,
+// by consensus, always.
+func (s *Store) commitSynchronously(ctx context.Context, databaseURL string) error {
+	if s.engine != EnginePostgreSQL {
+		return nil
+	}
+	config, err := newPoolConfig(databaseURL) // parsed once already: it parses again
+	if err != nil {
+		return fmt.Errorf("crdb: open: %w: cannot parse the database URL", storage.ErrInvalid)
+	}
+	params := config.ConnConfig.RuntimeParams
+	if _, set := params["synchronous_commit"]; set || strings.Contains(params["options"], "synchronous_commit") {
+		return nil
+	}
+	var setting string
+	err = s.single(ctx, "read synchronous_commit", func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, "SELECT current_setting('synchronous_commit')").Scan(&setting)
+	})
+	if err != nil || setting != "off" {
+		return err
+	}
+	params["synchronous_commit"] = "on"
+	p, err := newPool(ctx, config)
+	if err != nil {
+		return fmt.Errorf("crdb: open: %w: %w", storage.ErrUnavailable, err)
+	}
+	s.pool.close()
+	s.pool = p
+	return nil
 }
 
 // SetLeaseConcurrency sets how many lease transactions run at once (DefaultLeaseConcurrency
