@@ -523,7 +523,7 @@ func (s *Server) Requeue(ctx context.Context, req *hookverifyv1.RequeueRequest) 
 		}
 		return nil, s.storageStatus(ctx, "requeue", err)
 	}
-	s.log.InfoContext(ctx, "dead delivery requeued", "inbox_id", req.GetInboxId())
+	s.log.InfoContext(ctx, "dead delivery requeued", "inbox_id", req.GetInboxId(), "actor", PrincipalFrom(ctx).Name)
 	return &hookverifyv1.RequeueResponse{}, nil
 }
 
@@ -551,7 +551,9 @@ func (s *Server) Discard(ctx context.Context, req *hookverifyv1.DiscardRequest) 
 		}
 		return nil, s.storageStatus(ctx, "discard", err)
 	}
-	s.log.InfoContext(ctx, "dead delivery discarded", "inbox_id", req.GetInboxId(), "reason", req.GetReason())
+	// The work is given up for good: the log names who did it, as the audit trail does for
+	// admin changes.
+	s.log.InfoContext(ctx, "dead delivery discarded", "inbox_id", req.GetInboxId(), "reason", req.GetReason(), "actor", PrincipalFrom(ctx).Name)
 	return &hookverifyv1.DiscardResponse{}, nil
 }
 

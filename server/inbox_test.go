@@ -289,6 +289,9 @@ func TestInboxDiscard(t *testing.T) {
 		if err := discard(d.GetInboxId(), "charges a closed account: refunded by hand"); err != nil {
 			t.Fatalf("Discard: %v", err)
 		}
+		if logs := string(e.logs.Bytes()); !strings.Contains(logs, `"msg":"dead delivery discarded"`) || !strings.Contains(logs, "refunded by hand") || !strings.Contains(logs, `"actor":`) {
+			t.Errorf("the log does not record the discard with its reason and who did it:\n%s", logs)
+		}
 		wantCode(t, discard(d.GetInboxId(), "again"), codes.NotFound)
 		_, err := e.inbox.Requeue(t.Context(), &hookverifyv1.RequeueRequest{InboxId: d.GetInboxId()})
 		wantCode(t, err, codes.NotFound)
