@@ -26,25 +26,32 @@ func (s *Server) storageStatus(ctx context.Context, op string, err error) error 
 // deliveries arrive, buried the rest of the log, and wrote to the disk that was full.
 const storageLogInterval = 10 * time.Second
 
-// storageLogs limits the storage failure lines of each operation (its own limiter, so that
-// a flood of failed verifications does not hide a lone failed requeue).
+// storageLogs limits the storage failure lines of each operation and kind (its own limiter,
+// so that a flood of failed verifications does not hide a lone failed requeue, nor an outage's
+// WARNs, storage unavailable, an unexpected failure's ERROR of the same operation: a bug or a
+// corrupt file that an operator alerting on ERROR must see, outage or not).
 type storageLogs struct {
 	log  *slog.Logger
 	mu   sync.Mutex
-	byOp map[string]*ratelog.Limiter
+	byOp map[storageLogKey]*ratelog.Limiter
 }
 
-// allow reports whether a failure of op is logged, and how many were not since the last that
-// was.
-func (l *storageLogs) allow(op string) (bool, int) {
+// storageLogKey is what one limiter of storageLogs bounds: the lines of one message (msg)
+// about one operation.
+type storageLogKey struct{ op, msg string }
+
+// allow reports whether a line msg about a failure of op is logged, and how many were not
+// since the last that was.
+func (l *storageLogs) allow(op, msg string) (bool, int) {
+	k := storageLogKey{op, msg}
 	l.mu.Lock()
-	lim, ok := l.byOp[op]
+	lim, ok := l.byOp[k]
 	if !ok {
 		if l.byOp == nil {
-			l.byOp = map[string]*ratelog.Limiter{}
+			l.byOp = map[storageLogKey]*ratelog.Limiter{}
 		}
-		lim = ratelog.ForLog(l.log, storageLogInterval, "storage failures of "+op)
-		l.byOp[op] = lim
+		lim = ratelog.ForLog(l.log, storageLogInterval, msg+" of "+op)
+		l.byOp[k] = lim
 	}
 	l.mu.Unlock()
 	return lim.Allow()
@@ -68,12 +75,12 @@ func storageStatus(ctx context.Context, logs *storageLogs, op string, err error)
 		}
 		return status.Error(codes.Canceled, op+": canceled")
 	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, storage.ErrClosed):
-		if ok, heldBack := logs.allow(op); ok {
+		if ok, heldBack := logs.allow(op, "storage unavailable"); ok {
 			logs.log.WarnContext(ctx, "storage unavailable", "op", op, "err", err, "not_logged_since_last", heldBack)
 		}
 		return status.Error(codes.Unavailable, op+": storage unavailable, retry later")
 	default:
-		if ok, heldBack := logs.allow(op); ok {
+		if ok, heldBack := logs.allow(op, "storage failure"); ok {
 			logs.log.ErrorContext(ctx, "storage failure", "op", op, "err", err, "not_logged_since_last", heldBack)
 		}
 		return status.Error(codes.Unavailable, op+": storage failure, retry later")

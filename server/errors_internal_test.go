@@ -68,3 +68,22 @@ func TestStorageFailuresLoggedOncePerInterval(t *testing.T) {
 		t.Fatalf("logged %d lines for 1,000 failed verifications and a failed requeue:\n%s\nwant one of each", len(lines), buf.String())
 	}
 }
+
+// TestUnexpectedStorageFailureNotHiddenByAnOutage: an operation's unexpected storage failure
+// (the ERROR "storage failure": a bug, a schema the code does not expect, a corrupt file) is
+// logged even while the same operation is failing as unavailable by the thousand. Sharing one
+// limiter per operation, the outage's first WARN line of each interval held back every
+// ERROR for as long as the outage lasted, and its count came out as a WARN of "storage
+// failures".
+func TestUnexpectedStorageFailureNotHiddenByAnOutage(t *testing.T) {
+	var buf bytes.Buffer
+	logs := &storageLogs{log: slog.New(slog.NewTextHandler(&buf, nil))}
+	down := fmt.Errorf("crdb: claim: %w: connection refused", storage.ErrUnavailable)
+	for range 1000 {
+		_ = storageStatus(t.Context(), logs, "verify", down)
+	}
+	_ = storageStatus(t.Context(), logs, "verify", errors.New(`crdb: claim: ERROR: column "x" does not exist`))
+	if !strings.Contains(buf.String(), "level=ERROR") || !strings.Contains(buf.String(), `column \"x\" does not exist`) {
+		t.Fatalf("an unexpected failure of verify during an outage of verify was not logged:\n%s", buf.String())
+	}
+}

@@ -63,11 +63,14 @@ func (s *Server) RunRetention(ctx context.Context, r Retention) {
 	// read then. Zero reaches back to the oldest, as the first sweep does.
 	var claimsFrom, lastFullSweep time.Time
 	for {
-		// As below, a clock that stepped back makes a full sweep due at once.
-		if now := s.clock(); now.Sub(lastFullSweep) >= fullClaimsSweepInterval || now.Before(lastFullSweep) {
+		// As below, a clock that stepped back makes a full sweep due at once. The sweep is timed
+		// by the same reading: with a reading of its own, a sweep could be past the hour while
+		// this one was not, and reach back only an iteration later.
+		now := s.clock()
+		if now.Sub(lastFullSweep) >= fullClaimsSweepInterval || now.Before(lastFullSweep) {
 			claimsFrom, lastFullSweep = time.Time{}, now
 		}
-		if _, swept, err := s.sweep(ctx, r, claimsFrom); err != nil {
+		if _, swept, err := s.sweep(ctx, r, claimsFrom, now); err != nil {
 			if ctx.Err() == nil {
 				s.log.WarnContext(ctx, "retention sweep failed; will retry", "err", err)
 			}
@@ -98,13 +101,13 @@ func (s *Server) RunRetention(ctx context.Context, r Retention) {
 // SweepOnce deletes, batch by batch, everything older than the retention allows and returns
 // the totals.
 func (s *Server) SweepOnce(ctx context.Context, r Retention) (storage.SweepResult, error) {
-	total, _, err := s.sweep(ctx, r, time.Time{})
+	total, _, err := s.sweep(ctx, r, time.Time{}, s.clock())
 	return total, err
 }
 
-// sweep is SweepOnce for the claims first received at or after claimsFrom only (all of them
-// when it is zero), and also returns the ClaimsBefore it swept to.
-func (s *Server) sweep(ctx context.Context, r Retention, claimsFrom time.Time) (storage.SweepResult, time.Time, error) {
+// sweep is SweepOnce at now for the claims first received at or after claimsFrom only (all of
+// them when it is zero), and also returns the ClaimsBefore it swept to.
+func (s *Server) sweep(ctx context.Context, r Retention, claimsFrom, now time.Time) (storage.SweepResult, time.Time, error) {
 	r = r.withDefaults()
 	st, err := s.storage()
 	if err != nil {
@@ -116,7 +119,6 @@ func (s *Server) sweep(ctx context.Context, r Retention, claimsFrom time.Time) (
 	}
 	// Claims this instance remembers must not outlive the ones the sweep deletes.
 	s.claims.sweptAfter(r.DedupeWindow)
-	now := s.clock()
 	req := storage.SweepRequest{AckedBefore: now.Add(-r.AckedRetention), ClaimsBefore: now.Add(-r.DedupeWindow),
 		ClaimsFrom: claimsFrom, Batch: r.Batch}
 	var total storage.SweepResult

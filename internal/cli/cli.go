@@ -32,7 +32,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"serve":     {"run the gRPC server", runServe},
-		"inbox":     {"stats|lease|ack|nack|extend|dead|requeue: work the inbox of a running server", runInbox},
+		"inbox":     {"stats|lease|ack|nack|extend|dead|requeue|discard: work the inbox of a running server", runInbox},
 		"worker":    {"run a command for each inbox delivery (operation key in its environment)", runWorker},
 		"bench":     {"load-test a running server: throughput and latency per verdict, vs a no-op gRPC baseline", runBench},
 		"migrate":   {"apply database migrations and exit", runMigrate},

@@ -33,6 +33,7 @@ func TestCockroachDBStatementsAvoidEngineSpecificSQL(t *testing.T) {
 		"claimBatchSQL":          claimBatchSQL,
 		"existingClaimsSQL":      existingClaimsSQL,
 		"requeueSQL":             requeueSQL,
+		"discardSQL":             discardSQL,
 		"deadLetterExhaustedSQL": deadLetterExhaustedSQL,
 		"sweepAckedSQL":          sweepAckedSQL,
 		"sweepClaimsSQL":         sweepClaimsSQL,

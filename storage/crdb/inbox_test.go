@@ -345,6 +345,7 @@ func TestLiveLeaseStatementsUseThePrimaryKey(t *testing.T) {
 		[]time.Time{now, now}))
 	exec(t, conn, `UPDATE inbox SET state = 'dead', lease_token = NULL, leased_until = NULL`)
 	wantPrimaryKey(t, "Requeue", explain(t, conn, requeueSQL, "inbox-7", now))
+	wantPrimaryKey(t, "Discard", explain(t, conn, discardSQL, "inbox-7", now, "discarded: poison"))
 }
 
 // TestEndpointStatementsUseTheEndpointIndex: the statements that pick deliveries by endpoint
