@@ -14,8 +14,8 @@ import (
 	"github.com/hookverify/hookverify/storage"
 )
 
-// reviewDelivery is a delivery of event n to ep-1 with a body of size bytes.
-func reviewDelivery(n, size int) storage.Delivery {
+// deliveryOfSize is a delivery of event n to ep-1 with a body of size bytes.
+func deliveryOfSize(n, size int) storage.Delivery {
 	return storage.Delivery{InboxID: fmt.Sprint("inbox-", n), Scope: "ep-1", EventID: fmt.Sprint("evt-", n), EndpointID: "ep-1",
 		OperationKey: fmt.Sprint("op-", n), Method: "POST", URL: "https://h/x", Body: make([]byte, size), ReceivedAt: time.Unix(2, 0).UTC()}
 }
@@ -37,7 +37,13 @@ func copyAsOnDisk(t *testing.T, path string) *Store {
 			t.Fatal(err)
 		}
 	}
-	s, err := Open(t.Context(), filepath.Join(dir, "hookverify.db"))
+	return openAt(t, filepath.Join(dir, "hookverify.db"))
+}
+
+// openAt opens the store at path, closed when the test ends.
+func openAt(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,19 +59,15 @@ func copyAsOnDisk(t *testing.T, path string) *Store {
 func TestWritesRefusedOnceTheLogIsDeleted(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "hookverify.db")
-	s, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := openAt(t, path)
 	createStripeEndpoint(t, s, "ep-1")
-	if r, err := s.Claim(t.Context(), reviewDelivery(0, 100)); err != nil || !r.Accepted {
+	if r, err := s.Claim(t.Context(), deliveryOfSize(0, 100)); err != nil || !r.Accepted {
 		t.Fatalf("claim before the deletion = %+v, %v", r, err)
 	}
 	if err := os.Remove(path + "-wal"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Claim(t.Context(), reviewDelivery(1, 100))
+	_, err := s.Claim(t.Context(), deliveryOfSize(1, 100))
 	if !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), path+"-wal") {
 		t.Fatalf("claim after the log was deleted: %v; want ErrUnavailable naming %s", err, path+"-wal")
 	}
@@ -85,7 +87,7 @@ func TestWritesRefusedOnceTheLogIsDeleted(t *testing.T) {
 	if _, err := os.Stat(path + "-wal"); err != nil {
 		t.Logf("no new log at the path: %v", err)
 	}
-	if _, err := s.Claim(t.Context(), reviewDelivery(2, 100)); !errors.Is(err, storage.ErrUnavailable) {
+	if _, err := s.Claim(t.Context(), deliveryOfSize(2, 100)); !errors.Is(err, storage.ErrUnavailable) {
 		t.Fatalf("claim after a new log appeared at the path = %v, want ErrUnavailable", err)
 	}
 	crashed := copyAsOnDisk(t, path)
@@ -98,16 +100,12 @@ func TestWritesRefusedOnceTheLogIsDeleted(t *testing.T) {
 func TestWritesRefusedOnceTheDatabaseFileIsDeleted(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "hookverify.db")
-	s, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := openAt(t, path)
 	createStripeEndpoint(t, s, "ep-1")
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Claim(t.Context(), reviewDelivery(1, 100))
+	_, err := s.Claim(t.Context(), deliveryOfSize(1, 100))
 	if !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), path+" was deleted") {
 		t.Fatalf("claim after the database file was deleted: %v; want ErrUnavailable naming %s", err, path)
 	}
@@ -142,7 +140,7 @@ func TestFilesCheckHasNoFalseAlarm(t *testing.T) {
 		s.reader.SetMaxIdleConns(0)
 		for i := range 3 {
 			n := 10*round + i
-			if r, err := s.Claim(t.Context(), reviewDelivery(n, 100)); err != nil || !r.Accepted {
+			if r, err := s.Claim(t.Context(), deliveryOfSize(n, 100)); err != nil || !r.Accepted {
 				t.Fatalf("round %d, claim %d = %+v, %v", round, n, r, err)
 			}
 		}
@@ -201,7 +199,7 @@ func TestWritesOnARealFullFileSystem(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 	createStripeEndpoint(t, s, "ep-1")
 	for i := range 3 {
-		if _, err := s.Claim(t.Context(), reviewDelivery(i, 100)); err != nil {
+		if _, err := s.Claim(t.Context(), deliveryOfSize(i, 100)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -215,7 +213,7 @@ func TestWritesOnARealFullFileSystem(t *testing.T) {
 	// The log reuses its space after a checkpoint: grow it until a claim no longer fits.
 	full := -1
 	for i := 100; i < 200 && full < 0; i++ {
-		if _, err := s.Claim(t.Context(), reviewDelivery(i, 64<<10)); err != nil {
+		if _, err := s.Claim(t.Context(), deliveryOfSize(i, 64<<10)); err != nil {
 			if !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), "disk is full") {
 				t.Fatalf("claim on a full file system: %v; want ErrUnavailable saying the disk is full", err)
 			}
@@ -238,7 +236,7 @@ func TestWritesOnARealFullFileSystem(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := s.Claim(t.Context(), reviewDelivery(full, 64<<10)); err != nil || !r.Accepted {
+	if r, err := s.Claim(t.Context(), deliveryOfSize(full, 64<<10)); err != nil || !r.Accepted {
 		t.Fatalf("claim with room again = %+v, %v", r, err)
 	}
 	if err := s.Ack(t.Context(), first, "tok-1", now); err != nil {

@@ -578,7 +578,10 @@ func testInbox(t *testing.T, h harness) {
 
 	testDeadLetterPages(t, h)
 
-	t.Run("requeue makes a dead delivery pending with no attempts", func(t *testing.T) {
+	// deadPendingLeased makes a store with, on ep-1, d1 dead (its one attempt nacked), one
+	// delivery pending and one leased for a day by the first lease, which it returns with d1.
+	deadPendingLeased := func(t *testing.T) (storage.Store, storage.Delivery, storage.LeaseRequest) {
+		t.Helper()
 		s := inboxFixture(t, h)
 		d := deliver(t, s, "ep-1", "ep-1", "d1", at(1*time.Second))
 		deliver(t, s, "ep-1", "ep-1", "pending", t0.Add(time.Hour))
@@ -587,6 +590,11 @@ func testInbox(t *testing.T, h harness) {
 		first.Visibility = 24 * time.Hour
 		wantIDs(t, lease(t, s, first), "first lease", "d1", "leased")
 		nack(t, s, "d1", "tok-1", t0, 1, t0)
+		return s, d, first
+	}
+
+	t.Run("requeue makes a dead delivery pending with no attempts", func(t *testing.T) {
+		s, d, first := deadPendingLeased(t)
 
 		wantErr(t, s.Requeue(t.Context(), "pending", t0), storage.ErrNotFound, "Requeue of a pending delivery")
 		wantErr(t, s.Requeue(t.Context(), "leased", t0), storage.ErrNotFound, "Requeue of a leased delivery")
@@ -607,14 +615,7 @@ func testInbox(t *testing.T, h harness) {
 	})
 
 	t.Run("discard settles a dead delivery unrun, as an ack would", func(t *testing.T) {
-		s := inboxFixture(t, h)
-		deliver(t, s, "ep-1", "ep-1", "d1", at(1*time.Second))
-		deliver(t, s, "ep-1", "ep-1", "pending", t0.Add(time.Hour))
-		deliver(t, s, "ep-1", "ep-1", "leased", at(2*time.Second))
-		first := leaseReq("tok-1", t0, 2)
-		first.Visibility = 24 * time.Hour
-		wantIDs(t, lease(t, s, first), "first lease", "d1", "leased")
-		nack(t, s, "d1", "tok-1", t0, 1, t0)
+		s, _, first := deadPendingLeased(t)
 
 		for _, id := range []string{"pending", "leased", "nope", "d\x00"} {
 			wantErr(t, s.Discard(t.Context(), id, "discarded: why", t0), storage.ErrNotFound, "Discard of "+id)
