@@ -584,10 +584,28 @@ func secretRetire(ctx context.Context, e env, args []string) error {
 	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
 		resp, err := c.Admin.RetireSecret(ctx, &hookverifyv1.RetireSecretRequest{EndpointId: *endpoint, SecretId: *id})
 		if err == nil {
+			warnRecentlyUsed(e, resp.GetSecret(), time.Now())
 			warnNoSecretLeft(ctx, e, c, *endpoint)
 		}
 		return resp, err
 	})
+}
+
+// recentUse is how recent a use of a secret makes retiring it worth a warning.
+const recentUse = time.Hour
+
+// warnRecentlyUsed says on standard error when the retired secret authenticated a delivery
+// within recentUse: the provider may still sign with it (a rotation not finished on its side,
+// a retry of an old delivery), and such deliveries are now rejected, which many providers
+// never retry. The retirement is done; the warning says how to undo its effect. Uses are
+// recorded every few seconds, so a use in the last moments may not show.
+func warnRecentlyUsed(e env, sec *hookverifyv1.SecretInfo, now time.Time) {
+	used := sec.GetLastUsedTime()
+	if used == nil || now.Sub(used.AsTime()) > recentUse {
+		return
+	}
+	ago := max(now.Sub(used.AsTime()), 0).Round(time.Second)
+	fmt.Fprintf(e.stderr, "warning: secret %s authenticated a delivery %s ago: deliveries still signed with it are now rejected; if the provider still uses it, add it again with `secret add`\n", sec.GetId(), ago)
 }
 
 // warnNoSecretLeft says on standard error when a retirement left the endpoint no secret in

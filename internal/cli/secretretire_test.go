@@ -1,9 +1,16 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
 
 // TestSecretRetireWarnsWhenNoSecretIsLeft: retiring the last secret in force leaves the
@@ -39,5 +46,44 @@ func TestSecretRetireWarnsWhenNoSecretIsLeft(t *testing.T) {
 	}
 	if errOut := retire(current); !strings.Contains(errOut, "no secret in force") || !strings.Contains(errOut, "UNAVAILABLE") {
 		t.Errorf("retiring the last secret in force said %q; want a warning that deliveries are answered UNAVAILABLE", errOut)
+	}
+}
+
+// usedSecretAdmin answers RetireSecret with the secret last used lastUsed ago (never, when
+// zero), and lists one secret still in force.
+type usedSecretAdmin struct {
+	hookverifyv1.UnimplementedAdminServiceServer
+	lastUsed time.Duration
+}
+
+func (a *usedSecretAdmin) RetireSecret(_ context.Context, req *hookverifyv1.RetireSecretRequest) (*hookverifyv1.RetireSecretResponse, error) {
+	info := &hookverifyv1.SecretInfo{Id: req.GetSecretId(), EndpointId: req.GetEndpointId(), State: hookverifyv1.SecretState_SECRET_STATE_RETIRED}
+	if a.lastUsed != 0 {
+		info.LastUsedTime = timestamppb.New(time.Now().Add(-a.lastUsed))
+	}
+	return &hookverifyv1.RetireSecretResponse{Secret: info}, nil
+}
+
+func (a *usedSecretAdmin) ListSecrets(context.Context, *hookverifyv1.ListSecretsRequest) (*hookverifyv1.ListSecretsResponse, error) {
+	return &hookverifyv1.ListSecretsResponse{Secrets: []*hookverifyv1.SecretInfo{{Id: "sec_new", State: hookverifyv1.SecretState_SECRET_STATE_ACTIVE}}}, nil
+}
+
+// TestSecretRetireWarnsOfARecentUse: retiring a secret that authenticated a delivery minutes
+// ago most likely cuts off a provider that still signs with it (its deliveries are now
+// rejected, which many never retry); the command showed only lastUsedTime in its JSON. It now
+// warns on standard error when the use was within the hour, and not for an older one.
+func TestSecretRetireWarnsOfARecentUse(t *testing.T) {
+	for _, c := range []struct {
+		lastUsed time.Duration
+		warn     bool
+	}{{2 * time.Minute, true}, {59 * time.Minute, true}, {2 * time.Hour, false}, {0, false}} {
+		remote := serveFake(t, func(g *grpc.Server) { hookverifyv1.RegisterAdminServiceServer(g, &usedSecretAdmin{lastUsed: c.lastUsed}) })
+		code, _, errOut := run(t, "", append([]string{"secret", "retire", "--endpoint", "gh", "--id", "sec_old"}, remote...)...)
+		if code != 0 {
+			t.Fatalf("secret retire exited %d: %s", code, errOut)
+		}
+		if warned := strings.Contains(errOut, "sec_old authenticated a delivery"); warned != c.warn {
+			t.Errorf("secret last used %v ago: standard error %q; want a warning: %v", c.lastUsed, errOut, c.warn)
+		}
 	}
 }
