@@ -77,7 +77,9 @@ func TestSecretRetireWarnsOfARecentUse(t *testing.T) {
 		lastUsed time.Duration
 		warn     bool
 	}{{2 * time.Minute, true}, {59 * time.Minute, true}, {2 * time.Hour, false}, {0, false}} {
-		remote := serveFake(t, func(g *grpc.Server) { hookverifyv1.RegisterAdminServiceServer(g, &usedSecretAdmin{lastUsed: c.lastUsed}) })
+		remote := serveFake(t, func(g *grpc.Server) {
+			hookverifyv1.RegisterAdminServiceServer(g, &usedSecretAdmin{lastUsed: c.lastUsed})
+		})
 		code, _, errOut := run(t, "", append([]string{"secret", "retire", "--endpoint", "gh", "--id", "sec_old"}, remote...)...)
 		if code != 0 {
 			t.Fatalf("secret retire exited %d: %s", code, errOut)

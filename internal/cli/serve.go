@@ -422,6 +422,11 @@ type runningServer struct {
 	failed chan error
 }
 
+// refusalGrace is how long serve keeps trying a database that refuses its configuration (a
+// wrong password, an unknown role or database, ...) before it stops: long enough for a
+// deployment to create what it names, or for CockroachDB to read its users again.
+var refusalGrace = time.Minute
+
 // startServer listens, then opens the store in the background (retrying while the database is
 // unreachable) and reports SERVING once it is open and migrated.
 func startServer(ctx context.Context, log *slog.Logger, listen string, keyring *secretbox.Keyring, open func(context.Context) (storage.Store, error)) (*runningServer, error) {
@@ -492,6 +497,7 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 	go func() {
 		defer close(r.done)
 		backoff := 200 * time.Millisecond
+		var refusedSince time.Time // when the database began to refuse the configuration
 		for {
 			st, err := open(ctx)
 			if err == nil {
@@ -520,12 +526,25 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 			}
 			if errors.Is(err, storage.ErrInvalid) {
 				// A configuration no retry mends (an unparsable --database-url): give up, rather
-				// than look for ever like a database that is slow to come up.
-				log.Error("storage cannot be opened with this configuration", "err", err)
-				r.failed <- err
-				return
+				// than look for ever like a database that is slow to come up. A database's
+				// refusal (crdb.ErrRefused) may yet be mended, by a role or database the same
+				// deployment creates a moment later, or a CockroachDB able to read its users
+				// again: it is given refusalGrace.
+				refused := errors.Is(err, crdb.ErrRefused)
+				if refused && refusedSince.IsZero() {
+					refusedSince = time.Now()
+				}
+				if !refused || time.Since(refusedSince) >= refusalGrace {
+					log.Error("storage cannot be opened with this configuration", "err", err)
+					r.failed <- err
+					return
+				}
+				log.Error("the database refuses this configuration; retrying for a while, in case it is being set up", "err", err, "in", backoff,
+					"giving_up_in", (refusalGrace - time.Since(refusedSince)).Round(time.Second).String())
+			} else {
+				refusedSince = time.Time{}
+				log.Warn("storage not ready; retrying", "err", err, "in", backoff)
 			}
-			log.Warn("storage not ready; retrying", "err", err, "in", backoff)
 			select {
 			case <-ctx.Done():
 				return

@@ -8,16 +8,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hookverify/hookverify/internal/pgtest"
 	"github.com/hookverify/hookverify/storage"
 )
 
 // TestServeStopsOnADatabaseThatRefusesItsConfiguration: serve whose --database-url names a
 // database that does not exist (or a role that does not, a wrong password) used to retry for
-// ever, a WARN every 5 s, looking like a database still starting up. No retry mends it: serve
-// must stop at once, exit 1, with an error naming the cause and not the password.
+// ever, a WARN every 5 s, looking like a database still starting up. Once the refusal has
+// lasted refusalGrace serve must stop, exit 1, with an error naming the cause and not the password.
 func TestServeStopsOnADatabaseThatRefusesItsConfiguration(t *testing.T) {
 	setMasterKeyEnv(t)
+	// It stops once the refusal has lasted refusalGrace (TestServeWaitsForADatabaseCreatedAMomentLater).
+	grace := refusalGrace
+	refusalGrace = 2 * time.Second
+	t.Cleanup(func() { refusalGrace = grace })
 	u, err := neturl.Parse(pgtest.Shared(t).NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
@@ -40,5 +46,71 @@ func TestServeStopsOnADatabaseThatRefusesItsConfiguration(t *testing.T) {
 	}
 	if strings.Contains(err.Error()+out.String(), password) {
 		t.Errorf("the password is in the error or the log: %v\n%s", err, out.String())
+	}
+}
+
+// TestServeWaitsForADatabaseCreatedAMomentLater: a refusal by a database that answers is
+// not always for good. The same deployment may create the database or the role a moment
+// after serve starts (an init job beside it), and CockroachDB answers 28000 ("internal error
+// while retrieving user account") when it cannot read its users, a cluster still coming up or
+// momentarily without quorum. serve used to stop at the first refusal; it must keep trying
+// for a while (refusalGrace), and come up once the database lets it in.
+func TestServeWaitsForADatabaseCreatedAMomentLater(t *testing.T) {
+	setMasterKeyEnv(t)
+	cluster := pgtest.Shared(t)
+	dbURL := cluster.NewDatabase(t)
+	u, err := neturl.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	admin, err := pgx.Connect(t.Context(), cluster.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	rename := func(from, to string) error {
+		_, err := admin.Exec(context.Background(), "ALTER DATABASE "+pgx.Identifier{from}.Sanitize()+" RENAME TO "+pgx.Identifier{to}.Sanitize())
+		return err
+	}
+	away := name + "_later"
+	if err := rename(name, away); err != nil {
+		t.Fatal(err)
+	}
+	created := false
+	defer func() {
+		if !created {
+			_ = rename(away, name) // for pgtest's cleanup to drop it
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runServe(ctx, env{stdin: strings.NewReader(""), stdout: &out, stderr: &out}, []string{"--listen", "127.0.0.1:0", "--database-url", dbURL})
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("serve stopped at the first refusal of a database created a moment later: %v\n%s", err, out.String())
+	case <-time.After(2 * time.Second):
+	}
+	if err := rename(away, name); err != nil {
+		t.Fatal(err)
+	}
+	created = true
+	deadline := time.After(20 * time.Second)
+	for !strings.Contains(out.String(), "storage ready") {
+		select {
+		case err := <-done:
+			t.Fatalf("serve stopped before the database it waited for came: %v\n%s", err, out.String())
+		case <-deadline:
+			t.Fatalf("serve not ready 20 s after its database was created; log:\n%s", out.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serve: %v", err)
 	}
 }

@@ -17,6 +17,7 @@ const (
 	codeForeignKeyViolation  = "23503"
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
+	codeProtocolViolation    = "08P01"
 	// codeStatementCompletionUnknown is how CockroachDB reports that it cannot tell whether a
 	// transaction committed.
 	codeStatementCompletionUnknown = "40003"
@@ -136,11 +137,20 @@ var settingProblems = map[string]string{
 	"22023": "the database refused the value of a setting given in the URL (a query parameter or its options)",
 }
 
-// refuseConfiguration returns err as storage.ErrInvalid, naming the likely cause, when the
-// database refused the URL's configuration (configurationProblems, settingProblems), and err
-// unchanged otherwise. Open calls it: serve stops on ErrInvalid, where it retries
-// ErrUnavailable for ever. Later, the same refusals stay ErrUnavailable (a password changed
-// under a running instance): callers then get UNAVAILABLE, which is true of that instance.
+// ErrRefused marks Open's errors for a database that answered and refused the URL's
+// configuration (with ErrInvalid). Unlike a URL that cannot be parsed, such a refusal is not
+// certain to last: the deployment that started hookverify may create the database or the role
+// a moment later, and CockroachDB answers 28000 ("internal error while retrieving user
+// account") to every user but root while it cannot read its users table, a cluster coming up
+// or without quorum for a while. serve keeps trying for a while before it gives up on one.
+var ErrRefused = errors.New("the database refused the connection's configuration")
+
+// refuseConfiguration returns err as storage.ErrInvalid and ErrRefused, naming the likely
+// cause, when the database refused the URL's configuration (configurationProblems,
+// settingProblems), and err unchanged otherwise. Open calls it: serve gives up on ErrInvalid
+// (on ErrRefused once it has lasted a while), where it retries ErrUnavailable for ever.
+// Later, the same refusals stay ErrUnavailable (a password changed under a running
+// instance): callers then get UNAVAILABLE, which is true of that instance.
 // pgconn's connection errors name the user, database and host but never the password.
 func refuseConfiguration(err error) error {
 	var connectErr *pgconn.ConnectError
@@ -158,5 +168,13 @@ func refuseConfiguration(err error) error {
 	if connecting {
 		cause = connectErr
 	}
-	return fmt.Errorf("crdb: open: %w: %s: %w", storage.ErrInvalid, hint, cause)
+	return fmt.Errorf("crdb: open: %w: %s: %w", storage.ErrInvalid, hint, &refusal{cause})
 }
+
+// refusal wraps a refused configuration's cause so that errors.Is finds ErrRefused too,
+// without adding ErrRefused's words to the message.
+type refusal struct{ err error }
+
+func (r *refusal) Error() string { return r.err.Error() }
+
+func (r *refusal) Unwrap() []error { return []error{ErrRefused, r.err} }

@@ -72,8 +72,8 @@ func TestOpenRefusesAConfigurationTheDatabaseRejects(t *testing.T) {
 				s.Close()
 				t.Fatal("Open succeeded")
 			}
-			if !errors.Is(err, storage.ErrInvalid) || errors.Is(err, storage.ErrUnavailable) {
-				t.Errorf("Open: %v\nwant ErrInvalid (a configuration no retry mends), not ErrUnavailable", err)
+			if !errors.Is(err, storage.ErrInvalid) || !errors.Is(err, ErrRefused) || errors.Is(err, storage.ErrUnavailable) {
+				t.Errorf("Open: %v\nwant ErrInvalid and ErrRefused (a configuration the database refuses), not ErrUnavailable", err)
 			}
 			if !strings.Contains(err.Error(), c.code) || !strings.Contains(err.Error(), c.says) {
 				t.Errorf("Open: %v\nwant the SQLSTATE %s and a hint saying %q", err, c.code, c.says)
@@ -82,6 +82,16 @@ func TestOpenRefusesAConfigurationTheDatabaseRejects(t *testing.T) {
 				t.Errorf("Open's error quotes the password: %v", err)
 			}
 		})
+	}
+}
+
+// TestAnUnparsableURLIsNoRefusal: serve gives a database's refusal (ErrRefused) a while to
+// be mended, a role or database created a moment later; a URL that cannot be parsed never
+// will be, and must not read as one.
+func TestAnUnparsableURLIsNoRefusal(t *testing.T) {
+	_, err := Open(t.Context(), "postgres://hv@db:notaport/hv")
+	if !errors.Is(err, storage.ErrInvalid) || errors.Is(err, ErrRefused) {
+		t.Errorf("Open: %v, want ErrInvalid and not ErrRefused", err)
 	}
 }
 
@@ -140,6 +150,22 @@ func TestPoolSettingsOfTheURLWin(t *testing.T) {
 	if config.MaxConnLifetime != 4*time.Minute {
 		t.Errorf("key=value lifetime %v, want 4m", config.MaxConnLifetime)
 	}
+	// libpq's key=value form allows spaces around the "=" (and pgx reads it so); a URL may
+	// percent-encode a parameter's name.
+	config, err = newPoolConfig("host=db user=hv pool_max_conns = 3 pool_max_conn_lifetime =4m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if config.MaxConns != 3 || config.MaxConnLifetime != 4*time.Minute {
+		t.Errorf("key = value: max conns %d, lifetime %v; want the string's 3 and 4m", config.MaxConns, config.MaxConnLifetime)
+	}
+	config, err = newPoolConfig(base + "?pool%5Fmax%5Fconns=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if config.MaxConns != 3 {
+		t.Errorf("percent-encoded name: max conns %d, want the URL's 3", config.MaxConns)
+	}
 	config, err = newPoolConfig(base)
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +192,10 @@ func TestCommitsWaitForTheFlushOnPostgreSQL(t *testing.T) {
 		{"the database's off", url, "on"},
 		{"the URL's own choice", withParam(t, url, "synchronous_commit", "off"), "off"},
 		{"the URL's options", url + "&options=-c%20synchronous_commit%3Doff", "off"},
+		// PostgreSQL reads a dash in an option's name as an underscore, and setting names in
+		// any case: still the URL's own choice.
+		{"the URL's options, dashed", url + "&options=-c%20synchronous-commit%3Doff", "off"},
+		{"the URL's parameter, capitalised", withParam(t, url, "Synchronous_Commit", "off"), "off"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := open(t, c.url)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/puddle/v2"
 )
@@ -37,23 +38,34 @@ func newPoolConfig(databaseURL string) (*pgxpool.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !hasParam(databaseURL, "pool_max_conns") {
+	// What the string sets, read as pgx reads it (key = value with spaces, a URL's
+	// percent-encoded names): pgxpool takes its own settings out of the runtime parameters,
+	// where pgconn leaves them. It parsed above, so it parses here.
+	set, err := pgconn.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	hasParam := func(name string) bool {
+		_, ok := set.RuntimeParams[name]
+		return ok
+	}
+	if !hasParam("pool_max_conns") {
 		config.MaxConns = defaultMaxConns
 	}
 	if config.ConnConfig.ConnectTimeout == 0 {
 		// Without it a dial to an unreachable host waits for the kernel to give up.
 		config.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
-	if !hasParam(databaseURL, "pool_max_conn_idle_time") {
+	if !hasParam("pool_max_conn_idle_time") {
 		config.MaxConnIdleTime = maxConnIdleTime
 	}
-	if !hasParam(databaseURL, "pool_max_conn_lifetime") {
+	if !hasParam("pool_max_conn_lifetime") {
 		config.MaxConnLifetime = maxConnLifetime
 	}
-	if !hasParam(databaseURL, "pool_health_check_period") {
+	if !hasParam("pool_health_check_period") {
 		config.HealthCheckPeriod = healthCheckPeriod
 	}
-	if !hasParam(databaseURL, "pool_ping_timeout") {
+	if !hasParam("pool_ping_timeout") {
 		config.PingTimeout = pingTimeout
 	}
 	return config, nil
@@ -90,11 +102,6 @@ func urlProblem(databaseURL string) string {
 		return "its query parameters are not validly percent-encoded: percent-encode % & = and spaces in their values (%25 %26 %3D %20)"
 	}
 	return "check its query parameters: sslmode (disable, allow, prefer, require, verify-ca or verify-full), numbers such as connect_timeout and pool_max_conns, and the sslcert/sslkey/sslrootcert files"
-}
-
-// hasParam reports whether the connection string sets the named parameter (URL or key=value).
-func hasParam(databaseURL, name string) bool {
-	return strings.Contains(databaseURL, name+"=")
 }
 
 // pool wraps pgxpool so the store can tell "closed by us" from "database unreachable".

@@ -8,12 +8,14 @@ package crdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookverify/hookverify/storage"
 )
@@ -122,16 +124,40 @@ func (s *Store) commitSynchronously(ctx context.Context, databaseURL string) err
 	if _, set := params["synchronous_commit"]; set || strings.Contains(params["options"], "synchronous_commit") {
 		return nil
 	}
-	var setting string
+	// The server also says whether the connection set it (source "client": a parameter or
+	// the options of the URL or $PGOPTIONS, in any spelling PostgreSQL accepts, a dash for an
+	// underscore, any case), which reading the URL could only guess.
+	var setting, source string
 	err = s.single(ctx, "read synchronous_commit", func(ctx context.Context, conn *pgx.Conn) error {
-		return conn.QueryRow(ctx, "SELECT current_setting('synchronous_commit')").Scan(&setting)
+		return conn.QueryRow(ctx, "SELECT setting, source FROM pg_settings WHERE name = 'synchronous_commit'").Scan(&setting, &source)
 	})
-	if err != nil || setting != "off" {
+	if err != nil || setting != "off" || source == "client" {
 		return err
 	}
 	params["synchronous_commit"] = "on"
 	p, err := newPool(ctx, config)
 	if err != nil {
+		return fmt.Errorf("crdb: open: %w: %w", storage.ErrUnavailable, err)
+	}
+	// A connection pooler in between (PgBouncer) refuses a startup setting it does not know,
+	// 08P01 on every connection, which would pass for an outage for ever; or, told to ignore
+	// it, drops it, and the sessions commit with off after all. Only a session shows which.
+	err = p.AcquireFunc(ctx, func(conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx, "SHOW synchronous_commit").Scan(&setting)
+	})
+	if sqlState(err) == codeProtocolViolation || err == nil && setting == "off" {
+		p.close()
+		cause := err
+		if cause == nil {
+			cause = errors.New("the sessions opened with synchronous_commit on still have it off")
+		}
+		return fmt.Errorf("crdb: open: %w: the database has synchronous_commit off, so a crash could lose deliveries already answered ACCEPTED, "+
+			"and hookverify's sessions cannot turn it on in their startup, which a connection pooler such as PgBouncer refuses or ignores: "+
+			"set it on for hookverify's role (ALTER ROLE ... SET synchronous_commit = on) or database; or, to accept that loss, say so with synchronous_commit=off in the URL: %w",
+			storage.ErrInvalid, &refusal{cause})
+	}
+	if err != nil {
+		p.close()
 		return fmt.Errorf("crdb: open: %w: %w", storage.ErrUnavailable, err)
 	}
 	s.pool.close()
