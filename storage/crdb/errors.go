@@ -115,8 +115,9 @@ func mapError(op string, err error) error {
 
 // configurationProblems are the SQLSTATEs with which a database that answers refuses what the
 // URL asks of it, and what each tells the operator to change. The same URL meets the same
-// refusal on every attempt, so Open reports them at once (refuseConfiguration) rather than as
-// an outage to wait out. A database on its way up or down answers otherwise (57P03 starting
+// refusal on every attempt unless someone mends it, so Open reports them as such
+// (refuseConfiguration: serve gives them a minute, migrate none) rather than as an outage to
+// wait out. A database on its way up or down answers otherwise (57P03 starting
 // up, 57P01 shutting down, 53300 too many connections): those are waited for.
 var configurationProblems = map[string]string{
 	"28P01": "the database refused the password of the URL's user (the URL's own password wins over $PGPASSWORD and ~/.pgpass)",

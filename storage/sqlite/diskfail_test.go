@@ -246,3 +246,28 @@ func TestWritesOnARealFullFileSystem(t *testing.T) {
 		t.Fatalf("nack with room again = %v, %v; want dead (its one attempt used by the worker)", dead, err)
 	}
 }
+
+// TestReadsReportDeletedFilesAndRescueTheLog: with no write coming (a quiet night), the log's
+// deletion was noticed by nobody: the inbox stats, which the server's health follows, still
+// answered, and what the deleted log held went with the process if it was killed before a
+// write. The stats now fail, and the first look copies the log into the database file.
+func TestReadsReportDeletedFilesAndRescueTheLog(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "hookverify.db")
+	s := openAt(t, path)
+	createStripeEndpoint(t, s, "ep-1")
+	if r, err := s.Claim(t.Context(), deliveryOfSize(0, 100)); err != nil || !r.Accepted {
+		t.Fatalf("claim before the deletion = %+v, %v", r, err)
+	}
+	if err := os.Remove(path + "-wal"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.InboxStats(t.Context()); !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), path+"-wal") {
+		t.Fatalf("InboxStats after the log was deleted: %v; want ErrUnavailable naming %s", err, path+"-wal")
+	}
+	// A kill now: only the database file is left.
+	crashed := copyAsOnDisk(t, path)
+	if _, err := crashed.LookupClaim(t.Context(), "ep-1", "evt-0"); err != nil {
+		t.Fatalf("the claim accepted before the deletion, after a kill with no write since: %v", err)
+	}
+}

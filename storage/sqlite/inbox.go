@@ -647,6 +647,11 @@ func (s *Store) addPending(ctx context.Context, tx *sql.Tx, byEndpoint map[strin
 // earliest leased_until (they are as many as the workers hold, plus leases that ran out with
 // no worker left to take them over). One statement: one consistent snapshot.
 func (s *Store) InboxStats(ctx context.Context) ([]storage.EndpointInboxStats, error) {
+	// The server's monitor reads the stats every second, and its health follows them: a store
+	// whose files were deleted under it can read but not write, and must not look healthy.
+	if err := s.filesGone(); err != nil {
+		return nil, s.fail("inbox stats", unavailable(err))
+	}
 	byEndpoint := map[string]*storage.EndpointInboxStats{}
 	err := s.read("inbox stats", func(q queryer) error {
 		rows, err := q.QueryContext(ctx, `SELECT p.endpoint_id, 'pending', p.n,

@@ -88,6 +88,9 @@ type Store struct {
 	// pin the connection that keeps them open (see checkFiles).
 	files storeFiles
 	pin   *sql.DB
+	// logRescued is set once a checkpoint has copied a deleted log's content into the
+	// database file (rescueLog).
+	logRescued atomic.Bool
 }
 
 var (
@@ -300,10 +303,34 @@ func (s *Store) Ping(ctx context.Context) error {
 		return s.fail("ping", unavailable(err))
 	}
 	// The reads above still work on a deleted file, which SQLite keeps open.
-	if err := s.checkFiles(); err != nil {
+	if err := s.filesGone(); err != nil {
 		return s.fail("ping", unavailable(err))
 	}
 	return nil
+}
+
+// filesGone is checkFiles for a caller that does not hold the writer (a read, the health
+// check): when the files are gone, it also copies what the open log holds into the database
+// file at once, rather than at the next write, which may come too late: a process killed
+// before it would take the deleted log's commits with it.
+func (s *Store) filesGone() error {
+	err := s.checkFiles()
+	if err != nil {
+		s.rescueLog()
+	}
+	return err
+}
+
+// rescueLog checkpoints the log the writer still has open, deleted or not, into the database
+// file, once it has worked: after it no write commits (checkFiles), so nothing new reaches
+// the log. The caller must not hold the writer.
+func (s *Store) rescueLog() {
+	if s.logRescued.Load() {
+		return
+	}
+	if _, err := s.writer.ExecContext(context.Background(), "PRAGMA wal_checkpoint(FULL)"); err == nil {
+		s.logRescued.Store(true)
+	}
 }
 
 // storeFiles identify the database file and its write-ahead log as the store opened them.
@@ -450,7 +477,7 @@ func (s *Store) inWriteTxAs(ctx context.Context, claims bool, fn func(tx *sql.Tx
 		// The connection still has the deleted log open: a checkpoint copies what was
 		// committed to it (and answered as done) into the database file, for the restart.
 		_ = tx.Rollback()
-		_, _ = s.writer.ExecContext(context.Background(), "PRAGMA wal_checkpoint(FULL)")
+		s.rescueLog()
 		return unavailable(err)
 	}
 	if err := tx.Commit(); err != nil {
