@@ -142,7 +142,9 @@ func (s *Server) refreshInbox(ctx context.Context, interval, stall time.Duration
 		if ctx.Err() != nil {
 			return took, false // the monitor is stopping, which says nothing of storage
 		}
-		s.log.WarnContext(ctx, "inbox stats unavailable", "err", err)
+		if ok, heldBack := s.inboxStatsLog.Allow(); ok {
+			s.log.WarnContext(ctx, "inbox stats unavailable", "err", err, "not_logged_since_last", heldBack)
+		}
 		s.inboxUnread(h, now)
 		return took, false
 	}

@@ -1,8 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -191,4 +195,53 @@ func TestMonitorGivesItsFirstReadTime(t *testing.T) {
 	if !waitHealth(t, srv, healthpb.HealthCheckResponse_SERVING, 2*time.Second) {
 		t.Fatal("health not SERVING after the first read answered")
 	}
+}
+
+// failingStats is a store whose inbox statistics never answer.
+type failingStats struct{ storage.Store }
+
+func (failingStats) InboxStats(context.Context) ([]storage.EndpointInboxStats, error) {
+	return nil, errors.New("connection refused")
+}
+
+// TestMonitorLogsAnOutageOncePerInterval: the monitor reads every second, and each failed read
+// was a WARN line, for as long as an outage lasted. Now one line per interval says so, with
+// the count held back, and health still turns NOT_SERVING at the first failure.
+func TestMonitorLogsAnOutageOncePerInterval(t *testing.T) {
+	var buf syncLogBuffer
+	srv, err := New(Options{Keyring: testpki.Keyring(t), Protocols: protocol.Default(), Metrics: NewMetrics(),
+		Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.SetStore(failingStats{})
+	for range 30 {
+		if _, ok := srv.refreshInbox(t.Context(), time.Second, 0); ok {
+			t.Fatal("a failed read answered")
+		}
+	}
+	if got := strings.Count(buf.String(), "inbox stats unavailable"); got != 1 {
+		t.Fatalf("30 failed reads logged %d lines:\n%s\nwant 1", got, buf.String())
+	}
+	if healthIs(t, srv) != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatal("health is not NOT_SERVING after failed reads")
+	}
+}
+
+// syncLogBuffer is a bytes.Buffer safe for the logger's goroutines.
+type syncLogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncLogBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncLogBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

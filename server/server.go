@@ -115,6 +115,9 @@ type Server struct {
 	// noSecretLog bounds the ERROR logged while deliveries reach an endpoint with no secret
 	// valid now: every delivery to it, forged ones too, meets it.
 	noSecretLog *ratelog.Limiter
+	// inboxStatsLog limits the monitor's "inbox stats unavailable" lines: it reads every
+	// second, and an outage logged a line a second for as long as it lasted.
+	inboxStatsLog *ratelog.Limiter
 	// scheduledKeyLog bounds the ERROR logged while a provider signs with a secret scheduled
 	// to start later: every delivery it sends meets it until then.
 	scheduledKeyLog *ratelog.Limiter
@@ -166,6 +169,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.unopenedKeyLog = ratelog.ForLog(s.log, unopenedKeyLogInterval, "deliveries met a secret sealed under a master key this server does not hold")
 	s.noSecretLog = ratelog.ForLog(s.log, unopenedKeyLogInterval, "deliveries reached an endpoint with no secret valid now")
+	s.inboxStatsLog = ratelog.ForLog(s.log, storageLogInterval, "inbox stats unavailable")
 	s.scheduledKeyLog = ratelog.ForLog(s.log, unopenedKeyLogInterval, "deliveries were signed with a secret scheduled to start later")
 	s.refusalLog.log = s.log
 	s.storageLogs.log = s.log
