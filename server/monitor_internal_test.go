@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -208,7 +207,7 @@ func (failingStats) InboxStats(context.Context) ([]storage.EndpointInboxStats, e
 // was a WARN line, for as long as an outage lasted. Now one line per interval says so, with
 // the count held back, and health still turns NOT_SERVING at the first failure.
 func TestMonitorLogsAnOutageOncePerInterval(t *testing.T) {
-	var buf syncLogBuffer
+	var buf bytes.Buffer
 	srv, err := New(Options{Keyring: testpki.Keyring(t), Protocols: protocol.Default(), Metrics: NewMetrics(),
 		Logger: slog.New(slog.NewTextHandler(&buf, nil))})
 	if err != nil {
@@ -226,22 +225,4 @@ func TestMonitorLogsAnOutageOncePerInterval(t *testing.T) {
 	if healthIs(t, srv) != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Fatal("health is not NOT_SERVING after failed reads")
 	}
-}
-
-// syncLogBuffer is a bytes.Buffer safe for the logger's goroutines.
-type syncLogBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncLogBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncLogBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

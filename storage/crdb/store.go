@@ -93,7 +93,7 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 		s.pool.close()
 		return nil, refuseConfiguration(err)
 	}
-	if err := s.commitSynchronously(ctx, databaseURL); err != nil {
+	if err := s.commitSynchronously(ctx, config.Copy()); err != nil {
 		s.pool.close()
 		return nil, refuseConfiguration(err)
 	}
@@ -112,13 +112,11 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 // remote_write and remote_apply all flush locally first. A URL (or $PGOPTIONS) that sets
 // synchronous_commit itself is the operator's choice, and kept. CockroachDB commits durably,
 // by consensus, always.
-func (s *Store) commitSynchronously(ctx context.Context, databaseURL string) error {
+//
+// config is the store's pool configuration, a copy of its own to change.
+func (s *Store) commitSynchronously(ctx context.Context, config *pgxpool.Config) error {
 	if s.engine != EnginePostgreSQL {
 		return nil
-	}
-	config, err := newPoolConfig(databaseURL) // parsed once already: it parses again
-	if err != nil {
-		return fmt.Errorf("crdb: open: %w: cannot parse the database URL", storage.ErrInvalid)
 	}
 	params := config.ConnConfig.RuntimeParams
 	if _, set := params["synchronous_commit"]; set || strings.Contains(params["options"], "synchronous_commit") {
@@ -128,7 +126,7 @@ func (s *Store) commitSynchronously(ctx context.Context, databaseURL string) err
 	// the options of the URL or $PGOPTIONS, in any spelling PostgreSQL accepts, a dash for an
 	// underscore, any case), which reading the URL could only guess.
 	var setting, source string
-	err = s.single(ctx, "read synchronous_commit", func(ctx context.Context, conn *pgx.Conn) error {
+	err := s.single(ctx, "read synchronous_commit", func(ctx context.Context, conn *pgx.Conn) error {
 		return conn.QueryRow(ctx, "SELECT setting, source FROM pg_settings WHERE name = 'synchronous_commit'").Scan(&setting, &source)
 	})
 	if err != nil || setting != "off" || source == "client" {

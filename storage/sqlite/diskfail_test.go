@@ -51,13 +51,10 @@ func openAt(t *testing.T, path string) *Store {
 	return s
 }
 
-// TestWritesRefusedOnceTheLogIsDeleted: SQLite keeps writing to a write-ahead log deleted
-// while it is open, and a restart finds none of it. Once the log is gone (a cleaner of old
-// files, an operator), claims are UNAVAILABLE, not ACCEPTED, even after another connection
-// has created a new, empty log at the path; the health check says so; and what was accepted
-// before survives a crash.
-func TestWritesRefusedOnceTheLogIsDeleted(t *testing.T) {
-	t.Parallel()
+// storeWithDeletedLog opens a store, has evt-0 of ep-1 accepted, then deletes the write-ahead
+// log under it, and returns the store and the database file's path.
+func storeWithDeletedLog(t *testing.T) (*Store, string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "hookverify.db")
 	s := openAt(t, path)
 	createStripeEndpoint(t, s, "ep-1")
@@ -67,6 +64,17 @@ func TestWritesRefusedOnceTheLogIsDeleted(t *testing.T) {
 	if err := os.Remove(path + "-wal"); err != nil {
 		t.Fatal(err)
 	}
+	return s, path
+}
+
+// TestWritesRefusedOnceTheLogIsDeleted: SQLite keeps writing to a write-ahead log deleted
+// while it is open, and a restart finds none of it. Once the log is gone (a cleaner of old
+// files, an operator), claims are UNAVAILABLE, not ACCEPTED, even after another connection
+// has created a new, empty log at the path; the health check says so; and what was accepted
+// before survives a crash.
+func TestWritesRefusedOnceTheLogIsDeleted(t *testing.T) {
+	t.Parallel()
+	s, path := storeWithDeletedLog(t)
 	_, err := s.Claim(t.Context(), deliveryOfSize(1, 100))
 	if !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), path+"-wal") {
 		t.Fatalf("claim after the log was deleted: %v; want ErrUnavailable naming %s", err, path+"-wal")
@@ -253,15 +261,7 @@ func TestWritesOnARealFullFileSystem(t *testing.T) {
 // write. The stats now fail, and the first look copies the log into the database file.
 func TestReadsReportDeletedFilesAndRescueTheLog(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "hookverify.db")
-	s := openAt(t, path)
-	createStripeEndpoint(t, s, "ep-1")
-	if r, err := s.Claim(t.Context(), deliveryOfSize(0, 100)); err != nil || !r.Accepted {
-		t.Fatalf("claim before the deletion = %+v, %v", r, err)
-	}
-	if err := os.Remove(path + "-wal"); err != nil {
-		t.Fatal(err)
-	}
+	s, path := storeWithDeletedLog(t)
 	if _, err := s.InboxStats(t.Context()); !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), path+"-wal") {
 		t.Fatalf("InboxStats after the log was deleted: %v; want ErrUnavailable naming %s", err, path+"-wal")
 	}
