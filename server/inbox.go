@@ -517,7 +517,12 @@ func (s *Server) Requeue(ctx context.Context, req *hookverifyv1.RequeueRequest) 
 	if req.GetInboxId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "inbox_id is required")
 	}
-	if err := ib.Requeue(ctx, req.GetInboxId(), s.clock()); err != nil {
+	// The audit trail records who brought the work back, with the endpoint the store finds.
+	auditCtx, err := s.audited(ctx, "inbox.requeue", "", "", "delivery "+req.GetInboxId())
+	if err != nil {
+		return nil, err
+	}
+	if err := ib.Requeue(auditCtx, req.GetInboxId(), s.clock()); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil, status.Errorf(codes.NotFound, "no dead delivery %q", req.GetInboxId())
 		}
@@ -545,14 +550,18 @@ func (s *Server) Discard(ctx context.Context, req *hookverifyv1.DiscardRequest) 
 	case strings.IndexByte(reason, 0) >= 0:
 		return nil, status.Error(codes.InvalidArgument, "reason holds NUL")
 	}
-	if err := ib.Discard(ctx, req.GetInboxId(), "discarded: "+req.GetReason(), s.clock()); err != nil {
+	// The work is given up for good, and cannot be brought back: the audit trail records who
+	// did it and why, as it does admin changes.
+	auditCtx, err := s.audited(ctx, "inbox.discard", "", "", "delivery "+req.GetInboxId()+": "+req.GetReason())
+	if err != nil {
+		return nil, err
+	}
+	if err := ib.Discard(auditCtx, req.GetInboxId(), "discarded: "+req.GetReason(), s.clock()); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil, status.Errorf(codes.NotFound, "no dead delivery %q", req.GetInboxId())
 		}
 		return nil, s.storageStatus(ctx, "discard", err)
 	}
-	// The work is given up for good: the log names who did it, as the audit trail does for
-	// admin changes.
 	s.log.InfoContext(ctx, "dead delivery discarded", "inbox_id", req.GetInboxId(), "reason", req.GetReason(), "actor", PrincipalFrom(ctx).Name)
 	return &hookverifyv1.DiscardResponse{}, nil
 }

@@ -238,6 +238,7 @@ func TestInboxNackDeadLetterRequeueExtend(t *testing.T) {
 		if _, err := e.inbox.Requeue(t.Context(), &hookverifyv1.RequeueRequest{InboxId: d.GetInboxId()}); err != nil {
 			t.Fatalf("Requeue: %v", err)
 		}
+		wantLastAudit(t, e, "work", "inbox.requeue", "delivery "+d.GetInboxId())
 		_, err = e.inbox.Requeue(t.Context(), &hookverifyv1.RequeueRequest{InboxId: d.GetInboxId()})
 		wantCode(t, err, codes.NotFound)
 		if got := lease(t, e, 1, time.Minute); len(got) != 1 || got[0].GetAttempts() != 1 {
@@ -249,6 +250,24 @@ func TestInboxNackDeadLetterRequeueExtend(t *testing.T) {
 		_, err = e.inbox.Ack(t.Context(), &hookverifyv1.AckRequest{InboxId: "nope", LeaseToken: "lease_x"})
 		wantCode(t, err, codes.NotFound)
 	})
+}
+
+// wantLastAudit checks that the endpoint's last audit event is action, with detail, by the
+// caller: settling a dead letter is recorded as admin changes are.
+func wantLastAudit(t *testing.T, e *env, endpointID, action, detail string) {
+	t.Helper()
+	resp, err := e.admin.ListAuditEvents(t.Context(), &hookverifyv1.ListAuditEventsRequest{EndpointId: endpointID, PageSize: 1000})
+	if err != nil {
+		t.Fatalf("ListAuditEvents: %v", err)
+	}
+	events := resp.GetEvents()
+	if len(events) == 0 {
+		t.Fatalf("no audit event for endpoint %q, want %s", endpointID, action)
+	}
+	last := events[len(events)-1]
+	if last.GetAction() != action || last.GetDetail() != detail || last.GetActor() == "" || last.GetEndpointId() != endpointID {
+		t.Fatalf("last audit event = %v; want %s on %s by the caller, detail %q", last, action, endpointID, detail)
+	}
 }
 
 // TestInboxDiscard: a dead delivery that must never run is settled unrun. It is gone from the
@@ -289,6 +308,7 @@ func TestInboxDiscard(t *testing.T) {
 		if err := discard(d.GetInboxId(), "charges a closed account: refunded by hand"); err != nil {
 			t.Fatalf("Discard: %v", err)
 		}
+		wantLastAudit(t, e, "work", "inbox.discard", "delivery "+d.GetInboxId()+": charges a closed account: refunded by hand")
 		if logs := string(e.logs.Bytes()); !strings.Contains(logs, `"msg":"dead delivery discarded"`) || !strings.Contains(logs, "refunded by hand") || !strings.Contains(logs, `"actor":`) {
 			t.Errorf("the log does not record the discard with its reason and who did it:\n%s", logs)
 		}

@@ -55,7 +55,7 @@ func AuditKeyOf(ev AuditEvent) AuditKey { return AuditKey{At: ev.At, ID: ev.ID} 
 //
 // Events are written by the administrative write methods themselves (CreateEndpoint,
 // UpdateEndpoint, ModifyEndpoint, AddSecret, RotateSecret, RetireSecret, ResealSecret, CreateToken,
-// RevokeToken), inside the transaction
+// RevokeToken) and the settling of dead letters (Requeue, Discard), inside the transaction
 // of the change: when ctx carries an event (WithAuditEvent), the change and its record commit
 // together or not at all, so no change escapes the trail and no record claims a change that
 // did not happen. A write that changes nothing (retiring a retired secret, revoking a revoked
@@ -100,4 +100,16 @@ func WithEndedByRotation(ctx context.Context, ended []Secret) context.Context {
 func AuditEventFrom(ctx context.Context) (AuditEvent, bool) {
 	ev, ok := ctx.Value(auditKey{}).(AuditEvent)
 	return ev, ok
+}
+
+// WithAuditEndpoint returns ctx with the event it carries (if any) naming endpointID: a store
+// calls it where only it knows the endpoint a change touched, as when settling a dead letter
+// the caller named by its delivery id alone.
+func WithAuditEndpoint(ctx context.Context, endpointID string) context.Context {
+	ev, ok := AuditEventFrom(ctx)
+	if !ok {
+		return ctx
+	}
+	ev.EndpointID = endpointID
+	return WithAuditEvent(ctx, ev)
 }

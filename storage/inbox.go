@@ -61,12 +61,14 @@ type InboxStore interface {
 	// of its last delivery, and a listing ends without asking for an empty page.
 	ListDeadLetters(ctx context.Context, filter InboxFilter, after DeadLetterKey, limit int, maxBytes int64) (list []LeasedDelivery, more bool, err error)
 	// Requeue moves a dead delivery back to pending, visible at now, with its attempts reset to
-	// zero. ErrNotFound if no dead delivery has the id.
+	// zero. ErrNotFound if no dead delivery has the id. The audit event ctx carries
+	// (WithAuditEvent) is recorded in the same transaction, with the delivery's endpoint as
+	// its EndpointID, only when a delivery changed (see AuditStore).
 	Requeue(ctx context.Context, inboxID string, now time.Time) error
 	// Discard settles a dead delivery unrun: it becomes acked at now, as an ack would leave it,
 	// so that Sweep deletes it and its claim like any acked delivery, and its last error
 	// becomes reason followed by the error it held ("REASON; last error: ..."). ErrNotFound if
-	// no dead delivery has the id.
+	// no dead delivery has the id. The audit event ctx carries is recorded as Requeue's is.
 	Discard(ctx context.Context, inboxID, reason string, now time.Time) error
 	// DeadLetterExhausted moves up to req.Batch pending deliveries that have used
 	// req.MaxAttempts attempts or more to dead, at req.Now, and returns how many it moved; call

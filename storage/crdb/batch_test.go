@@ -211,3 +211,15 @@ func TestClaimBatchReusedInboxIDFailsOnlyItsClaim(t *testing.T) {
 		})
 	}
 }
+
+// TestSettleDeadLettersAudited: see storagetest.SettleDeadLettersAudited, on both transaction
+// paths, since the event is inserted by the settling statement itself.
+func TestSettleDeadLettersAudited(t *testing.T) {
+	t.Parallel()
+	for name, newStore := range bothTransactionPaths {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			storagetest.SettleDeadLettersAudited(t, newStore(t))
+		})
+	}
+}

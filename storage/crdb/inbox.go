@@ -831,7 +831,20 @@ func (s *Store) Requeue(ctx context.Context, inboxID string, now time.Time) erro
 
 // updateDead runs query, an update of the dead delivery inboxID, as the other inbox writes
 // are (see Requeue): ErrNotFound when it matched no row.
+//
+// The audit event ctx carries is inserted by the same statement, from the row it changed, so
+// that the change and its record commit together and a change of nothing records nothing.
 func (s *Store) updateDead(ctx context.Context, op, inboxID, query string, args ...any) error {
+	if ev, ok := storage.AuditEventFrom(ctx); ok {
+		if ev.ID == "" || ev.Action == "" {
+			return fmt.Errorf("crdb: %s: %w: audit event without id or action", op, storage.ErrInvalid)
+		}
+		n := len(args)
+		query = fmt.Sprintf(`WITH changed AS (%s RETURNING endpoint_id)
+			INSERT INTO audit_events (`+auditColumns+`)
+			SELECT $%d::TEXT, $%d::TIMESTAMPTZ, $%d::TEXT, $%d::TEXT, endpoint_id, $%d::TEXT, $%d::TEXT FROM changed`, query, n+1, n+2, n+3, n+4, n+5, n+6)
+		args = append(args[:n:n], ev.ID, ev.At, ev.Actor, ev.Action, ev.SecretID, ev.Detail)
+	}
 	update := func(ctx context.Context, db interface {
 		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	}) error {

@@ -557,21 +557,28 @@ func (s *Store) Requeue(ctx context.Context, inboxID string, now time.Time) erro
 		if err != nil {
 			return err
 		}
-		return s.addPending(ctx, tx, map[string]int64{endpointID: 1})
+		if err := s.addPending(ctx, tx, map[string]int64{endpointID: 1}); err != nil {
+			return err
+		}
+		return recordAudit(storage.WithAuditEndpoint(ctx, endpointID), tx)
 	})
 }
 
 // Discard settles a dead delivery unrun: acked at now, its reason before its last error.
 func (s *Store) Discard(ctx context.Context, inboxID, reason string, now time.Time) error {
 	return s.write(ctx, "discard", func(tx *sql.Tx) error {
-		matched, err := affected(tx.ExecContext(ctx, `UPDATE inbox SET state = 'acked', acked_at = ?1,
+		var endpointID string
+		err := tx.QueryRowContext(ctx, `UPDATE inbox SET state = 'acked', acked_at = ?1,
 			last_error = ?2 || coalesce('; last error: ' || nullif(last_error, ''), '')
-			WHERE id = ?3 AND state = 'dead'`,
-			micros(now), storage.StorableText(reason), inboxID))
-		if err == nil && !matched {
-			err = fmt.Errorf("dead inbox record %q: %w", inboxID, storage.ErrNotFound)
+			WHERE id = ?3 AND state = 'dead' RETURNING endpoint_id`,
+			micros(now), storage.StorableText(reason), inboxID).Scan(&endpointID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("dead inbox record %q: %w", inboxID, storage.ErrNotFound)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return recordAudit(storage.WithAuditEndpoint(ctx, endpointID), tx)
 	})
 }
 

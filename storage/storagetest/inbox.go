@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -648,6 +649,10 @@ func testInbox(t *testing.T, h harness) {
 		if res, err := s.Sweep(t.Context(), req); err != nil || res != (storage.SweepResult{ClaimsDeleted: 1}) {
 			t.Fatalf("Sweep of the claims: %+v, %v; want d1's", res, err)
 		}
+	})
+
+	t.Run("settling a dead letter records its audit event with the delivery's endpoint", func(t *testing.T) {
+		SettleDeadLettersAudited(t, h.fresh(t))
 	})
 
 	t.Run("extend lease keeps the delivery from others until it ends", func(t *testing.T) {
@@ -1479,4 +1484,39 @@ func claimSized(t *testing.T, s storage.Store, bodies ...int) []int64 {
 		sizes = append(sizes, int64(len(d.Body)+len(storage.EncodeHeaders(d.Headers))+len(d.URL)))
 	}
 	return sizes
+}
+
+// SettleDeadLettersAudited checks that Requeue and Discard record the audit event their
+// context carries, naming the endpoint of the delivery they changed, in the transaction of
+// the change: a settle that changes nothing records nothing, and one whose event cannot be
+// recorded changes nothing. s must be empty.
+func SettleDeadLettersAudited(t *testing.T, s storage.Store) {
+	t.Helper()
+	t0 := at(time.Hour)
+	createEndpoint(t, s, newEndpoint("ep-1"))
+	createEndpoint(t, s, newEndpoint("ep-2"))
+	deliver(t, s, "ep-1", "ep-1", "d1", at(1*time.Second))
+	deliver(t, s, "ep-1", "ep-1", "pending", t0.Add(time.Hour))
+	deliver(t, s, "ep-2", "ep-2", "e1", at(2*time.Second))
+	wantIDs(t, lease(t, s, leaseReq("tok-1", t0, 2)), "lease", "d1", "e1")
+	nack(t, s, "d1", "tok-1", t0, 1, t0)
+	nack(t, s, "e1", "tok-1", t0, 1, t0)
+	with := func(ev storage.AuditEvent) context.Context { return storage.WithAuditEvent(t.Context(), ev) }
+
+	wantErr(t, s.Requeue(with(auditEvent("x1", "inbox.requeue", "", "", at(time.Minute))), "pending", t0),
+		storage.ErrNotFound, "Requeue of a pending delivery")
+	wantErr(t, s.Discard(with(auditEvent("x2", "inbox.discard", "", "", at(time.Minute))), "nope", "discarded: why", t0),
+		storage.ErrNotFound, "Discard of an unknown delivery")
+	wantErr(t, s.Discard(with(storage.AuditEvent{ID: "x3"}), "e1", "discarded: why", t0),
+		storage.ErrInvalid, "Discard with an event without action")
+	wantIDs(t, deadLetters(t, s, storage.InboxFilter{}, 10), "dead letters after the failed settles", "d1", "e1")
+
+	requeue := auditEvent("a1", "inbox.requeue", "", "", at(time.Minute))
+	must(t, s.Requeue(with(requeue), "d1", t0.Add(time.Minute)), "Requeue")
+	discard := auditEvent("a2", "inbox.discard", "ep-1", "", at(2*time.Minute))
+	must(t, s.Discard(with(discard), "e1", "discarded: poison", t0.Add(2*time.Minute)), "Discard")
+	// The store names the endpoint whose delivery changed, whatever the caller said.
+	requeue.EndpointID, discard.EndpointID = "ep-1", "ep-2"
+	wantSame(t, []storage.AuditEvent{requeue, discard}, listAudit(t, s, storage.AuditFilter{Limit: 10}), "audit events")
+	wantIDs(t, deadLetters(t, s, storage.InboxFilter{}, 10), "dead letters after the settles")
 }

@@ -1478,7 +1478,7 @@ type AuditEvent struct {
 	// loopback-only development mode).
 	Actor string `protobuf:"bytes,3,opt,name=actor,proto3" json:"actor,omitempty"`
 	// What, e.g. "endpoint.create", "endpoint.update", "secret.add", "secret.rotate",
-	// "secret.retire", "secret.rekey".
+	// "secret.retire", "secret.rekey", "inbox.requeue", "inbox.discard".
 	Action     string `protobuf:"bytes,4,opt,name=action,proto3" json:"action,omitempty"`
 	EndpointId string `protobuf:"bytes,5,opt,name=endpoint_id,json=endpointId,proto3" json:"endpoint_id,omitempty"`
 	SecretId   string `protobuf:"bytes,6,opt,name=secret_id,json=secretId,proto3" json:"secret_id,omitempty"`
