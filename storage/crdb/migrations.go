@@ -244,6 +244,9 @@ func (s *Store) migratePostgreSQL(ctx context.Context, steps []migration) error 
 		if err := ensureMigrationsTable(ctx, tx); err != nil {
 			return err
 		}
+		if err := retireInboxCountTriggers(ctx, tx); err != nil {
+			return err
+		}
 		applied, err := appliedVersions(ctx, tx)
 		if err != nil {
 			return err
@@ -300,6 +303,45 @@ func (s *Store) migrateCockroachDB(ctx context.Context, steps []migration) error
 		if err := exec(fmt.Sprintf("record migration %d", m.version), recordMigration, m.version, m.description); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// retiredTriggerStep is the description with which d05543b recorded its PostgreSQL-only step
+// 2_000_001. That build kept the inbox's counts by triggers (its steps 2_000_001-2_000_007);
+// 8897d54 reverted it eleven minutes later, and f036391 gave 2_000_001 to another step. A
+// database it migrated records those seven versions, so every release since 30eabe9 refused
+// it as migrated by a newer release, and no release would run on it; and it holds the
+// triggers, which write a row into inbox_count_deltas at every statement that changes the
+// inbox, for nothing (no release reads it) and about 10 % of the intake (BENCHMARKS.md).
+const retiredTriggerStep = "create inbox_counts: unfinished deliveries by endpoint, as last folded"
+
+// retireInboxCountTriggersSQL undoes d05543b's steps and forgets their records, so that the
+// steps numbered the same today run. One statement each; the simple protocol (no arguments)
+// sends them together, in the migration's transaction.
+const retireInboxCountTriggersSQL = `DROP TRIGGER IF EXISTS inbox_count_insert ON inbox;
+DROP TRIGGER IF EXISTS inbox_count_update ON inbox;
+DROP TRIGGER IF EXISTS inbox_count_delete ON inbox;
+DROP FUNCTION IF EXISTS hookverify_inbox_count_change();
+DROP TABLE IF EXISTS inbox_count_deltas;
+DROP TABLE IF EXISTS inbox_counts;
+DELETE FROM schema_migrations WHERE version BETWEEN 2000001 AND 2000007`
+
+// retireInboxCountTriggers removes what d05543b's reverted steps made, where that build
+// migrated the database (see retiredTriggerStep); PostgreSQL only, in the migration's
+// transaction under its lock.
+func retireInboxCountTriggers(ctx context.Context, tx pgx.Tx) error {
+	var found bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = 2000001 AND description = $1)`,
+		retiredTriggerStep).Scan(&found)
+	if err != nil {
+		return fmt.Errorf("look for the reverted inbox count steps: %w", err)
+	}
+	if !found {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, retireInboxCountTriggersSQL); err != nil {
+		return fmt.Errorf("drop the reverted inbox count triggers: %w", err)
 	}
 	return nil
 }
