@@ -111,6 +111,17 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 		// the verifier timeout and a little more) would cut in-flight deliveries.
 		return usagef("--verifier-timeout must be positive")
 	}
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{{"--read-header-timeout", cfg.readHeaderTimeout}, {"--read-timeout", cfg.readTimeout}, {"--write-timeout", cfg.writeTimeout}, {"--retry-after", cfg.retryAfter}} {
+		if d.value < 0 {
+			// net/http takes a negative timeout as none, and the handler a negative
+			// Retry-After as its floor: either would start the edge without what the flag
+			// was given for (the slow-upload bound, say), in silence.
+			return usagef("%s %v: want 0 or more", d.flag, d.value)
+		}
+	}
 	if cfg.writeTimeout > 0 && cfg.writeTimeout < cfg.verifyTimeout+answerMargin {
 		// net/http drops an answer written after the write deadline (and over HTTP/2 cancels
 		// the call): a Verify that ends after it, even one that stored the event, reaches the
@@ -139,7 +150,9 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 		}))
 	mux := http.NewServeMux()
 	if err := handle(mux, cfg.route, hooks); err != nil {
-		return err
+		// A pattern http.ServeMux cannot take is a value of the wrong form: a usage error,
+		// found before listening, as the README's exit statuses promise.
+		return usagef("--route: %v", err)
 	}
 	if err := handle(mux, "GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })); err != nil {
 		return err
@@ -240,17 +253,38 @@ func dialVerifier(cfg edgeConfig, log *slog.Logger) (*client.Conn, error) {
 	if cfg.trustForwardedProto {
 		opts = append(opts, client.WithTrustForwardedProto())
 	}
-	if cfg.verifierCA != "" || cfg.verifierCert != "" || cfg.verifierKey != "" {
+	useTLS := cfg.verifierCA != "" || cfg.verifierCert != "" || cfg.verifierKey != ""
+	if useTLS {
 		opts = append(opts, client.WithTLSFiles(cfg.verifierCA, cfg.verifierCert, cfg.verifierKey))
 	}
 	token, err := readToken(cfg.tokenFile)
 	if err != nil {
 		return nil, err
 	}
-	if token != "" {
-		opts = append(opts, client.WithToken(token))
+	if token == "" {
+		return client.Dial(cfg.verifier, opts...)
 	}
-	return client.Dial(cfg.verifier, opts...)
+	source := "$" + tokenEnv
+	if cfg.tokenFile != "" {
+		source = "--token-file " + cfg.tokenFile
+	}
+	if strings.ContainsFunc(token, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
+		// Said with the token's source, as the other commands say it (never quoting it).
+		return nil, fmt.Errorf("the API token in %s holds a space or a character that is not printable ASCII; a token is what 'token create' printed (hvt_...)", source)
+	}
+	conn, err := client.Dial(cfg.verifier, append(opts, client.WithToken(token))...)
+	if err != nil && !useTLS {
+		// The client package refuses a token it would send in clear to a verifier not on
+		// loopback, in terms of its Go API (WithTLS), which an operator of this command cannot
+		// give: as the other commands do (remoteFlags.dialGated), a Dial without the token,
+		// which connects nothing yet, tells whether the token was the reason, and the refusal
+		// is said in flags.
+		if bare, bareErr := client.Dial(cfg.verifier, opts...); bareErr == nil {
+			bare.Close()
+			return nil, fmt.Errorf("refusing to send the API token of %s in clear to %s, which is not loopback: give --verifier-ca (the CA of the server's --tls-cert) to speak TLS", source, cfg.verifier)
+		}
+	}
+	return conn, err
 }
 
 // handle registers h, turning ServeMux's panic on a bad or conflicting pattern into an error.

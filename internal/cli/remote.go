@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/hookverify/hookverify/client"
+	"github.com/hookverify/hookverify/internal/ident"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
 )
@@ -383,6 +384,14 @@ func endpointCreate(ctx context.Context, e env, args []string) error {
 	}
 	if f.id == "" || f.provider == "" {
 		return usagef("--id and --provider are required")
+	}
+	// An id or scope no endpoint can have is a value of the wrong form: refused here, exit 2,
+	// as the server would refuse it (internal/ident), rather than sent to fail as a call.
+	if !ident.Valid(f.id) {
+		return usagef("--id %q: want 1 to %d characters of A-Z a-z 0-9 . _ -", f.id, ident.MaxLength)
+	}
+	if f.dedupeScope != "" && !ident.Valid(f.dedupeScope) {
+		return usagef("--dedupe-scope %q: want 1 to %d characters of A-Z a-z 0-9 . _ -", f.dedupeScope, ident.MaxLength)
 	}
 	if err := f.check(e, fs); err != nil {
 		return err
