@@ -129,6 +129,7 @@ func (s *Server) Lease(ctx context.Context, req *hookverifyv1.LeaseRequest) (*ho
 		return nil, s.storageStatus(ctx, "lease", err)
 	}
 	s.metrics.observeLease(result)
+	s.redactStoredCredentials(ctx, result.Deliveries)
 	resp := &hookverifyv1.LeaseResponse{Deliveries: make([]*hookverifyv1.InboxDelivery, len(result.Deliveries))}
 	for i, d := range result.Deliveries {
 		resp.Deliveries[i] = inboxDeliveryToProto(d)
@@ -344,6 +345,7 @@ func (s *Server) ListDeadLetters(ctx context.Context, req *hookverifyv1.ListDead
 	// 4 MiB, and the client then refuses every answer of that page. So the page is measured as
 	// it is sent and ends before the delivery that would pass the limit (the first is kept
 	// whatever its size); the next page starts there.
+	s.redactStoredCredentials(ctx, dead)
 	list := make([]*hookverifyv1.InboxDelivery, len(dead))
 	for i, d := range dead {
 		list[i] = inboxDeliveryToProto(d)

@@ -17,10 +17,11 @@ import (
 // TestCredentialsAreNotStored checks every protocol whose deliveries carry the secret itself
 // (a token, Basic credentials, a URL parameter), found by looking for the secret in what its
 // own Sign sends: once accepted, the delivery workers lease (as stored) holds the secret in no
-// header and not in its URL, and says where it was redacted.
+// header and not in its URL, and says where it was redacted; one stored with the secret, as a
+// release before redaction stored it, is handed out redacted, leased and as a dead letter.
 func TestCredentialsAreNotStored(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
-		e := newEnv(t, b)
+		e := newEnvWith(t, b, func(o *server.Options) { o.MaxAttempts = 1 }) // one nack: dead
 		type secrets struct {
 			p                  *protocol.Protocol
 			name               string
@@ -90,6 +91,41 @@ func TestCredentialsAreNotStored(t *testing.T) {
 			}
 			if _, err := e.inbox.Ack(t.Context(), &hookverifyv1.AckRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken()}); err != nil {
 				t.Fatalf("%s: Ack: %v", c.name, err)
+			}
+
+			// The same request stored as a release before redaction stored it, with the secret
+			// in it: it is handed out redacted all the same, leased and as a dead letter.
+			old := storage.Delivery{InboxID: "inbox-old-" + c.name, Scope: id, EventID: eventID + "_old", EndpointID: id,
+				OperationKey: "op-old-" + c.name, Method: "POST", URL: signed.URL, Body: signed.Body, ReceivedAt: e.clock.Now()}
+			for _, h := range signed.Headers {
+				old.Headers = append(old.Headers, storage.Header{Name: h.Name, Value: h.Value})
+			}
+			if r, err := e.store.Claim(t.Context(), old); err != nil || !r.Accepted {
+				t.Fatalf("%s: storing as an older release did: %+v, %v", c.name, r, err)
+			}
+			leased = lease(t, e, 1, time.Minute)
+			if len(leased) != 1 {
+				t.Fatalf("%s: leased %d deliveries, want the one stored unredacted", c.name, len(leased))
+			}
+			if _, err := e.inbox.Nack(t.Context(), &hookverifyv1.NackRequest{InboxId: leased[0].GetInboxId(), LeaseToken: leased[0].GetLeaseToken(), Error: "poison"}); err != nil {
+				t.Fatalf("%s: Nack: %v", c.name, err)
+			}
+			dead, err := e.inbox.ListDeadLetters(t.Context(), &hookverifyv1.ListDeadLettersRequest{EndpointIds: []string{id}})
+			if err != nil || len(dead.GetDeliveries()) != 1 {
+				t.Fatalf("%s: ListDeadLetters = %v, %v; want the one stored unredacted", c.name, dead, err)
+			}
+			for how, d := range map[string]*hookverifyv1.InboxDelivery{"leased": leased[0], "dead": dead.GetDeliveries()[0]} {
+				if carries(d.GetUrl()) {
+					t.Errorf("%s: stored by an older release, %s: the URL holds the secret: %s", c.name, how, d.GetUrl())
+				}
+				for _, h := range d.GetHeaders() {
+					if carries(h.GetValue()) {
+						t.Errorf("%s: stored by an older release, %s: the header %s holds the secret", c.name, how, h.GetName())
+					}
+				}
+			}
+			if _, err := e.inbox.Discard(t.Context(), &hookverifyv1.DiscardRequest{InboxId: leased[0].GetInboxId(), Reason: "test"}); err != nil {
+				t.Fatalf("%s: Discard: %v", c.name, err)
 			}
 		}
 		// bearer-token, basic-auth, shared-token, okta, postmark, gitlab's token, mailchimp's URL:

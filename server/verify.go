@@ -232,6 +232,71 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 // among them.
 const Redacted = "REDACTED"
 
+// credentialPlaces are where deliveries may carry an endpoint's secret itself: header names
+// (compared as HTTP compares them) and URL query parameters.
+type credentialPlaces struct{ headers, params []string }
+
+func (c *credentialPlaces) add(header, param string) {
+	if header != "" {
+		c.headers = append(c.headers, header)
+	}
+	if param != "" {
+		c.params = append(c.params, param)
+	}
+}
+
+// redactStoredCredentials redacts, in deliveries read from the inbox to be handed out, the
+// headers and URL parameters where their endpoint's protocol carries the secret itself
+// (Protocol.CredentialLocation). Verify stores deliveries redacted already; this covers those
+// stored by a release that did not, which the inbox may keep for ever (a dead letter), so that
+// the secret never reaches a worker, who could forge deliveries with it. When an endpoint
+// cannot be read, its deliveries are redacted wherever any protocol carries the secret under
+// its default options.
+func (s *Server) redactStoredCredentials(ctx context.Context, list []storage.LeasedDelivery) {
+	places := map[string]credentialPlaces{}
+	for i := range list {
+		d := &list[i]
+		at, ok := places[d.EndpointID]
+		if !ok {
+			at = s.credentialPlacesOf(ctx, d.EndpointID)
+			places[d.EndpointID] = at
+		}
+		for j, h := range d.Headers {
+			for _, name := range at.headers {
+				if strings.EqualFold(h.Name, name) {
+					d.Headers[j].Value = Redacted
+				}
+			}
+		}
+		for _, param := range at.params {
+			d.URL = redactQueryParam(d.URL, param)
+		}
+	}
+}
+
+// credentialPlacesOf returns where deliveries to the endpoint carry its secret (none for most
+// protocols).
+func (s *Server) credentialPlacesOf(ctx context.Context, endpointID string) credentialPlaces {
+	var at credentialPlaces
+	st, err := s.storage()
+	var cached *cachedEndpoint
+	if err == nil {
+		cached, err = s.lookup(ctx, st, endpointID)
+	}
+	if err != nil || !cached.found {
+		for _, p := range s.protocols.All() {
+			if p.CredentialLocation != nil {
+				at.add(p.CredentialLocation(nil))
+			}
+		}
+		return at
+	}
+	if p, ok := s.protocols.Lookup(cached.endpoint.Provider); ok && p.CredentialLocation != nil {
+		at.add(p.CredentialLocation(cached.endpoint.Options))
+	}
+	return at
+}
+
 // redactQueryParam returns rawURL with the value of every query parameter named param
 // replaced by Redacted, and the rest of it, the query's order and escaping included, as it was.
 func redactQueryParam(rawURL, param string) string {

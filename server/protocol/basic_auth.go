@@ -36,11 +36,12 @@ func BasicAuth() *Protocol {
 		DocsURL:          "https://www.rfc-editor.org/rfc/rfc7617",
 		Retries: "Depends on the sender; every attempt carries the same credentials and nothing is timed, so a retry " +
 			"is accepted at any delay and deduplicated by its identity (with the body-hash fallback, a retry with an identical body).",
-		ParseSecret:     parseBasicAuthSecret,
-		ValidateOptions: genericValidateCredentialIdentityOptions(basicAuthHeader),
-		Verify:          verifyBasicAuth,
-		Sign:            signBasicAuth,
-		ExampleSecret:   exampleBasicAuthSecret,
+		ParseSecret:        parseBasicAuthSecret,
+		ValidateOptions:    genericValidateCredentialIdentityOptions(basicAuthHeader),
+		Verify:             verifyBasicAuth,
+		CredentialLocation: func(map[string]string) (string, string) { return basicAuthHeader, "" },
+		Sign:               signBasicAuth,
+		ExampleSecret:      exampleBasicAuthSecret,
 	}
 }
 

@@ -29,11 +29,12 @@ func BearerToken() *Protocol {
 		DocsURL:          "https://www.rfc-editor.org/rfc/rfc6750#section-2.1",
 		Retries: "Depends on the sender; every attempt carries the same token and nothing is timed, so a retry " +
 			"is accepted at any delay and deduplicated by its identity (with the body-hash fallback, a retry with an identical body).",
-		ParseSecret:     parseBearerToken,
-		ValidateOptions: genericValidateCredentialIdentityOptions("Authorization"),
-		Verify:          verifyBearerToken,
-		Sign:            signBearerToken,
-		ExampleSecret:   sharedExample("tok_"),
+		ParseSecret:        parseBearerToken,
+		ValidateOptions:    genericValidateCredentialIdentityOptions("Authorization"),
+		Verify:             verifyBearerToken,
+		CredentialLocation: func(map[string]string) (string, string) { return "Authorization", "" },
+		Sign:               signBearerToken,
+		ExampleSecret:      sharedExample("tok_"),
 	}
 }
 

@@ -66,11 +66,12 @@ func GitLab() *Protocol {
 			"delivery resent from the UI or API keeps its Idempotency-Key and, when signed, is signed afresh at send " +
 			"time, so the 5-minute tolerance (both directions, signed deliveries only) fits. Classic token deliveries " +
 			"carry no timestamp.",
-		ParseSecret:     parseGitLabSecret,
-		ValidateOptions: validateGitLabOptions,
-		Verify:          verifyGitLab,
-		Sign:            signGitLab,
-		ExampleSecret:   exampleStandardWebhooksSecret,
+		ParseSecret:        parseGitLabSecret,
+		ValidateOptions:    validateGitLabOptions,
+		Verify:             verifyGitLab,
+		CredentialLocation: func(map[string]string) (string, string) { return gitlabTokenHeader, "" },
+		Sign:               signGitLab,
+		ExampleSecret:      exampleStandardWebhooksSecret,
 	}
 }
 

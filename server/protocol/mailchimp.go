@@ -29,9 +29,10 @@ func Mailchimp() *Protocol {
 		Retries: "Mailchimp retries a failed POST (no answer within 10 s, or an error status) and may disable the " +
 			"webhook after repeated failures. A retry resends the same form body to the same URL, so the " +
 			"body hash makes it a duplicate; nothing is timed, so no tolerance applies.",
-		ParseSecret:     parseMailchimpSecret,
-		ValidateOptions: validateMailchimpOptions,
-		Verify:          verifyMailchimp,
+		ParseSecret:        parseMailchimpSecret,
+		ValidateOptions:    validateMailchimpOptions,
+		Verify:             verifyMailchimp,
+		CredentialLocation: func(options map[string]string) (string, string) { return "", mailchimpParam(options) },
 		Sign: func(SignInput, []string) (Headers, error) {
 			return Headers{{Name: "Content-Type", Value: "application/x-www-form-urlencoded"}}, nil
 		},

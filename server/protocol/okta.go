@@ -55,12 +55,13 @@ func Okta() *Protocol {
 			"with an error, Okta attempts at most one retry; 4xx answers are not retried. Retries resend " +
 			"the same body with the same static credential, and nothing is timed, so no tolerance applies; " +
 			"the retried events keep their uuids and are caught as duplicates.",
-		ParseSecret:     parseOktaSecret,
-		ValidateOptions: validateOktaOptions,
-		Verify:          verifyOkta,
-		Sign:            signOkta,
-		ExampleSecret:   sharedExample(""),
-		ExampleBody:     oktaExampleBody,
+		ParseSecret:        parseOktaSecret,
+		ValidateOptions:    validateOktaOptions,
+		Verify:             verifyOkta,
+		CredentialLocation: func(options map[string]string) (string, string) { return oktaAuthHeader(options), "" },
+		Sign:               signOkta,
+		ExampleSecret:      sharedExample(""),
+		ExampleBody:        oktaExampleBody,
 	}
 }
 

@@ -47,11 +47,12 @@ func Postmark() *Protocol {
 		Retries: "Postmark retries a webhook that does not get 200 (a 403 stops it) 10 times over about 10.5 hours " +
 			"(1, 5, 10, 10, 10, 15, 30 minutes, 1, 2, 6 hours; postmarkapp.com support article on inbound webhook retries). " +
 			"Nothing is timed, so every retry is accepted and deduplicated by the identity above.",
-		ParseSecret:   parsePostmarkSecret,
-		Verify:        verifyPostmark,
-		Sign:          signPostmark,
-		ExampleSecret: examplePostmarkSecret,
-		ExampleBody:   postmarkExampleBody,
+		ParseSecret:        parsePostmarkSecret,
+		Verify:             verifyPostmark,
+		CredentialLocation: func(map[string]string) (string, string) { return basicAuthHeader, "" },
+		Sign:               signPostmark,
+		ExampleSecret:      examplePostmarkSecret,
+		ExampleBody:        postmarkExampleBody,
 	}
 }
 

@@ -180,6 +180,12 @@ type Protocol struct {
 	// Verify authenticates req with any of keys and extracts the event identity. It returns a
 	// *Rejection (see errors.go) when the delivery must be rejected.
 	Verify func(req *Request, keys []Key, p Params) (Result, error)
+	// CredentialLocation is set for a protocol whose deliveries carry the secret itself (see
+	// Result.CredentialHeader): it names the header or query parameter that carries it for an
+	// endpoint with these options, as Verify reports it. The server redacts stored deliveries
+	// there when it hands them out, so that those stored by a release that did not redact them
+	// at claim never reach workers with the secret.
+	CredentialLocation func(options map[string]string) (header, param string)
 	// Sign returns the headers the provider would send with in.Body, signed with each of the
 	// secrets (as the provider displays them); used by `hookverify sign`, the demo and tests.
 	Sign func(in SignInput, secrets []string) (Headers, error)

@@ -36,8 +36,12 @@ func SharedToken() *Protocol {
 		ParseSecret:     parseSharedToken,
 		ValidateOptions: validateSharedTokenOptions,
 		Verify:          verifySharedToken,
-		Sign:            signSharedToken,
-		ExampleSecret:   sharedExample(""),
+		CredentialLocation: func(options map[string]string) (string, string) {
+			name, _ := sharedTokenHeader(options) // "" for options Verify refuses
+			return name, ""
+		},
+		Sign:          signSharedToken,
+		ExampleSecret: sharedExample(""),
 	}
 }
 
