@@ -6,7 +6,7 @@ GOBIN_DIR := $(shell go env GOPATH)/bin
 BUF_VERSION := v1.75.0
 BUF := $(GOBIN_DIR)/buf
 
-.PHONY: test check build demo generate check-generate lint breaking vet fmt-check go-test fuzz-smoke node-test tools
+.PHONY: test check build demo generate check-generate lint breaking vet fmt-check go-test race fuzz-smoke node-test tools
 
 ## test: every check and every test, PostgreSQL included (a throwaway cluster is started by the tests).
 test: check go-test fuzz-smoke node-test
@@ -57,6 +57,11 @@ fmt-check:
 
 go-test:
 	go test -count=1 -timeout 20m ./...
+
+## race: every Go test under the race detector, one package at a time (about 15 minutes on two
+## cores; needs cgo and a C compiler). Not part of test, to keep CI short.
+race:
+	go test -race -count=1 -p 1 -timeout 40m ./...
 
 ## fuzz-smoke: run every fuzz target briefly (the seed corpora always run as part of go-test).
 FUZZTIME ?= 5s

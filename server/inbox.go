@@ -624,7 +624,10 @@ func leaseStatus(ctx context.Context, s *Server, op string, err error) error {
 		}
 		return st.Err()
 	case errors.Is(err, storage.ErrLeaseLost):
-		return status.Error(codes.FailedPrecondition, op+": lease lost (expired, or already acked); the delivery may be with another worker")
+		// Said in full: a nack under the lease ends it too (a retry of one whose answer was
+		// lost lands here), and a delivery whose last attempt it was is a dead letter now, not
+		// with another worker.
+		return status.Error(codes.FailedPrecondition, op+": lease lost (it expired, or a nack or ack under it ended it); the delivery may be with another worker, waiting for its retry, or among the dead letters")
 	case errors.Is(err, storage.ErrNotFound):
 		return status.Error(codes.NotFound, op+": no such delivery")
 	}

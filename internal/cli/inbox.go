@@ -317,7 +317,7 @@ func inboxDiscard(ctx context.Context, e env, args []string) error {
 	var r remoteFlags
 	r.register(fs)
 	id := fs.String("id", "", "inbox id of a dead delivery that must never run (required)")
-	reason := fs.String("reason", "", "why it must not run, kept with the delivery and logged (required)")
+	reason := fs.String("reason", "", "why it must not run, kept with the delivery, logged and in the audit trail (required)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
