@@ -47,6 +47,8 @@ type storeConfig struct {
 	// oldMasterKeyFiles hold earlier master keys, kept until `hookverify rekey` has moved every
 	// secret to the current one.
 	oldMasterKeyFiles multiFlag
+	// generatedKey is the path of the master key file keyring generated, when it did.
+	generatedKey string
 }
 
 func (c *storeConfig) register(fs *flag.FlagSet) {
@@ -100,6 +102,7 @@ func (c *storeConfig) keyring(log *slog.Logger) (*secretbox.Keyring, error) {
 		var created bool
 		key, created, err = secretbox.LoadOrCreateKeyFile(path)
 		if created {
+			c.generatedKey = path
 			log.Warn("generated a new master key; back it up: without it the stored secrets cannot be decrypted", "path", path)
 		} else {
 			warnOpenKeyFile(log, "--data-dir", path)
@@ -185,6 +188,9 @@ type serveConfig struct {
 	commitEachClaim bool
 	// leaseConcurrency bounds the leases a database-url store runs at once.
 	leaseConcurrency int
+	// generatedKeyFile is the master key file generated at this start, if one was: see
+	// refuseGeneratedKey.
+	generatedKeyFile string
 }
 
 // gcPercentToSet returns the collector target serve sets, or 0 to leave Go's own ($GOGC, else
@@ -319,6 +325,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	sc.generatedKeyFile = cfg.generatedKey
 	if sc.commitEachClaim {
 		log.Warn("--commit-each-claim: group commit is off, every claim commits alone")
 	}
@@ -508,6 +515,9 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 				if err == nil {
 					_, err = srv.DeadLetterExhausted(ctx, st)
 				}
+				if err == nil && sc.generatedKeyFile != "" {
+					err = refuseGeneratedKey(ctx, srv, st, sc.generatedKeyFile)
+				}
 				if err != nil {
 					st.Close()
 				}
@@ -626,6 +636,28 @@ func (r *runningServer) shutdown(cut <-chan os.Signal) error {
 	default:
 	}
 	return nil
+}
+
+// refuseGeneratedKey refuses to serve with a master key generated at this start when the
+// store holds secrets in force sealed under other keys: the data directory's key file is
+// gone (deleted, or the directory restored without it) or the key the operator keeps outside
+// it was not given. Served so, every delivery those secrets sign would be answered
+// UNAVAILABLE, and the generated key would be read silently at every later start. The
+// generated file is moved aside, not deleted (an instance started at the same moment may
+// have read it), so that the next start generates nothing and asks again. The error wraps
+// storage.ErrInvalid: no retry mends it.
+func refuseGeneratedKey(ctx context.Context, srv *server.Server, st storage.Store, path string) error {
+	n, keys, err := srv.UnreadableSecrets(ctx, st)
+	if err != nil || n == 0 {
+		return err
+	}
+	aside := fmt.Sprintf("%s.unused-%d", path, time.Now().Unix())
+	if err := os.Rename(path, aside); err != nil {
+		return fmt.Errorf("%w: the store holds %d secrets sealed under master keys %v, not under the key generated at this start, which cannot be moved aside (%v): remove %s, then give the key they were sealed with (--master-key-file or $%s)",
+			storage.ErrInvalid, n, keys, err, path, masterKeyEnv)
+	}
+	return fmt.Errorf("%w: the store holds %d secrets sealed under master keys %v, but no master key was given and %s was missing, so a new one was generated (moved aside to %s): give the key they were sealed with (--master-key-file or $%s), or restore %s from its backup. To run without those secrets (each answered UNAVAILABLE until retired and replaced), give a new key with --master-key-file",
+		storage.ErrInvalid, n, keys, path, aside, masterKeyEnv, path)
 }
 
 // warnUnreadableSecrets logs, once the store is open, how many secrets in force are sealed
