@@ -138,6 +138,14 @@ var settingProblems = map[string]string{
 	"22023": "the database refused the value of a setting given in the URL (a query parameter or its options)",
 }
 
+// tlsRefusedText is pgconn's error when the server answers the URL's sslmode=require (or
+// verify-ca, verify-full) that it does not speak TLS. It carries no SQLSTATE, so it is known
+// by its words; TestOpenRefusesAConfigurationTheDatabaseRejects notices if they change.
+const (
+	tlsRefusedText = "server refused TLS connection"
+	tlsRefusedHint = "the database does not speak TLS, and the URL's sslmode requires it: turn TLS on in the server (ssl = on), or, on a network you trust, lower sslmode"
+)
+
 // ErrRefused marks Open's errors for a database that answered and refused the URL's
 // configuration (with ErrInvalid). Unlike a URL that cannot be parsed, such a refusal is not
 // certain to last: the deployment that started hookverify may create the database or the role
@@ -159,6 +167,9 @@ func refuseConfiguration(err error) error {
 	hint, ok := configurationProblems[sqlState(err)]
 	if !ok && connecting {
 		hint, ok = settingProblems[sqlState(err)]
+	}
+	if !ok && connecting && strings.Contains(connectErr.Error(), tlsRefusedText) {
+		hint, ok = tlsRefusedHint, true
 	}
 	if !ok {
 		return err

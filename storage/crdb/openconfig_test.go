@@ -63,6 +63,8 @@ func TestOpenRefusesAConfigurationTheDatabaseRejects(t *testing.T) {
 		// pgx sends a query parameter it does not know to the server as a setting.
 		{"a misspelled parameter", with("", "", "sslmod=disable"), "42704", "parameter"},
 		{"a setting's value", with("", "", "statement_timeout=soon"), "22023", "value"},
+		// The test cluster has no TLS; pgconn's refusal carries no SQLSTATE.
+		{"TLS required of a server without it", with("", "", "sslmode=require"), "", "TLS"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
