@@ -520,6 +520,9 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 				}
 				if err != nil {
 					st.Close()
+					// A privilege missing for these first writes is the configuration problem
+					// Open reports for its own, and ends the same way.
+					err = crdb.RefusedConfiguration(err)
 				}
 			}
 			if err == nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	neturl "net/url"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hookverify/hookverify/internal/pgtest"
 	"github.com/hookverify/hookverify/storage"
+	"github.com/hookverify/hookverify/storage/crdb"
 )
 
 // TestServeStopsOnADatabaseThatRefusesItsConfiguration: serve whose --database-url names a
@@ -112,5 +114,63 @@ func TestServeWaitsForADatabaseCreatedAMomentLater(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("serve: %v", err)
+	}
+}
+
+// TestServeStopsOnAPrivilegeMissingForItsStartUpWrites: a role that may read hookverify's
+// tables but not write them (grants not brought up to date) passes Open, then fails serve's
+// first writes (moving spent deliveries to the dead letters) with 42501; serve retried that
+// for ever as "storage not ready", as if the database were still starting. It is the same
+// configuration problem as at Open, and must end the same way: exit, naming the privilege.
+func TestServeStopsOnAPrivilegeMissingForItsStartUpWrites(t *testing.T) {
+	setMasterKeyEnv(t)
+	grace := refusalGrace
+	refusalGrace = 2 * time.Second
+	t.Cleanup(func() { refusalGrace = grace })
+	dbURL := pgtest.Shared(t).NewDatabase(t)
+	owner, err := crdb.Open(t.Context(), dbURL) // migrates, as its owner
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner.Close()
+	admin, err := pgx.Connect(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	role := fmt.Sprintf("hv_readonly_%d", time.Now().UnixNano())
+	for _, stmt := range []string{
+		"CREATE ROLE " + pgx.Identifier{role}.Sanitize() + " LOGIN",
+		"GRANT SELECT ON ALL TABLES IN SCHEMA public TO " + pgx.Identifier{role}.Sanitize(),
+	} {
+		if _, err := admin.Exec(t.Context(), stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), dbURL)
+		if err == nil {
+			_, _ = conn.Exec(context.Background(), "DROP OWNED BY "+pgx.Identifier{role}.Sanitize())
+			_, _ = conn.Exec(context.Background(), "DROP ROLE IF EXISTS "+pgx.Identifier{role}.Sanitize())
+			conn.Close(context.Background())
+		}
+	})
+	u, err := neturl.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = neturl.User(role)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var out lockedBuffer
+	err = runServe(ctx, env{stdin: strings.NewReader(""), stdout: &out, stderr: &out}, []string{
+		"--listen", "127.0.0.1:0", "--database-url", u.String(),
+	})
+	if ctx.Err() != nil || err == nil {
+		t.Fatalf("serve with a role that cannot write still running after 15 s (err %v); log:\n%s", err, out.String())
+	}
+	if !errors.Is(err, storage.ErrInvalid) || !strings.Contains(err.Error(), "42501") || !strings.Contains(err.Error(), "privilege") {
+		t.Errorf("serve's error %q does not say a privilege is missing", err)
 	}
 }

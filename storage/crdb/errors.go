@@ -183,6 +183,18 @@ func refuseConfiguration(err error) error {
 	return fmt.Errorf("crdb: open: %w: %s: %w", storage.ErrInvalid, hint, &refusal{cause})
 }
 
+// RefusedConfiguration returns err as Open returns a configuration the database refuses
+// (storage.ErrInvalid and ErrRefused, with a hint) when it carries one of those SQLSTATEs
+// (configurationProblems), and err unchanged otherwise. It is for the writes a caller runs
+// right after Open, before serving: a role whose grants miss a table meets 42501 there, the
+// same configuration problem as at Open, which retrying as an outage never mends.
+func RefusedConfiguration(err error) error {
+	if err == nil {
+		return nil
+	}
+	return refuseConfiguration(err)
+}
+
 // refusal wraps a refused configuration's cause so that errors.Is finds ErrRefused too,
 // without adding ErrRefused's words to the message.
 type refusal struct{ err error }
