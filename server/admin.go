@@ -56,6 +56,7 @@ func (s *Server) CreateEndpoint(ctx context.Context, req *hookverifyv1.CreateEnd
 		return nil, s.storageStatus(ctx, "create endpoint", err)
 	}
 	s.cache.invalidate(e.ID)
+	s.endpointRows.invalidate(e.ID)
 	s.log.InfoContext(ctx, "endpoint created", "endpoint", e.ID, "provider", e.Provider)
 	return &hookverifyv1.CreateEndpointResponse{Endpoint: s.endpointToProto(e)}, nil
 }
@@ -189,6 +190,7 @@ func (s *Server) UpdateEndpoint(ctx context.Context, req *hookverifyv1.UpdateEnd
 		return nil, s.storageStatus(ctx, "update endpoint", err)
 	}
 	s.cache.invalidate(e.ID)
+	s.endpointRows.invalidate(e.ID)
 	s.log.InfoContext(ctx, "endpoint updated", "endpoint", e.ID, "disabled", e.Disabled)
 	return &hookverifyv1.UpdateEndpointResponse{Endpoint: s.endpointToProto(e)}, nil
 }
@@ -290,6 +292,7 @@ func (s *Server) AddSecret(ctx context.Context, req *hookverifyv1.AddSecretReque
 		return nil, s.storageStatus(ctx, "add secret", err)
 	}
 	s.cache.invalidate(e.ID)
+	s.endpointRows.invalidate(e.ID)
 	s.log.InfoContext(ctx, "secret added", "endpoint", e.ID, "secret_id", sec.ID)
 	return &hookverifyv1.AddSecretResponse{Secret: s.secretInfo(sec)}, nil
 }
@@ -336,6 +339,7 @@ func (s *Server) RotateSecret(ctx context.Context, req *hookverifyv1.RotateSecre
 		return nil, s.storageStatus(ctx, "rotate secret", err)
 	}
 	s.cache.invalidate(e.ID)
+	s.endpointRows.invalidate(e.ID)
 	s.log.InfoContext(ctx, "secret rotated", "endpoint", e.ID, "secret_id", sec.ID, "overlap", overlap, "previous", len(changed))
 	resp := &hookverifyv1.RotateSecretResponse{Secret: s.secretInfo(sec)}
 	for _, c := range changed {

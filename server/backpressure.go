@@ -7,10 +7,13 @@ import (
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/storage"
 )
 
@@ -266,4 +269,71 @@ func (s *Server) backpressure(endpointID, why string) error {
 		st = withHint
 	}
 	return st.Err()
+}
+
+// DefaultMaxVerifyBytesInFlight is the default of Options.MaxVerifyBytesInFlight: sixteen
+// requests at the ceiling, or thousands of ordinary ones, held at once.
+const DefaultMaxVerifyBytesInFlight = 512 << 20
+
+// VerifyBytesRetryAfter is the retry hint of a Verify call refused because the server holds
+// as many requests as it may: they go as soon as the database answers their claims, so the
+// edge's client retries within its budget rather than sending the provider away for long.
+const VerifyBytesRetryAfter = time.Second
+
+// byteBudget counts the bytes of the requests a server holds at once against a bound.
+type byteBudget struct {
+	limit int64
+	held  atomic.Int64
+}
+
+func newByteBudget(limit int64) *byteBudget {
+	switch {
+	case limit == 0:
+		limit = DefaultMaxVerifyBytesInFlight
+	case limit < 0:
+		return nil
+	}
+	return &byteBudget{limit: limit}
+}
+
+// take reserves n bytes, or reports false (reserving nothing) when they would pass the bound.
+// A single request larger than the whole bound is let through when nothing else is held, so a
+// bound set below the body ceiling cannot refuse such a delivery for ever.
+func (b *byteBudget) take(n int64) bool {
+	for {
+		held := b.held.Load()
+		if held > 0 && held+n > b.limit {
+			return false
+		}
+		if b.held.CompareAndSwap(held, held+n) {
+			return true
+		}
+	}
+}
+
+func (b *byteBudget) give(n int64) { b.held.Add(-n) }
+
+// boundVerifyBytes holds every Verify request to the server's byte budget from its arrival to
+// its answer. Each call waiting for its claim holds its body: while the database is slow,
+// edges keep forwarding what providers send, and without a bound the heap grew with the
+// traffic times the stall (GitHub sends up to 25 MB a delivery) until the kernel killed the
+// process, cutting every call in flight. Past the bound a call is answered at once with
+// RESOURCE_EXHAUSTED and a retry hint (the edge's 503 with Retry-After), and its body is
+// dropped. (The budget counts requests once decoded: gRPC reads a message before any
+// interceptor, so the ones still arriving are bounded by the transport limits, per connection.)
+func (s *Server) boundVerifyBytes(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	m, ok := req.(*hookverifyv1.VerifyRequest)
+	if s.verifyBytes == nil || !ok || info.FullMethod != hookverifyv1.VerifierService_Verify_FullMethodName {
+		return handler(ctx, req)
+	}
+	n := int64(proto.Size(m))
+	if !s.verifyBytes.take(n) {
+		st := status.New(codes.ResourceExhausted, fmt.Sprintf("server holds %d MiB of requests at once, its limit: retry later", s.verifyBytes.limit>>20))
+		if withHint, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(VerifyBytesRetryAfter)}); err == nil {
+			st = withHint
+		}
+		return nil, st.Err()
+	}
+	defer s.verifyBytes.give(n)
+	return handler(ctx, req)
 }

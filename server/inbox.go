@@ -520,7 +520,10 @@ func (s *Server) Requeue(ctx context.Context, req *hookverifyv1.RequeueRequest) 
 		return nil, status.Error(codes.InvalidArgument, "inbox_id is required")
 	}
 	// The audit trail records who brought the work back, with the endpoint the store finds.
-	auditCtx, err := s.audited(ctx, "inbox.requeue", "", "", "delivery "+req.GetInboxId())
+	// The id is the caller's text, made storable: PostgreSQL's text cannot hold NUL, and an id
+	// with one, which names no delivery, must be NOT_FOUND as in the other inbox calls, not
+	// a failure to bind the event that is never written.
+	auditCtx, err := s.audited(ctx, "inbox.requeue", "", "", "delivery "+storage.StorableText(req.GetInboxId()))
 	if err != nil {
 		return nil, err
 	}
@@ -554,7 +557,8 @@ func (s *Server) Discard(ctx context.Context, req *hookverifyv1.DiscardRequest) 
 	}
 	// The work is given up for good, and cannot be brought back: the audit trail records who
 	// did it and why, as it does admin changes.
-	auditCtx, err := s.audited(ctx, "inbox.discard", "", "", "delivery "+req.GetInboxId()+": "+req.GetReason())
+	// The id made storable as in Requeue; the reason holds no NUL.
+	auditCtx, err := s.audited(ctx, "inbox.discard", "", "", "delivery "+storage.StorableText(req.GetInboxId())+": "+req.GetReason())
 	if err != nil {
 		return nil, err
 	}

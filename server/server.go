@@ -72,6 +72,11 @@ type Options struct {
 	// They take effect while RunInboxMonitor runs.
 	MaxPendingPerEndpoint int64
 	MaxPendingTotal       int64
+	// MaxVerifyBytesInFlight bounds the Verify requests (bodies, headers, URLs) the server
+	// holds at once, between their arrival and their answer; past it a call is answered
+	// RESOURCE_EXHAUSTED with a retry hint. Default DefaultMaxVerifyBytesInFlight; negative:
+	// no bound.
+	MaxVerifyBytesInFlight int64
 	// Metrics, when set, are updated by every call (see NewMetrics).
 	Metrics *Metrics
 	// CacheTTL bounds how long endpoint and secret changes made through other instances take
@@ -106,9 +111,12 @@ type Server struct {
 	metrics     *Metrics
 	store       atomic.Pointer[storeHolder]
 	cache       *endpointCache
-	claims      *claimCache
-	uses        *secretUses
-	auth        *authenticator
+	// endpointRows caches endpoints without their secrets, for the calls that need only an
+	// endpoint's settings (see endpointRow); same TTL as cache.
+	endpointRows *refreshCache[string, endpointRowEntry]
+	claims       *claimCache
+	uses         *secretUses
+	auth         *authenticator
 	// unopenedKeyLog bounds the ERROR logged while a secret in force is sealed under a master
 	// key this instance lacks: every delivery to its endpoint, forged ones too, meets it.
 	unopenedKeyLog *ratelog.Limiter
@@ -128,6 +136,9 @@ type Server struct {
 
 	maxPendingPerEndpoint int64
 	maxPendingTotal       int64
+	// verifyBytes bounds the Verify requests held at once (Options.MaxVerifyBytesInFlight; nil:
+	// no bound).
+	verifyBytes *byteBudget
 	// inboxSnap is the inbox monitor's last successful read (nil before it).
 	inboxSnap atomic.Pointer[inboxSnapshot]
 	health    *health.Server
@@ -178,17 +189,19 @@ func New(opts Options) (*Server, error) {
 	}
 	s.metrics = opts.Metrics
 	s.auth = newAuthenticator(opts.Auth)
+	cacheTTL := opts.CacheTTL
 	switch {
-	case opts.CacheTTL == 0:
-		s.cache = newEndpointCache(DefaultCacheTTL)
-	case opts.CacheTTL < 0:
-		s.cache = newEndpointCache(0)
-	default:
-		s.cache = newEndpointCache(opts.CacheTTL)
+	case cacheTTL == 0:
+		cacheTTL = DefaultCacheTTL
+	case cacheTTL < 0:
+		cacheTTL = 0
 	}
+	s.cache = newEndpointCache(cacheTTL)
+	s.endpointRows = newRefreshCache[string, endpointRowEntry](cacheTTL, maxCachedEndpoints)
 	// cmp.Or: an unset (zero) option takes the default.
 	s.claims = newClaimCache(cmp.Or(opts.ClaimCacheSize, DefaultClaimCacheSize), cmp.Or(opts.ClaimCacheTTL, DefaultClaimCacheTTL), opts.DedupeWindow)
 	s.maxPendingPerEndpoint, s.maxPendingTotal = opts.MaxPendingPerEndpoint, opts.MaxPendingTotal
+	s.verifyBytes = newByteBudget(opts.MaxVerifyBytesInFlight)
 	s.maxAttempts = opts.MaxAttempts
 	if s.maxAttempts <= 0 {
 		s.maxAttempts = DefaultMaxAttempts
@@ -322,7 +335,9 @@ func (s *Server) NewGRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 	if s.metrics != nil {
 		interceptors = append(interceptors, s.metrics.interceptor)
 	}
-	interceptors = append(interceptors, rejectInvalidUTF8)
+	// The byte bound comes before authentication and everything else that may wait on the
+	// database: a refused call drops its body at once.
+	interceptors = append(interceptors, s.boundVerifyBytes, rejectInvalidUTF8)
 	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize), grpc.ForceServerCodecV2(newUTF8ReportingCodec()),
 		grpc.MaxConcurrentStreams(MaxConcurrentStreams), grpc.MaxHeaderListSize(MaxHeaderListSize), grpc.ConnectionTimeout(ConnectionTimeout),
 		// gRPC's default answers a client pinging more than every 5 minutes, or at all while

@@ -276,14 +276,16 @@ func (s *Server) redactStoredCredentials(ctx context.Context, list []storage.Lea
 
 // credentialPlacesOf returns where deliveries to the endpoint carry its secret (none for most
 // protocols).
+//
+// It needs the endpoint's provider and options, not its secrets: the endpoint cache's entry
+// when there is one, else the endpoint's row alone, as unknownEndpoints reads it. Loaded
+// through the cache, every lease and dead-letter listing of an instance that verifies nothing
+// read and decrypted every secret of the endpoints it handed out once per cache TTL, and logged
+// each secret that does not open at the pace of the leases.
 func (s *Server) credentialPlacesOf(ctx context.Context, endpointID string) credentialPlaces {
 	var at credentialPlaces
-	st, err := s.storage()
-	var cached *cachedEndpoint
-	if err == nil {
-		cached, err = s.lookup(ctx, st, endpointID)
-	}
-	if err != nil || !cached.found {
+	endpoint, found, err := s.endpointRow(ctx, endpointID)
+	if err != nil || !found {
 		for _, p := range s.protocols.All() {
 			if p.CredentialLocation != nil {
 				at.add(p.CredentialLocation(nil))
@@ -291,10 +293,38 @@ func (s *Server) credentialPlacesOf(ctx context.Context, endpointID string) cred
 		}
 		return at
 	}
-	if p, ok := s.protocols.Lookup(cached.endpoint.Provider); ok && p.CredentialLocation != nil {
-		at.add(p.CredentialLocation(cached.endpoint.Options))
+	if p, ok := s.protocols.Lookup(endpoint.Provider); ok && p.CredentialLocation != nil {
+		at.add(p.CredentialLocation(endpoint.Options))
 	}
 	return at
+}
+
+// endpointRowEntry is an endpoint as endpointRows caches it; found is false when no endpoint
+// has the id.
+type endpointRowEntry struct {
+	endpoint storage.Endpoint
+	found    bool
+}
+
+// endpointRow returns the endpoint from the endpoint cache when it holds it, else from the
+// store without its secrets, cached for the cache's TTL (a worker-only instance leases again
+// and again from the same endpoints); found is false when no endpoint has the id.
+func (s *Server) endpointRow(ctx context.Context, id string) (e storage.Endpoint, found bool, err error) {
+	if cached, ok := s.cache.peek(id); ok {
+		return cached.endpoint, cached.found, nil
+	}
+	st, err := s.storage()
+	if err != nil {
+		return storage.Endpoint{}, false, err
+	}
+	row, err := s.endpointRows.get(ctx, id, func(ctx context.Context) (endpointRowEntry, error) {
+		e, err := st.GetEndpoint(ctx, id)
+		if errors.Is(err, storage.ErrNotFound) {
+			return endpointRowEntry{}, nil
+		}
+		return endpointRowEntry{endpoint: e, found: err == nil}, err
+	})
+	return row.endpoint, row.found, err
 }
 
 // redactQueryParam returns rawURL with the value of every query parameter named param

@@ -175,6 +175,7 @@ type serveConfig struct {
 	maxAttempts           int
 	maxPendingPerEndpoint int64
 	maxPendingTotal       int64
+	maxVerifyBytes        int64
 	retention             server.Retention
 	cacheTTL              time.Duration
 	claimCacheSize        int
@@ -219,6 +220,7 @@ func (c *serveConfig) checkRanges(e env) error {
 		inRange(e, "max-attempts", c.maxAttempts, 1, 1000),
 		inRange(e, "max-pending-per-endpoint", c.maxPendingPerEndpoint, 0, math.MaxInt64),
 		inRange(e, "max-pending-total", c.maxPendingTotal, 0, math.MaxInt64),
+		inRange(e, "max-verify-bytes", c.maxVerifyBytes, 0, math.MaxInt64),
 		inRange(e, "cache-ttl", c.cacheTTL, 0, time.Hour),
 		inRange(e, "claim-cache", c.claimCacheSize, 0, 100_000_000),
 		inRange(e, "claim-cache-ttl", c.claimCacheTTL, 0, 30*24*time.Hour),
@@ -228,7 +230,7 @@ func (c *serveConfig) checkRanges(e env) error {
 
 // offWhenZero maps a flag where zero means off (--cache-ttl 0, --claim-cache 0) to a
 // server.Options field where zero means the default and a negative value means off.
-func offWhenZero[T int | time.Duration](flagValue T) T {
+func offWhenZero[T int | int64 | time.Duration](flagValue T) T {
 	if flagValue <= 0 {
 		return -1
 	}
@@ -241,6 +243,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.maxAttempts, "max-attempts", server.DefaultMaxAttempts, "leases a delivery gets before it moves to the dead letters")
 	fs.Int64Var(&c.maxPendingPerEndpoint, "max-pending-per-endpoint", 0, "unfinished deliveries per endpoint above which new events get RESOURCE_EXHAUSTED (0: no limit)")
 	fs.Int64Var(&c.maxPendingTotal, "max-pending-total", 0, "unfinished deliveries in all above which new events get RESOURCE_EXHAUSTED (0: no limit)")
+	fs.Int64Var(&c.maxVerifyBytes, "max-verify-bytes", server.DefaultMaxVerifyBytesInFlight, "bytes of Verify requests held at once, waiting for their claims, above which calls get RESOURCE_EXHAUSTED with a 1 s retry hint (the heap holds about twice this; 0: no limit)")
 	fs.DurationVar(&c.retention.DedupeWindow, "dedupe-window", 30*24*time.Hour, "how long claims are kept; must outlast every provider's retries (a warning below 72h)")
 	fs.DurationVar(&c.retention.AckedRetention, "inbox-retention", 7*24*time.Hour, "how long acked inbox records are kept")
 	fs.DurationVar(&c.cacheTTL, "cache-ttl", server.DefaultCacheTTL, "bound on how long an endpoint or secret change made through another instance takes to reach this one (rotation, retirement); changes made here apply at once")
@@ -454,11 +457,12 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 	srv, err := server.New(server.Options{
 		Keyring: keyring, Protocols: protocol.Default(), Logger: log, Metrics: server.NewMetrics(),
 		MaxAttempts: sc.maxAttempts, MaxPendingPerEndpoint: sc.maxPendingPerEndpoint, MaxPendingTotal: sc.maxPendingTotal,
-		CacheTTL:       offWhenZero(sc.cacheTTL),
-		ClaimCacheSize: offWhenZero(sc.claimCacheSize),
-		ClaimCacheTTL:  offWhenZero(sc.claimCacheTTL),
-		DedupeWindow:   sc.retention.DedupeWindow,
-		Auth:           authConfig,
+		MaxVerifyBytesInFlight: offWhenZero(sc.maxVerifyBytes),
+		CacheTTL:               offWhenZero(sc.cacheTTL),
+		ClaimCacheSize:         offWhenZero(sc.claimCacheSize),
+		ClaimCacheTTL:          offWhenZero(sc.claimCacheTTL),
+		DedupeWindow:           sc.retention.DedupeWindow,
+		Auth:                   authConfig,
 		// Instances sharing a database time leases by its clock, not by each machine's.
 		DatabaseClock: true,
 	})
