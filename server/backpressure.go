@@ -328,6 +328,7 @@ func (s *Server) boundVerifyBytes(ctx context.Context, req any, info *grpc.Unary
 	}
 	n := int64(proto.Size(m))
 	if !s.verifyBytes.take(n) {
+		s.metrics.observeVerifyBytesFull()
 		st := status.New(codes.ResourceExhausted, fmt.Sprintf("server holds %d MiB of requests at once, its limit: retry later", s.verifyBytes.limit>>20))
 		if withHint, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(VerifyBytesRetryAfter)}); err == nil {
 			st = withHint

@@ -42,6 +42,7 @@ type Metrics struct {
 	deadLettered      *prometheus.CounterVec
 	acks              prometheus.Counter
 	backpressure      *prometheus.CounterVec
+	verifyBytesFull   prometheus.Counter
 	sweptInbox        prometheus.Counter
 	sweptClaims       prometheus.Counter
 	authFailures      *prometheus.CounterVec
@@ -105,6 +106,8 @@ func NewMetrics() *Metrics {
 			Help: "Deliveries acked by workers."}),
 		backpressure: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_backpressure_total",
 			Help: "New deliveries refused with RESOURCE_EXHAUSTED because an inbox limit was reached, by endpoint."}, []string{"endpoint"}),
+		verifyBytesFull: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_verify_bytes_refusals_total",
+			Help: "Verify calls refused with RESOURCE_EXHAUSTED because the server held --max-verify-bytes of requests at once (claims waiting on a slow database)."}),
 		sweptInbox: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_retention_inbox_deleted_total",
 			Help: "Acked inbox records deleted by retention."}),
 		sweptClaims: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_retention_claims_deleted_total",
@@ -115,7 +118,7 @@ func NewMetrics() *Metrics {
 			Help: "Calls refused UNAUTHENTICATED or PERMISSION_DENIED, by code and method."}, []string{"code", "method"}),
 	}
 	r.MustRegister(m.handshakeFailures, m.verdicts, m.secretUses, m.verifyLatency, m.claimLatency, m.claimCacheHit, m.batchClaims, m.batchLatency, m.batchFailures, m.rpcs, m.rpcLatency, m.inboxPending, m.inboxLeased,
-		m.inboxDead, m.inboxOldest, m.inboxStatsAt, m.redeliveries, m.leaseExpiries, m.deadLettered, m.acks, m.backpressure, m.sweptInbox, m.sweptClaims, m.authFailures,
+		m.inboxDead, m.inboxOldest, m.inboxStatsAt, m.redeliveries, m.leaseExpiries, m.deadLettered, m.acks, m.backpressure, m.verifyBytesFull, m.sweptInbox, m.sweptClaims, m.authFailures,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	// Every cause is exported from the start, at 0: increase() and rate() need a sample before
 	// the rise, and a series that first appeared at 1 (or at N, when serve dead-letters what a
@@ -232,6 +235,12 @@ func (m *Metrics) observeAck() {
 func (m *Metrics) observeNack(dead bool) {
 	if m != nil && dead {
 		m.deadLettered.WithLabelValues("nack").Inc()
+	}
+}
+
+func (m *Metrics) observeVerifyBytesFull() {
+	if m != nil {
+		m.verifyBytesFull.Inc()
 	}
 }
 

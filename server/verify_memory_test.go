@@ -58,7 +58,8 @@ func TestVerifyBodiesHeldAtOnceAreBounded(t *testing.T) {
 	dsn := b.newDatabase(t)
 	release := make(chan struct{})
 	st := stalledClaims{Store: openStore(t, b, dsn), release: release}
-	e := newEnvOnWith(t, b, dsn, st, func(o *server.Options) { o.MaxVerifyBytesInFlight = budget })
+	metrics := server.NewMetrics()
+	e := newEnvOnWith(t, b, dsn, st, func(o *server.Options) { o.MaxVerifyBytesInFlight = budget; o.Metrics = metrics })
 	e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "big", Provider: githubProvider.name, MaxBodyBytes: 16 << 20})
 	secret := githubProvider.newSecret()
 	e.addSecret(t, "big", secret)
@@ -105,6 +106,14 @@ wait:
 	}
 	close(release)
 	wg.Wait()
+	// Every refusal is counted, those after the count above too.
+	close(errs)
+	for err := range errs {
+		if status.Code(err) == codes.ResourceExhausted {
+			refused++
+		}
+	}
+	wantMetrics(t, e.srv, fmt.Sprintf("hookverify_verify_bytes_refusals_total %d", refused))
 }
 
 func hasRetryHint(err error) bool {
