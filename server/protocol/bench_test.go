@@ -54,15 +54,7 @@ func BenchmarkVerifyEvery(b *testing.B) {
 	params := Params{Now: now, Tolerance: 5 * time.Minute}
 	for _, p := range Builtin() {
 		b.Run(p.Name, func(b *testing.B) {
-			signing, verifying, err := p.ExampleSecret()
-			if err != nil {
-				b.Fatal(err)
-			}
-			material, err := p.ParseSecret(verifying)
-			if err != nil {
-				b.Fatal(err)
-			}
-			keys := []Key{{ID: "k1", Material: material}}
+			signing, keys := exampleKeys(b, p)
 			in := SignInput{Body: ExampleBody(p, "evt_bench_1"), EventID: "evt_bench_1", Timestamp: now, Method: "POST",
 				URL: "https://hooks.example.com/in?x=1"}
 			signed, err := SignDelivery(p, in, []string{signing})

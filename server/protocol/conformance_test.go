@@ -87,15 +87,7 @@ func TestEveryTimestampProtocolRefusesDistantTimes(t *testing.T) {
 		}
 		t.Run(p.Name, func(t *testing.T) {
 			t.Parallel()
-			signing, verifying, err := p.ExampleSecret()
-			if err != nil {
-				t.Fatal(err)
-			}
-			material, err := p.ParseSecret(verifying)
-			if err != nil {
-				t.Fatal(err)
-			}
-			keys := []Key{{ID: "k1", Material: material}}
+			signing, keys := exampleKeys(t, p)
 			signedSome := false
 			for name, ts := range distant {
 				in := SignInput{Body: ExampleBody(p, "evt_distant"), EventID: "evt_distant", Timestamp: ts, Method: "POST", URL: "https://hooks.example.com/in"}

@@ -23,14 +23,7 @@ func TestCredentialLocationIsWhereVerifyFindsTheSecret(t *testing.T) {
 			optionSets = append(optionSets, m)
 		}
 		for _, options := range optionSets {
-			signing, verifying, err := p.ExampleSecret()
-			if err != nil {
-				t.Fatal(err)
-			}
-			material, err := p.ParseSecret(verifying)
-			if err != nil {
-				t.Fatal(err)
-			}
+			signing, keys := exampleKeys(t, p)
 			in := SignInput{Body: ExampleBody(p, "evt_loc_1"), EventID: "evt_loc_1", Timestamp: now, Method: "POST",
 				URL: "https://hooks.example.com/in?x=1", Options: options}
 			signed, err := SignDelivery(p, in, []string{signing})
@@ -38,7 +31,7 @@ func TestCredentialLocationIsWhereVerifyFindsTheSecret(t *testing.T) {
 				t.Fatalf("%s %v: sign: %v", p.Name, options, err)
 			}
 			req := &Request{Method: in.Method, URL: signed.URL, Headers: signed.Headers, Body: signed.Body}
-			res, err := p.Verify(req, []Key{{ID: "k1", Material: material}}, Params{Now: now, Tolerance: 5 * time.Minute, Options: options})
+			res, err := p.Verify(req, keys, Params{Now: now, Tolerance: 5 * time.Minute, Options: options})
 			if err != nil {
 				t.Fatalf("%s %v: verify: %v", p.Name, options, err)
 			}

@@ -144,3 +144,18 @@ func assertNoLeak(t *testing.T, detail string, req *Request) {
 		t.Fatalf("detail %q quotes the body", detail)
 	}
 }
+
+// exampleKeys returns p's example signing secret and its verifying counterpart as the one key
+// "k1", as Verify takes it.
+func exampleKeys(tb testing.TB, p *Protocol) (signing string, keys []Key) {
+	tb.Helper()
+	signing, verifying, err := p.ExampleSecret()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	material, err := p.ParseSecret(verifying)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return signing, []Key{{ID: "k1", Material: material}}
+}
