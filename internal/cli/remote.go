@@ -604,17 +604,22 @@ func secretRetire(ctx context.Context, e env, args []string) error {
 const recentUse = time.Hour
 
 // warnRecentlyUsed says on standard error when the retired secret authenticated a delivery
-// within recentUse: the provider may still sign with it (a rotation not finished on its side,
-// a retry of an old delivery), and such deliveries are now rejected, which many providers
-// never retry. The retirement is done; the warning says how to undo its effect. Uses are
-// recorded every few seconds, so a use in the last moments may not show.
+// within recentUse before its retirement: the provider may still sign with it (a rotation not
+// finished on its side, a retry of an old delivery), and such deliveries are now rejected,
+// which many providers never retry. The retirement is done; the warning says how to undo its
+// effect. Uses are recorded every few seconds, so a use in the last moments may not show.
+// Both times are the server's (the retirement's, not this machine's clock, which may be off by
+// hours); now stands in for a server that reports no retirement time.
 func warnRecentlyUsed(e env, sec *hookverifyv1.SecretInfo, now time.Time) {
 	used := sec.GetLastUsedTime()
+	if retired := sec.GetRetireTime(); retired != nil {
+		now = retired.AsTime()
+	}
 	if used == nil || now.Sub(used.AsTime()) > recentUse {
 		return
 	}
 	ago := max(now.Sub(used.AsTime()), 0).Round(time.Second)
-	fmt.Fprintf(e.stderr, "warning: secret %s authenticated a delivery %s ago: deliveries still signed with it are now rejected; if the provider still uses it, add it again with `secret add`\n", sec.GetId(), ago)
+	fmt.Fprintf(e.stderr, "warning: secret %s authenticated a delivery %s before its retirement: deliveries still signed with it are now rejected; if the provider still uses it, add it again with `secret add`\n", sec.GetId(), ago)
 }
 
 // warnNoSecretLeft says on standard error when a retirement left the endpoint no secret in

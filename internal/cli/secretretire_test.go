@@ -49,17 +49,20 @@ func TestSecretRetireWarnsWhenNoSecretIsLeft(t *testing.T) {
 	}
 }
 
-// usedSecretAdmin answers RetireSecret with the secret last used lastUsed ago (never, when
-// zero), and lists one secret still in force.
+// usedSecretAdmin answers RetireSecret with the secret retired now and last used lastUsed
+// before (never, when zero), by a server clock skew ahead of this machine's, and lists one
+// secret still in force.
 type usedSecretAdmin struct {
 	hookverifyv1.UnimplementedAdminServiceServer
-	lastUsed time.Duration
+	lastUsed, skew time.Duration
 }
 
 func (a *usedSecretAdmin) RetireSecret(_ context.Context, req *hookverifyv1.RetireSecretRequest) (*hookverifyv1.RetireSecretResponse, error) {
-	info := &hookverifyv1.SecretInfo{Id: req.GetSecretId(), EndpointId: req.GetEndpointId(), State: hookverifyv1.SecretState_SECRET_STATE_RETIRED}
+	now := time.Now().Add(a.skew)
+	info := &hookverifyv1.SecretInfo{Id: req.GetSecretId(), EndpointId: req.GetEndpointId(), State: hookverifyv1.SecretState_SECRET_STATE_RETIRED,
+		RetireTime: timestamppb.New(now)}
 	if a.lastUsed != 0 {
-		info.LastUsedTime = timestamppb.New(time.Now().Add(-a.lastUsed))
+		info.LastUsedTime = timestamppb.New(now.Add(-a.lastUsed))
 	}
 	return &hookverifyv1.RetireSecretResponse{Secret: info}, nil
 }
@@ -71,21 +74,26 @@ func (a *usedSecretAdmin) ListSecrets(context.Context, *hookverifyv1.ListSecrets
 // TestSecretRetireWarnsOfARecentUse: retiring a secret that authenticated a delivery minutes
 // ago most likely cuts off a provider that still signs with it (its deliveries are now
 // rejected, which many never retry); the command showed only lastUsedTime in its JSON. It now
-// warns on standard error when the use was within the hour, and not for an older one.
+// warns on standard error when the use was within the hour, and not for an older one. The
+// hour is the server's, counted back from the retirement it reports: a machine whose clock is
+// off by hours compared the server's last-use time with its own and got it wrong either way.
 func TestSecretRetireWarnsOfARecentUse(t *testing.T) {
 	for _, c := range []struct {
-		lastUsed time.Duration
-		warn     bool
-	}{{2 * time.Minute, true}, {59 * time.Minute, true}, {2 * time.Hour, false}, {0, false}} {
+		lastUsed, skew time.Duration
+		warn           bool
+	}{
+		{2 * time.Minute, 0, true}, {59 * time.Minute, 0, true}, {2 * time.Hour, 0, false}, {0, 0, false},
+		{2 * time.Minute, -3 * time.Hour, true}, {2 * time.Hour, 3 * time.Hour, false},
+	} {
 		remote := serveFake(t, func(g *grpc.Server) {
-			hookverifyv1.RegisterAdminServiceServer(g, &usedSecretAdmin{lastUsed: c.lastUsed})
+			hookverifyv1.RegisterAdminServiceServer(g, &usedSecretAdmin{lastUsed: c.lastUsed, skew: c.skew})
 		})
 		code, _, errOut := run(t, "", append([]string{"secret", "retire", "--endpoint", "gh", "--id", "sec_old"}, remote...)...)
 		if code != 0 {
 			t.Fatalf("secret retire exited %d: %s", code, errOut)
 		}
 		if warned := strings.Contains(errOut, "sec_old authenticated a delivery"); warned != c.warn {
-			t.Errorf("secret last used %v ago: standard error %q; want a warning: %v", c.lastUsed, errOut, c.warn)
+			t.Errorf("secret last used %v before its retirement, server clock %v off: standard error %q; want a warning: %v", c.lastUsed, c.skew, errOut, c.warn)
 		}
 	}
 }
