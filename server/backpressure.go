@@ -329,7 +329,7 @@ func (s *Server) boundVerifyBytes(ctx context.Context, req any, info *grpc.Unary
 	n := int64(proto.Size(m))
 	if !s.verifyBytes.take(n) {
 		s.metrics.observeVerifyBytesFull()
-		st := status.New(codes.ResourceExhausted, fmt.Sprintf("server holds %d MiB of requests at once, its limit: retry later", s.verifyBytes.limit>>20))
+		st := status.New(codes.ResourceExhausted, fmt.Sprintf("server holds %s of requests at once, its limit: retry later", byteCount(s.verifyBytes.limit)))
 		if withHint, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(VerifyBytesRetryAfter)}); err == nil {
 			st = withHint
 		}
@@ -337,4 +337,13 @@ func (s *Server) boundVerifyBytes(ctx context.Context, req any, info *grpc.Unary
 	}
 	defer s.verifyBytes.give(n)
 	return handler(ctx, req)
+}
+
+// byteCount writes n in MiB when it is a whole number of them, else in bytes: a bound under one
+// MiB (or between two) counted in whole MiB would read as another.
+func byteCount(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

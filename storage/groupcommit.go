@@ -161,6 +161,9 @@ func (b *Batcher[T, R]) await(ctx context.Context, c *batchCall[T, R], lead bool
 	b.committing = n
 	b.mu.Unlock()
 	b.commit(batch, commit)
+	// The queue's backing array still holds the batch's calls, and with them their items (a
+	// claim's body), until an append reallocates it: let them go now that they are answered.
+	clear(batch)
 	b.mu.Lock()
 	if len(b.queue) > 0 {
 		close(b.queue[0].lead)

@@ -19,6 +19,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -192,6 +193,9 @@ type serveConfig struct {
 	// generatedKeyFile is the master key file generated at this start, if one was: see
 	// refuseGeneratedKey.
 	generatedKeyFile string
+	// generatedKeyChecked is set once the store was found to hold no secret in force the
+	// generated key cannot open (nil when no key was generated).
+	generatedKeyChecked *atomic.Bool
 }
 
 // gcPercentToSet returns the collector target serve sets, or 0 to leave Go's own ($GOGC, else
@@ -220,12 +224,23 @@ func (c *serveConfig) checkRanges(e env) error {
 		inRange(e, "max-attempts", c.maxAttempts, 1, 1000),
 		inRange(e, "max-pending-per-endpoint", c.maxPendingPerEndpoint, 0, math.MaxInt64),
 		inRange(e, "max-pending-total", c.maxPendingTotal, 0, math.MaxInt64),
-		inRange(e, "max-verify-bytes", c.maxVerifyBytes, 0, math.MaxInt64),
+		verifyBytesInRange(e, c.maxVerifyBytes),
 		inRange(e, "cache-ttl", c.cacheTTL, 0, time.Hour),
 		inRange(e, "claim-cache", c.claimCacheSize, 0, 100_000_000),
 		inRange(e, "claim-cache-ttl", c.claimCacheTTL, 0, 30*24*time.Hour),
 		inRange(e, "lease-concurrency", c.leaseConcurrency, 0, 1000),
 	)
+}
+
+// verifyBytesInRange refuses a --max-verify-bytes below the largest request the server takes:
+// such a request passes only while nothing else is held, so under steady traffic it could be
+// refused on every retry, for ever. 0 (no limit) is taken.
+func verifyBytesInRange(e env, value int64) error {
+	if value == 0 || value >= server.MaxRecvMsgSize {
+		return nil
+	}
+	fmt.Fprintf(e.stderr, "--max-verify-bytes %d: want 0 (no limit) or at least %d, the largest request\n", value, server.MaxRecvMsgSize)
+	return errUsage
 }
 
 // offWhenZero maps a flag where zero means off (--cache-ttl 0, --claim-cache 0) to a
@@ -329,6 +344,24 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	sc.generatedKeyFile = cfg.generatedKey
+	if sc.generatedKeyFile != "" {
+		// A generated key is the data directory's only once a start has checked it against the
+		// store (refuseGeneratedKey). A start that ends before (its port taken, the store
+		// refused, a signal while storage was not ready) must not leave it in place: the next
+		// start would read it as the directory's own key, generate nothing, so check nothing,
+		// and serve every secret sealed under the lost key UNAVAILABLE without a word.
+		sc.generatedKeyChecked = new(atomic.Bool)
+		defer func() {
+			if sc.generatedKeyChecked.Load() {
+				return
+			}
+			if aside, err := setAsideGeneratedKey(sc.generatedKeyFile); err != nil {
+				log.Error("the master key generated at this start was not checked against the store, and cannot be moved aside: remove it before the next start", "path", sc.generatedKeyFile, "err", err)
+			} else if aside != "" {
+				log.Warn("the master key generated at this start was moved aside: the start ended before checking it against the store", "path", sc.generatedKeyFile, "moved_to", aside)
+			}
+		}()
+	}
 	if sc.commitEachClaim {
 		log.Warn("--commit-each-claim: group commit is off, every claim commits alone")
 	}
@@ -530,6 +563,9 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 				}
 			}
 			if err == nil {
+				if sc.generatedKeyChecked != nil {
+					sc.generatedKeyChecked.Store(true)
+				}
 				srv.SetStore(st)
 				r.store <- st
 				log.Info("storage ready")
@@ -665,6 +701,20 @@ func refuseGeneratedKey(ctx context.Context, srv *server.Server, st storage.Stor
 	}
 	return fmt.Errorf("%w: the store holds %d secrets sealed under master keys %v, but no master key was given and %s was missing, so a new one was generated (moved aside to %s): give the key they were sealed with (--master-key-file or $%s), or restore %s from its backup. To run without those secrets (each answered UNAVAILABLE until retired and replaced), give a new key with --master-key-file",
 		storage.ErrInvalid, n, keys, path, aside, masterKeyEnv, path)
+}
+
+// setAsideGeneratedKey moves the master key file generated at this start to
+// <path>.unused-<time>, and returns that path ("" when the file is gone already: a refusal
+// moved it). Aside, not deleted: an instance started at the same moment may have read it.
+func setAsideGeneratedKey(path string) (string, error) {
+	aside := fmt.Sprintf("%s.unused-%d", path, time.Now().Unix())
+	if err := os.Rename(path, aside); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", nil
+		}
+		return "", err
+	}
+	return aside, nil
 }
 
 // warnUnreadableSecrets logs, once the store is open, how many secrets in force are sealed

@@ -146,6 +146,23 @@ const (
 	tlsRefusedHint = "the database does not speak TLS, and the URL's sslmode requires it: turn TLS on in the server (ssl = on), or, on a network you trust, lower sslmode"
 )
 
+// requiresTLS reports whether config connects only with TLS (sslmode require, verify-ca or
+// verify-full), as opposed to trying TLS first and then without it (prefer, pgx's default) or
+// the other way round (allow). Only then is a server's refusal of TLS the configuration's
+// problem: under prefer, pgx joins the TLS attempt's refusal to the error of the attempt
+// without TLS, which may be one to wait for (53300 too many connections, 57P03 starting up).
+func requiresTLS(config *pgconn.Config) bool {
+	if config == nil || config.TLSConfig == nil {
+		return false
+	}
+	for _, f := range config.Fallbacks {
+		if f.TLSConfig == nil {
+			return false
+		}
+	}
+	return true
+}
+
 // ErrRefused marks Open's errors for a database that answered and refused the URL's
 // configuration (with ErrInvalid). Unlike a URL that cannot be parsed, such a refusal is not
 // certain to last: the deployment that started hookverify may create the database or the role
@@ -168,7 +185,7 @@ func refuseConfiguration(err error) error {
 	if !ok && connecting {
 		hint, ok = settingProblems[sqlState(err)]
 	}
-	if !ok && connecting && strings.Contains(connectErr.Error(), tlsRefusedText) {
+	if !ok && connecting && requiresTLS(connectErr.Config) && strings.Contains(connectErr.Error(), tlsRefusedText) {
 		hint, ok = tlsRefusedHint, true
 	}
 	if !ok {
