@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -14,7 +15,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/hookverify/hookverify/internal/budget"
 	"github.com/hookverify/hookverify/internal/ident"
+	"github.com/hookverify/hookverify/internal/ratelog"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
 
@@ -44,7 +47,18 @@ const (
 	// MaxRetryAfter caps a server's retry hint, so a misconfigured server cannot push a
 	// provider's next attempt past its retry window.
 	MaxRetryAfter = 5 * time.Minute
+	// DefaultMaxBytesInFlight is the default of WithMaxBytesInFlight: eight bodies at the
+	// server's ceiling, or thousands of ordinary ones, held at once.
+	DefaultMaxBytesInFlight = 256 << 20
 )
+
+// ErrBytesInFlight is Outcome.Err of a request answered 503 with Retry-After because the
+// handler held its WithMaxBytesInFlight bound of requests: the body was not read, or not read
+// further, and the server was not called.
+var ErrBytesInFlight = errors.New("client: the handler holds its bound of request bytes at once")
+
+// bytesInFlightLogInterval bounds how often the handler logs requests refused at its bound.
+const bytesInFlightLogInterval = 10 * time.Second
 
 // HandlerOption configures Handler.
 type HandlerOption func(*handler)
@@ -95,6 +109,19 @@ func WithRetryAfter(d time.Duration) HandlerOption {
 	return func(h *handler) { h.retryAfter = d }
 }
 
+// WithMaxBytesInFlight bounds the requests (headers, URL and body) the handler holds at once,
+// from the start of their reading to their answer (default DefaultMaxBytesInFlight; 0 or less:
+// no bound). Each request reserves its headers, URL and Content-Length before its body is read,
+// or its body bytes as they arrive when it has no Content-Length; one past the bound is
+// answered 503 with Retry-After (WithRetryAfter) without reading (further), so the provider
+// retries. A single request larger than the whole bound passes when nothing else is held.
+// Without a bound, anyone who can reach the handler could make it hold requests times the body
+// limit (32 MiB each) until the kernel killed the process, cutting every delivery in flight. The heap holds a little over twice the bound (the body, with its
+// read buffer's spare room, and the copy gRPC sends).
+func WithMaxBytesInFlight(n int64) HandlerOption {
+	return func(h *handler) { h.maxBytesInFlight = n }
+}
+
 // WithLogger receives the handler's log lines (default slog.Default()). They never contain
 // bodies or header values.
 func WithLogger(l *slog.Logger) HandlerOption {
@@ -134,12 +161,17 @@ type Outcome struct {
 func (o Outcome) Verdict() hookverifyv1.Verdict { return o.Response.GetVerdict() }
 
 type handler struct {
-	conn       *Conn
-	endpoint   func(*http.Request) string
-	timeout    time.Duration
-	retryAfter time.Duration
-	log        *slog.Logger
-	observe    func(*http.Request, Outcome)
+	conn             *Conn
+	endpoint         func(*http.Request) string
+	timeout          time.Duration
+	retryAfter       time.Duration
+	log              *slog.Logger
+	observe          func(*http.Request, Outcome)
+	maxBytesInFlight int64
+	// bytes is the WithMaxBytesInFlight budget (nil: no bound); fullLog bounds how often its
+	// refusals are logged.
+	bytes   *budget.Bytes
+	fullLog *ratelog.Limiter
 }
 
 // Handler returns an http.Handler that forwards each request to conn's server (see
@@ -155,6 +187,8 @@ type handler struct {
 //     or WithVerifyTimeout), or the server is unavailable or overloaded (UNAVAILABLE,
 //     RESOURCE_EXHAUSTED with RetryInfo) or too slow (deadline exceeded), so the provider
 //     retries;
+//   - 503 with Retry-After, the body unread, for a request past the WithMaxBytesInFlight
+//     bound (ErrBytesInFlight);
 //   - 413 for RESOURCE_EXHAUSTED without RetryInfo: gRPC refused the message as larger than
 //     the server's receive limit, which no retry can pass;
 //   - 500 and an error log line for any other failure (UNAUTHENTICATED, PERMISSION_DENIED,
@@ -163,10 +197,14 @@ type handler struct {
 //
 // Bodies and header values are never logged.
 func Handler(conn *Conn, opts ...HandlerOption) http.Handler {
-	h := &handler{conn: conn, timeout: DefaultVerifyTimeout, retryAfter: DefaultRetryAfter, log: slog.Default()}
+	h := &handler{conn: conn, timeout: DefaultVerifyTimeout, retryAfter: DefaultRetryAfter, log: slog.Default(), maxBytesInFlight: DefaultMaxBytesInFlight}
 	EndpointFromPathValue("endpoint")(h)
 	for _, o := range opts {
 		o(h)
+	}
+	if h.maxBytesInFlight > 0 {
+		h.bytes = budget.New(h.maxBytesInFlight)
+		h.fullLog = ratelog.ForLog(h.log, bytesInFlightLogInterval, "requests refused at the bound of request bytes held at once")
 	}
 	return h
 }
@@ -193,6 +231,27 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 		o.Status = writeJSON(w, http.StatusNotFound, `{"status":"rejected","reason":"unknown_endpoint"}`)
 		return o
 	}
+	if h.bytes != nil {
+		held := &budgetedBody{budget: h.bytes}
+		// Released once the answer is written: until then the request (and gRPC's copy of
+		// it, retries included) is held.
+		defer held.release()
+		// The headers and URL count too: up to 256 KiB of them, held while a body trickles
+		// in or the call waits, need no body at all.
+		n := requestHeadBytes(r)
+		hasBody := r.Body != nil && r.Body != http.NoBody
+		// A Content-Length over the body limit is answered 413 unread: nothing to reserve.
+		if hasBody && r.ContentLength > 0 && r.ContentLength <= h.conn.maxBodyBytes {
+			held.ahead = r.ContentLength
+		}
+		if !held.reserve(n + held.ahead) {
+			return h.refuseFull(ctx, w, o, ErrBytesInFlight)
+		}
+		if hasBody {
+			held.ReadCloser = r.Body
+			r.Body = held
+		}
+	}
 	// When ctx ends, cut the body read short, so a body that never comes is answered 503 in
 	// time. Setting the deadline then, rather than ctx's deadline now, never extends the
 	// server's ReadTimeout. A ResponseWriter that cannot (http.ErrNotSupported) leaves only
@@ -204,6 +263,8 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 		o.Err = err
 		var netErr net.Error
 		switch {
+		case errors.Is(err, ErrBytesInFlight):
+			return h.refuseFull(ctx, w, o, err)
 		case errors.Is(err, ErrBodyTooLarge):
 			o.Status = writeJSON(w, http.StatusRequestEntityTooLarge, `{"status":"rejected","reason":"body_too_large"}`)
 		case errors.Is(err, ErrBodyConsumed):
@@ -272,6 +333,69 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 	_, _ = w.Write(reply.GetBody())
 	o.Status = int(reply.GetStatus())
 	return o
+}
+
+// refuseFull answers a request that would take the bodies held at once past the handler's
+// bound: 503 with Retry-After, so the provider retries once the held requests are answered.
+func (h *handler) refuseFull(ctx context.Context, w http.ResponseWriter, o Outcome, err error) Outcome {
+	o.Err = err
+	// Rate-limited: a flood of large requests would otherwise flood the log too.
+	if ok, heldBack := h.fullLog.Allow(); ok {
+		h.log.WarnContext(ctx, "holding the bound of request bytes at once; asking the provider to retry",
+			"endpoint", o.EndpointID, "max_bytes_in_flight", h.bytes.Limit(), "not_logged_since_last", heldBack)
+	}
+	setRetryAfter(w, h.retryAfter)
+	o.Status = writeJSON(w, http.StatusServiceUnavailable, `{"status":"unavailable"}`)
+	return o
+}
+
+// requestHeadBytes is about what a request holds besides its body: header names and values,
+// the host and the request target.
+func requestHeadBytes(r *http.Request) int64 {
+	n := len(r.Host) + len(r.RequestURI) + len(r.Method)
+	for name, values := range r.Header {
+		for _, v := range values {
+			n += len(name) + len(v)
+		}
+	}
+	return int64(n)
+}
+
+// budgetedBody holds a request to the handler's byte budget: its head and Content-Length are
+// reserved before reading, and body bytes past what is reserved (a body without one) as they
+// arrive, before the reader gets them.
+type budgetedBody struct {
+	io.ReadCloser
+	budget *budget.Bytes
+	// held is reserved in all, given back by release; ahead is reserved for body bytes not
+	// read yet.
+	held, ahead int64
+}
+
+func (b *budgetedBody) reserve(n int64) bool {
+	if !b.budget.Take(n, b.held) {
+		return false
+	}
+	b.held += n
+	return true
+}
+
+func (b *budgetedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if more := int64(n) - b.ahead; more > 0 {
+		if !b.reserve(more) {
+			return 0, ErrBytesInFlight
+		}
+		b.ahead = 0
+	} else {
+		b.ahead -= int64(n)
+	}
+	return n, err
+}
+
+func (b *budgetedBody) release() {
+	b.budget.Give(b.held)
+	b.held = 0
 }
 
 func writeJSON(w http.ResponseWriter, code int, body string) int {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/hookverify/hookverify/internal/budget"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/storage"
 )
@@ -280,38 +281,17 @@ const DefaultMaxVerifyBytesInFlight = 512 << 20
 // edge's client retries within its budget rather than sending the provider away for long.
 const VerifyBytesRetryAfter = time.Second
 
-// byteBudget counts the bytes of the requests a server holds at once against a bound.
-type byteBudget struct {
-	limit int64
-	held  atomic.Int64
-}
-
-func newByteBudget(limit int64) *byteBudget {
+// newByteBudget returns the bound of Options.MaxVerifyBytesInFlight: the default for zero,
+// none (nil) for a negative value.
+func newByteBudget(limit int64) *budget.Bytes {
 	switch {
 	case limit == 0:
 		limit = DefaultMaxVerifyBytesInFlight
 	case limit < 0:
 		return nil
 	}
-	return &byteBudget{limit: limit}
+	return budget.New(limit)
 }
-
-// take reserves n bytes, or reports false (reserving nothing) when they would pass the bound.
-// A single request larger than the whole bound is let through when nothing else is held, so a
-// bound set below the body ceiling cannot refuse such a delivery for ever.
-func (b *byteBudget) take(n int64) bool {
-	for {
-		held := b.held.Load()
-		if held > 0 && held+n > b.limit {
-			return false
-		}
-		if b.held.CompareAndSwap(held, held+n) {
-			return true
-		}
-	}
-}
-
-func (b *byteBudget) give(n int64) { b.held.Add(-n) }
 
 // boundVerifyBytes holds every Verify request to the server's byte budget from its arrival to
 // its answer. Each call waiting for its claim holds its body: while the database is slow,
@@ -327,15 +307,15 @@ func (s *Server) boundVerifyBytes(ctx context.Context, req any, info *grpc.Unary
 		return handler(ctx, req)
 	}
 	n := int64(proto.Size(m))
-	if !s.verifyBytes.take(n) {
+	if !s.verifyBytes.Take(n, 0) {
 		s.metrics.observeVerifyBytesFull()
-		st := status.New(codes.ResourceExhausted, fmt.Sprintf("server holds %s of requests at once, its limit: retry later", byteCount(s.verifyBytes.limit)))
+		st := status.New(codes.ResourceExhausted, fmt.Sprintf("server holds %s of requests at once, its limit: retry later", byteCount(s.verifyBytes.Limit())))
 		if withHint, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(VerifyBytesRetryAfter)}); err == nil {
 			st = withHint
 		}
 		return nil, st.Err()
 	}
-	defer s.verifyBytes.give(n)
+	defer s.verifyBytes.Give(n)
 	return handler(ctx, req)
 }
 

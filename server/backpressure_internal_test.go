@@ -21,7 +21,7 @@ func TestVerifyBytesRefusalNamesItsBound(t *testing.T) {
 		says  string
 	}{{100_000, "100000 bytes"}, {64 << 20, "64 MiB"}} {
 		s := &Server{verifyBytes: newByteBudget(c.limit)}
-		s.verifyBytes.held.Store(c.limit) // full
+		s.verifyBytes.Take(c.limit, 0) // full
 		_, err := s.boundVerifyBytes(context.Background(), &hookverifyv1.VerifyRequest{EndpointId: "gh", Body: []byte("{}")},
 			&grpc.UnaryServerInfo{FullMethod: hookverifyv1.VerifierService_Verify_FullMethodName},
 			func(context.Context, any) (any, error) {

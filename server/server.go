@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
+	"github.com/hookverify/hookverify/internal/budget"
 	"github.com/hookverify/hookverify/internal/ratelog"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server/protocol"
@@ -138,7 +139,7 @@ type Server struct {
 	maxPendingTotal       int64
 	// verifyBytes bounds the Verify requests held at once (Options.MaxVerifyBytesInFlight; nil:
 	// no bound).
-	verifyBytes *byteBudget
+	verifyBytes *budget.Bytes
 	// inboxSnap is the inbox monitor's last successful read (nil before it).
 	inboxSnap atomic.Pointer[inboxSnapshot]
 	health    *health.Server

@@ -41,6 +41,7 @@ type edgeConfig struct {
 	publicURLBase             string
 	trustForwardedProto       bool
 	maxBodyBytes              int64
+	maxBytesInFlight          int64
 	verifyTimeout             time.Duration
 	readHeaderTimeout         time.Duration
 	readTimeout, writeTimeout time.Duration
@@ -62,6 +63,7 @@ func (c *edgeConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.publicURLBase, "public-url-base", "", "scheme://host providers call, for URL-signing providers behind a proxy; forwarded URL = base + request URI")
 	fs.BoolVar(&c.trustForwardedProto, "trust-forwarded-proto", false, "take the URL scheme from X-Forwarded-Proto (only behind a proxy that sets it)")
 	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", client.DefaultMaxBodyBytes, "largest body forwarded, at most the server's ceiling (the default); larger ones are answered 413")
+	fs.Int64Var(&c.maxBytesInFlight, "max-bytes-in-flight", client.DefaultMaxBytesInFlight, "bytes of request bodies held at once, from their reading to their answer, above which requests are answered 503 with Retry-After unread (the heap holds a little over twice this; 0: no limit)")
 	fs.DurationVar(&c.verifyTimeout, "verifier-timeout", client.DefaultVerifyTimeout, "deadline of each request's work, retries included; keep it under the providers' timeout (GitHub: 10s)")
 	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 5*time.Second, "time allowed to read request headers")
 	fs.DurationVar(&c.readTimeout, "read-timeout", 10*time.Second, "time allowed to read a whole request")
@@ -106,6 +108,9 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 		// fail as if the server were overloaded, so providers would retry them for days.
 		return usagef("--max-body-bytes must be between 1 and the server's ceiling of %d", client.MaxBodyCeiling)
 	}
+	if cfg.maxBytesInFlight < 0 {
+		return usagef("--max-bytes-in-flight %d: want 0 (no limit) or more", cfg.maxBytesInFlight)
+	}
 	if cfg.verifyTimeout <= 0 {
 		// Without it nothing bounds a request's work, and the drain at shutdown (which waits
 		// the verifier timeout and a little more) would cut in-flight deliveries.
@@ -141,6 +146,7 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 		client.EndpointFromPathValue("endpoint"),
 		client.WithVerifyTimeout(cfg.verifyTimeout),
 		client.WithRetryAfter(cfg.retryAfter),
+		client.WithMaxBytesInFlight(cfg.maxBytesInFlight),
 		client.WithLogger(log),
 		client.WithObserver(func(r *http.Request, o client.Outcome) {
 			metrics.observe(o)
@@ -392,6 +398,8 @@ type edgeMetrics struct {
 	requests *prometheus.CounterVec
 	errors   *prometheus.CounterVec
 	duration prometheus.Histogram
+	// bytesFull counts requests refused at --max-bytes-in-flight.
+	bytesFull prometheus.Counter
 
 	mu    sync.Mutex
 	known map[string]bool // endpoints the verifier has answered for
@@ -409,9 +417,11 @@ func newEdgeMetrics() *edgeMetrics {
 			Help: "Verify calls that failed, by gRPC code."}, []string{"code"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookverify_edge_verifier_duration_seconds",
 			Help: "Time spent in Verify calls, retries included.", Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),
+		bytesFull: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_edge_bytes_in_flight_refusals_total",
+			Help: "Requests answered 503 unread because the edge held --max-bytes-in-flight of request bodies at once."}),
 		known: map[string]bool{},
 	}
-	m.registry.MustRegister(m.requests, m.errors, m.duration)
+	m.registry.MustRegister(m.requests, m.errors, m.duration, m.bytesFull)
 	return m
 }
 
@@ -429,6 +439,9 @@ func (m *edgeMetrics) observe(o client.Outcome) {
 	}
 	m.mu.Unlock()
 	m.requests.WithLabelValues(endpoint, strconv.Itoa(o.Status)).Inc()
+	if errors.Is(o.Err, client.ErrBytesInFlight) {
+		m.bytesFull.Inc()
+	}
 	if !o.CalledVerifier {
 		return
 	}
