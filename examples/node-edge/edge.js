@@ -87,6 +87,10 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 // The result of within() when the deadline came first.
 const TIMED_OUT = Symbol('timed out');
+// FULL is readBody's answer when the edge holds maxBytesInFlight of requests.
+const FULL = Symbol('bytes in flight');
+// The default of createEdge's maxBytesInFlight, as the Go edge's --max-bytes-in-flight.
+const MAX_BYTES_IN_FLIGHT = 256 << 20;
 
 /**
  * Loads hookverify.v1 (VerifierService and its messages) from verifier.proto. Bytes fields are
@@ -614,8 +618,11 @@ function rawHeaderFields(rawHeaders) {
   return out;
 }
 
-/** readBody collects the raw request body, or resolves null once it passes limit. */
-function readBody(req, limit) {
+/**
+ * readBody collects the raw request body, or resolves null once it passes limit, or FULL when
+ * take(n), asked for every n bytes that arrive, refuses them.
+ */
+function readBody(req, limit, take = () => true) {
   return new Promise((resolve, reject) => {
     const chunks = [];
     let size = 0;
@@ -627,6 +634,12 @@ function readBody(req, limit) {
         over = true;
         chunks.length = 0;
         resolve(null);
+        return;
+      }
+      if (!take(chunk.length)) {
+        over = true;
+        chunks.length = 0;
+        resolve(FULL);
         return;
       }
       chunks.push(chunk);
@@ -647,10 +660,10 @@ function readBody(req, limit) {
  * closes the connection: a body that stalls would otherwise hold it until requestTimeoutMs,
  * however early it was answered.
  */
-function answerUnread(req, res, status, doc) {
+function answerUnread(req, res, status, doc, extraHeaders = {}) {
   req.resume();
   const noBody = req.headers['transfer-encoding'] === undefined && (req.headers['content-length'] ?? '0') === '0';
-  sendJSON(res, status, doc, req.complete || noBody ? {} : { Connection: 'close' });
+  sendJSON(res, status, doc, req.complete || noBody ? extraHeaders : { ...extraHeaders, Connection: 'close' });
 }
 
 // hookverify's limits on what Verify forwards (client.MaxHeaderCount, MaxHeaderBytes and
@@ -769,6 +782,13 @@ function checkBaseUrl(raw) {
  *   rounded up to whole seconds, at least 1.
  * @param {number} [opts.maxBodyBytes=32 MiB] Bodies above this get 413 without a call. A whole
  *   number from 1 to 32 MiB (hookverify's ceiling); createEdge throws otherwise.
+ * @param {number} [opts.maxBytesInFlight=256 MiB] Bounds the requests (headers, URL and body)
+ *   the edge holds at once, from their reading to their answer, as the Go edge's
+ *   --max-bytes-in-flight: a request's Content-Length is reserved before its body is read (a
+ *   body without one as it arrives), and one past the bound gets 503 with Retry-After, unread.
+ *   A single request larger than the bound passes when nothing else is held. 0: no bound.
+ *   Without it, anyone who can reach the edge could make it hold requests times maxBodyBytes
+ *   until the process ran out of memory, cutting every delivery in flight.
  * @param {number} [opts.headersTimeoutMs=5000] Time allowed to receive a request's header
  *   section (the Go edge's --read-header-timeout); then 503 with Retry-After.
  * @param {number} [opts.requestTimeoutMs=10000] Time allowed to receive a whole request (the Go
@@ -796,6 +816,7 @@ function createEdge(opts = {}) {
     deadlineMs = 8000,
     retryAfterSeconds = 10,
     maxBodyBytes = MAX_BODY_BYTES,
+    maxBytesInFlight = MAX_BYTES_IN_FLIGHT,
     log = defaultLog,
     protoDir,
     onEvent,
@@ -812,6 +833,20 @@ function createEdge(opts = {}) {
     // hookverify can never accept a larger body: it would be uploaded, and sent on, for nothing.
     throw new Error(`maxBodyBytes must be a whole number from 1 to ${MAX_BODY_BYTES} (32 MiB), got ${maxBodyBytes}`);
   }
+  if (!Number.isInteger(maxBytesInFlight) || maxBytesInFlight < 0) {
+    throw new Error(`maxBytesInFlight must be a whole number of bytes, 0 for no bound, got ${maxBytesInFlight}`);
+  }
+  // The bytes of the requests held now (maxBytesInFlight), and when a refusal was last logged.
+  let bytesHeld = 0;
+  let fullLoggedAt = 0;
+  let fullNotLogged = 0;
+  /** takeBytes reserves n more bytes for a request holding hold.n already, or refuses them. */
+  const takeBytes = (hold, n) => {
+    if (maxBytesInFlight > 0 && bytesHeld > hold.n && bytesHeld + n > maxBytesInFlight) return false;
+    bytesHeld += n;
+    hold.n += n;
+    return true;
+  };
   // NaN or a non-positive value would time every request out at once, or write Retry-After: NaN.
   if (typeof deadlineMs !== 'number' || !Number.isFinite(deadlineMs) || deadlineMs <= 0) {
     throw new Error(`deadlineMs must be a positive number of milliseconds, got ${deadlineMs}`);
@@ -1036,10 +1071,25 @@ function createEdge(opts = {}) {
     // to the deadline for a slow one, and then answer 503 (retry) instead of 413.
     const declared = req.headers['content-length'];
     let body = declared !== undefined && /^\d+$/.test(declared) && Number(declared) > maxBodyBytes ? null : undefined;
+    // The request is held from here to its answer (onEvent included): its headers, URL and
+    // declared body are reserved now, a body without Content-Length as it arrives.
+    const hold = { n: 0 };
+    res.once('close', () => {
+      bytesHeld -= hold.n;
+      hold.n = 0;
+    });
+    let ahead = body === undefined && declared !== undefined && /^\d+$/.test(declared) ? Number(declared) : 0;
+    const headBytes = url.length + headers.reduce((n, f) => n + f.name.length + f.value.length, 0);
+    if (!takeBytes(hold, headBytes + ahead)) body = FULL;
+    const takeBody = (n) => {
+      const more = n - ahead;
+      ahead = Math.max(ahead - n, 0);
+      return more <= 0 || takeBytes(hold, more);
+    };
     try {
       if (body === undefined) {
         if (awaitingContinue.has(req)) res.writeContinue(); // the provider may send the body now
-        body = await within(readBody(req, maxBodyBytes), deadline);
+        body = await within(readBody(req, maxBodyBytes, takeBody), deadline);
       }
     } catch (err) {
       // The provider went away mid-body; there is nobody to answer.
@@ -1055,6 +1105,20 @@ function createEdge(opts = {}) {
       });
       sendJSON(res, 503, { status: 'unavailable' }, { 'Retry-After': String(wholeSeconds(retryAfterSeconds)), Connection: 'close' });
       res.on('finish', () => req.destroy());
+      return;
+    }
+    if (body === FULL) {
+      // Logged at most once per 10 s: a flood of large requests would flood the log too.
+      if (Date.now() - fullLoggedAt >= 10000) {
+        log('warn', 'holding the bound of request bytes at once; asking the provider to retry', {
+          request_id: requestId, endpoint: endpointId, max_bytes_in_flight: maxBytesInFlight, not_logged_since_last: fullNotLogged,
+        });
+        fullLoggedAt = Date.now();
+        fullNotLogged = 0;
+      } else {
+        fullNotLogged++;
+      }
+      answerUnread(req, res, 503, { status: 'unavailable' }, { 'Retry-After': String(wholeSeconds(retryAfterSeconds)) });
       return;
     }
     if (body === null) {
@@ -1193,7 +1257,7 @@ function writeReply(res, resp, { requestId, endpointId, log }) {
 
 module.exports = {
   createEdge, loadHookverify, newVerifierClient, rawHeaderFields, retryDelaySeconds, isLoopback,
-  MAX_BODY_BYTES, MAX_RETRY_AFTER_SECONDS,
+  MAX_BODY_BYTES, MAX_BYTES_IN_FLIGHT, MAX_RETRY_AFTER_SECONDS,
   HealthWatchedSubchannel, // for its tests
 };
 

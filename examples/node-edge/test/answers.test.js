@@ -67,6 +67,31 @@ describe('edge answers', { timeout: 60000 }, () => {
     answer = null;
   });
 
+  test('the requests held at once are bounded (maxBytesInFlight): past it 503 with Retry-After, unread', async () => {
+    // Without the bound, anyone could make the edge hold requests times 32 MiB until it ran out
+    // of memory, cutting every delivery in flight.
+    const bounded = createEdge({ verifierAddr: await h.bindLoopback(grpcServer), retryAfterSeconds: 3, maxBytesInFlight: 64 * 1024,
+      log: (level, msg, fields) => msg !== 'request' && logs.push({ level, msg, ...fields }) });
+    const url = await h.listen(bounded);
+    try {
+      // A request that declared 50,000 bytes and sends a few holds them until it is answered.
+      const held = h.rawExchange(url, [`POST /hooks/ep HTTP/1.1\r\nHost: a.example\r\nContent-Length: 50000\r\n\r\n{"slow":`], { waitMs: 1500 });
+      await h.sleep(300);
+      const refused = await h.request(`${url}/hooks/ep`, { body: Buffer.alloc(30000, 0x61) });
+      assert.equal(refused.status, 503);
+      assert.equal(refused.headers['retry-after'], '3');
+      assert.ok(logs.some((l) => l.msg.startsWith('holding the bound of request bytes')), JSON.stringify(logs));
+      await held; // its connection closes: its bytes are given back
+      await h.sleep(100);
+      assert.equal((await h.request(`${url}/hooks/ep`, { body: Buffer.alloc(30000, 0x61) })).status, 200);
+      // Alone, a request larger than the whole bound passes.
+      assert.equal((await h.request(`${url}/hooks/ep`, { body: Buffer.alloc(100000, 0x61) })).status, 200);
+      assert.equal(calls.length, 2);
+    } finally {
+      await h.closeServer(bounded);
+    }
+  });
+
   test('a message over the server\'s receive limit gets 413, once, without Retry-After', async () => {
     const res = await h.request(`${smallEdgeURL}/hooks/ep`, { body: Buffer.alloc(4096, 0x61) });
     assert.equal(res.status, 413);
