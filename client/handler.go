@@ -248,7 +248,13 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 			return h.refuseFull(ctx, w, o, ErrBytesInFlight)
 		}
 		if hasBody {
+			// Read through a shallow copy, never by replacing r.Body: net/http holds r too,
+			// and decides by its Body's type what to do with a body left unread (close the
+			// connection of a request still waiting for "100 Continue", rather than read the
+			// body it never asked for before answering); and a middleware that drains r.Body
+			// after the answer would take bytes from the budget that are never given back.
 			held.ReadCloser = r.Body
+			r = r.WithContext(r.Context())
 			r.Body = held
 		}
 	}

@@ -847,6 +847,36 @@ function createEdge(opts = {}) {
     hold.n += n;
     return true;
   };
+  // The exchanges of each connection not yet ended: see whenEnded.
+  const pendingOn = new WeakMap();
+  /**
+   * whenEnded calls fn once, when res closes or, if first, its connection does. A response
+   * pipelined behind another waits for its turn without the connection, and when the
+   * connection ends first Node never emits that response's 'close': what the exchange holds
+   * (its bytes in maxBytesInFlight, its request and body through inFlight) would be held for
+   * good, and its access log line never written. One listener per connection, however many
+   * requests it pipelines.
+   */
+  const whenEnded = (req, res, fn) => {
+    const socket = req.socket;
+    let pending = pendingOn.get(socket);
+    if (!pending) {
+      pending = new Set();
+      pendingOn.set(socket, pending);
+      socket.once('close', () => {
+        for (const end of [...pending]) end();
+      });
+    }
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      pending.delete(end);
+      fn();
+    };
+    pending.add(end);
+    res.once('close', end);
+  };
   // NaN or a non-positive value would time every request out at once, or write Retry-After: NaN.
   if (typeof deadlineMs !== 'number' || !Number.isFinite(deadlineMs) || deadlineMs <= 0) {
     throw new Error(`deadlineMs must be a positive number of milliseconds, got ${deadlineMs}`);
@@ -901,7 +931,7 @@ function createEdge(opts = {}) {
     const outcome = {};
     exchanges.set(req.socket, { req, res, outcome });
     inFlight.add(res);
-    res.on('close', () => {
+    whenEnded(req, res, () => {
       inFlight.delete(res);
       accessLog(req, res, outcome, started);
     });
@@ -1074,7 +1104,7 @@ function createEdge(opts = {}) {
     // The request is held from here to its answer (onEvent included): its headers, URL and
     // declared body are reserved now, a body without Content-Length as it arrives.
     const hold = { n: 0 };
-    res.once('close', () => {
+    whenEnded(req, res, () => {
       bytesHeld -= hold.n;
       hold.n = 0;
     });

@@ -63,7 +63,7 @@ func (c *edgeConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.publicURLBase, "public-url-base", "", "scheme://host providers call, for URL-signing providers behind a proxy; forwarded URL = base + request URI")
 	fs.BoolVar(&c.trustForwardedProto, "trust-forwarded-proto", false, "take the URL scheme from X-Forwarded-Proto (only behind a proxy that sets it)")
 	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", client.DefaultMaxBodyBytes, "largest body forwarded, at most the server's ceiling (the default); larger ones are answered 413")
-	fs.Int64Var(&c.maxBytesInFlight, "max-bytes-in-flight", client.DefaultMaxBytesInFlight, "bytes of request bodies held at once, from their reading to their answer, above which requests are answered 503 with Retry-After unread (the heap holds a little over twice this; 0: no limit)")
+	fs.Int64Var(&c.maxBytesInFlight, "max-bytes-in-flight", client.DefaultMaxBytesInFlight, "bytes of requests (headers, URL and body) held at once, from their reading to their answer, above which a request is answered 503 with Retry-After without reading (further) (the heap holds a little over twice this; 0: no limit)")
 	fs.DurationVar(&c.verifyTimeout, "verifier-timeout", client.DefaultVerifyTimeout, "deadline of each request's work, retries included; keep it under the providers' timeout (GitHub: 10s)")
 	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 5*time.Second, "time allowed to read request headers")
 	fs.DurationVar(&c.readTimeout, "read-timeout", 10*time.Second, "time allowed to read a whole request")
@@ -418,7 +418,7 @@ func newEdgeMetrics() *edgeMetrics {
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookverify_edge_verifier_duration_seconds",
 			Help: "Time spent in Verify calls, retries included.", Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),
 		bytesFull: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_edge_bytes_in_flight_refusals_total",
-			Help: "Requests answered 503 unread because the edge held --max-bytes-in-flight of request bodies at once."}),
+			Help: "Requests answered 503 with Retry-After, their bodies not read (further), because the edge held --max-bytes-in-flight of requests at once."}),
 		known: map[string]bool{},
 	}
 	m.registry.MustRegister(m.requests, m.errors, m.duration, m.bytesFull)
