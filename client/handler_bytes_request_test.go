@@ -24,12 +24,7 @@ import (
 // the provider gave up waiting or the server's ReadTimeout.
 func TestHandlerAnswersAnOversizedExpectContinueAtOnce(t *testing.T) {
 	t.Parallel()
-	v := newHeldVerifier()
-	close(v.release)
-	conn := dial(t, "127.0.0.1:1", client.WithMaxBodyBytes(1<<10))
-	conn.Verifier = v
-	srv := httptest.NewServer(client.Handler(conn, client.EndpointFromPath("/hooks/"),
-		client.WithLogger(slog.New(slog.DiscardHandler)), client.WithMaxBytesInFlight(1<<20)))
+	srv := httptest.NewServer(answeringHandler(t, 1<<20))
 	t.Cleanup(srv.Close)
 
 	c, err := net.Dial("tcp", srv.Listener.Addr().String())
@@ -55,12 +50,7 @@ func TestHandlerAnswersAnOversizedExpectContinueAtOnce(t *testing.T) {
 // returned them: after a few refused large bodies, every delivery was answered 503 for good.
 func TestHandlerGivesBackBytesReadAfterItsAnswer(t *testing.T) {
 	t.Parallel()
-	v := newHeldVerifier()
-	close(v.release)
-	conn := dial(t, "127.0.0.1:1", client.WithMaxBodyBytes(1<<10))
-	conn.Verifier = v
-	h := client.Handler(conn, client.EndpointFromPath("/hooks/"),
-		client.WithLogger(slog.New(slog.DiscardHandler)), client.WithMaxBytesInFlight(64<<10))
+	h := answeringHandler(t, 64<<10)
 	drain := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w, r)
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -80,4 +70,16 @@ func TestHandlerGivesBackBytesReadAfterItsAnswer(t *testing.T) {
 	if w.Code != http.StatusOK {
 		t.Errorf("a small delivery, alone, after the oversized ones: %d, want 200", w.Code)
 	}
+}
+
+// answeringHandler is a handler bounded to bound bytes at once, with a body limit of 1 KiB,
+// whose verifier answers at once.
+func answeringHandler(t *testing.T, bound int64) http.Handler {
+	t.Helper()
+	v := newHeldVerifier()
+	close(v.release)
+	conn := dial(t, "127.0.0.1:1", client.WithMaxBodyBytes(1<<10))
+	conn.Verifier = v
+	return client.Handler(conn, client.EndpointFromPath("/hooks/"),
+		client.WithLogger(slog.New(slog.DiscardHandler)), client.WithMaxBytesInFlight(bound))
 }

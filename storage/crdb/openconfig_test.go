@@ -28,15 +28,7 @@ func TestOpenRefusesAConfigurationTheDatabaseRejects(t *testing.T) {
 	const password = "Pw-N0t-To-B3-Logged"
 	// A role that may connect (PUBLIC has CONNECT) but, since PostgreSQL 15, not create in
 	// the public schema of a database it does not own.
-	role := fmt.Sprintf("hv_nocreate_%d", time.Now().UnixNano())
-	exec(t, admin, "CREATE ROLE "+pgx.Identifier{role}.Sanitize()+" LOGIN")
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), dbURL)
-		if err == nil {
-			_, _ = conn.Exec(context.Background(), "DROP ROLE IF EXISTS "+pgx.Identifier{role}.Sanitize())
-			conn.Close(context.Background())
-		}
-	})
+	role := loginRole(t, admin, dbURL, "hv_nocreate", "")
 	with := func(user, dbname, query string) string {
 		u, err := neturl.Parse(dbURL)
 		if err != nil {
@@ -222,4 +214,20 @@ func mustParseURL(t *testing.T, s string) *neturl.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// loginRole creates a role that may log in, named prefix and a unique suffix, with attrs
+// (e.g. "CONNECTION LIMIT 0"), dropped when the test ends.
+func loginRole(t *testing.T, admin *pgx.Conn, dbURL, prefix, attrs string) string {
+	t.Helper()
+	role := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano())
+	exec(t, admin, "CREATE ROLE "+pgx.Identifier{role}.Sanitize()+" LOGIN "+attrs)
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), dbURL)
+		if err == nil {
+			_, _ = conn.Exec(context.Background(), "DROP ROLE IF EXISTS "+pgx.Identifier{role}.Sanitize())
+			conn.Close(context.Background())
+		}
+	})
+	return role
 }

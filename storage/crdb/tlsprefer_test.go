@@ -3,12 +3,9 @@ package crdb
 import (
 	"context"
 	"errors"
-	"fmt"
 	neturl "net/url"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/hookverify/hookverify/internal/pgtest"
 	"github.com/hookverify/hookverify/storage"
@@ -25,15 +22,7 @@ func TestOpenWaitsForABusyServerWithoutTLSUnderSslmodePrefer(t *testing.T) {
 	cluster := pgtest.Shared(t)
 	dbURL := cluster.NewDatabase(t)
 	admin := connect(t, dbURL)
-	role := fmt.Sprintf("hv_busy_%d", time.Now().UnixNano())
-	exec(t, admin, "CREATE ROLE "+pgx.Identifier{role}.Sanitize()+" LOGIN CONNECTION LIMIT 0")
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), dbURL)
-		if err == nil {
-			_, _ = conn.Exec(context.Background(), "DROP ROLE IF EXISTS "+pgx.Identifier{role}.Sanitize())
-			conn.Close(context.Background())
-		}
-	})
+	role := loginRole(t, admin, dbURL, "hv_busy", "CONNECTION LIMIT 0")
 	for _, sslmode := range []string{"disable", "prefer"} {
 		t.Run(sslmode, func(t *testing.T) {
 			u, err := neturl.Parse(dbURL)
