@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -267,6 +268,57 @@ func testRotate(t *testing.T, h harness) {
 		wantErr(t, err, storage.ErrAlreadyExists, "RotateSecret")
 		wantSame(t, []storage.Secret{first, second}, listSecrets(t, s, "ep-1"), "secrets of ep-1")
 	})
+
+	// Two scripts rotating one endpoint at once must end as some order of the two would: the
+	// last rotation's secret alone without an end, every other one ended, and each rotation
+	// recorded once, naming what it ended.
+	for _, withOld := range []bool{false, true} {
+		t.Run(fmt.Sprintf("concurrent rotations from several handles serialize (earlier secret %t)", withOld), func(t *testing.T) {
+			open := h.reopenable(t)
+			stores := []storage.Store{open(t), open(t), open(t)}
+			createEndpoint(t, stores[0], newEndpoint("ep-1"))
+			if withOld {
+				addSecret(t, stores[0], newSecret("ep-1", "sec-old", at(0)))
+			}
+			const n = 6
+			changed := make([][]storage.Secret, n)
+			errs := make([]error, n)
+			race(n, func(i int) {
+				ev := auditEvent(fmt.Sprintf("a%02d", i), "secret.rotate", "ep-1", fmt.Sprintf("sec-%02d", i), at(time.Hour))
+				changed[i], errs[i] = stores[i%len(stores)].RotateSecret(storage.WithAuditEvent(t.Context(), ev),
+					newSecret("ep-1", fmt.Sprintf("sec-%02d", i), at(time.Hour)), expireAt)
+			})
+			for i, err := range errs {
+				must(t, err, fmt.Sprintf("RotateSecret #%d", i))
+			}
+			var unended []string
+			for _, sec := range listSecrets(t, stores[0], "ep-1") {
+				if sec.NotAfter.IsZero() {
+					unended = append(unended, sec.ID)
+				}
+			}
+			if len(unended) != 1 {
+				t.Fatalf("secrets without an end after %d concurrent rotations: %v, want exactly one", n, unended)
+			}
+			// Every secret but the last one rotated in was ended by exactly one rotation.
+			ended := map[string]int{}
+			for _, list := range changed {
+				for _, sec := range list {
+					ended[sec.ID]++
+				}
+			}
+			want := n - 1
+			if withOld {
+				want++
+			}
+			if len(ended) != want || ended[unended[0]] != 0 {
+				t.Errorf("rotations ended %v, want every secret but %s once", ended, unended[0])
+			}
+			if events := listAudit(t, stores[0], storage.AuditFilter{EndpointID: "ep-1", Limit: 100}); len(events) != n {
+				t.Errorf("%d audit events for %d rotations: %+v", len(events), n, events)
+			}
+		})
+	}
 }
 
 func testRetire(t *testing.T, h harness) {
