@@ -19,6 +19,18 @@ type countingStore struct {
 	calls map[string]int // "Method endpointID" (ListEndpoints: "ListEndpoints") -> calls
 }
 
+// countingEnv is an env on SQLite whose instances run on a countingStore, with options.
+func countingEnv(t *testing.T, options func(*server.Options)) (*env, *countingStore) {
+	t.Helper()
+	b := backends[0]
+	dsn := b.newDatabase(t)
+	st := newCountingStore(openStore(t, b, dsn))
+	e := newEnvOn(t, b, dsn, nil)
+	e.store = st
+	e.options = options
+	return e, st
+}
+
 func newCountingStore(st storage.Store) *countingStore {
 	return &countingStore{Store: st, calls: map[string]int{}}
 }
@@ -80,16 +92,10 @@ func wantReads(t *testing.T, what string, before, after map[string]int, want map
 // SQLite only: the cache sits above the store, so the backend makes no difference.
 func TestVerifyReadsSecretsFromTheCache(t *testing.T) {
 	t.Parallel()
-	b := backends[0]
-	dsn := b.newDatabase(t)
-	st := newCountingStore(openStore(t, b, dsn))
-
 	// cached: a long TTL, which nothing in the test outlives. short: a TTL the test sleeps
 	// past. uncached: a negative TTL, which disables the cache. All three share the database.
 	const shortTTL = 50 * time.Millisecond
-	e := newEnvOn(t, b, dsn, nil)
-	e.store = st
-	e.options = func(o *server.Options) { o.CacheTTL = time.Minute }
+	e, st := countingEnv(t, func(o *server.Options) { o.CacheTTL = time.Minute })
 	cached := e.start(t, st)
 	e.options = func(o *server.Options) { o.CacheTTL = shortTTL }
 	short := e.start(t, st)

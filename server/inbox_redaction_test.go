@@ -21,12 +21,7 @@ import (
 // TestEmptyLeaseOpensNoSecrets keeps empty leases from doing.
 func TestLeaseAndDeadLettersOpenNoSecrets(t *testing.T) {
 	t.Parallel()
-	b := backends[0]
-	dsn := b.newDatabase(t)
-	st := newCountingStore(openStore(t, b, dsn))
-	e := newEnvOn(t, b, dsn, nil)
-	e.store = st
-	e.options = func(o *server.Options) { o.CacheTTL = time.Minute; o.MaxAttempts = 1 }
+	e, st := countingEnv(t, func(o *server.Options) { o.CacheTTL = time.Minute; o.MaxAttempts = 1 })
 	admin := e.start(t, st)
 	admin.setup(t, githubProvider, "work")
 	d := storage.Delivery{InboxID: "inbox-1", Scope: "work", EventID: "evt-1", EndpointID: "work", OperationKey: "op-1",

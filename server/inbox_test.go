@@ -856,12 +856,7 @@ func waitDeadLetters(t *testing.T, e *env, want int, within time.Duration, why s
 // pace of the polls. An id asked for twice is named once.
 func TestEmptyLeaseOpensNoSecrets(t *testing.T) {
 	t.Parallel()
-	b := backends[0]
-	dsn := b.newDatabase(t)
-	st := newCountingStore(openStore(t, b, dsn))
-	e := newEnvOn(t, b, dsn, nil)
-	e.store = st
-	e.options = func(o *server.Options) { o.CacheTTL = time.Minute }
+	e, st := countingEnv(t, func(o *server.Options) { o.CacheTTL = time.Minute })
 	srv := e.start(t, st)
 	srv.setup(t, githubProvider, "quiet")
 

@@ -190,17 +190,17 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 			OperationKey: OperationKey(endpoint.DedupeScope, result.EventID),
 			SecretID:     result.KeyID,
 			Method:       req.GetMethod(),
-			URL:          redactQueryParam(req.GetUrl(), result.CredentialParam),
+			URL:          req.GetUrl(),
 			Headers:      make([]storage.Header, len(req.GetHeaders())),
 			Body:         req.GetBody(),
 			ReceivedAt:   now,
 		}
 		for i, h := range req.GetHeaders() {
 			delivery.Headers[i] = storage.Header{Name: h.GetName(), Value: h.GetValue()}
-			if result.CredentialHeader != "" && strings.EqualFold(h.GetName(), result.CredentialHeader) {
-				delivery.Headers[i].Value = Redacted
-			}
 		}
+		var carried credentialPlaces
+		carried.add(result.CredentialHeader, result.CredentialParam)
+		delivery.URL = carried.redact(delivery.Headers, delivery.URL)
 		claimStart := time.Now()
 		claim, err = st.Claim(ctx, delivery)
 		s.metrics.observeClaim(time.Since(claimStart))
@@ -261,17 +261,24 @@ func (s *Server) redactStoredCredentials(ctx context.Context, list []storage.Lea
 			at = s.credentialPlacesOf(ctx, d.EndpointID)
 			places[d.EndpointID] = at
 		}
-		for j, h := range d.Headers {
-			for _, name := range at.headers {
-				if strings.EqualFold(h.Name, name) {
-					d.Headers[j].Value = Redacted
-				}
+		d.URL = at.redact(d.Headers, d.URL)
+	}
+}
+
+// redact replaces, in place, the value of every header named in c with Redacted, and returns
+// url with the value of every query parameter named in c replaced so too.
+func (c credentialPlaces) redact(headers []storage.Header, url string) string {
+	for i, h := range headers {
+		for _, name := range c.headers {
+			if strings.EqualFold(h.Name, name) {
+				headers[i].Value = Redacted
 			}
 		}
-		for _, param := range at.params {
-			d.URL = redactQueryParam(d.URL, param)
-		}
 	}
+	for _, param := range c.params {
+		url = redactQueryParam(url, param)
+	}
+	return url
 }
 
 // credentialPlacesOf returns where deliveries to the endpoint carry its secret (none for most

@@ -190,12 +190,16 @@ type serveConfig struct {
 	commitEachClaim bool
 	// leaseConcurrency bounds the leases a database-url store runs at once.
 	leaseConcurrency int
-	// generatedKeyFile is the master key file generated at this start, if one was: see
+	// generatedKey is the master key file generated at this start (nil when none was): see
 	// refuseGeneratedKey.
-	generatedKeyFile string
-	// generatedKeyChecked is set once the store was found to hold no secret in force the
-	// generated key cannot open (nil when no key was generated).
-	generatedKeyChecked *atomic.Bool
+	generatedKey *generatedKey
+}
+
+// generatedKey is a master key file generated at this start; checked is set once the store
+// was found to hold no secret in force the key cannot open.
+type generatedKey struct {
+	path    string
+	checked atomic.Bool
 }
 
 // gcPercentToSet returns the collector target serve sets, or 0 to leave Go's own ($GOGC, else
@@ -343,22 +347,21 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	sc.generatedKeyFile = cfg.generatedKey
-	if sc.generatedKeyFile != "" {
+	if cfg.generatedKey != "" {
+		sc.generatedKey = &generatedKey{path: cfg.generatedKey}
 		// A generated key is the data directory's only once a start has checked it against the
 		// store (refuseGeneratedKey). A start that ends before (its port taken, the store
 		// refused, a signal while storage was not ready) must not leave it in place: the next
 		// start would read it as the directory's own key, generate nothing, so check nothing,
 		// and serve every secret sealed under the lost key UNAVAILABLE without a word.
-		sc.generatedKeyChecked = new(atomic.Bool)
 		defer func() {
-			if sc.generatedKeyChecked.Load() {
+			if sc.generatedKey.checked.Load() {
 				return
 			}
-			if aside, err := setAsideGeneratedKey(sc.generatedKeyFile); err != nil {
-				log.Error("the master key generated at this start was not checked against the store, and cannot be moved aside: remove it before the next start", "path", sc.generatedKeyFile, "err", err)
+			if aside, err := setAsideGeneratedKey(sc.generatedKey.path); err != nil {
+				log.Error("the master key generated at this start was not checked against the store, and cannot be moved aside: remove it before the next start", "path", sc.generatedKey.path, "err", err)
 			} else if aside != "" {
-				log.Warn("the master key generated at this start was moved aside: the start ended before checking it against the store", "path", sc.generatedKeyFile, "moved_to", aside)
+				log.Warn("the master key generated at this start was moved aside: the start ended before checking it against the store", "path", sc.generatedKey.path, "moved_to", aside)
 			}
 		}()
 	}
@@ -552,8 +555,8 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 				if err == nil {
 					_, err = srv.DeadLetterExhausted(ctx, st)
 				}
-				if err == nil && sc.generatedKeyFile != "" {
-					err = refuseGeneratedKey(ctx, srv, st, sc.generatedKeyFile)
+				if err == nil && sc.generatedKey != nil {
+					err = refuseGeneratedKey(ctx, srv, st, sc.generatedKey.path)
 				}
 				if err != nil {
 					st.Close()
@@ -563,8 +566,8 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 				}
 			}
 			if err == nil {
-				if sc.generatedKeyChecked != nil {
-					sc.generatedKeyChecked.Store(true)
+				if sc.generatedKey != nil {
+					sc.generatedKey.checked.Store(true)
 				}
 				srv.SetStore(st)
 				r.store <- st
@@ -694,8 +697,8 @@ func refuseGeneratedKey(ctx context.Context, srv *server.Server, st storage.Stor
 	if err != nil || n == 0 {
 		return err
 	}
-	aside := fmt.Sprintf("%s.unused-%d", path, time.Now().Unix())
-	if err := os.Rename(path, aside); err != nil {
+	aside, err := setAsideGeneratedKey(path)
+	if err != nil {
 		return fmt.Errorf("%w: the store holds %d secrets sealed under master keys %v, not under the key generated at this start, which cannot be moved aside (%v): remove %s, then give the key they were sealed with (--master-key-file or $%s)",
 			storage.ErrInvalid, n, keys, err, path, masterKeyEnv)
 	}
