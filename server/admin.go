@@ -163,16 +163,14 @@ func (s *Server) UpdateEndpoint(ctx context.Context, req *hookverifyv1.UpdateEnd
 		return nil, err
 	}
 	now := s.clock()
-	unreadable, err := s.secretsUnreadableUnder(ctx, st, in, now)
-	if err != nil {
-		return nil, err
-	}
 	var refused error
-	e, err := st.ModifyEndpoint(auditCtx, in.GetId(), func(current storage.Endpoint) (storage.Endpoint, string, error) {
+	e, err := st.ModifyEndpoint(auditCtx, in.GetId(), func(current storage.Endpoint, secrets []storage.Secret) (storage.Endpoint, string, error) {
 		next, err := s.updatedEndpoint(current, in, ifUpdatedAt, now)
-		if err == nil && len(unreadable) > 0 && !maps.Equal(current.Options, next.Options) {
-			err = status.Errorf(codes.InvalidArgument, "with these options, secrets %s of endpoint %q (in force or scheduled) would no longer read as keys, and every delivery they sign would be refused: retire them first (deliveries are then answered UNAVAILABLE, and retried, until a secret in the new form is added), or create a new endpoint with the new options sharing this one's dedupe_scope",
-				strings.Join(unreadable, ", "), current.ID)
+		if err == nil && !maps.Equal(current.Options, next.Options) {
+			if unreadable := s.secretsUnreadableUnder(current, secrets, next.Options, now); len(unreadable) > 0 {
+				err = status.Errorf(codes.InvalidArgument, "with these options, secrets %s of endpoint %q (in force or scheduled) would no longer read as keys, and every delivery they sign would be refused: retire them first (deliveries are then answered UNAVAILABLE, and retried, until a secret in the new form is added), or create a new endpoint with the new options sharing this one's dedupe_scope",
+					strings.Join(unreadable, ", "), current.ID)
+			}
 		}
 		refused = err
 		if err != nil {
@@ -195,27 +193,18 @@ func (s *Server) UpdateEndpoint(ctx context.Context, req *hookverifyv1.UpdateEnd
 	return &hookverifyv1.UpdateEndpointResponse{Endpoint: s.endpointToProto(e)}, nil
 }
 
-// secretsUnreadableUnder returns the ids of the endpoint's secrets, in force or scheduled at
-// now, that its protocol's CheckSecret takes under the endpoint's options and refuses under
-// the options of in (generic-hmac's key: hex, base64, whsec): after such an update they would
-// never match again, and a provider that drops 401s would lose every delivery. Only protocols with a CheckSecret pay the reads;
-// a secret this server cannot open (its master key unknown here) is not counted against the
-// update. An unknown endpoint is left to ModifyEndpoint to report.
-func (s *Server) secretsUnreadableUnder(ctx context.Context, st storage.Store, in *hookverifyv1.Endpoint, now time.Time) ([]string, error) {
-	current, err := st.GetEndpoint(ctx, in.GetId())
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, s.storageStatus(ctx, "update endpoint", err)
-	}
+// secretsUnreadableUnder returns the ids of current's secrets, in force or scheduled at now,
+// that its protocol's CheckSecret takes under current's options and refuses under options
+// (generic-hmac's key: hex, base64, whsec): after such an update they would never match
+// again, and a provider that drops 401s would lose every delivery. The secrets are those the
+// store read with current, in the update's transaction, so a secret added meanwhile is either
+// among them or checked against the options the update stores (see AddSecret). A secret this
+// server cannot open (its master key unknown here) is not counted against the update. It runs
+// in the store's transaction and only computes.
+func (s *Server) secretsUnreadableUnder(current storage.Endpoint, secrets []storage.Secret, options map[string]string, now time.Time) []string {
 	prov, ok := s.protocols.Lookup(current.Provider)
 	if !ok || prov.CheckSecret == nil {
-		return nil, nil
-	}
-	secrets, err := st.ListSecrets(ctx, current.ID)
-	if err != nil {
-		return nil, s.storageStatus(ctx, "update endpoint", err)
+		return nil
 	}
 	var unreadable []string
 	for _, sec := range secrets {
@@ -228,11 +217,11 @@ func (s *Server) secretsUnreadableUnder(ctx context.Context, st storage.Store, i
 		}
 		// Only a secret that reads now counts: one stored before secret add checked the key
 		// option may read under neither, and the update changes nothing for it.
-		if prov.CheckSecret(string(plain), current.Options) == nil && prov.CheckSecret(string(plain), in.GetOptions()) != nil {
+		if prov.CheckSecret(string(plain), current.Options) == nil && prov.CheckSecret(string(plain), options) != nil {
 			unreadable = append(unreadable, sec.ID)
 		}
 	}
-	return unreadable, nil
+	return unreadable
 }
 
 // updatedEndpoint is UpdateEndpoint's change: the settings in replacing current's, validated.
@@ -288,7 +277,11 @@ func (s *Server) AddSecret(ctx context.Context, req *hookverifyv1.AddSecretReque
 		return nil, err
 	}
 	st, _ := s.storage()
-	if err := st.AddSecret(auditCtx, sec); err != nil {
+	var refused error
+	switch err := st.AddSecret(auditCtx, sec, s.secretReadsUnder(req.GetSecret(), &refused)); {
+	case refused != nil:
+		return nil, refused
+	case err != nil:
 		return nil, s.storageStatus(ctx, "add secret", err)
 	}
 	s.cache.invalidate(e.ID)
@@ -334,8 +327,12 @@ func (s *Server) RotateSecret(ctx context.Context, req *hookverifyv1.RotateSecre
 		return nil, err
 	}
 	st, _ := s.storage()
-	changed, err := st.RotateSecret(auditCtx, sec, expireAt)
-	if err != nil {
+	var refused error
+	changed, err := st.RotateSecret(auditCtx, sec, expireAt, s.secretReadsUnder(req.GetSecret(), &refused))
+	switch {
+	case refused != nil:
+		return nil, refused
+	case err != nil:
 		return nil, s.storageStatus(ctx, "rotate secret", err)
 	}
 	s.cache.invalidate(e.ID)
@@ -449,11 +446,6 @@ func (s *Server) sealSecret(e storage.Endpoint, secret string) (storage.Secret, 
 	if _, err := prov.ParseSecret(secret); err != nil {
 		return storage.Secret{}, status.Errorf(codes.InvalidArgument, "secret is not valid for provider %s: %v", e.Provider, err)
 	}
-	if prov.CheckSecret != nil {
-		if err := prov.CheckSecret(secret, e.Options); err != nil {
-			return storage.Secret{}, status.Errorf(codes.InvalidArgument, "secret is not valid for endpoint %q: %v", e.ID, err)
-		}
-	}
 	id, err := newSecretID()
 	if err != nil {
 		return storage.Secret{}, status.Error(codes.Internal, "cannot generate a secret id")
@@ -464,6 +456,24 @@ func (s *Server) sealSecret(e storage.Endpoint, secret string) (storage.Secret, 
 	}
 	return storage.Secret{ID: id, EndpointID: e.ID, KeyID: keyID, Sealed: sealed, CreatedAt: s.clock(),
 		Fingerprint: secretbox.Fingerprint(e.ID, []byte(secret))}, nil
+}
+
+// secretReadsUnder is the check AddSecret and RotateSecret give the store: under the options
+// of the endpoint as stored when the secret is (generic-hmac's key: hex, base64, whsec), the
+// secret must read as a key, or it would never match a signature. Run in the store's
+// transaction rather than on an earlier read, an endpoint update at the same time cannot
+// change the options between the check and the write (see UpdateEndpoint's own check). The
+// last run's refusal is kept in refused, to be answered as it is, not as a storage failure.
+func (s *Server) secretReadsUnder(secret string, refused *error) storage.SecretCheck {
+	return func(e storage.Endpoint) error {
+		*refused = nil
+		if prov, ok := s.protocols.Lookup(e.Provider); ok && prov.CheckSecret != nil {
+			if err := prov.CheckSecret(secret, e.Options); err != nil {
+				*refused = status.Errorf(codes.InvalidArgument, "secret is not valid for endpoint %q: %v", e.ID, err)
+			}
+		}
+		return *refused
+	}
 }
 
 func newSecretID() (string, error) {

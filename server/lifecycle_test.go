@@ -196,7 +196,7 @@ func TestRekeyWhileServing(t *testing.T) {
 		for _, sec := range []storage.Secret{{ID: "sec_lost", RetiredAt: e.clock.Now()}, {ID: "sec_lost_live"}} {
 			sec.EndpointID, sec.CreatedAt = "rk-2", e.clock.Now()
 			sec.KeyID, sec.Sealed, _ = lost.Seal("rk-2", sec.ID, []byte(p.newSecret()))
-			if err := e.store.AddSecret(t.Context(), sec); err != nil {
+			if err := e.store.AddSecret(t.Context(), sec, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -1,8 +1,14 @@
 package server_test
 
 import (
+	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server/secretbox"
@@ -30,7 +36,7 @@ func TestOptionChangeIgnoresASecretThatNeverRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := e.store.AddSecret(t.Context(), storage.Secret{ID: legacyID, EndpointID: "legacy-form", KeyID: keyID, Sealed: sealed,
-			CreatedAt: e.clock.Now().UTC(), Fingerprint: secretbox.Fingerprint("legacy-form", plain)}); err != nil {
+			CreatedAt: e.clock.Now().UTC(), Fingerprint: secretbox.Fingerprint("legacy-form", plain)}, nil); err != nil {
 			t.Fatal(err)
 		}
 
@@ -49,4 +55,107 @@ func TestOptionChangeIgnoresASecretThatNeverRead(t *testing.T) {
 			t.Errorf("the refusal names a secret that did not read before the change either: %v", err)
 		}
 	})
+}
+
+// secretWindowStore lands a concurrent call, once, just before the first write of an endpoint
+// change or a secret (ModifyEndpoint, AddSecret, RotateSecret): after every check the server
+// makes on its own reads, before the store's transaction.
+type secretWindowStore struct {
+	storage.Store
+	armed atomic.Bool
+	hook  func()
+}
+
+func (s *secretWindowStore) fire() {
+	if s.armed.CompareAndSwap(true, false) {
+		s.hook()
+	}
+}
+
+func (s *secretWindowStore) ModifyEndpoint(ctx context.Context, id string, change storage.EndpointChange) (storage.Endpoint, error) {
+	s.fire()
+	return s.Store.ModifyEndpoint(ctx, id, change)
+}
+
+func (s *secretWindowStore) AddSecret(ctx context.Context, sec storage.Secret, check storage.SecretCheck) error {
+	s.fire()
+	return s.Store.AddSecret(ctx, sec, check)
+}
+
+func (s *secretWindowStore) RotateSecret(ctx context.Context, sec storage.Secret, expireAt time.Time, check storage.SecretCheck) ([]storage.Secret, error) {
+	s.fire()
+	return s.Store.RotateSecret(ctx, sec, expireAt, check)
+}
+
+// TestKeyFormChangeAndSecretAddAtOnce: an endpoint update that changes generic-hmac's key form
+// and a secret added or rotated in the old form at the same time. Each checked the other
+// against what it had read before its own write: the update found no secret that would stop
+// reading, the secret read as a key under the options it had read, and both succeeded,
+// leaving a secret in force that never matches (after a rotation, the only one). Now each is
+// judged in its transaction on what the other stored, so one of the two is refused.
+func TestKeyFormChangeAndSecretAddAtOnce(t *testing.T) {
+	const base64Secret = "QUJDREVGR0g=" // reads under key=base64, not under key=hex
+	toHex := &hookverifyv1.UpdateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: "hmac", Provider: "generic-hmac",
+		Options: map[string]string{"key": "hex"}}}
+	storeWays := map[string]func(admin hookverifyv1.AdminServiceClient) error{
+		"add": func(admin hookverifyv1.AdminServiceClient) error {
+			_, err := admin.AddSecret(t.Context(), &hookverifyv1.AddSecretRequest{EndpointId: "hmac", Secret: base64Secret})
+			return err
+		},
+		"rotate": func(admin hookverifyv1.AdminServiceClient) error {
+			_, err := admin.RotateSecret(t.Context(), &hookverifyv1.RotateSecretRequest{EndpointId: "hmac", Secret: base64Secret})
+			return err
+		},
+	}
+	for way, storeSecret := range storeWays {
+		for _, first := range []string{"update", way} {
+			t.Run(way+", "+first+" lands in the other's window", func(t *testing.T) {
+				eachBackend(t, func(t *testing.T, b backend) {
+					dsn := b.newDatabase(t)
+					st := &secretWindowStore{Store: openStore(t, b, dsn)}
+					e := newEnvOn(t, b, dsn, st)
+					e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "hmac", Provider: "generic-hmac", Options: map[string]string{"key": "base64"}})
+					update := func() error {
+						_, err := e.admin.UpdateEndpoint(t.Context(), toHex)
+						return err
+					}
+					var inWindow error
+					outer, inner := update, func() error { return storeSecret(e.admin) }
+					if first == "update" {
+						outer, inner = inner, outer
+					}
+					st.hook = func() { inWindow = inner() }
+					st.armed.Store(true)
+					outerErr := outer()
+					if st.armed.Load() {
+						t.Fatal("the concurrent call never ran")
+					}
+					for what, err := range map[string]error{"in the window": inWindow, "around it": outerErr} {
+						if err != nil && status.Code(err) != codes.InvalidArgument {
+							t.Fatalf("the call %s: %v", what, err)
+						}
+					}
+					if inWindow != nil || outerErr == nil {
+						t.Fatalf("the call in the window: %v; the one around it: %v; want the first made and the other refused", inWindow, outerErr)
+					}
+					got, err := e.admin.GetEndpoint(t.Context(), &hookverifyv1.GetEndpointRequest{Id: "hmac"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					secrets, err := e.admin.ListSecrets(t.Context(), &hookverifyv1.ListSecretsRequest{EndpointId: "hmac"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					wantKey, wantSecrets := "hex", 0
+					if first == way {
+						wantKey, wantSecrets = "base64", 1
+					}
+					if got.GetEndpoint().GetOptions()["key"] != wantKey || len(secrets.GetSecrets()) != wantSecrets {
+						t.Errorf("after the %s first: key %q and %d secrets, want key %q and %d", first,
+							got.GetEndpoint().GetOptions()["key"], len(secrets.GetSecrets()), wantKey, wantSecrets)
+					}
+				})
+			})
+		}
+	}
 }

@@ -38,7 +38,7 @@ func (s *Server) DigestStoredCredentialOptions(ctx context.Context, st storage.S
 			return rewritten, err
 		}
 		now := s.clock()
-		_, err = st.ModifyEndpoint(auditCtx, listed.ID, func(current storage.Endpoint) (storage.Endpoint, string, error) {
+		_, err = st.ModifyEndpoint(auditCtx, listed.ID, func(current storage.Endpoint, _ []storage.Secret) (storage.Endpoint, string, error) {
 			digested := prov.DigestCredentialOptions(current.Options)
 			if maps.Equal(digested, current.Options) {
 				return storage.Endpoint{}, "", errAlreadyDigested

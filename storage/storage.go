@@ -55,9 +55,11 @@ type EndpointStore interface {
 	// compare-and-set on it (the API's update_time) sees every change, even two within one
 	// microsecond of the clock or made after the clock was set back.
 	UpdateEndpoint(ctx context.Context, e Endpoint) error
-	// ModifyEndpoint reads the endpoint with the id and, in the same transaction, stores what
-	// change makes of it: every field but ID, Provider and CreatedAt, which keep their stored
-	// values. The audit event ctx carries, if any, is recorded in that transaction with the
+	// ModifyEndpoint reads the endpoint with the id and its secrets (every one, as ListSecrets
+	// gives them) and, in the same transaction, stores what change makes of the endpoint: every
+	// field but ID, Provider and CreatedAt, which keep their stored values. A secret added or
+	// rotated at the same time is either among those change sees or checked, by the SecretCheck
+	// of AddSecret or RotateSecret, against the endpoint as this change stores it. The audit event ctx carries, if any, is recorded in that transaction with the
 	// detail change returns. So no other write to the endpoint falls between the read and the
 	// write, and the detail describes the change from what was really stored. UpdatedAt moves
 	// forward as in UpdateEndpoint. change may run
@@ -68,15 +70,15 @@ type EndpointStore interface {
 	ModifyEndpoint(ctx context.Context, id string, change EndpointChange) (Endpoint, error)
 }
 
-// EndpointChange computes an endpoint's new settings from its stored ones, and the detail of
-// the audit event that records the change (see ModifyEndpoint).
-type EndpointChange func(current Endpoint) (next Endpoint, auditDetail string, err error)
+// EndpointChange computes an endpoint's new settings from its stored ones and its secrets as
+// stored, and the detail of the audit event that records the change (see ModifyEndpoint).
+type EndpointChange func(current Endpoint, secrets []Secret) (next Endpoint, auditDetail string, err error)
 
 // Apply runs c for a backend's ModifyEndpoint: it returns the endpoint to store, with ID,
 // Provider and CreatedAt kept from current, and ctx with the audit event it carries, if any,
 // given c's detail.
-func (c EndpointChange) Apply(ctx context.Context, current Endpoint) (context.Context, Endpoint, error) {
-	next, detail, err := c(current)
+func (c EndpointChange) Apply(ctx context.Context, current Endpoint, secrets []Secret) (context.Context, Endpoint, error) {
+	next, detail, err := c(current, secrets)
 	if err != nil {
 		return ctx, Endpoint{}, err
 	}
@@ -88,18 +90,27 @@ func (c EndpointChange) Apply(ctx context.Context, current Endpoint) (context.Co
 	return ctx, next, nil
 }
 
+// SecretCheck judges a secret about to be stored against its endpoint as stored in the same
+// transaction (see AddSecret).
+type SecretCheck func(endpoint Endpoint) error
+
 // SecretStore keeps signing secrets, sealed: the store never sees plaintext material.
 type SecretStore interface {
-	// AddSecret stores a new secret. It returns ErrNotFound if the endpoint does not exist and
+	// AddSecret stores a new secret, if check (when not nil) takes it: check runs on the
+	// endpoint as read in the transaction that stores the secret, so that an endpoint update
+	// at the same time cannot fall between the check and the write (see ModifyEndpoint). It
+	// may run more than once and must only compute; its error is returned itself, unwrapped,
+	// with nothing written. AddSecret returns ErrNotFound if the endpoint does not exist and
 	// ErrAlreadyExists if the secret id is taken.
-	AddSecret(ctx context.Context, s Secret) error
+	AddSecret(ctx context.Context, s Secret, check SecretCheck) error
 	// RotateSecret stores s and, in the same transaction, sets NotAfter to expireAt on every
 	// other secret of s.EndpointID that was in force when s was created: not retired, NotBefore
 	// unset or not after s.CreatedAt (a secret scheduled for later is left alone), and NotAfter
 	// unset or later than expireAt. It returns the secrets it changed, as they are after the
 	// change, oldest first. ErrNotFound if the endpoint does not exist; ErrInvalid for a zero
-	// expireAt, which would read back as "no end" and so extend the secrets instead.
-	RotateSecret(ctx context.Context, s Secret, expireAt time.Time) ([]Secret, error)
+	// expireAt, which would read back as "no end" and so extend the secrets instead. check is
+	// as in AddSecret: a refusal writes nothing, and ends no secret.
+	RotateSecret(ctx context.Context, s Secret, expireAt time.Time, check SecretCheck) ([]Secret, error)
 	// RetireSecret marks the secret retired at the given time, if it is not retired already,
 	// and returns it as stored. ErrNotFound if no such secret belongs to the endpoint;
 	// ErrInvalid for a zero time, which would read back as "not retired".

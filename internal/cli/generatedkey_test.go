@@ -87,7 +87,7 @@ func dataDirWithLostKey(t *testing.T) string {
 		t.Fatal(err)
 	}
 	if err := st.AddSecret(t.Context(), storage.Secret{ID: "sec_1", EndpointID: "gh", KeyID: "mk_lost", Sealed: []byte("sealed"),
-		CreatedAt: now, Fingerprint: "fp"}); err != nil {
+		CreatedAt: now, Fingerprint: "fp"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return dir

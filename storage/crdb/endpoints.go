@@ -88,10 +88,12 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e storage.Endpoint) error {
 	})
 }
 
-// ModifyEndpoint stores what change makes of the endpoint, read in the same transaction. The
-// read locks the row (FOR UPDATE), so a concurrent modification waits for this one and then
-// reads its result; under SERIALIZABLE, PostgreSQL fails the waiter with a serialization
-// error instead, and inTx runs it again, change included, on the new row.
+// ModifyEndpoint stores what change makes of the endpoint and its secrets, read in the same
+// transaction. The read locks the row (FOR UPDATE), so a concurrent modification waits for
+// this one and then reads its result; under SERIALIZABLE, PostgreSQL fails the waiter with a
+// serialization error instead, and inTx runs it again, change included, on the new row. A
+// secret added at the same time takes the row FOR SHARE: one that did so first has this read
+// wait, and SERIALIZABLE then fails whichever of the two would not see the other.
 func (s *Store) ModifyEndpoint(ctx context.Context, id string, change storage.EndpointChange) (storage.Endpoint, error) {
 	var (
 		stored    storage.Endpoint
@@ -110,7 +112,16 @@ func (s *Store) ModifyEndpoint(ctx context.Context, id string, change storage.En
 		if err != nil {
 			return err
 		}
-		auditCtx, next, err := change.Apply(ctx, current)
+		rows, err = tx.Query(ctx, `SELECT `+secretColumns+` FROM secrets WHERE endpoint_id = $1`, current.ID)
+		if err != nil {
+			return err
+		}
+		secrets, err := pgx.CollectRows(rows, scanSecret)
+		if err != nil {
+			return err
+		}
+		sortSecrets(secrets)
+		auditCtx, next, err := change.Apply(ctx, current, secrets)
 		if err != nil {
 			// Returned as is, not mapped to a storage error: it is the caller's refusal.
 			changeErr = err

@@ -31,23 +31,29 @@ func insertSecretArgs(sec storage.Secret) []any {
 		nullTime(sec.NotAfter), nullTime(sec.RetiredAt), nullTime(sec.LastUsedAt), sec.Fingerprint}
 }
 
-// AddSecret stores a new secret: ErrNotFound if the endpoint does not exist, ErrAlreadyExists
-// if the secret id is taken.
-func (s *Store) AddSecret(ctx context.Context, sec storage.Secret) error {
+// AddSecret stores a new secret if check takes it: ErrNotFound if the endpoint does not
+// exist, ErrAlreadyExists if the secret id is taken.
+func (s *Store) AddSecret(ctx context.Context, sec storage.Secret, check storage.SecretCheck) error {
 	if sec.ID == "" {
 		return fmt.Errorf("crdb: add secret: %w: empty secret id", storage.ErrInvalid)
 	}
-	return s.inTx(ctx, "add secret", writeTx, func(ctx context.Context, tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, insertSecret, insertSecretArgs(sec)...); err != nil {
-			return err
+	var refused error
+	err := s.inTx(ctx, "add secret", writeTx, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		if refused, err = insertCheckedSecret(ctx, tx, sec, check); refused != nil || err != nil {
+			return cmp.Or(refused, err)
 		}
 		return recordAudit(ctx, tx)
 	})
+	if refused != nil {
+		return refused
+	}
+	return err
 }
 
-// RotateSecret stores sec and, in the same transaction, expires the endpoint's other live
-// secrets at expireAt. It returns the secrets it changed, oldest first.
-func (s *Store) RotateSecret(ctx context.Context, sec storage.Secret, expireAt time.Time) ([]storage.Secret, error) {
+// RotateSecret stores sec, if check takes it, and, in the same transaction, expires the
+// endpoint's other live secrets at expireAt. It returns the secrets it changed, oldest first.
+func (s *Store) RotateSecret(ctx context.Context, sec storage.Secret, expireAt time.Time, check storage.SecretCheck) ([]storage.Secret, error) {
 	if sec.ID == "" {
 		return nil, fmt.Errorf("crdb: rotate secret: %w: empty secret id", storage.ErrInvalid)
 	}
@@ -55,12 +61,16 @@ func (s *Store) RotateSecret(ctx context.Context, sec storage.Secret, expireAt t
 		// The zero time reads back as "no end": storing it would extend, not end, the secrets.
 		return nil, fmt.Errorf("crdb: rotate secret: %w: zero expiry time", storage.ErrInvalid)
 	}
-	var changed []storage.Secret
+	var (
+		changed []storage.Secret
+		refused error
+	)
 	// SERIALIZABLE matters here: two rotations at once must not both miss the other's new
 	// secret, leaving two secrets without an end.
 	err := s.inTx(ctx, "rotate secret", writeTx, func(ctx context.Context, tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, insertSecret, insertSecretArgs(sec)...); err != nil {
-			return err
+		var err error
+		if refused, err = insertCheckedSecret(ctx, tx, sec, check); refused != nil || err != nil {
+			return cmp.Or(refused, err)
 		}
 		rows, err := tx.Query(ctx, `UPDATE secrets SET not_after = $3
 			WHERE endpoint_id = $1 AND id <> $2 AND retired_at IS NULL
@@ -76,10 +86,38 @@ func (s *Store) RotateSecret(ctx context.Context, sec storage.Secret, expireAt t
 		sortSecrets(changed)
 		return recordAudit(storage.WithEndedByRotation(ctx, changed), tx)
 	})
+	if refused != nil {
+		return nil, refused
+	}
 	if err != nil {
 		return nil, err
 	}
 	return changed, nil
+}
+
+// insertCheckedSecret reads the endpoint of sec in tx, locked against a concurrent
+// ModifyEndpoint (FOR SHARE: one that wrote it first makes this transaction fail to serialize
+// and run again, on its result), and stores sec if check, run on that endpoint, takes it.
+// check's refusal is returned as refused, as it is; any other failure as err.
+func insertCheckedSecret(ctx context.Context, tx pgx.Tx, sec storage.Secret, check storage.SecretCheck) (refused, err error) {
+	rows, err := tx.Query(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = $1 FOR SHARE`, matchable(sec.EndpointID))
+	if err != nil {
+		return nil, err
+	}
+	e, err := pgx.CollectExactlyOneRow(rows, scanEndpoint)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("endpoint %q: %w", sec.EndpointID, storage.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if check != nil {
+		if refused := check(e); refused != nil {
+			return refused, nil
+		}
+	}
+	_, err = tx.Exec(ctx, insertSecret, insertSecretArgs(sec)...)
+	return nil, err
 }
 
 // RetireSecret marks the secret retired at the given time unless it is retired already, and

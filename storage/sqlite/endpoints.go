@@ -87,8 +87,9 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e storage.Endpoint) error {
 	})
 }
 
-// ModifyEndpoint stores what change makes of the endpoint, read in the write transaction: the
-// single writer holds the database from the read to the commit, so nothing comes between.
+// ModifyEndpoint stores what change makes of the endpoint and its secrets, read in the write
+// transaction: the single writer holds the database from the read to the commit, so nothing
+// comes between.
 func (s *Store) ModifyEndpoint(ctx context.Context, id string, change storage.EndpointChange) (storage.Endpoint, error) {
 	var (
 		stored    storage.Endpoint
@@ -102,7 +103,11 @@ func (s *Store) ModifyEndpoint(ctx context.Context, id string, change storage.En
 		if err != nil {
 			return err
 		}
-		auditCtx, next, err := change.Apply(ctx, current)
+		secrets, err := querySecrets(ctx, tx, secretsOfEndpoint, id)
+		if err != nil {
+			return err
+		}
+		auditCtx, next, err := change.Apply(ctx, current, secrets)
 		if err != nil {
 			// Returned as is, not mapped to a storage error: it is the caller's refusal.
 			changeErr = err

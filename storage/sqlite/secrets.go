@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -13,6 +14,9 @@ import (
 const secretColumns = `id, endpoint_id, key_id, sealed, created_at, not_before, not_after, retired_at, last_used_at,
 	fingerprint`
 
+// secretsOfEndpoint lists an endpoint's secrets in ListSecrets' order. Parameter: endpoint id.
+const secretsOfEndpoint = `SELECT ` + secretColumns + ` FROM secrets WHERE endpoint_id = ? ORDER BY created_at, id`
+
 // secretsToExpire selects the secrets a rotation shortens: the endpoint's other secrets that
 // are not retired and would otherwise outlive the grace period. Parameters: endpoint id, new
 // secret id, expireAt, expireAt.
@@ -21,31 +25,40 @@ const secretsToExpire = `endpoint_id = ? AND id <> ? AND retired_at IS NULL AND 
 
 // AddSecret stores a new secret; ErrNotFound if the endpoint does not exist, ErrAlreadyExists
 // if the secret id is taken.
-func (s *Store) AddSecret(ctx context.Context, sec storage.Secret) error {
-	return s.write(ctx, "add secret", func(tx *sql.Tx) error {
-		if err := insertSecret(ctx, tx, sec); err != nil {
-			return err
+func (s *Store) AddSecret(ctx context.Context, sec storage.Secret, check storage.SecretCheck) error {
+	var refused error
+	err := s.write(ctx, "add secret", func(tx *sql.Tx) error {
+		var err error
+		if refused, err = insertCheckedSecret(ctx, tx, sec, check); refused != nil || err != nil {
+			return cmp.Or(refused, err)
 		}
 		return recordAudit(ctx, tx)
 	})
+	if refused != nil {
+		return refused
+	}
+	return err
 }
 
 // RotateSecret stores sec and shortens the endpoint's other live secrets to expireAt, in one
 // transaction. Because the transaction holds the write lock from its start, the secrets it
 // reads are exactly the ones it updates.
-func (s *Store) RotateSecret(ctx context.Context, sec storage.Secret, expireAt time.Time) ([]storage.Secret, error) {
+func (s *Store) RotateSecret(ctx context.Context, sec storage.Secret, expireAt time.Time, check storage.SecretCheck) ([]storage.Secret, error) {
 	if expireAt.IsZero() {
 		// The zero time reads back as "no end": storing it would extend, not end, the secrets.
 		return nil, s.fail("rotate secret", fmt.Errorf("zero expiry time: %w", storage.ErrInvalid))
 	}
-	var changed []storage.Secret
+	var (
+		changed []storage.Secret
+		refused error
+	)
 	err := s.write(ctx, "rotate secret", func(tx *sql.Tx) error {
 		changed = nil
-		if err := insertSecret(ctx, tx, sec); err != nil {
-			return err
+		var err error
+		if refused, err = insertCheckedSecret(ctx, tx, sec, check); refused != nil || err != nil {
+			return cmp.Or(refused, err)
 		}
 		expire := micros(expireAt)
-		var err error
 		changed, err = querySecrets(ctx, tx, `SELECT `+secretColumns+` FROM secrets WHERE `+secretsToExpire+`
 			ORDER BY created_at, id`, sec.EndpointID, sec.ID, expire, micros(sec.CreatedAt))
 		if err != nil {
@@ -66,6 +79,9 @@ func (s *Store) RotateSecret(ctx context.Context, sec storage.Secret, expireAt t
 		}
 		return recordAudit(storage.WithEndedByRotation(ctx, changed), tx)
 	})
+	if refused != nil {
+		return nil, refused
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -150,31 +166,36 @@ func (s *Store) ListSecrets(ctx context.Context, endpointID string) ([]storage.S
 	var list []storage.Secret
 	err := s.read("list secrets", func(q queryer) error {
 		var err error
-		list, err = querySecrets(ctx, q, `SELECT `+secretColumns+` FROM secrets WHERE endpoint_id = ?
-			ORDER BY created_at, id`, endpointID)
+		list, err = querySecrets(ctx, q, secretsOfEndpoint, endpointID)
 		return err
 	})
 	return list, err
 }
 
-// insertSecret checks the endpoint first so that an unknown endpoint reads as ErrNotFound
-// with its id; the foreign key backs this up.
-func insertSecret(ctx context.Context, tx *sql.Tx, sec storage.Secret) error {
-	var one int
-	err := tx.QueryRowContext(ctx, `SELECT 1 FROM endpoints WHERE id = ?`, sec.EndpointID).Scan(&one)
+// insertCheckedSecret reads the endpoint of sec in tx, so that an unknown endpoint reads as
+// ErrNotFound with its id (the foreign key backs this up), and stores sec if check, run on
+// that endpoint, takes it. check's refusal is returned as refused, as it is; any other
+// failure as err.
+func insertCheckedSecret(ctx context.Context, tx *sql.Tx, sec storage.Secret, check storage.SecretCheck) (refused, err error) {
+	e, err := scanEndpoint(tx.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = ?`, sec.EndpointID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("endpoint %q: %w", sec.EndpointID, storage.ErrNotFound)
+		return nil, fmt.Errorf("endpoint %q: %w", sec.EndpointID, storage.ErrNotFound)
 	}
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if check != nil {
+		if refused := check(e); refused != nil {
+			return refused, nil
+		}
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO secrets (`+secretColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		sec.ID, sec.EndpointID, sec.KeyID, nonNil(sec.Sealed), micros(sec.CreatedAt), nullMicros(sec.NotBefore),
 		nullMicros(sec.NotAfter), nullMicros(sec.RetiredAt), nullMicros(sec.LastUsedAt), sec.Fingerprint)
 	if err != nil {
-		return fmt.Errorf("secret %q: %w", sec.ID, err)
+		return nil, fmt.Errorf("secret %q: %w", sec.ID, err)
 	}
-	return nil
+	return nil, nil
 }
 
 func querySecrets(ctx context.Context, q queryer, query string, args ...any) ([]storage.Secret, error) {

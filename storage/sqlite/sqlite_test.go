@@ -291,14 +291,14 @@ func TestZeroTimesAreInvalidForRetireAndRotate(t *testing.T) {
 		t.Fatal(err)
 	}
 	sec := storage.Secret{ID: "s1", EndpointID: "ep", KeyID: "k", Sealed: []byte{1}, CreatedAt: now}
-	if err := s.AddSecret(ctx, sec); err != nil {
+	if err := s.AddSecret(ctx, sec, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.RetireSecret(ctx, "ep", "s1", time.Time{}); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("RetireSecret at zero time: got %v, want ErrInvalid", err)
 	}
 	sec.ID = "s2"
-	if _, err := s.RotateSecret(ctx, sec, time.Time{}); !errors.Is(err, storage.ErrInvalid) {
+	if _, err := s.RotateSecret(ctx, sec, time.Time{}, nil); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("RotateSecret to zero time: got %v, want ErrInvalid", err)
 	}
 	list, err := s.ListSecrets(ctx, "ep")
@@ -336,7 +336,7 @@ func TestHandlesRaceReadThenWriteTransactions(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			sec := storage.Secret{ID: fmt.Sprintf("s%02d", i), EndpointID: "ep", KeyID: "k", Sealed: []byte{byte(i)}, CreatedAt: now.Add(time.Duration(i) * time.Second)}
-			_, errs[i] = stores[i%len(stores)].RotateSecret(ctx, sec, now.Add(time.Hour))
+			_, errs[i] = stores[i%len(stores)].RotateSecret(ctx, sec, now.Add(time.Hour), nil)
 		})
 	}
 	close(start)

@@ -40,8 +40,8 @@ func testAudit(t *testing.T, h harness) {
 		}
 		must(t, s.CreateEndpoint(with(events[0]), newEndpoint("ep-1")), "CreateEndpoint")
 		must(t, s.UpdateEndpoint(with(events[1]), newEndpoint("ep-1")), "UpdateEndpoint")
-		must(t, s.AddSecret(with(events[2]), newSecret("ep-1", "sec-1", at(0))), "AddSecret")
-		_, err := s.RotateSecret(with(events[3]), newSecret("ep-1", "sec-2", at(time.Second)), at(time.Hour))
+		must(t, s.AddSecret(with(events[2]), newSecret("ep-1", "sec-1", at(0)), nil), "AddSecret")
+		_, err := s.RotateSecret(with(events[3]), newSecret("ep-1", "sec-2", at(time.Second)), at(time.Hour), nil)
 		must(t, err, "RotateSecret")
 		_, err = s.RetireSecret(with(events[4]), "ep-1", "sec-1", at(time.Minute))
 		must(t, err, "RetireSecret")
@@ -65,7 +65,7 @@ func testAudit(t *testing.T, h harness) {
 		ctx := storage.WithAuditEvent(t.Context(), auditEvent("a1", "endpoint.create", "ep-1", "", at(0)))
 		wantErr(t, s.CreateEndpoint(ctx, newEndpoint("ep-1")), storage.ErrAlreadyExists, "CreateEndpoint of a taken id")
 		ctx = storage.WithAuditEvent(t.Context(), auditEvent("a2", "secret.add", "ep-9", "sec-1", at(0)))
-		wantErr(t, s.AddSecret(ctx, newSecret("ep-9", "sec-1", at(0))), storage.ErrNotFound, "AddSecret to an unknown endpoint")
+		wantErr(t, s.AddSecret(ctx, newSecret("ep-9", "sec-1", at(0)), nil), storage.ErrNotFound, "AddSecret to an unknown endpoint")
 		ctx = storage.WithAuditEvent(t.Context(), auditEvent("a3", "secret.retire", "ep-1", "sec-9", at(0)))
 		_, err := s.RetireSecret(ctx, "ep-1", "sec-9", at(time.Hour))
 		wantErr(t, err, storage.ErrNotFound, "RetireSecret of an unknown secret")
@@ -92,7 +92,7 @@ func testAudit(t *testing.T, h harness) {
 		createEndpoint(t, s, newEndpoint("ep-1"))
 		addSecret(t, s, newSecret("ep-1", "sec-1", at(0)))
 		ctx := storage.WithAuditEvent(t.Context(), auditEvent("a1", "secret.add", "ep-1", "sec-2", at(time.Second)))
-		must(t, s.AddSecret(ctx, newSecret("ep-1", "sec-2", at(time.Second))), "AddSecret")
+		must(t, s.AddSecret(ctx, newSecret("ep-1", "sec-2", at(time.Second)), nil), "AddSecret")
 		// The same event id again: the record fails, so the retirement must roll back.
 		ctx = storage.WithAuditEvent(t.Context(), auditEvent("a1", "secret.retire", "ep-1", "sec-1", at(2*time.Second)))
 		if _, err := s.RetireSecret(ctx, "ep-1", "sec-1", at(time.Hour)); err == nil {

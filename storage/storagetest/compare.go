@@ -184,7 +184,7 @@ func createEndpoint(t *testing.T, s storage.Store, e storage.Endpoint) {
 
 func addSecret(t *testing.T, s storage.Store, sec storage.Secret) {
 	t.Helper()
-	must(t, s.AddSecret(t.Context(), sec), "AddSecret "+sec.ID)
+	must(t, s.AddSecret(t.Context(), sec, nil), "AddSecret "+sec.ID)
 }
 
 func claim(t *testing.T, s storage.Store, d storage.Delivery) storage.ClaimResult {

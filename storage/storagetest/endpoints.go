@@ -219,7 +219,7 @@ func testEndpoints(t *testing.T, h harness) {
 		back.UpdatedAt = at(-time.Hour)
 		must(t, s.UpdateEndpoint(t.Context(), back), "UpdateEndpoint with a clock set back")
 		wantUpdatedAt(at(2*time.Microsecond), "update with a clock set back")
-		stored, err := s.ModifyEndpoint(t.Context(), "ep-1", func(current storage.Endpoint) (storage.Endpoint, string, error) {
+		stored, err := s.ModifyEndpoint(t.Context(), "ep-1", func(current storage.Endpoint, _ []storage.Secret) (storage.Endpoint, string, error) {
 			next := current
 			next.Disabled = true
 			next.UpdatedAt = at(0) // a fixed clock
@@ -251,7 +251,7 @@ func testEndpoints(t *testing.T, h harness) {
 		createEndpoint(t, s, newEndpoint("ep-2"))
 
 		var seen []storage.Endpoint
-		got, err := s.ModifyEndpoint(t.Context(), "ep-1", func(current storage.Endpoint) (storage.Endpoint, string, error) {
+		got, err := s.ModifyEndpoint(t.Context(), "ep-1", func(current storage.Endpoint, _ []storage.Secret) (storage.Endpoint, string, error) {
 			seen = append(seen, current)
 			next := current
 			next.ID, next.Provider, next.CreatedAt = "ep-2", "github", at(time.Hour) // ignored
@@ -286,7 +286,7 @@ func testEndpoints(t *testing.T, h harness) {
 		s := h.fresh(t)
 		createEndpoint(t, s, newEndpoint("ep-1"))
 		ctx := storage.WithAuditEvent(t.Context(), auditEvent("a1", "endpoint.update", "ep-2", "", at(0)))
-		_, err := s.ModifyEndpoint(ctx, "ep-2", func(current storage.Endpoint) (storage.Endpoint, string, error) {
+		_, err := s.ModifyEndpoint(ctx, "ep-2", func(current storage.Endpoint, _ []storage.Secret) (storage.Endpoint, string, error) {
 			t.Errorf("change called with %+v", current)
 			return current, "", nil
 		})
@@ -301,7 +301,7 @@ func testEndpoints(t *testing.T, h harness) {
 		createEndpoint(t, s, newEndpoint("ep-1"))
 		refusal := errors.New("refused by the caller")
 		ctx := storage.WithAuditEvent(t.Context(), auditEvent("a1", "endpoint.update", "ep-1", "", at(0)))
-		_, err := s.ModifyEndpoint(ctx, "ep-1", func(current storage.Endpoint) (storage.Endpoint, string, error) {
+		_, err := s.ModifyEndpoint(ctx, "ep-1", func(current storage.Endpoint, _ []storage.Secret) (storage.Endpoint, string, error) {
 			return storage.Endpoint{}, "", refusal
 		})
 		if err != refusal {
@@ -318,7 +318,7 @@ func testEndpoints(t *testing.T, h harness) {
 		createEndpoint(t, s, newEndpoint("ep-1"))
 		ev := auditEvent("a1", "endpoint.update", "ep-1", "", at(time.Second))
 		_, err := s.ModifyEndpoint(storage.WithAuditEvent(t.Context(), ev), "ep-1",
-			func(current storage.Endpoint) (storage.Endpoint, string, error) {
+			func(current storage.Endpoint, _ []storage.Secret) (storage.Endpoint, string, error) {
 				next := current
 				next.Disabled = true
 				return next, fmt.Sprintf("disabled: %t -> %t", current.Disabled, next.Disabled), nil
@@ -362,14 +362,14 @@ func testEndpoints(t *testing.T, h harness) {
 		go func() {
 			ev := auditEvent("a1", "endpoint.update", "ep-1", "", at(time.Second))
 			_, err := first.ModifyEndpoint(storage.WithAuditEvent(t.Context(), ev), "ep-1",
-				func(current storage.Endpoint) (storage.Endpoint, string, error) {
+				func(current storage.Endpoint, _ []storage.Secret) (storage.Endpoint, string, error) {
 					// The first run holds its transaction open until the second modification
 					// has started; runs again after a conflict go straight through.
 					once.Do(func() {
 						close(inChange)
 						<-release
 					})
-					return increment(1)(current)
+					return increment(1)(current, nil)
 				})
 			firstDone <- err
 		}()
@@ -397,7 +397,7 @@ func testEndpoints(t *testing.T, h harness) {
 // increment is a change that adds by to MaxBodyBytes, moves UpdatedAt on by a microsecond and
 // describes the step.
 func increment(by int64) storage.EndpointChange {
-	return func(current storage.Endpoint) (storage.Endpoint, string, error) {
+	return func(current storage.Endpoint, _ []storage.Secret) (storage.Endpoint, string, error) {
 		next := current
 		next.MaxBodyBytes += by
 		next.UpdatedAt = current.UpdatedAt.Add(time.Microsecond)

@@ -115,7 +115,7 @@ func testAdminHostileInput(t *testing.T, h harness) {
 	addSecret(t, s, newSecret("ep-1", "sec-1", at(time.Second)))
 	_, err := s.GetEndpoint(t.Context(), "ep-1\x00")
 	wantErr(t, err, storage.ErrNotFound, "GetEndpoint of an id holding NUL")
-	_, err = s.ModifyEndpoint(t.Context(), "ep-1\x00", func(e storage.Endpoint) (storage.Endpoint, string, error) {
+	_, err = s.ModifyEndpoint(t.Context(), "ep-1\x00", func(e storage.Endpoint, _ []storage.Secret) (storage.Endpoint, string, error) {
 		t.Error("ModifyEndpoint called its change for an id holding NUL")
 		return e, "", nil
 	})

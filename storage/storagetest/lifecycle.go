@@ -64,11 +64,11 @@ func closedCalls(ctx context.Context, s storage.Store) map[string]error {
 	_, calls["ListEndpoints"] = s.ListEndpoints(ctx)
 	_, calls["ListEndpointsPage"] = s.ListEndpointsPage(ctx, "", 10)
 	calls["UpdateEndpoint"] = s.UpdateEndpoint(ctx, newEndpoint("ep-1"))
-	_, calls["ModifyEndpoint"] = s.ModifyEndpoint(ctx, "ep-1", func(e storage.Endpoint) (storage.Endpoint, string, error) {
+	_, calls["ModifyEndpoint"] = s.ModifyEndpoint(ctx, "ep-1", func(e storage.Endpoint, _ []storage.Secret) (storage.Endpoint, string, error) {
 		return e, "", nil
 	})
-	calls["AddSecret"] = s.AddSecret(ctx, newSecret("ep-1", "sec-2", at(0)))
-	_, calls["RotateSecret"] = s.RotateSecret(ctx, newSecret("ep-1", "sec-3", at(0)), at(time.Hour))
+	calls["AddSecret"] = s.AddSecret(ctx, newSecret("ep-1", "sec-2", at(0)), nil)
+	_, calls["RotateSecret"] = s.RotateSecret(ctx, newSecret("ep-1", "sec-3", at(0)), at(time.Hour), nil)
 	_, calls["RetireSecret"] = s.RetireSecret(ctx, "ep-1", "sec-1", at(time.Hour))
 	_, calls["ListSecrets"] = s.ListSecrets(ctx, "ep-1")
 	calls["MarkSecretsUsed"] = s.MarkSecretsUsed(ctx, []storage.SecretUse{{EndpointID: "ep-1", SecretID: "sec-1", At: at(time.Hour)}})

@@ -27,6 +27,7 @@ func listSecrets(t *testing.T, s storage.Store, endpointID string) []storage.Sec
 }
 
 func testSecrets(t *testing.T, h harness) {
+	testSecretChecks(t, h)
 	t.Run("add then list returns every field", func(t *testing.T) {
 		cases := map[string]func(sec *storage.Secret){
 			"typical": func(*storage.Secret) {},
@@ -56,7 +57,7 @@ func testSecrets(t *testing.T, h harness) {
 
 	t.Run("add for unknown endpoint returns ErrNotFound", func(t *testing.T) {
 		s := h.fresh(t)
-		err := s.AddSecret(t.Context(), newSecret("ep-1", "sec-1", at(0)))
+		err := s.AddSecret(t.Context(), newSecret("ep-1", "sec-1", at(0)), nil)
 		wantErr(t, err, storage.ErrNotFound, "AddSecret")
 		if got := listSecrets(t, s, "ep-1"); len(got) != 0 {
 			t.Fatalf("ListSecrets after failed add = %+v, want none", got)
@@ -72,9 +73,9 @@ func testSecrets(t *testing.T, h harness) {
 
 		same := newSecret("ep-1", "sec-1", at(time.Hour))
 		same.Sealed = []byte("other")
-		wantErr(t, s.AddSecret(t.Context(), same), storage.ErrAlreadyExists, "AddSecret on same endpoint")
+		wantErr(t, s.AddSecret(t.Context(), same, nil), storage.ErrAlreadyExists, "AddSecret on same endpoint")
 		// Secret ids are global: another endpoint cannot reuse one either.
-		wantErr(t, s.AddSecret(t.Context(), newSecret("ep-2", "sec-1", at(0))), storage.ErrAlreadyExists,
+		wantErr(t, s.AddSecret(t.Context(), newSecret("ep-2", "sec-1", at(0)), nil), storage.ErrAlreadyExists,
 			"AddSecret on another endpoint")
 
 		wantSame(t, []storage.Secret{first}, listSecrets(t, s, "ep-1"), "secrets of ep-1")
@@ -139,7 +140,7 @@ func testSecrets(t *testing.T, h harness) {
 		now := at(time.Hour)
 		grace := now.Add(24 * time.Hour)
 		fresh := newSecret("ep-1", "sec-new", now)
-		changed, err := s.RotateSecret(t.Context(), fresh, grace)
+		changed, err := s.RotateSecret(t.Context(), fresh, grace, nil)
 		must(t, err, "RotateSecret")
 		if len(changed) != 1 || changed[0].ID != "sec-old" {
 			t.Fatalf("RotateSecret changed %+v, want sec-old only", changed)
@@ -206,7 +207,7 @@ func testRotate(t *testing.T, h harness) {
 
 		fresh := newSecret("ep-1", "sec-fresh", at(3*time.Hour))
 		fresh.Sealed = allBytes()
-		changed, err := s.RotateSecret(t.Context(), fresh, expireAt)
+		changed, err := s.RotateSecret(t.Context(), fresh, expireAt, nil)
 		must(t, err, "RotateSecret")
 
 		wantOpen, wantLater, wantStarted := open, later, started
@@ -228,7 +229,7 @@ func testRotate(t *testing.T, h harness) {
 		other := newSecret("ep-2", "sec-other", at(0))
 		addSecret(t, s, other)
 		fresh := newSecret("ep-1", "sec-1", at(0))
-		changed, err := s.RotateSecret(t.Context(), fresh, expireAt)
+		changed, err := s.RotateSecret(t.Context(), fresh, expireAt, nil)
 		must(t, err, "RotateSecret")
 		if len(changed) != 0 {
 			t.Fatalf("RotateSecret changed %+v, want nothing", changed)
@@ -243,14 +244,14 @@ func testRotate(t *testing.T, h harness) {
 		fresh := newSecret("ep-1", "sec-1", at(0))
 		fresh.NotBefore = at(time.Hour)
 		fresh.NotAfter = expireAt.Add(time.Hour)
-		_, err := s.RotateSecret(t.Context(), fresh, expireAt)
+		_, err := s.RotateSecret(t.Context(), fresh, expireAt, nil)
 		must(t, err, "RotateSecret")
 		wantSame(t, []storage.Secret{fresh}, listSecrets(t, s, "ep-1"), "secrets of ep-1")
 	})
 
 	t.Run("unknown endpoint returns ErrNotFound", func(t *testing.T) {
 		s := h.fresh(t)
-		_, err := s.RotateSecret(t.Context(), newSecret("ep-1", "sec-1", at(0)), expireAt)
+		_, err := s.RotateSecret(t.Context(), newSecret("ep-1", "sec-1", at(0)), expireAt, nil)
 		wantErr(t, err, storage.ErrNotFound, "RotateSecret")
 		if got := listSecrets(t, s, "ep-1"); len(got) != 0 {
 			t.Fatalf("ListSecrets after failed rotation = %+v, want none", got)
@@ -264,7 +265,7 @@ func testRotate(t *testing.T, h harness) {
 		second := newSecret("ep-1", "sec-2", at(time.Hour))
 		addSecret(t, s, first)
 		addSecret(t, s, second)
-		_, err := s.RotateSecret(t.Context(), newSecret("ep-1", "sec-1", at(2*time.Hour)), expireAt)
+		_, err := s.RotateSecret(t.Context(), newSecret("ep-1", "sec-1", at(2*time.Hour)), expireAt, nil)
 		wantErr(t, err, storage.ErrAlreadyExists, "RotateSecret")
 		wantSame(t, []storage.Secret{first, second}, listSecrets(t, s, "ep-1"), "secrets of ep-1")
 	})
@@ -286,7 +287,7 @@ func testRotate(t *testing.T, h harness) {
 			race(n, func(i int) {
 				ev := auditEvent(fmt.Sprintf("a%02d", i), "secret.rotate", "ep-1", fmt.Sprintf("sec-%02d", i), at(time.Hour))
 				changed[i], errs[i] = stores[i%len(stores)].RotateSecret(storage.WithAuditEvent(t.Context(), ev),
-					newSecret("ep-1", fmt.Sprintf("sec-%02d", i), at(time.Hour)), expireAt)
+					newSecret("ep-1", fmt.Sprintf("sec-%02d", i), at(time.Hour)), expireAt, nil)
 			})
 			for i, err := range errs {
 				must(t, err, fmt.Sprintf("RotateSecret #%d", i))
@@ -377,7 +378,7 @@ func testRetire(t *testing.T, h harness) {
 		addSecret(t, s, sec)
 		_, err := s.RetireSecret(t.Context(), "ep-1", "sec-1", time.Time{})
 		wantErr(t, err, storage.ErrInvalid, "RetireSecret at the zero time")
-		_, err = s.RotateSecret(t.Context(), newSecret("ep-1", "sec-2", at(time.Hour)), time.Time{})
+		_, err = s.RotateSecret(t.Context(), newSecret("ep-1", "sec-2", at(time.Hour)), time.Time{}, nil)
 		wantErr(t, err, storage.ErrInvalid, "RotateSecret expiring at the zero time")
 		wantSame(t, []storage.Secret{sec}, listSecrets(t, s, "ep-1"), "secrets of ep-1")
 	})
