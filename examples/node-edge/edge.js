@@ -91,6 +91,8 @@ const TIMED_OUT = Symbol('timed out');
 const FULL = Symbol('bytes in flight');
 // The default of createEdge's maxBytesInFlight, as the Go edge's --max-bytes-in-flight.
 const MAX_BYTES_IN_FLIGHT = 256 << 20;
+// The default of createEdge's maxConnections, as the Go edge's --max-connections.
+const MAX_CONNECTIONS = 1024;
 
 /**
  * Loads hookverify.v1 (VerifierService and its messages) from verifier.proto. Bytes fields are
@@ -789,6 +791,12 @@ function checkBaseUrl(raw) {
  *   A single request larger than the bound passes when nothing else is held. 0: no bound.
  *   Without it, anyone who can reach the edge could make it hold requests times maxBodyBytes
  *   until the process ran out of memory, cutting every delivery in flight.
+ * @param {number} [opts.maxConnections=1024] Bounds the connections open at once, idle
+ *   keep-alive ones included, as the Go edge's --max-connections: past it Node closes a new
+ *   connection at once (the provider retries), where the Go edge leaves it waiting to be
+ *   accepted. Each holds up to 272 KiB of headers before maxBytesInFlight counts it; without
+ *   a bound, anyone could open connections until the process ran out of file descriptors or
+ *   memory. A warning at most every 10 s. 0: no bound.
  * @param {number} [opts.headersTimeoutMs=5000] Time allowed to receive a request's header
  *   section (the Go edge's --read-header-timeout); then 503 with Retry-After.
  * @param {number} [opts.requestTimeoutMs=10000] Time allowed to receive a whole request (the Go
@@ -817,6 +825,7 @@ function createEdge(opts = {}) {
     retryAfterSeconds = 10,
     maxBodyBytes = MAX_BODY_BYTES,
     maxBytesInFlight = MAX_BYTES_IN_FLIGHT,
+    maxConnections = MAX_CONNECTIONS,
     log = defaultLog,
     protoDir,
     onEvent,
@@ -835,6 +844,9 @@ function createEdge(opts = {}) {
   }
   if (!Number.isInteger(maxBytesInFlight) || maxBytesInFlight < 0) {
     throw new Error(`maxBytesInFlight must be a whole number of bytes, 0 for no bound, got ${maxBytesInFlight}`);
+  }
+  if (!Number.isInteger(maxConnections) || maxConnections < 0) {
+    throw new Error(`maxConnections must be a whole number, 0 for no bound, got ${maxConnections}`);
   }
   // The bytes of the requests held now (maxBytesInFlight), and when a refusal was last logged.
   let bytesHeld = 0;
@@ -944,6 +956,23 @@ function createEdge(opts = {}) {
     });
   };
   server.on('request', serve);
+  if (maxConnections > 0) {
+    server.maxConnections = maxConnections;
+    // Node closes a connection past maxConnections as it arrives; said at most once per 10 s.
+    let dropLoggedAt = 0;
+    let dropsNotLogged = 0;
+    server.on('drop', () => {
+      if (Date.now() - dropLoggedAt >= 10000) {
+        log('warn', 'holding maxConnections connections open; closing new ones (the provider retries)', {
+          max_connections: maxConnections, not_logged_since_last: dropsNotLogged,
+        });
+        dropLoggedAt = Date.now();
+        dropsNotLogged = 0;
+      } else {
+        dropsNotLogged++;
+      }
+    });
+  }
   // Without this listener Node sends 100 Continue before the edge sees the request, so a
   // provider that waits for it uploads a body the edge then refuses (413, 404). As the Go edge
   // does, it is sent only when the body is read; an answer without it closes the connection.
@@ -1287,7 +1316,7 @@ function writeReply(res, resp, { requestId, endpointId, log }) {
 
 module.exports = {
   createEdge, loadHookverify, newVerifierClient, rawHeaderFields, retryDelaySeconds, isLoopback,
-  MAX_BODY_BYTES, MAX_BYTES_IN_FLIGHT, MAX_RETRY_AFTER_SECONDS,
+  MAX_BODY_BYTES, MAX_BYTES_IN_FLIGHT, MAX_CONNECTIONS, MAX_RETRY_AFTER_SECONDS,
   HealthWatchedSubchannel, // for its tests
 };
 
@@ -1312,6 +1341,7 @@ if (require.main === module) {
     headersTimeoutMs: envMs('HEADERS_TIMEOUT_MS'),
     requestTimeoutMs: envMs('REQUEST_TIMEOUT_MS'),
     idleTimeoutMs: envMs('IDLE_TIMEOUT_MS'),
+    maxConnections: process.env.MAX_CONNECTIONS ? Number(process.env.MAX_CONNECTIONS) : undefined,
     log,
   });
   edge.listen(port, process.env.HOST || undefined, () => {

@@ -42,6 +42,7 @@ type edgeConfig struct {
 	trustForwardedProto       bool
 	maxBodyBytes              int64
 	maxBytesInFlight          int64
+	maxConnections            int
 	verifyTimeout             time.Duration
 	readHeaderTimeout         time.Duration
 	readTimeout, writeTimeout time.Duration
@@ -64,6 +65,7 @@ func (c *edgeConfig) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.trustForwardedProto, "trust-forwarded-proto", false, "take the URL scheme from X-Forwarded-Proto (only behind a proxy that sets it)")
 	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", client.DefaultMaxBodyBytes, "largest body forwarded, at most the server's ceiling (the default); larger ones are answered 413")
 	fs.Int64Var(&c.maxBytesInFlight, "max-bytes-in-flight", client.DefaultMaxBytesInFlight, "bytes of requests (headers, URL and body) held at once, from their reading to their answer, above which a request is answered 503 with Retry-After without reading (further) (the heap holds a little over twice this; 0: no limit)")
+	fs.IntVar(&c.maxConnections, "max-connections", DefaultEdgeMaxConnections, "connections open at once on --listen, idle keep-alive ones included, above which a new one waits to be accepted (each holds up to 272 KiB of headers before --max-bytes-in-flight counts it; 0: no limit)")
 	fs.DurationVar(&c.verifyTimeout, "verifier-timeout", client.DefaultVerifyTimeout, "deadline of each request's work, retries included; keep it under the providers' timeout (GitHub: 10s)")
 	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 5*time.Second, "time allowed to read request headers")
 	fs.DurationVar(&c.readTimeout, "read-timeout", 10*time.Second, "time allowed to read a whole request")
@@ -110,6 +112,9 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 	}
 	if cfg.maxBytesInFlight < 0 {
 		return usagef("--max-bytes-in-flight %d: want 0 (no limit) or more", cfg.maxBytesInFlight)
+	}
+	if cfg.maxConnections < 0 {
+		return usagef("--max-connections %d: want 0 (no limit) or more", cfg.maxConnections)
 	}
 	if cfg.verifyTimeout <= 0 {
 		// Without it nothing bounds a request's work, and the drain at shutdown (which waits
@@ -206,6 +211,15 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 			return fmt.Errorf("listening on %s: %w", addrs[i], err)
 		}
 		listeners = append(listeners, l)
+	}
+	if cfg.maxConnections > 0 {
+		full := ratelog.ForLog(log, edgeConnectionsLogInterval, "connections kept waiting at --max-connections")
+		listeners[0] = limitConnections(listeners[0], cfg.maxConnections, metrics.connectionsOpen, metrics.connectionWaits, func() {
+			if ok, skipped := full.Allow(); ok {
+				log.Warn("holding --max-connections connections open; new ones wait to be accepted",
+					"max_connections", cfg.maxConnections, "not_logged_since_last", skipped)
+			}
+		})
 	}
 	errs := make(chan error, len(servers))
 	for i, srv := range servers {
@@ -322,6 +336,9 @@ func newEdgeServer(cfg edgeConfig, h http.Handler, log *slog.Logger) *http.Serve
 // edgeHandshakeLogInterval bounds how often the edge logs failed TLS handshakes.
 const edgeHandshakeLogInterval = 10 * time.Second
 
+// edgeConnectionsLogInterval bounds how often the edge logs that --max-connections was reached.
+const edgeConnectionsLogInterval = 10 * time.Second
+
 // edgeErrorLog takes net/http's error lines to log at WARN, except failed TLS handshakes: one
 // closed or reset before its hello (a load balancer's TCP health check, every few seconds) is
 // not logged, and the others (a scanner, a client speaking plaintext) at most once per
@@ -400,6 +417,10 @@ type edgeMetrics struct {
 	duration prometheus.Histogram
 	// bytesFull counts requests refused at --max-bytes-in-flight.
 	bytesFull prometheus.Counter
+	// connectionsOpen and connectionWaits are --max-connections': the connections open on
+	// --listen, and the accepts that waited because that many were.
+	connectionsOpen prometheus.Gauge
+	connectionWaits prometheus.Counter
 
 	mu    sync.Mutex
 	known map[string]bool // endpoints the verifier has answered for
@@ -419,9 +440,13 @@ func newEdgeMetrics() *edgeMetrics {
 			Help: "Time spent in Verify calls, retries included.", Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),
 		bytesFull: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_edge_bytes_in_flight_refusals_total",
 			Help: "Requests answered 503 with Retry-After, their bodies not read (further), because the edge held --max-bytes-in-flight of requests at once."}),
+		connectionsOpen: prometheus.NewGauge(prometheus.GaugeOpts{Name: "hookverify_edge_connections_open",
+			Help: "Connections open on --listen (counted when --max-connections is set)."}),
+		connectionWaits: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_edge_connection_limit_waits_total",
+			Help: "Connections that waited to be accepted because --max-connections were open."}),
 		known: map[string]bool{},
 	}
-	m.registry.MustRegister(m.requests, m.errors, m.duration, m.bytesFull)
+	m.registry.MustRegister(m.requests, m.errors, m.duration, m.bytesFull, m.connectionsOpen, m.connectionWaits)
 	return m
 }
 

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// TestEdgeBoundsItsConnections: the edge accepted every connection anyone opened, so
+// connections that sent nothing (or headers, slowly) could take every file descriptor and the
+// memory of their headers, and no provider got through. Past --max-connections a new
+// connection waits to be accepted until one closes, counted and logged.
+func TestEdgeBoundsItsConnections(t *testing.T) {
+	_, addr := startStalledVerifier(t)
+	edge := startEdge(t, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--verifier", addr,
+		"--max-connections", "2", "--read-header-timeout", "1m")
+	line := edge.log.logLine(t, "edge listening")
+	base, metricsURL := "http://"+line["addr"].(string), "http://"+line["metrics_addr"].(string)+"/metrics"
+
+	var idle []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", line["addr"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		idle = append(idle, c)
+	}
+	answered := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		answered <- err
+	}()
+	// Both slots are held by connections that send nothing: the request waits, counted.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(get(t, metricsURL), "hookverify_edge_connection_limit_waits_total 1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no connection counted as waiting:\n%s", get(t, metricsURL))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if metrics := get(t, metricsURL); !strings.Contains(metrics, "hookverify_edge_connections_open 2") {
+		t.Errorf("/metrics does not count 2 connections open:\n%s", metrics)
+	}
+	select {
+	case err := <-answered:
+		t.Fatalf("a third connection was served while two were open at --max-connections 2 (%v)", err)
+	default:
+	}
+	edge.log.logLine(t, "holding --max-connections connections open; new ones wait to be accepted")
+
+	idle[0].Close()
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Fatalf("the waiting request, once a connection closed: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting request was not served after a connection closed")
+	}
+	idle[1].Close()
+}
+
+// TestConnectionLimitCloseEndsAWaitingAccept: http.Server's Shutdown closes the listener and
+// waits for Serve to return, so an Accept waiting for a slot must end at Close, closing the
+// connection it holds, or the edge would never stop while at --max-connections.
+func TestConnectionLimitCloseEndsAWaitingAccept(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waits := prometheus.NewCounter(prometheus.CounterOpts{Name: "waits"})
+	waiting := make(chan struct{})
+	l := limitConnections(inner, 1, prometheus.NewGauge(prometheus.GaugeOpts{Name: "open"}), waits, func() { close(waiting) })
+	for range 2 {
+		c, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	first, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	accepted := make(chan error, 1)
+	go func() {
+		_, err := l.Accept()
+		accepted <- err
+	}()
+	<-waiting
+	l.Close()
+	select {
+	case err := <-accepted:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("the waiting Accept ended with %v, want net.ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end the Accept waiting for a slot")
+	}
+}
+
+func TestEdgeRefusesNegativeMaxConnections(t *testing.T) {
+	err := runEdge(t.Context(), env{stdin: strings.NewReader(""), stdout: &strings.Builder{}, stderr: &strings.Builder{}},
+		[]string{"--max-connections", "-1"})
+	if err == nil || !strings.Contains(err.Error(), "--max-connections -1") {
+		t.Fatalf("--max-connections -1: %v, want a usage error naming it", err)
+	}
+}
