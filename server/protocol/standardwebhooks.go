@@ -27,13 +27,22 @@ type standardWebhooksHeaders struct {
 	id, timestamp, signature string
 }
 
-// standardWebhooksFamilies lists the header families in order of preference: the spec's
-// webhook-* names, then the svix-* names Svix sends unless white-labelled. The family whose
-// signature header is present supplies all three headers; families are never mixed.
-var standardWebhooksFamilies = [...]standardWebhooksHeaders{
-	{id: "webhook-id", timestamp: "webhook-timestamp", signature: "webhook-signature"},
-	{id: "svix-id", timestamp: "svix-timestamp", signature: "svix-signature"},
-}
+// The two header families: the spec's webhook-* names, and the svix-* names Svix sends unless
+// an account has white-labelled them.
+var (
+	standardWebhooksSpecHeaders = standardWebhooksHeaders{id: "webhook-id", timestamp: "webhook-timestamp", signature: "webhook-signature"}
+	standardWebhooksSvixHeaders = standardWebhooksHeaders{id: "svix-id", timestamp: "svix-timestamp", signature: "svix-signature"}
+)
+
+// standardWebhooksFamilies lists the header families in order of preference for Standard
+// Webhooks senders: the spec's names, then Svix's. The family whose signature header is present
+// supplies all three headers; families are never mixed.
+var standardWebhooksFamilies = [...]standardWebhooksHeaders{standardWebhooksSpecHeaders, standardWebhooksSvixHeaders}
+
+// svixFamilies is the order for deliveries from Svix: its libraries read the svix-* names and
+// fall back to webhook-* only without them, so a delivery that also carries a webhook-* set
+// signed by someone else (a gateway re-signing what it forwards) is judged by Svix's own set.
+var svixFamilies = [...]standardWebhooksHeaders{standardWebhooksSvixHeaders, standardWebhooksSpecHeaders}
 
 // StandardWebhooks returns the protocol for senders following the Standard Webhooks spec,
 // Svix included (and the providers delivering through Svix, such as Clerk and Resend).
@@ -138,13 +147,19 @@ func parseStandardWebhooksSignature(header, v string) (standardWebhooksSignature
 }
 
 func verifyStandardWebhooks(req *Request, keys []Key, p Params) (Result, error) {
+	return verifyStandardWebhooksFamilies(req, keys, p, standardWebhooksFamilies)
+}
+
+// verifyStandardWebhooksFamilies verifies with the first of families (in order) whose signature
+// header is present.
+func verifyStandardWebhooksFamilies(req *Request, keys []Key, p Params, families [2]standardWebhooksHeaders) (Result, error) {
 	if req == nil {
 		return Result{}, Reject(ReasonMissingSignature, "no request")
 	}
 	var names standardWebhooksHeaders
 	var raw string
 	found := false
-	for _, f := range standardWebhooksFamilies {
+	for _, f := range families {
 		if v, ok := req.Headers.Get(f.signature); ok {
 			names, raw, found = f, v, true
 			break
@@ -152,7 +167,7 @@ func verifyStandardWebhooks(req *Request, keys []Key, p Params) (Result, error) 
 	}
 	if !found {
 		return Result{}, Reject(ReasonMissingSignature, "no %s (or %s) header",
-			standardWebhooksFamilies[0].signature, standardWebhooksFamilies[1].signature)
+			families[0].signature, families[1].signature)
 	}
 	sig, err := parseStandardWebhooksSignature(names.signature, raw)
 	if err != nil {

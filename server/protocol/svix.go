@@ -7,8 +7,9 @@ import (
 
 // Svix returns the protocol for endpoints receiving from Svix (https://www.svix.com), the
 // hosted sender behind many providers' webhooks. The scheme is Standard Webhooks with svix-*
-// header names; verification, its rejection order and the secret format are exactly
-// StandardWebhooks' (see there), and Sign sends svix-id, svix-timestamp and svix-signature.
+// header names; verification, its rejection order and the secret format are StandardWebhooks'
+// (see there), except that the svix-* headers are read before the webhook-* ones, and Sign
+// sends svix-id, svix-timestamp and svix-signature.
 func Svix() *Protocol {
 	return svixProvider("svix", "Svix",
 		"https://docs.svix.com/receiving/verifying-payloads/how-manual",
@@ -16,8 +17,9 @@ func Svix() *Protocol {
 }
 
 // svixProvider returns the Standard Webhooks protocol re-described for a provider that delivers
-// through Svix: verification is StandardWebhooks' own (webhook-* headers, else svix-*), and Sign
-// sends the svix-* names Svix uses unless an account has white-labelled them.
+// through Svix: verification is StandardWebhooks' own with the header families in the Svix
+// libraries' order (svix-* headers, else webhook-*), and Sign sends the svix-* names Svix uses
+// unless an account has white-labelled them.
 func svixProvider(name, display, docs, retries string) *Protocol {
 	p := StandardWebhooks()
 	p.Name = name
@@ -26,6 +28,9 @@ func svixProvider(name, display, docs, retries string) *Protocol {
 	p.IdentitySource = "svix-id header (webhook-id when white-labelled), the same on every retry"
 	p.DocsURL = docs
 	p.Retries = retries
+	p.Verify = func(req *Request, keys []Key, params Params) (Result, error) {
+		return verifyStandardWebhooksFamilies(req, keys, params, svixFamilies)
+	}
 	sign := p.Sign
 	p.Sign = func(in SignInput, secrets []string) (Headers, error) {
 		h, err := sign(in, secrets)
