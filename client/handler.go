@@ -111,10 +111,11 @@ func WithRetryAfter(d time.Duration) HandlerOption {
 
 // WithMaxBytesInFlight bounds the requests (headers, URL and body) the handler holds at once,
 // from the start of their reading to their answer (default DefaultMaxBytesInFlight; 0 or less:
-// no bound). Each request reserves its headers, URL and Content-Length before its body is read,
-// or its body bytes as they arrive when it has no Content-Length; one past the bound is
+// no bound). Each request reserves its headers, URL and the first 64 KiB of its Content-Length
+// before its body is read, and body bytes past that as they arrive; one past the bound is
 // answered 503 with Retry-After (WithRetryAfter) without reading (further), so the provider
-// retries. A single request larger than the whole bound passes when nothing else is held.
+// retries. A large Content-Length is not reserved whole before its bytes come: a client
+// announcing one and sending nothing would hold that much of the bound for nothing. A single request larger than the whole bound passes when nothing else is held.
 // Without a bound, anyone who can reach the handler could make it hold requests times the body
 // limit (32 MiB each) until the kernel killed the process, cutting every delivery in flight. The heap holds a little over twice the bound (the body, with its
 // read buffer's spare room, and the copy gRPC sends).
@@ -241,8 +242,11 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 		n := requestHeadBytes(r)
 		hasBody := r.Body != nil && r.Body != http.NoBody
 		// A Content-Length over the body limit is answered 413 unread: nothing to reserve.
+		// Only its first reservedAhead bytes are reserved before reading, the rest as it
+		// arrives: a Content-Length is a claim anyone can make, and a few clients announcing
+		// 32 MiB and sending nothing would otherwise hold the whole bound until --read-timeout.
 		if hasBody && r.ContentLength > 0 && r.ContentLength <= h.conn.maxBodyBytes {
-			held.ahead = r.ContentLength
+			held.ahead = min(r.ContentLength, reservedAhead)
 		}
 		if !held.reserve(n + held.ahead) {
 			return h.refuseFull(ctx, w, o, ErrBytesInFlight)
@@ -367,9 +371,14 @@ func requestHeadBytes(r *http.Request) int64 {
 	return int64(n)
 }
 
-// budgetedBody holds a request to the handler's byte budget: its head and Content-Length are
-// reserved before reading, and body bytes past what is reserved (a body without one) as they
-// arrive, before the reader gets them.
+// reservedAhead is how much of a Content-Length a request reserves before its body is read:
+// the whole of a typical delivery, so that one is refused unread when the bound is full, but
+// not a large claim that nothing backs yet.
+const reservedAhead = 64 << 10
+
+// budgetedBody holds a request to the handler's byte budget: its head and up to reservedAhead
+// of its Content-Length are reserved before reading, and body bytes past what is reserved as
+// they arrive, before the reader gets them.
 type budgetedBody struct {
 	io.ReadCloser
 	budget *budget.Bytes

@@ -83,3 +83,47 @@ func answeringHandler(t *testing.T, bound int64) http.Handler {
 	return client.Handler(conn, client.EndpointFromPath("/hooks/"),
 		client.WithLogger(slog.New(slog.DiscardHandler)), client.WithMaxBytesInFlight(bound))
 }
+
+// TestHandlerDoesNotReserveALargeContentLengthBeforeItsBytes: a Content-Length was reserved
+// whole before the body was read, so a few clients announcing large bodies and sending nothing
+// held the whole bound until the server's ReadTimeout, and every real delivery meanwhile was
+// answered 503. Only the first 64 KiB are reserved ahead; the rest as it arrives.
+func TestHandlerDoesNotReserveALargeContentLengthBeforeItsBytes(t *testing.T) {
+	t.Parallel()
+	v := newHeldVerifier()
+	close(v.release)
+	conn := dial(t, "127.0.0.1:1", client.WithMaxBodyBytes(1<<20))
+	conn.Verifier = v
+	h := client.Handler(conn, client.EndpointFromPath("/hooks/"),
+		client.WithLogger(slog.New(slog.DiscardHandler)), client.WithMaxBytesInFlight(1<<20))
+	entered := make(chan struct{}, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+
+	for range 4 {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// A body of the largest size announced, never sent.
+		fmt.Fprintf(c, "POST /hooks/ep HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n{", 1<<20)
+		select {
+		case <-entered:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the announced request did not reach the handler")
+		}
+	}
+	// The four hold what they reserved until they end; a real delivery must still fit.
+	resp, err := http.Post(srv.URL+"/hooks/ep", "application/json", strings.NewReader(`{"id":"evt_1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("a delivery while four clients announced 1 MiB bodies and sent nothing: %d, want 200", resp.StatusCode)
+	}
+}

@@ -91,6 +91,10 @@ const TIMED_OUT = Symbol('timed out');
 const FULL = Symbol('bytes in flight');
 // The default of createEdge's maxBytesInFlight, as the Go edge's --max-bytes-in-flight.
 const MAX_BYTES_IN_FLIGHT = 256 << 20;
+// How much of a request's Content-Length is reserved in maxBytesInFlight before its body is
+// read, as the Go handler does: the whole of a typical delivery, refused unread when the bound
+// is full, but not a large claim nothing backs yet.
+const RESERVED_AHEAD = 64 << 10;
 // The default of createEdge's maxConnections, as the Go edge's --max-connections.
 const MAX_CONNECTIONS = 1024;
 
@@ -786,8 +790,9 @@ function checkBaseUrl(raw) {
  *   number from 1 to 32 MiB (hookverify's ceiling); createEdge throws otherwise.
  * @param {number} [opts.maxBytesInFlight=256 MiB] Bounds the requests (headers, URL and body)
  *   the edge holds at once, from their reading to their answer, as the Go edge's
- *   --max-bytes-in-flight: a request's Content-Length is reserved before its body is read (a
- *   body without one as it arrives), and one past the bound gets 503 with Retry-After, unread.
+ *   --max-bytes-in-flight: the first 64 KiB of a request's Content-Length are reserved before
+ *   its body is read, the rest as it arrives, and one past the bound gets 503 with Retry-After,
+ *   unread (further).
  *   A single request larger than the bound passes when nothing else is held. 0: no bound.
  *   Without it, anyone who can reach the edge could make it hold requests times maxBodyBytes
  *   until the process ran out of memory, cutting every delivery in flight.
@@ -1131,13 +1136,15 @@ function createEdge(opts = {}) {
     const declared = req.headers['content-length'];
     let body = declared !== undefined && /^\d+$/.test(declared) && Number(declared) > maxBodyBytes ? null : undefined;
     // The request is held from here to its answer (onEvent included): its headers, URL and
-    // declared body are reserved now, a body without Content-Length as it arrives.
+    // the first RESERVED_AHEAD bytes of its declared body are reserved now, the rest of the body
+    // as it arrives. A Content-Length is a claim anyone can make: reserved whole, a few clients
+    // announcing 32 MiB and sending nothing would hold the whole bound until requestTimeoutMs.
     const hold = { n: 0 };
     whenEnded(req, res, () => {
       bytesHeld -= hold.n;
       hold.n = 0;
     });
-    let ahead = body === undefined && declared !== undefined && /^\d+$/.test(declared) ? Number(declared) : 0;
+    let ahead = body === undefined && declared !== undefined && /^\d+$/.test(declared) ? Math.min(Number(declared), RESERVED_AHEAD) : 0;
     const headBytes = url.length + headers.reduce((n, f) => n + f.name.length + f.value.length, 0);
     if (!takeBytes(hold, headBytes + ahead)) body = FULL;
     const takeBody = (n) => {

@@ -65,3 +65,39 @@ test('bytes of pipelined requests whose connection ends before their answer are 
     grpcServer.forceShutdown();
   }
 });
+
+test('a large Content-Length is not reserved whole before its bytes arrive', { timeout: 30000 }, async () => {
+  const hookverify = loadHookverify();
+  const grpcServer = new grpc.Server();
+  grpcServer.addService(hookverify.VerifierService.service, {
+    Verify(call, callback) {
+      callback(null, {
+        verdict: 'VERDICT_ACCEPTED', event_id: 'evt', operation_key: 'op',
+        reply: { status: 200, headers: [], body: Buffer.from('{"status":"accepted"}') },
+      });
+    },
+  });
+  const edge = createEdge({ verifierAddr: await h.bindLoopback(grpcServer), maxBytesInFlight: 1 << 20, log: () => {} });
+  const url = await h.listen(edge);
+  const { port } = new URL(url);
+  const announced = [];
+  try {
+    // Four clients announce a body of the whole bound and send one byte of it.
+    for (let i = 0; i < 4; i++) {
+      announced.push(await new Promise((resolve, reject) => {
+        const c = net.connect(Number(port), '127.0.0.1', () => {
+          c.write(`POST /hooks/ep HTTP/1.1\r\nHost: a.example\r\nContent-Length: ${1 << 20}\r\n\r\n{`);
+          resolve(c);
+        });
+        c.on('error', reject);
+      }));
+    }
+    await h.sleep(300); // every announced request is being read
+    const res = await h.request(`${url}/hooks/ep`, { body: Buffer.from('{"id":"evt_1"}') });
+    assert.equal(res.status, 200, 'a delivery while four clients announced 1 MiB bodies and sent nothing was refused');
+  } finally {
+    announced.forEach((c) => c.destroy());
+    await h.closeServer(edge);
+    grpcServer.forceShutdown();
+  }
+});
