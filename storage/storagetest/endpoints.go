@@ -373,7 +373,7 @@ func testEndpoints(t *testing.T, h harness) {
 				})
 			firstDone <- err
 		}()
-		<-inChange
+		reached(t, inChange, firstDone, "the first modification")
 		secondDone := make(chan error, 1)
 		go func() {
 			ev := auditEvent("a2", "endpoint.update", "ep-1", "", at(time.Second))
@@ -382,11 +382,7 @@ func testEndpoints(t *testing.T, h harness) {
 		}()
 		// Give the second modification time to read and, if nothing stops it, write while the
 		// first is inside its change. Either way the outcome below must hold.
-		select {
-		case err := <-secondDone:
-			secondDone <- err
-		case <-time.After(200 * time.Millisecond):
-		}
+		waitAWhile(secondDone)
 		close(release)
 		must(t, <-firstDone, "first ModifyEndpoint")
 		must(t, <-secondDone, "second ModifyEndpoint")

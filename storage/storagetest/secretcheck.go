@@ -135,7 +135,7 @@ func testSecretChecks(t *testing.T, h harness) {
 				})
 				updated <- err
 			}()
-			<-inChange
+			reached(t, inChange, updated, "the endpoint change")
 			stored := make(chan error, 1)
 			go func() { stored <- way.store(adder, t, newSecret("ep-1", "sec-hex", at(time.Hour)), keyFormIs("hex")) }()
 			waitAWhile(stored)
@@ -161,7 +161,7 @@ func testSecretChecks(t *testing.T, h harness) {
 					return keyFormIs("hex")(e)
 				})
 			}()
-			<-inCheck
+			reached(t, inCheck, stored, "the "+way.name+" of the secret")
 			updated := make(chan error, 1)
 			go func() {
 				_, err := updater.ModifyEndpoint(t.Context(), "ep-1", toBase64)
@@ -209,6 +209,19 @@ func wantOneOrder(t *testing.T, s storage.Store, way string, storeErr, changeErr
 		t.Errorf("the change refused after the %s: options %v, secrets %+v, want key hex and the secret", way, e.Options, secrets)
 	case changeErr == nil && (len(secrets) != 0 || !maps.Equal(e.Options, map[string]string{"key": "base64"})):
 		t.Errorf("the %s refused after the change: options %v, secrets %+v, want key base64 and no secret", way, e.Options, secrets)
+	}
+}
+
+// reached waits for a call started on another handle to reach the point a case holds its
+// transaction open at (at closed), and fails the case if the call ends first (done): a store
+// that never runs the change or the check would otherwise leave the case waiting until go
+// test's timeout, which reports no test's failure, only the stacks.
+func reached(t *testing.T, at <-chan struct{}, done chan error, what string) {
+	t.Helper()
+	select {
+	case <-at:
+	case err := <-done:
+		t.Fatalf("%s ended without running the function a case holds its transaction open in (error: %v)", what, err)
 	}
 }
 
