@@ -52,7 +52,8 @@ func Twilio() *Protocol {
 	return &Protocol{
 		Name:            twilioName,
 		DisplayName:     "Twilio",
-		SignatureScheme: "HMAC-SHA1 (base64) of the URL + sorted POST params (name+value), X-Twilio-Signature; JSON bodies via the signed bodySHA256 URL parameter",
+		SignatureScheme: "HMAC-SHA1 (base64) of the URL + sorted POST params (name+value), X-Twilio-Signature; JSON bodies via the signed bodySHA256 URL parameter; " +
+			"a Webhook shared key's deliveries with the algorithm X-Twilio-Webhooks-Signature-Settings names (HMAC_SHA256), keyed with the SharedKey secret (add it as a secret)",
 		SignsTimestamp:  false,
 		IdentitySource: "SHA-256 of the signed content, since Twilio sends no signed event id: \"signed-sha256:<hex>\" of the " +
 			"URL (without its port) and the sorted name+value parameter string for form posts, \"body-sha256:<hex>\" of the raw body for bodySHA256 (JSON) " +
@@ -251,8 +252,38 @@ func twilioMessage(u, params string) func(hash.Hash) {
 }
 
 // twilioSharedKeyHeader names the key and algorithm of a delivery signed with a Webhook shared
-// key (twilio.com/docs/usage/webhooks/webhook-shared-keys): "key=...,algorithm=HMAC_SHA256".
+// key (twilio.com/docs/usage/webhooks/webhook-shared-keys): "key=<SharedKey id>,algorithm=
+// HMAC_SHA256". Such a delivery is signed as any other, over the same string, with the
+// SharedKey's secret instead of the Auth Token and the algorithm named (twilio-node 6.3.1,
+// lib/webhooks/webhooks.js: getSignatureAlgorithm, validateRequest).
 const twilioSharedKeyHeader = "X-Twilio-Webhooks-Signature-Settings"
+
+// twilioAlgorithm is the HMAC a delivery's X-Twilio-Signature was made with: as twilio-node
+// reads the settings header, the first "algorithm=" part with a value names it, HMAC_SHA1 or
+// HMAC_SHA256 in any case; no header, no such part or an empty value is the Auth Token's
+// HMAC_SHA1. Any other algorithm is refused, as twilio-node refuses it.
+func twilioAlgorithm(h Headers) (newHash func() hash.Hash, size int, name string, err error) {
+	settings, ok := h.Get(twilioSharedKeyHeader)
+	if !ok {
+		return sha1.New, sha1.Size, "HMAC-SHA1", nil
+	}
+	algorithm := ""
+	for part := range strings.SplitSeq(settings, ",") {
+		if k, v, found := strings.Cut(part, "="); found && strings.TrimSpace(k) == "algorithm" {
+			if algorithm = strings.TrimSpace(v); algorithm != "" {
+				break
+			}
+		}
+	}
+	switch strings.ToUpper(algorithm) {
+	case "", "HMAC_SHA1":
+		return sha1.New, sha1.Size, "HMAC-SHA1", nil
+	case "HMAC_SHA256":
+		return sha256.New, sha256.Size, "HMAC-SHA256", nil
+	}
+	return nil, 0, "", Reject(ReasonMalformedSignature, "%s names an algorithm other than HMAC_SHA1 and HMAC_SHA256, the ones Twilio's libraries verify",
+		twilioSharedKeyHeader)
+}
 
 func verifyTwilio(req *Request, keys []Key, _ Params) (Result, error) {
 	if req == nil {
@@ -262,16 +293,13 @@ func verifyTwilio(req *Request, keys []Key, _ Params) (Result, error) {
 	if !ok {
 		return Result{}, Reject(ReasonMissingSignature, "no %s header", twilioSignatureHeader)
 	}
-	sig, ok := decodeStdBase64(raw, sha1.Size)
+	newHash, size, algorithm, err := twilioAlgorithm(req.Headers)
+	if err != nil {
+		return Result{}, err
+	}
+	sig, ok := decodeStdBase64(raw, size)
 	if !ok {
-		if _, shared := req.Headers.Get(twilioSharedKeyHeader); shared {
-			// Twilio's Webhook shared keys (public beta) sign with the key and algorithm of a
-			// Webhooks Setting instead of the Auth Token, and name them in this header. No
-			// source specifies how the key becomes HMAC key bytes, so it is not verified: the
-			// operator learns why, rather than reading of a malformed signature.
-			return Result{}, Reject(ReasonMalformedSignature, "signed with a Twilio Webhook shared key (%s), which hookverify does not verify: sign this URL's webhooks with the Auth Token (no Webhooks Rule for it)", twilioSharedKeyHeader)
-		}
-		return Result{}, Reject(ReasonMalformedSignature, "%s is not the base64 of a 20-byte HMAC-SHA1", twilioSignatureHeader)
+		return Result{}, Reject(ReasonMalformedSignature, "%s is not the base64 of a %d-byte %s", twilioSignatureHeader, size, algorithm)
 	}
 	variants, ok := twilioURLVariants(req.URL)
 	if !ok {
@@ -284,7 +312,7 @@ func verifyTwilio(req *Request, keys []Key, _ Params) (Result, error) {
 	}
 	keyID, matched := "", false
 	for _, u := range variants {
-		if keyID, matched = matchKey(keys, [][]byte{sig}, sha1.New, twilioMessage(u, content.params)); matched {
+		if keyID, matched = matchKey(keys, [][]byte{sig}, newHash, twilioMessage(u, content.params)); matched {
 			break
 		}
 	}
