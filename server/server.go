@@ -91,8 +91,9 @@ type Options struct {
 	ClaimCacheSize int
 	ClaimCacheTTL  time.Duration
 	DedupeWindow   time.Duration
-	// Auth turns caller authentication and authorization on; nil leaves every call open as
-	// LocalPrincipal, the loopback-only development mode.
+	// Auth turns caller authentication and authorization on, in the grpc.Server NewGRPCServer
+	// makes (not in one given to Register); nil leaves every call open as LocalPrincipal, the
+	// loopback-only development mode.
 	Auth *AuthConfig
 }
 
@@ -292,7 +293,10 @@ func (s *Server) clock() time.Time {
 	return now.UTC().Truncate(time.Microsecond)
 }
 
-// Register adds every service (verifier, admin, inbox, token, health, reflection) to g.
+// Register adds every service (verifier, admin, inbox, token, health, reflection) to g. It
+// installs no authentication: a grpc.Server not made by NewGRPCServer runs every call as
+// LocalPrincipal, whatever Options.Auth says, so serve through NewGRPCServer when callers must
+// authenticate.
 func (s *Server) Register(g *grpc.Server) {
 	hookverifyv1.RegisterVerifierServiceServer(g, s)
 	hookverifyv1.RegisterAdminServiceServer(g, s)
