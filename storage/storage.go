@@ -94,6 +94,15 @@ func (c EndpointChange) Apply(ctx context.Context, current Endpoint, secrets []S
 // transaction (see AddSecret).
 type SecretCheck func(endpoint Endpoint) error
 
+// On runs c on e for a backend's AddSecret or RotateSecret: its refusal, or nil when c takes
+// the secret or is nil (no check).
+func (c SecretCheck) On(e Endpoint) error {
+	if c == nil {
+		return nil
+	}
+	return c(e)
+}
+
 // SecretStore keeps signing secrets, sealed: the store never sees plaintext material.
 type SecretStore interface {
 	// AddSecret stores a new secret, if check (when not nil) takes it: check runs on the

@@ -111,10 +111,8 @@ func insertCheckedSecret(ctx context.Context, tx pgx.Tx, sec storage.Secret, che
 	if err != nil {
 		return nil, err
 	}
-	if check != nil {
-		if refused := check(e); refused != nil {
-			return refused, nil
-		}
+	if refused := check.On(e); refused != nil {
+		return refused, nil
 	}
 	_, err = tx.Exec(ctx, insertSecret, insertSecretArgs(sec)...)
 	return nil, err

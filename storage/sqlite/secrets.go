@@ -184,10 +184,8 @@ func insertCheckedSecret(ctx context.Context, tx *sql.Tx, sec storage.Secret, ch
 	if err != nil {
 		return nil, err
 	}
-	if check != nil {
-		if refused := check(e); refused != nil {
-			return refused, nil
-		}
+	if refused := check.On(e); refused != nil {
+		return refused, nil
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO secrets (`+secretColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		sec.ID, sec.EndpointID, sec.KeyID, nonNil(sec.Sealed), micros(sec.CreatedAt), nullMicros(sec.NotBefore),
