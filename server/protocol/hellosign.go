@@ -36,9 +36,9 @@ const (
 // captured callback can be replayed with other content. Treat the event as a notification and
 // fetch the signature request from the API before acting on it.
 //
-// The reply: Dropbox Sign requires the response body "Hello API Event Received"; hookverify's
-// generic acknowledgement does not send it, so the edge must (otherwise Dropbox Sign retries a
-// delivery that was already accepted, which the identity then deduplicates).
+// The reply: Dropbox Sign requires the response body "Hello API Event Received" (otherwise it
+// retries a delivery that was already accepted, which the identity then deduplicates), so the
+// protocol's SuccessReply sends it in place of hookverify's generic acknowledgement.
 //
 // Verify rejects, in this order: a body whose json field is absent (multipart/form-data or
 // urlencoded) or that is not a JSON object otherwise (missing signature); a json field that is

@@ -25,8 +25,8 @@ const (
 // that is not 64 bytes in padded standard base64 (malformed signature); no or empty
 // telnyx-timestamp, or one that is not decimal unix seconds (missing timestamp); no public key
 // verifying the signature (signature mismatch); the timestamp more than the tolerance away
-// from Now in either direction — stricter than the SDKs, which accept future timestamps
-// (timestamp out of tolerance); a body that is not a JSON object (malformed payload); no
+// from Now in either direction, as telnyx-node 7.24.0 checks it (telnyx-python accepts
+// future timestamps) (timestamp out of tolerance); a body that is not a JSON object (malformed payload); no
 // "data" object, a data.id that is not a non-empty string, or an "event" record without
 // data.id (missing event id).
 func Telnyx() *Protocol {
