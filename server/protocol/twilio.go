@@ -50,11 +50,11 @@ const (
 // mismatch); a bodySHA256 in the URL that is not the SHA-256 of the body (signature mismatch).
 func Twilio() *Protocol {
 	return &Protocol{
-		Name:            twilioName,
-		DisplayName:     "Twilio",
+		Name:        twilioName,
+		DisplayName: "Twilio",
 		SignatureScheme: "HMAC-SHA1 (base64) of the URL + sorted POST params (name+value), X-Twilio-Signature; JSON bodies via the signed bodySHA256 URL parameter; " +
 			"a Webhook shared key's deliveries with the algorithm X-Twilio-Webhooks-Signature-Settings names (HMAC_SHA256), keyed with the SharedKey secret (add it as a secret)",
-		SignsTimestamp:  false,
+		SignsTimestamp: false,
 		IdentitySource: "SHA-256 of the signed content, since Twilio sends no signed event id: \"signed-sha256:<hex>\" of the " +
 			"URL (without its port) and the sorted name+value parameter string for form posts, \"body-sha256:<hex>\" of the raw body for bodySHA256 (JSON) " +
 			"deliveries, \"url-sha256:<hex>\" of the URL for parameterless (GET) callbacks. The unsigned " +
