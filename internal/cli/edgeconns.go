@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"net"
 	"sync"
 
@@ -80,4 +81,16 @@ func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
 	c.release()
 	return err
+}
+
+// CloseWrite half-closes the connection it wraps, as *net.TCPConn does. net/http looks for it
+// by a type assertion when it answers a request whose body it will not read (413, a 503 at
+// --max-bytes-in-flight mid-body, 431): it sends a FIN, so the client still uploading reads
+// the answer and its end, and closes 500 ms later. Without it the embedded net.Conn hid the
+// method, no FIN was sent, and only the reset of that close ended the exchange.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }

@@ -10,6 +10,20 @@ const net = require('node:net');
 const { createEdge } = require('../edge.js');
 const h = require('./helpers.js');
 
+/**
+ * connectionsReach waits until the server counts n connections open, at most 10 s: a fixed
+ * sleep could end before the server had seen a connection open or close on a loaded machine.
+ */
+async function connectionsReach(server, n) {
+  const deadline = Date.now() + 10000;
+  for (;;) {
+    const count = await new Promise((resolve, reject) => server.getConnections((err, c) => (err ? reject(err) : resolve(c))));
+    if (count === n) return;
+    if (Date.now() > deadline) assert.fail(`the server counts ${count} connections open, want ${n}`);
+    await h.sleep(10);
+  }
+}
+
 /** connect opens a TCP connection to port and resolves once it is open. */
 const connect = (port) => new Promise((resolve, reject) => {
   const c = net.connect(port, '127.0.0.1', () => resolve(c));
@@ -25,7 +39,7 @@ test('past maxConnections a new connection is closed, warned of, and served agai
   const port = Number(new URL(url).port);
   const idle = [await connect(port), await connect(port)];
   try {
-    await h.sleep(100); // the server has counted both
+    await connectionsReach(edge, 2);
     const third = await connect(port);
     const closed = await new Promise((resolve) => {
       const timer = setTimeout(() => resolve(false), 5000);
@@ -41,7 +55,7 @@ test('past maxConnections a new connection is closed, warned of, and served agai
     assert.equal(warnings[0].fields.max_connections, 2);
 
     idle[0].destroy();
-    await h.sleep(100);
+    await connectionsReach(edge, 1);
     const res = await h.request(`${url}/healthz`, { method: 'GET' });
     assert.equal(res.status, 200, 'a request once a connection closed');
   } finally {
