@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 )
@@ -87,4 +88,46 @@ func TestTwilioSharedKeyDeliveries(t *testing.T) {
 	req := form(twilioSharedKeyFormSHA256, "key=k,algorithm=HMAC_SHA256")
 	res, err := p.Verify(req, keysFor(t, p, "an-old-auth-token-0123456789abcd"), Params{})
 	checkOutcome(t, res, err, ReasonSignatureMismatch, "", req)
+}
+
+// FuzzTwilioSignatureSettings: any X-Twilio-Webhooks-Signature-Settings value is read without a
+// panic as HMAC-SHA1, HMAC-SHA256 or a refusal, as twilio-node reads it: SHA-256 only when the
+// first "algorithm=" part with a value says HMAC_SHA256 in some case; and a delivery signed with
+// the shared key under the algorithm read authenticates.
+func FuzzTwilioSignatureSettings(f *testing.F) {
+	p := Twilio()
+	keys := keysFor(f, p, twilioSharedKeySecret)
+	for _, s := range []string{"key=webhooks_sharedkey_0123,algorithm=HMAC_SHA256", " key=x , algorithm = hmac_sha256 ", "key=k",
+		"algorithm=,algorithm=HMAC_SHA256", "algorithm=HMAC_SHA512", "Algorithm=HMAC_SHA256", "=,=,algorithm", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, settings string) {
+		headers := Headers{{Name: "X-Twilio-Webhooks-Signature-Settings", Value: settings}}
+		newHash, size, name, err := twilioAlgorithm(headers)
+		if err != nil {
+			checkAnswer(t, err)
+			if ReasonOf(err) != ReasonMalformedSignature {
+				t.Fatalf("settings %q: refused as %v, want a malformed signature", settings, ReasonOf(err))
+			}
+			return
+		}
+		named := ""
+		for part := range strings.SplitSeq(settings, ",") {
+			if k, v, ok := strings.Cut(part, "="); ok && strings.TrimSpace(k) == "algorithm" && strings.TrimSpace(v) != "" {
+				named = strings.ToUpper(strings.TrimSpace(v))
+				break
+			}
+		}
+		if (size == 32) != (named == "HMAC_SHA256") || (name == "HMAC-SHA256") != (size == 32) {
+			t.Fatalf("settings %q read as %s (%d bytes), the first algorithm named is %q", settings, name, size, named)
+		}
+		// The form vector signed under the algorithm read authenticates with the settings given.
+		sig := base64.StdEncoding.EncodeToString(hmacSum(newHash, []byte(twilioSharedKeySecret), twilioMessage(twilioSharedKeyFormURL,
+			"BodyHello, worldFrom+15551234567MessageSidSM1234567890abcdef1234567890abcdefTo+15005550006")))
+		req := &Request{Method: "POST", URL: twilioSharedKeyFormURL, Body: []byte(twilioSharedKeyForm),
+			Headers: append(Headers{{Name: "X-Twilio-Signature", Value: sig}}, headers...)}
+		if _, err := p.Verify(req, keys, Params{}); err != nil {
+			t.Fatalf("settings %q: a delivery signed with %s: %v", settings, name, err)
+		}
+	})
 }
