@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	mrand "math/rand/v2"
 	"slices"
@@ -52,8 +53,12 @@ func runBench(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *workers < 1 || *bodyBytes < 16 || *rate < 0 || *drain < 0 || *leaseSize < 1 || *leaseSize > 100 {
-		return usagef("--workers must be at least 1, --body-bytes at least 16, --rate and --drain not negative and --lease-size from 1 to 100")
+	// A rate is 0 (closed loop) or one whose interval between calls is from 1 µs to 100 s:
+	// NaN ran a closed loop unannounced, and rates whose interval overflowed a Duration or
+	// rounded to zero started calls without end.
+	rateOK := *rate == 0 || *rate >= minBenchRate && *rate <= maxBenchRate
+	if *workers < 1 || *bodyBytes < 16 || !rateOK || *drain < 0 || *leaseSize < 1 || *leaseSize > 100 {
+		return usagef("--workers must be at least 1, --body-bytes at least 16, --rate 0 or from %g to %g, --drain not negative and --lease-size from 1 to 100", minBenchRate, maxBenchRate)
 	}
 	load := loadShape{workers: *workers, duration: *duration, rate: *rate}
 	// The token needs the admin scope (the bench creates its own endpoint) and verify on it.
@@ -115,13 +120,14 @@ func runBench(ctx context.Context, e env, args []string) error {
 	fmt.Fprint(e.stdout, "\n\n")
 	fmt.Fprintln(out, "phase\tcalls\tcalls/s\tp50\tp90\tp99\terrors\t")
 	var baseRate float64
+	var base *benchResult
 	if *baseline {
 		health := healthpb.NewHealthClient(conn.GRPC())
-		res := drive(ctx, load, func(ctx context.Context, _ int, _ *mrand.Rand) (string, int, error) {
+		base = drive(ctx, load, func(ctx context.Context, _ int, _ *mrand.Rand) (string, int, error) {
 			_, err := health.Check(ctx, &healthpb.HealthCheckRequest{})
 			return "noop", 0, err
 		})
-		baseRate = res.print(out)
+		baseRate = base.print(out)
 	}
 	var seq sync.Mutex
 	next := int64(0)
@@ -164,10 +170,18 @@ func runBench(ctx context.Context, e env, args []string) error {
 		drained.print(out)
 	}
 	out.Flush()
+	if base != nil {
+		base.printBehind(e.stdout, "noop")
+	}
+	res.printBehind(e.stdout, "verify")
 	if drained != nil {
 		fmt.Fprintf(e.stdout, "\ndrained: %d deliveries acked, %.0f/s\n", drained.items, float64(drained.items)/drained.elapsed.Seconds())
 	}
-	if *baseline && baseRate > 0 {
+	if *baseline && *rate > 0 {
+		// Both ran on the same schedule: each answered at most the rate, so the ratio of their
+		// calls/s says nothing of the server's cost (1.00x whenever both keep up).
+		fmt.Fprintln(e.stdout, "\nopen loop: the no-op ran on the same schedule; compare latencies, not calls/s")
+	} else if *baseline && baseRate > 0 {
 		fmt.Fprintln(e.stdout, "\nratio to the no-op gRPC baseline (calls/s):")
 		for _, v := range res.verdicts() {
 			fmt.Fprintf(e.stdout, "  %-10s %.2fx\n", v, res.rate(v)/baseRate)
@@ -233,12 +247,24 @@ func randomEventID(r *mrand.Rand) string {
 
 // drainer returns the call of `workers` drain workers: each leases up to leaseSize of the
 // endpoint's deliveries ("lease"; "lease (empty)" when there was none, after which it waits
-// 10 ms as a polling worker would) and then acks them all with one AckMany call ("ack-many"),
-// or with ackEach one Ack call each ("ack"). Either way each call reports how many deliveries
+// 10 ms as a polling worker would, a pause not counted as a call) and then acks them all with
+// one AckMany call ("ack-many"), or with ackEach one Ack call each ("ack"). Either way each call reports how many deliveries
 // it acked, and their rate in the result's items is the rate the inbox drains.
 func drainer(inbox hookverifyv1.InboxServiceClient, endpointID string, workers, leaseSize int, ackEach bool) func(context.Context, int, *mrand.Rand) (string, int, error) {
 	leased := make([][]*hookverifyv1.InboxDelivery, workers) // each worker's own
+	idle := make([]bool, workers)                            // each worker's last lease was empty
 	return func(ctx context.Context, w int, _ *mrand.Rand) (string, int, error) {
+		if idle[w] {
+			// The pause after an empty lease is the bench's own, not the server's: a call of
+			// its own that drive does not count, so that the "lease (empty)" row times the
+			// lease alone.
+			idle[w] = false
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Millisecond):
+			}
+			return "", 0, nil
+		}
 		if len(leased[w]) == 0 {
 			resp, err := inbox.Lease(ctx, &hookverifyv1.LeaseRequest{EndpointIds: []string{endpointID},
 				MaxDeliveries: int32(leaseSize), VisibilityTimeout: durationpb.New(time.Minute)})
@@ -246,10 +272,7 @@ func drainer(inbox hookverifyv1.InboxServiceClient, endpointID string, workers, 
 				return "error:lease:" + status.Code(err).String(), 0, err
 			}
 			if leased[w] = resp.GetDeliveries(); len(leased[w]) == 0 {
-				select {
-				case <-ctx.Done():
-				case <-time.After(10 * time.Millisecond):
-				}
+				idle[w] = true
 				return "lease (empty)", 0, nil
 			}
 			return "lease", 0, nil
@@ -304,24 +327,29 @@ func printBacklog(ctx context.Context, e env, inbox hookverifyv1.InboxServiceCli
 	fmt.Fprintln(e.stdout, "\ninbox after the phase: empty")
 }
 
+// maxMixWeight bounds each weight of --mix, so that their sum, the range the workers draw
+// from, cannot overflow (it panicked rand.IntN, after the bench had created its endpoint).
+const maxMixWeight = 1_000_000
+
 func parseMix(s string) ([3]int, error) {
 	var w [3]int
+	var seen [3]bool
 	for _, part := range strings.Split(s, ",") {
 		name, value, ok := strings.Cut(strings.TrimSpace(part), "=")
 		n, err := strconv.Atoi(value)
-		if !ok || err != nil || n < 0 {
-			return w, usagef("--mix %q: want name=weight pairs of new, dup and forged", s)
+		if !ok || err != nil || n < 0 || n > maxMixWeight {
+			return w, usagef("--mix %q: want name=weight pairs of new, dup and forged, each weight from 0 to %d", s, maxMixWeight)
 		}
-		switch name {
-		case "new":
-			w[0] = n
-		case "dup":
-			w[1] = n
-		case "forged":
-			w[2] = n
-		default:
+		i := slices.Index([]string{"new", "dup", "forged"}, name)
+		if i < 0 {
 			return w, usagef("--mix: unknown kind %q (new, dup, forged)", name)
 		}
+		// A kind named twice is a typo, not a sum: the last weight would silently win while
+		// the results' header prints the mix as given.
+		if seen[i] {
+			return w, usagef("--mix %q: %s given twice", s, name)
+		}
+		seen[i], w[i] = true, n
 	}
 	if w[0]+w[1]+w[2] == 0 {
 		return w, usagef("--mix: weights add up to zero")
@@ -336,6 +364,10 @@ type benchResult struct {
 	errors    int
 	// items is the sum of what the calls reported doing (deliveries acked, for drain workers).
 	items int
+	// due is, in an open loop, how many calls the schedule set in the phase (zero in a closed
+	// loop), and started how many of them a worker took up; those not among the latencies
+	// were not answered by its end.
+	due, started int
 }
 
 // loadShape is how drive calls: how many callers, for how long, and at what fixed rate (zero
@@ -346,11 +378,20 @@ type loadShape struct {
 	rate     float64
 }
 
+// The rates an open loop accepts: the interval between calls, a Duration, stays from 1 µs to
+// 100 s.
+const minBenchRate, maxBenchRate = 0.01, 1e6
+
+// interval is the time between two scheduled calls of an open loop.
+func (l loadShape) interval() time.Duration { return time.Duration(float64(time.Second) / l.rate) }
+
 // drive runs call from load.workers goroutines for load.duration and collects latencies by
-// the label call returns. In a closed loop each worker calls again as soon as it is answered.
-// At a fixed rate the calls are started on a schedule instead, handed to whichever worker is
-// free, and each latency counts from the call's scheduled start, so that time spent waiting
-// for a free worker (the server falling behind) is counted rather than hidden.
+// the label call returns (none for the label "", a pause of the caller's own). In a closed
+// loop each worker calls again as soon as it is answered. At a fixed rate the calls are started
+// on a schedule instead, handed to whichever worker is free, and each latency counts from the
+// call's scheduled start, so that time spent waiting for a free worker (the server falling
+// behind) is counted rather than hidden; calls due but not answered by the end are counted in
+// due and started (printBehind).
 func drive(ctx context.Context, load loadShape, call func(ctx context.Context, worker int, r *mrand.Rand) (label string, items int, err error)) *benchResult {
 	ctx, cancel := context.WithTimeout(ctx, load.duration)
 	defer cancel()
@@ -362,13 +403,15 @@ func drive(ctx context.Context, load loadShape, call func(ctx context.Context, w
 	var schedule chan time.Time
 	if load.rate > 0 {
 		schedule = make(chan time.Time, 1<<16)
-		wg.Go(func() { feed(ctx, schedule, start, load.rate) })
+		wg.Go(func() { feed(ctx, schedule, start, load.interval()) })
+		// Calls k = 0, 1, ... are due at start + k×interval, those before the end in the phase.
+		res.due = int((load.duration + load.interval() - 1) / load.interval())
 	}
 	for w := range load.workers {
 		wg.Go(func() {
 			r := mrand.New(mrand.NewPCG(uint64(w), uint64(start.UnixNano())))
 			local := map[string][]time.Duration{}
-			errs, items := 0, 0
+			errs, items, started := 0, 0, 0
 			for ctx.Err() == nil {
 				t0 := time.Now()
 				if schedule != nil {
@@ -376,12 +419,16 @@ func drive(ctx context.Context, load loadShape, call func(ctx context.Context, w
 					if t0, ok = <-schedule; !ok {
 						break
 					}
+					started++
 				}
 				label, n, err := call(ctx, w, r)
 				if ctx.Err() != nil || !time.Now().Before(end) {
 					// A call cut short by the end of the phase is not counted. gRPC may fail it
 					// with DeadlineExceeded before the context reports its end.
 					break
+				}
+				if label == "" {
+					continue // a pause of the caller's own (drainer), not a call
 				}
 				if err != nil {
 					errs++
@@ -395,6 +442,7 @@ func drive(ctx context.Context, load loadShape, call func(ctx context.Context, w
 			}
 			res.errors += errs
 			res.items += items
+			res.started += started
 			mu.Unlock()
 		})
 	}
@@ -403,11 +451,10 @@ func drive(ctx context.Context, load loadShape, call func(ctx context.Context, w
 	return res
 }
 
-// feed sends the scheduled start time of every call due at rate per second since start, until
+// feed sends the scheduled start time of every call due every interval since start, until
 // ctx ends, then closes schedule. It wakes every millisecond and sends all calls due by then.
-func feed(ctx context.Context, schedule chan<- time.Time, start time.Time, rate float64) {
+func feed(ctx context.Context, schedule chan<- time.Time, start time.Time, interval time.Duration) {
 	defer close(schedule)
-	interval := time.Duration(float64(time.Second) / rate)
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for k := int64(0); ; {
@@ -427,6 +474,23 @@ func feed(ctx context.Context, schedule chan<- time.Time, start time.Time, rate 
 			return
 		}
 	}
+}
+
+// printBehind says, for an open loop, how many calls due in the phase were not answered by its
+// end: the percentiles are of the answered calls only, so without it a server answering a
+// third of the schedule would look as if it kept up. It says nothing while every call due was
+// taken up by a worker (give or take the schedule's millisecond ticks): then only the calls
+// in flight at the end, a normal latency's worth, went unanswered.
+func (r *benchResult) printBehind(w io.Writer, what string) {
+	if r.due == 0 || r.due-r.started <= max(1, r.due/100) {
+		return
+	}
+	answered := 0
+	for _, v := range r.latencies {
+		answered += len(v)
+	}
+	fmt.Fprintf(w, "\nopen loop (%s): %d of the %d calls due in the phase not answered by its end, %d of them never started (every worker waiting for an answer): the server fell behind, and the percentiles above leave those out\n",
+		what, r.due-answered, r.due, r.due-r.started)
 }
 
 func (r *benchResult) verdicts() []string {
