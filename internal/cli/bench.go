@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/hookverify/hookverify/client"
+	"github.com/hookverify/hookverify/internal/benchbody"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server/protocol"
 )
@@ -85,7 +86,7 @@ func runBench(ctx context.Context, e env, args []string) error {
 	if _, err := conn.Admin.AddSecret(setupCtx, &hookverifyv1.AddSecretRequest{EndpointId: endpointID, Secret: verifying}); err != nil {
 		return fmt.Errorf("adding its secret: %w", err)
 	}
-	body := benchBody(*bodyBytes, *repetitiveBody)
+	body := benchbody.JSON(*bodyBytes, *repetitiveBody)
 	request := func(eventID, key string) *hookverifyv1.VerifyRequest {
 		signed, _ := protocol.SignDelivery(gh, protocol.SignInput{Body: body, EventID: eventID, Timestamp: time.Now()}, []string{key})
 		req := &hookverifyv1.VerifyRequest{EndpointId: endpointID, Body: body, Method: "POST", Url: "https://bench.example.com/" + endpointID}
@@ -533,40 +534,4 @@ func pct(sorted []time.Duration, p float64) string {
 	}
 	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
 	return sorted[max(i, 0)].Round(10 * time.Microsecond).String()
-}
-
-// benchWords and hex runs make up the text of a bench body. Real deliveries are JSON whose keys
-// and common values repeat and whose ids, hashes and timestamps do not; PostgreSQL compresses
-// a GitHub push payload of 2 KiB by about 1.5, and this text by about as much (but not a
-// repeated letter, which it shrinks 40 times, making each stored body and every rewrite of
-// its row on lease and ack that much cheaper than real ones: 8-25 % more deliveries a second
-// taken in and drained in the eighth session's runs).
-var benchWords = strings.Fields(`id node_id name full_name private owner login avatar_url url html_url
-	type site_admin description fork created_at updated_at pushed_at ref before after repository
-	sender commits message timestamp author committer email added removed modified distinct
-	head_commit compare pusher organization installation true false null https api github com`)
-
-// benchBody returns a JSON body of exactly size bytes (at least 13): {"bench":"TEXT"}, TEXT
-// the same pseudo-random words and hex runs in every run, or with repetitive one letter
-// repeated.
-func benchBody(size int, repetitive bool) []byte {
-	const open, end = `{"bench":"`, `"}`
-	text := make([]byte, 0, size)
-	if repetitive {
-		text = append(text, strings.Repeat("x", size-len(open)-len(end))...)
-	} else {
-		r := mrand.New(mrand.NewPCG(1, 2))
-		for len(text) < size-len(open)-len(end) {
-			if r.IntN(5) == 0 {
-				for range 6 + r.IntN(20) {
-					text = append(text, "0123456789abcdef"[r.IntN(16)])
-				}
-			} else {
-				text = append(text, benchWords[r.IntN(len(benchWords))]...)
-			}
-			text = append(text, ' ')
-		}
-		text = text[:size-len(open)-len(end)]
-	}
-	return append(append([]byte(open), text...), end...)
 }
