@@ -40,14 +40,17 @@ const (
 // MR validates against strip an optional "whsec_" and base64-decode). How GitLab displays the
 // signing token is NOT CONFIRMED in its docs.
 //
-// When webhook-signature is present it alone decides (X-Gitlab-Token is then ignored), so a
-// broken signature cannot fall back to the token. The endpoint option require_signature=true
-// additionally refuses deliveries that carry only X-Gitlab-Token, closing the replay/forgery
-// window of the plain-text token once signing is enabled.
+// When webhook-signature is present it decides, but for a signature that fails on an endpoint
+// not requiring signatures: then an X-Gitlab-Token matching a secret token authenticates the
+// delivery, as it would without the signature header (GitLab sends both when a hook has both
+// tokens, and retries nothing). The endpoint option require_signature=true refuses deliveries
+// that carry only X-Gitlab-Token and signed ones whose signature fails, closing the
+// replay/forgery window of the plain-text token once signing is enabled.
 //
 // Verify rejects, in this order: for signed deliveries exactly as the standard-webhooks
 // protocol does (missing/malformed signature, missing timestamp, missing webhook-id, signature
-// mismatch, timestamp out of tolerance); for classic deliveries: an endpoint requiring
+// mismatch, timestamp out of tolerance), unless the token authenticates them as above; for
+// classic deliveries: an endpoint requiring
 // signatures (missing signature), an empty X-Gitlab-Token (malformed signature), no key equal
 // to it, compared in constant time (signature mismatch), no Idempotency-Key nor
 // X-Gitlab-Event-UUID (missing event id); neither header (missing signature).
@@ -55,7 +58,7 @@ func GitLab() *Protocol {
 	return &Protocol{
 		Name:             gitlabName,
 		DisplayName:      "GitLab",
-		SignatureScheme:  `X-Gitlab-Token secret token (constant-time), or Standard Webhooks webhook-signature v1 HMAC-SHA256 (base64) of "{webhook-id}.{timestamp}.{body}" when a signing token is set`,
+		SignatureScheme:  `X-Gitlab-Token secret token (constant-time), or Standard Webhooks webhook-signature v1 HMAC-SHA256 (base64) of "{webhook-id}.{timestamp}.{body}" when a signing token is set (a signature that fails leaves the token to decide, unless the endpoint option require_signature=true)`,
 		SignsTimestamp:   true,
 		DefaultTolerance: gitlabDefaultTolerance,
 		IdentitySource: "signed deliveries: the signed webhook-id (equal to Idempotency-Key); token deliveries: the Idempotency-Key " +
@@ -133,17 +136,36 @@ func verifyGitLab(req *Request, keys []Key, p Params) (Result, error) {
 	if req == nil {
 		return Result{}, Reject(ReasonMissingSignature, "no request")
 	}
+	requireSignature := p.Options[gitlabRequireSignature] == "true"
+	token, hasToken := req.Headers.Get(gitlabTokenHeader)
 	if raw, ok := req.Headers.Get("webhook-signature"); ok {
-		return verifyGitLabSigned(req, raw, keys, p)
+		res, err := verifyGitLabSigned(req, raw, keys, p)
+		if err == nil || requireSignature || !hasToken {
+			return res, err
+		}
+		// A hook with both a secret token and a signing token sends both headers. An endpoint
+		// that does not require signatures takes the token when the signature fails (a signing
+		// token enabled in GitLab before it was added here, say): GitLab does not retry, and
+		// auto-disables a hook that keeps failing, so the delivery would be lost, while anyone
+		// holding the token could send it without the signature header anyway. The secret
+		// that matched tells which one authenticated it.
+		if res, tokenErr := verifyGitLabToken(req, token, keys); tokenErr == nil {
+			return res, nil
+		}
+		return Result{}, err
 	}
-	token, ok := req.Headers.Get(gitlabTokenHeader)
-	if !ok {
+	if !hasToken {
 		return Result{}, Reject(ReasonMissingSignature, "no webhook-signature or %s header", gitlabTokenHeader)
 	}
-	if p.Options[gitlabRequireSignature] == "true" {
+	if requireSignature {
 		return Result{}, Reject(ReasonMissingSignature,
 			"the endpoint requires webhook-signature and this delivery carries only %s", gitlabTokenHeader)
 	}
+	return verifyGitLabToken(req, token, keys)
+}
+
+// verifyGitLabToken authenticates a delivery by its X-Gitlab-Token, the secret token itself.
+func verifyGitLabToken(req *Request, token string, keys []Key) (Result, error) {
 	if token == "" {
 		return Result{}, Reject(ReasonMalformedSignature, "%s is empty", gitlabTokenHeader)
 	}

@@ -80,7 +80,13 @@ func TestGitLabVerify(t *testing.T) {
 		{name: "signed: missing webhook-id", req: withoutHeader(vec, "webhook-id"), keys: []string{gitlabSigning}, params: vecParams, wantReason: ReasonMissingEventID},
 		{name: "signed: stale", req: vec, keys: []string{gitlabSigning}, params: Params{Now: gitlabVecNow.Add(301 * time.Second), Tolerance: 300 * time.Second}, wantReason: ReasonTimestampOutOfTolerance},
 		{name: "signed: future", req: vec, keys: []string{gitlabSigning}, params: Params{Now: gitlabVecNow.Add(-301 * time.Second), Tolerance: 300 * time.Second}, wantReason: ReasonTimestampOutOfTolerance},
-		{name: "signed: broken signature does not fall back to a valid token", req: withHeader(withHeader(vec, "webhook-signature", "v1,"+strings.Repeat("A", 43)+"="), "X-Gitlab-Token", gitlabToken), keys: []string{gitlabSigning, gitlabToken}, params: vecParams, wantReason: ReasonSignatureMismatch},
+		// A hook with both tokens sends both headers; a signing token not (yet) added here, or a
+		// broken signature, falls back to the token unless the endpoint requires signatures.
+		{name: "signed: broken signature falls back to a valid token", req: withHeader(withHeader(withHeader(vec, "webhook-signature", "v1,"+strings.Repeat("A", 43)+"="), "X-Gitlab-Token", gitlabToken), "Idempotency-Key", gitlabVecID), keys: []string{gitlabSigning, gitlabToken}, params: vecParams, wantKey: "k1", wantEvent: gitlabVecID},
+		{name: "signed: no signing token here, the token authenticates", req: withHeader(withHeader(vec, "X-Gitlab-Token", gitlabToken), "Idempotency-Key", gitlabVecID), keys: []string{gitlabToken}, params: vecParams, wantKey: "k0", wantEvent: gitlabVecID},
+		{name: "signed: stale signature, the token authenticates", req: withHeader(withHeader(vec, "X-Gitlab-Token", gitlabToken), "Idempotency-Key", gitlabVecID), keys: []string{gitlabSigning, gitlabToken}, params: Params{Now: gitlabVecNow.Add(301 * time.Second), Tolerance: 300 * time.Second}, wantKey: "k1", wantEvent: gitlabVecID},
+		{name: "signed: broken signature and a wrong token: the signature's reason", req: withHeader(withHeader(vec, "webhook-signature", "v1,"+strings.Repeat("A", 43)+"="), "X-Gitlab-Token", "not-the-token"), keys: []string{gitlabSigning, gitlabToken}, params: vecParams, wantReason: ReasonSignatureMismatch},
+		{name: "signed: broken signature does not fall back when signatures are required", req: withHeader(withHeader(withHeader(vec, "webhook-signature", "v1,"+strings.Repeat("A", 43)+"="), "X-Gitlab-Token", gitlabToken), "Idempotency-Key", gitlabVecID), keys: []string{gitlabSigning, gitlabToken}, params: Params{Now: gitlabVecNow, Options: map[string]string{"require_signature": "true"}}, wantReason: ReasonSignatureMismatch},
 		{name: "signed: a token-only key cannot verify signatures unless it is base64", req: vec, keys: []string{gitlabToken}, params: vecParams, wantReason: ReasonSignatureMismatch},
 		{name: "signed: Sign round trip", req: gitlabSignedBy(t, gitlabSigningNew, fixedNow, `{"object_kind":"push"}`), keys: []string{gitlabSigning, gitlabSigningNew}, wantKey: "k1", wantEvent: gitlabUUID},
 
@@ -193,8 +199,11 @@ func FuzzGitLabHeaders(f *testing.F) {
 		checkAnswer(t, err)
 
 		sreq := signed(t, p, SignInput{Body: body, EventID: gitlabUUID, Timestamp: fixedNow}, gitlabSigning)
-		// A valid token beside a signature must not rescue a mutated signature.
-		checkMutation(t, p, keys, params, withHeader(sreq, "X-Gitlab-Token", gitlabToken), "webhook-signature", pos, repl)
+		// A valid token beside a signature does not rescue a mutated one where signatures are
+		// required (elsewhere it authenticates the delivery as it would alone).
+		required := params
+		required.Options = map[string]string{"require_signature": "true"}
+		checkMutation(t, p, keys, required, withHeader(sreq, "X-Gitlab-Token", gitlabToken), "webhook-signature", pos, repl)
 		treq := signed(t, p, SignInput{Body: body, EventID: gitlabUUID}, gitlabToken)
 		checkMutation(t, p, keys, params, treq, "X-Gitlab-Token", pos, repl)
 	})
