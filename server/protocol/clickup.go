@@ -30,8 +30,10 @@ func ClickUp() *Protocol {
 		SignatureScheme: "HMAC-SHA256 (hex) of the raw body, X-Signature",
 		IdentitySource:  "sha256 of the raw body (\"body-sha256:<hex>\"): ClickUp sends no delivery id header, and a retry resends the same body",
 		DocsURL:         "https://developer.clickup.com/docs/webhooksignature",
-		Retries: "ClickUp retries a failed delivery with the same body (the schedule is not documented in " +
-			"the sources read). No timestamp is signed, so there is no tolerance; the body hash makes " +
+		Retries: "ClickUp sends an event up to five times while its delivery fails (a non-2xx status, or no answer " +
+			"within 7 s), then drops it and counts a failure against the webhook; 100 such failures, or one 410, " +
+			"suspend the webhook (https://developer.clickup.com/docs/webhookhealth; the intervals are not documented). " +
+			"A retry resends the same body. No timestamp is signed, so there is no tolerance; the body hash makes " +
 			"an identical retry a duplicate, though two genuinely identical events would also " +
 			"collapse into one.",
 		ParseSecret:   parseClickUpSecret,

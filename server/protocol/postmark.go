@@ -44,8 +44,11 @@ func Postmark() *Protocol {
 		IdentitySource: "body: Bounce/SpamComplaint ID; Delivery MessageID+Recipient; Open/Click/SubscriptionChange " +
 			"MessageID + hash of recipient and event time (and link); inbound MessageID; else body-sha256 of the raw body",
 		DocsURL: "https://postmarkapp.com/developer/webhooks/webhooks-overview#protecting-your-webhook",
-		Retries: "Postmark retries a webhook that does not get 200 (a 403 stops it) 10 times over about 10.5 hours " +
-			"(1, 5, 10, 10, 10, 15, 30 minutes, 1, 2, 6 hours; postmarkapp.com support article on inbound webhook retries). " +
+		Retries: "Outbound webhooks (Delivery, Bounce, SpamComplaint, Open, Click, SubscriptionChange) are retried only after a " +
+			"5xx, 408, 429 or a network timeout, up to 6 times over about 70 minutes (1, 5, 10, 10, 10, 15 minutes), each retry " +
+			"carrying X-PM-Retries-Remaining; any other 4xx drops the event at once (ActiveCampaign/postmark-skills " +
+			"postmark-webhooks/SKILL.md). Inbound webhooks are retried 10 times over about 10.5 hours (1, 5, 10, 10, 10, 15, " +
+			"30 minutes, 1, 2, 6 hours) unless answered 403 (postmarkapp.com support article on inbound webhook retries). " +
 			"Nothing is timed, so every retry is accepted and deduplicated by the identity above.",
 		ParseSecret:        parsePostmarkSecret,
 		Verify:             verifyPostmark,
