@@ -116,7 +116,8 @@ func runBench(ctx context.Context, e env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "hookverify bench: %s, %d workers, %s per phase, %d-byte bodies (%s), mix %s", remote.server, *workers, *duration, *bodyBytes, bodyKind, *mix)
 	if *rate > 0 {
-		fmt.Fprintf(e.stdout, ", open loop at %.0f calls/s", *rate)
+		// As given: rates below 1 are allowed, and %.0f printed 0.25 as 0, the closed loop's.
+		fmt.Fprintf(e.stdout, ", open loop at %s calls/s", strconv.FormatFloat(*rate, 'f', -1, 64))
 	}
 	fmt.Fprint(e.stdout, "\n\n")
 	fmt.Fprintln(out, "phase\tcalls\tcalls/s\tp50\tp90\tp99\terrors\t")

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	mrand "math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -114,10 +115,12 @@ func TestBenchEmptyLeaseLatencyIsTheCall(t *testing.T) {
 	if len(lat) < 5 || len(lat) > 25 {
 		t.Errorf("%d empty leases in 200 ms with a 10 ms pause after each, want about 20", len(lat))
 	}
-	for _, d := range lat {
-		if d >= 5*time.Millisecond {
-			t.Fatalf("an empty lease answered at once took %v in the results: the pause is counted", d)
-		}
+	// With the pause counted every latency is 10 ms or more; without it nearly all are
+	// microseconds, but on a loaded machine a goroutine descheduled mid-call may take a few
+	// milliseconds now and then, so the median decides, not each one.
+	slices.Sort(lat)
+	if len(lat) > 0 && lat[len(lat)/2] >= 5*time.Millisecond {
+		t.Fatalf("empty leases answered at once have a median of %v in the results: the pause is counted (%v)", lat[len(lat)/2], lat)
 	}
 	if len(res.latencies) != 1 {
 		t.Errorf("rows %v, want lease (empty) only", res.verdicts())

@@ -49,8 +49,9 @@ const (
 //
 // Verify rejects, in this order: for signed deliveries exactly as the standard-webhooks
 // protocol does (missing/malformed signature, missing timestamp, missing webhook-id, signature
-// mismatch, timestamp out of tolerance), unless the token authenticates them as above; for
-// classic deliveries: an endpoint requiring
+// mismatch, timestamp out of tolerance), unless the token authenticates them as above (then
+// for no Idempotency-Key nor X-Gitlab-Event-UUID, missing event id); for classic deliveries:
+// an endpoint requiring
 // signatures (missing signature), an empty X-Gitlab-Token (malformed signature), no key equal
 // to it, compared in constant time (signature mismatch), no Idempotency-Key nor
 // X-Gitlab-Event-UUID (missing event id); neither header (missing signature).
@@ -149,8 +150,12 @@ func verifyGitLab(req *Request, keys []Key, p Params) (Result, error) {
 		// auto-disables a hook that keeps failing, so the delivery would be lost, while anyone
 		// holding the token could send it without the signature header anyway. The secret
 		// that matched tells which one authenticated it.
-		if res, tokenErr := verifyGitLabToken(req, token, keys); tokenErr == nil {
-			return res, nil
+		res, tokenErr := verifyGitLabToken(req, token, keys)
+		if tokenErr == nil || ReasonOf(tokenErr) == ReasonMissingEventID {
+			// Authenticated by the token, and only its id missing: that is what keeps it out,
+			// for good, as without the signature header (the signature's reason, a mismatch,
+			// would have the server answer UNAVAILABLE while a secret cannot be opened).
+			return res, tokenErr
 		}
 		return Result{}, err
 	}

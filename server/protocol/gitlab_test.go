@@ -204,6 +204,15 @@ func FuzzGitLabHeaders(f *testing.F) {
 		required := params
 		required.Options = map[string]string{"require_signature": "true"}
 		checkMutation(t, p, keys, required, withHeader(sreq, "X-Gitlab-Token", gitlabToken), "webhook-signature", pos, repl)
+		// Elsewhere the mutated delivery gets exactly what it gets without the signature
+		// header: accepted under the token's secret and Idempotency-Key, the token redacted.
+		if mreq, _, changed := mutateHeader(t, withHeader(sreq, "X-Gitlab-Token", gitlabToken), "webhook-signature", pos, repl); changed {
+			got, err := p.Verify(mreq, keys, params)
+			want, wantErr := p.Verify(withoutHeader(mreq, "webhook-signature"), keys, params)
+			if err != nil || wantErr != nil || got != want || got.KeyID != "k1" || got.CredentialHeader != "X-Gitlab-Token" {
+				t.Fatalf("mutated signature beside a valid token: %+v, %v; without the signature header %+v, %v", got, err, want, wantErr)
+			}
+		}
 		treq := signed(t, p, SignInput{Body: body, EventID: gitlabUUID}, gitlabToken)
 		checkMutation(t, p, keys, params, treq, "X-Gitlab-Token", pos, repl)
 	})

@@ -42,6 +42,7 @@ var standardWebhooksFamilies = [...]standardWebhooksHeaders{standardWebhooksSpec
 // svixFamilies is the order for deliveries from Svix: its libraries read the svix-* names and
 // fall back to webhook-* only without them, so a delivery that also carries a webhook-* set
 // signed by someone else (a gateway re-signing what it forwards) is judged by Svix's own set.
+// They take a set only when its three headers are all there and non-empty (wholeSets).
 var svixFamilies = [...]standardWebhooksHeaders{standardWebhooksSvixHeaders, standardWebhooksSpecHeaders}
 
 // StandardWebhooks returns the protocol for senders following the Standard Webhooks spec,
@@ -147,24 +148,15 @@ func parseStandardWebhooksSignature(header, v string) (standardWebhooksSignature
 }
 
 func verifyStandardWebhooks(req *Request, keys []Key, p Params) (Result, error) {
-	return verifyStandardWebhooksFamilies(req, keys, p, standardWebhooksFamilies)
+	return verifyStandardWebhooksFamilies(req, keys, p, standardWebhooksFamilies, false)
 }
 
-// verifyStandardWebhooksFamilies verifies with the first of families (in order) whose signature
-// header is present.
-func verifyStandardWebhooksFamilies(req *Request, keys []Key, p Params, families [2]standardWebhooksHeaders) (Result, error) {
+// verifyStandardWebhooksFamilies verifies with the family pickStandardWebhooksFamily picks.
+func verifyStandardWebhooksFamilies(req *Request, keys []Key, p Params, families [2]standardWebhooksHeaders, wholeSets bool) (Result, error) {
 	if req == nil {
 		return Result{}, Reject(ReasonMissingSignature, "no request")
 	}
-	var names standardWebhooksHeaders
-	var raw string
-	found := false
-	for _, f := range families {
-		if v, ok := req.Headers.Get(f.signature); ok {
-			names, raw, found = f, v, true
-			break
-		}
-	}
+	names, raw, found := pickStandardWebhooksFamily(req.Headers, families, wholeSets)
 	if !found {
 		return Result{}, Reject(ReasonMissingSignature, "no %s (or %s) header",
 			families[0].signature, families[1].signature)
@@ -193,6 +185,30 @@ func verifyStandardWebhooksFamilies(req *Request, keys []Key, p Params, families
 		return Result{}, err
 	}
 	return Result{KeyID: keyID, EventID: id}, nil
+}
+
+// pickStandardWebhooksFamily returns the first of families (in order) whose signature header
+// is present, and that header's value. With wholeSets it returns the first whose three headers
+// are all present and non-empty, and only when none is, the first whose signature header is
+// present (whose verification then says what its set lacks): the Svix libraries verify a
+// svix-* set missing a header, or with one empty, beside a complete webhook-* set by the
+// webhook-* set, where reading the svix-* set rejected the delivery.
+func pickStandardWebhooksFamily(h Headers, families [2]standardWebhooksHeaders, wholeSets bool) (standardWebhooksHeaders, string, bool) {
+	if wholeSets {
+		for _, f := range families {
+			id, _ := h.Get(f.id)
+			ts, _ := h.Get(f.timestamp)
+			if sig, _ := h.Get(f.signature); id != "" && ts != "" && sig != "" {
+				return f, sig, true
+			}
+		}
+	}
+	for _, f := range families {
+		if sig, ok := h.Get(f.signature); ok {
+			return f, sig, true
+		}
+	}
+	return standardWebhooksHeaders{}, "", false
 }
 
 // standardWebhooksMessage writes "{id}.{timestamp}.{body}" without copying the body. The

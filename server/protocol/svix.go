@@ -8,7 +8,8 @@ import (
 // Svix returns the protocol for endpoints receiving from Svix (https://www.svix.com), the
 // hosted sender behind many providers' webhooks. The scheme is Standard Webhooks with svix-*
 // header names; verification, its rejection order and the secret format are StandardWebhooks'
-// (see there), except that the svix-* headers are read before the webhook-* ones, and Sign
+// (see there), except that the svix-* headers are read before the webhook-* ones (as a set
+// whose three headers are all there and non-empty, as the Svix libraries read them), and Sign
 // sends svix-id, svix-timestamp and svix-signature.
 func Svix() *Protocol {
 	return svixProvider("svix", "Svix",
@@ -18,7 +19,8 @@ func Svix() *Protocol {
 
 // svixProvider returns the Standard Webhooks protocol re-described for a provider that delivers
 // through Svix: verification is StandardWebhooks' own with the header families in the Svix
-// libraries' order (svix-* headers, else webhook-*), and Sign sends the svix-* names Svix uses
+// libraries' order and way (the svix-* set when its three headers are non-empty, else the
+// webhook-* set), and Sign sends the svix-* names Svix uses
 // unless an account has white-labelled them.
 func svixProvider(name, display, docs, retries string) *Protocol {
 	p := StandardWebhooks()
@@ -29,7 +31,7 @@ func svixProvider(name, display, docs, retries string) *Protocol {
 	p.DocsURL = docs
 	p.Retries = retries
 	p.Verify = func(req *Request, keys []Key, params Params) (Result, error) {
-		return verifyStandardWebhooksFamilies(req, keys, params, svixFamilies)
+		return verifyStandardWebhooksFamilies(req, keys, params, svixFamilies, true)
 	}
 	sign := p.Sign
 	p.Sign = func(in SignInput, secrets []string) (Headers, error) {
