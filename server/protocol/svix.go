@@ -27,7 +27,7 @@ func svixProvider(name, display, docs, retries string) *Protocol {
 	p.Name = name
 	p.DisplayName = display
 	p.SignatureScheme = `HMAC-SHA256 (base64) of "{svix-id}.{svix-timestamp}.{body}", svix-signature v1 (Svix)`
-	p.IdentitySource = "svix-id header (webhook-id when white-labelled), the same on every retry"
+	p.IdentitySource = "svix-id header (webhook-id when white-labelled, or when the svix-* set is incomplete), the same on every retry"
 	p.DocsURL = docs
 	p.Retries = retries
 	p.Verify = func(req *Request, keys []Key, params Params) (Result, error) {
