@@ -212,15 +212,14 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 		}
 		listeners = append(listeners, l)
 	}
-	if cfg.maxConnections > 0 {
-		full := ratelog.ForLog(log, edgeConnectionsLogInterval, "connections kept waiting at --max-connections")
-		listeners[0] = limitConnections(listeners[0], cfg.maxConnections, metrics.connectionsOpen, metrics.connectionWaits, func() {
-			if ok, skipped := full.Allow(); ok {
-				log.Warn("holding --max-connections connections open; new ones wait to be accepted",
-					"max_connections", cfg.maxConnections, "not_logged_since_last", skipped)
-			}
-		})
-	}
+	// Wrapped without a limit too (--max-connections 0), so that the open connections are counted.
+	full := ratelog.ForLog(log, edgeConnectionsLogInterval, "connections kept waiting at --max-connections")
+	listeners[0] = limitConnections(listeners[0], cfg.maxConnections, metrics.connections, func() {
+		if ok, skipped := full.Allow(); ok {
+			log.Warn("holding --max-connections connections open; new ones wait to be accepted",
+				"max_connections", cfg.maxConnections, "not_logged_since_last", skipped)
+		}
+	})
 	errs := make(chan error, len(servers))
 	for i, srv := range servers {
 		go func() {
@@ -417,10 +416,8 @@ type edgeMetrics struct {
 	duration prometheus.Histogram
 	// bytesFull counts requests refused at --max-bytes-in-flight.
 	bytesFull prometheus.Counter
-	// connectionsOpen and connectionWaits are --max-connections': the connections open on
-	// --listen, and the accepts that waited because that many were.
-	connectionsOpen prometheus.Gauge
-	connectionWaits prometheus.Counter
+	// connections are --listen's connections and their waits at --max-connections.
+	connections *connectionMetrics
 
 	mu    sync.Mutex
 	known map[string]bool // endpoints the verifier has answered for
@@ -440,13 +437,11 @@ func newEdgeMetrics() *edgeMetrics {
 			Help: "Time spent in Verify calls, retries included.", Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),
 		bytesFull: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_edge_bytes_in_flight_refusals_total",
 			Help: "Requests answered 503 with Retry-After, their bodies not read (further), because the edge held --max-bytes-in-flight of requests at once."}),
-		connectionsOpen: prometheus.NewGauge(prometheus.GaugeOpts{Name: "hookverify_edge_connections_open",
-			Help: "Connections open on --listen (counted when --max-connections is set)."}),
-		connectionWaits: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_edge_connection_limit_waits_total",
-			Help: "Connections that waited to be accepted because --max-connections were open."}),
-		known: map[string]bool{},
+		connections: newConnectionMetrics(),
+		known:       map[string]bool{},
 	}
-	m.registry.MustRegister(m.requests, m.errors, m.duration, m.bytesFull, m.connectionsOpen, m.connectionWaits)
+	m.registry.MustRegister(m.requests, m.errors, m.duration, m.bytesFull)
+	m.registry.MustRegister(m.connections.collectors()...)
 	return m
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -14,26 +15,86 @@ import (
 // connections open at once bound that memory too (1,024 of them, about 280 MiB at worst).
 const DefaultEdgeMaxConnections = 1024
 
-// connectionLimit makes a listener serve at most max connections at once: past it, Accept
-// waits for one to close, and new connections wait in the kernel's backlog (a
-// provider sees a slow answer, times out and retries, as it does for any overloaded
+// connectionLimit counts the connections a listener serves and, with max above 0, serves at
+// most max at once: past it, Accept waits for one to close, and new connections wait in the
+// kernel's backlog (a provider sees a slow answer, times out and retries, as it does for any overloaded
 // receiver). Without a limit, anyone on the internet could open connections until the edge
 // ran out of file descriptors or memory, and then no provider got through at all.
 type connectionLimit struct {
 	net.Listener
-	slots chan struct{}
+	slots chan struct{} // nil: no limit
 	done  chan struct{}
 	once  sync.Once
-	// open counts the connections served; waits the connections that waited for a slot, and
-	// full is told of each (the edge logs it, rate-limited).
-	open  prometheus.Gauge
-	waits prometheus.Counter
-	full  func()
+	m     *connectionMetrics
+	// full is told of each connection that waits for a slot (the edge logs it, rate-limited).
+	full func()
 }
 
-func limitConnections(l net.Listener, max int, open prometheus.Gauge, waits prometheus.Counter, full func()) *connectionLimit {
-	return &connectionLimit{Listener: l, slots: make(chan struct{}, max), done: make(chan struct{}),
-		open: open, waits: waits, full: full}
+// connectionMetrics are a connectionLimit's: the connections served (open), those that waited
+// for a slot (waits), and the time Accept has spent waiting for one (waiting), a wait still
+// going on included. waits rises once per wait, however long it lasts and however many
+// connections queue in the backlog behind it: an edge held at the limit for good shows in
+// waiting alone.
+type connectionMetrics struct {
+	open    prometheus.Gauge
+	waits   prometheus.Counter
+	waiting waitClock
+}
+
+func newConnectionMetrics() *connectionMetrics {
+	m := &connectionMetrics{
+		open: prometheus.NewGauge(prometheus.GaugeOpts{Name: "hookverify_edge_connections_open",
+			Help: "Connections open on --listen."}),
+		waits: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_edge_connection_limit_waits_total",
+			Help: "Connections that waited to be accepted because --max-connections were open."}),
+	}
+	return m
+}
+
+// collectors are the metrics to register, the waiting time as a counter read when scraped.
+func (m *connectionMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.open, m.waits, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "hookverify_edge_connection_limit_wait_seconds_total",
+		Help: "Seconds the edge has spent at --max-connections, waiting to accept a connection, a wait under way included.",
+	}, m.waiting.seconds)}
+}
+
+// waitClock sums the time spent in waits, counting a wait under way up to now.
+type waitClock struct {
+	mu    sync.Mutex
+	total time.Duration
+	since time.Time // start of the wait under way; zero when none
+}
+
+func (w *waitClock) start() {
+	w.mu.Lock()
+	w.since = time.Now()
+	w.mu.Unlock()
+}
+
+func (w *waitClock) stop() {
+	w.mu.Lock()
+	w.total += time.Since(w.since)
+	w.since = time.Time{}
+	w.mu.Unlock()
+}
+
+func (w *waitClock) seconds() float64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := w.total
+	if !w.since.IsZero() {
+		d += time.Since(w.since)
+	}
+	return d.Seconds()
+}
+
+func limitConnections(l net.Listener, max int, m *connectionMetrics, full func()) *connectionLimit {
+	limit := &connectionLimit{Listener: l, done: make(chan struct{}), m: m, full: full}
+	if max > 0 {
+		limit.slots = make(chan struct{}, max)
+	}
+	return limit
 }
 
 // Accept accepts a connection, then takes a slot for it, waiting while every one is taken
@@ -44,21 +105,30 @@ func (l *connectionLimit) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if l.slots == nil {
+		// --max-connections 0: counted all the same, as hookverify_edge_connections_open
+		// promises (a proxy in front that caps connections is why one sets 0).
+		l.m.open.Inc()
+		return &limitedConn{Conn: c, release: sync.OnceFunc(l.m.open.Dec)}, nil
+	}
 	select {
 	case l.slots <- struct{}{}:
 	default:
-		l.waits.Inc()
+		l.m.waits.Inc()
 		l.full()
+		l.m.waiting.start()
 		select {
 		case l.slots <- struct{}{}:
+			l.m.waiting.stop()
 		case <-l.done:
+			l.m.waiting.stop()
 			c.Close()
 			return nil, net.ErrClosed
 		}
 	}
-	l.open.Inc()
+	l.m.open.Inc()
 	return &limitedConn{Conn: c, release: sync.OnceFunc(func() {
-		l.open.Dec()
+		l.m.open.Dec()
 		<-l.slots
 	})}, nil
 }

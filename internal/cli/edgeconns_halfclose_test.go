@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestLimitedConnHalfClosesLikeTheTCPConnItWraps: net/http answers a request whose body it
@@ -21,14 +19,8 @@ import (
 // the wrapper --max-connections puts around every connection (on by default) hid it, so the
 // FIN was never sent and only the reset ended the exchange.
 func TestLimitedConnHalfClosesLikeTheTCPConnItWraps(t *testing.T) {
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := limitConnections(inner, 1, prometheus.NewGauge(prometheus.GaugeOpts{Name: "open"}),
-		prometheus.NewCounter(prometheus.CounterOpts{Name: "waits"}), func() {})
-	defer l.Close()
-	peer, err := net.Dial("tcp", inner.Addr().String())
+	l, _, addr := newTestLimit(t, 1, func() {})
+	peer, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestEdgeBoundsItsConnections: the edge accepted every connection anyone opened, so
@@ -47,8 +45,13 @@ func TestEdgeBoundsItsConnections(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if metrics := get(t, metricsURL); !strings.Contains(metrics, "hookverify_edge_connections_open 2") {
+	metrics := get(t, metricsURL)
+	if !strings.Contains(metrics, "hookverify_edge_connections_open 2") {
 		t.Errorf("/metrics does not count 2 connections open:\n%s", metrics)
+	}
+	if !strings.Contains(metrics, "hookverify_edge_connection_limit_wait_seconds_total ") ||
+		strings.Contains(metrics, "hookverify_edge_connection_limit_wait_seconds_total 0\n") {
+		t.Errorf("/metrics does not count the wait under way in the waiting time:\n%s", metrics)
 	}
 	select {
 	case err := <-answered:
@@ -73,15 +76,10 @@ func TestEdgeBoundsItsConnections(t *testing.T) {
 // waits for Serve to return, so an Accept waiting for a slot must end at Close, closing the
 // connection it holds, or the edge would never stop while at --max-connections.
 func TestConnectionLimitCloseEndsAWaitingAccept(t *testing.T) {
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	waits := prometheus.NewCounter(prometheus.CounterOpts{Name: "waits"})
 	waiting := make(chan struct{})
-	l := limitConnections(inner, 1, prometheus.NewGauge(prometheus.GaugeOpts{Name: "open"}), waits, func() { close(waiting) })
+	l, m, addr := newTestLimit(t, 1, func() { close(waiting) })
 	for range 2 {
-		c, err := net.Dial("tcp", inner.Addr().String())
+		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,6 +96,15 @@ func TestConnectionLimitCloseEndsAWaitingAccept(t *testing.T) {
 		accepted <- err
 	}()
 	<-waiting
+	// The wait under way counts in the waiting time before it ends: an edge held at the limit
+	// for good shows there, though its count of waits stays at one.
+	deadline := time.Now().Add(10 * time.Second)
+	for m.waiting.seconds() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a wait under way is not counted in the waiting time")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	l.Close()
 	select {
 	case err := <-accepted:
@@ -107,6 +114,25 @@ func TestConnectionLimitCloseEndsAWaitingAccept(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not end the Accept waiting for a slot")
 	}
+	ended := m.waiting.seconds()
+	time.Sleep(5 * time.Millisecond)
+	if after := m.waiting.seconds(); after != ended {
+		t.Errorf("the waiting time grew from %v to %v s after the wait ended", ended, after)
+	}
+}
+
+// newTestLimit wraps a loopback listener in a connectionLimit of max connections (0: none),
+// closed when t ends, and returns it with its metrics and the address to dial.
+func newTestLimit(t *testing.T, max int, full func()) (*connectionLimit, *connectionMetrics, string) {
+	t.Helper()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newConnectionMetrics()
+	l := limitConnections(inner, max, m, full)
+	t.Cleanup(func() { l.Close() })
+	return l, m, inner.Addr().String()
 }
 
 func TestEdgeRefusesNegativeMaxConnections(t *testing.T) {
