@@ -58,8 +58,8 @@ func runBench(ctx context.Context, e env, args []string) error {
 	// NaN ran a closed loop unannounced, and rates whose interval overflowed a Duration or
 	// rounded to zero started calls without end.
 	rateOK := *rate == 0 || *rate >= minBenchRate && *rate <= maxBenchRate
-	if *workers < 1 || *bodyBytes < 16 || !rateOK || *drain < 0 || *leaseSize < 1 || *leaseSize > 100 {
-		return usagef("--workers must be at least 1, --body-bytes at least 16, --rate 0 or from %g to %g, --drain not negative and --lease-size from 1 to 100", minBenchRate, maxBenchRate)
+	if *workers < 1 || *bodyBytes < 16 || *bodyBytes > client.MaxBodyCeiling || !rateOK || *drain < 0 || *leaseSize < 1 || *leaseSize > 100 {
+		return usagef("--workers must be at least 1, --body-bytes from 16 to %d, --rate 0 or from %g to %g, --drain not negative and --lease-size from 1 to 100", client.MaxBodyCeiling, minBenchRate, maxBenchRate)
 	}
 	load := loadShape{workers: *workers, duration: *duration, rate: *rate}
 	// The token needs the admin scope (the bench creates its own endpoint) and verify on it.
@@ -80,7 +80,9 @@ func runBench(ctx context.Context, e env, args []string) error {
 	}
 	setupCtx, cancel := context.WithTimeout(ctx, remote.timeout)
 	defer cancel()
-	if _, err := conn.Admin.CreateEndpoint(setupCtx, &hookverifyv1.CreateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: endpointID, Provider: "github"}}); err != nil {
+	if _, err := conn.Admin.CreateEndpoint(setupCtx, &hookverifyv1.CreateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: endpointID, Provider: "github",
+		// Room for the bodies asked for: the default limit (1 MiB) would reject every larger one.
+		MaxBodyBytes: max(int64(*bodyBytes), 1<<20)}}); err != nil {
 		return fmt.Errorf("creating the bench endpoint: %w", err)
 	}
 	if _, err := conn.Admin.AddSecret(setupCtx, &hookverifyv1.AddSecretRequest{EndpointId: endpointID, Secret: verifying}); err != nil {

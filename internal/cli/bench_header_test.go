@@ -18,3 +18,22 @@ func TestBenchHeaderSaysTheRate(t *testing.T) {
 		t.Errorf("the header does not say the rate 0.25 calls/s:\n%s", out)
 	}
 }
+
+// TestBenchBodiesAboveTheDefaultLimit: the bench's endpoint had the default body limit (1 MiB),
+// so `--body-bytes` above it ran a whole bench of body_too_large rejections, reported as if
+// they were the server's figures. Its endpoint now takes the bodies asked for.
+func TestBenchBodiesAboveTheDefaultLimit(t *testing.T) {
+	remote, _ := startTestServer(t)
+	code, out, errOut := run(t, "", append([]string{"bench", "--duration", "300ms", "--workers", "2", "--mix", "new=100",
+		"--body-bytes", "1572864"}, remote...)...)
+	if code != 0 {
+		t.Fatalf("bench exited %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "accepted") || strings.Contains(out, "rejected") {
+		t.Errorf("1.5 MiB bodies were not all accepted:\n%s", out)
+	}
+	code, _, errOut = run(t, "", append([]string{"bench", "--body-bytes", "33554433"}, remote...)...)
+	if code != 2 || !strings.Contains(errOut, "--body-bytes") {
+		t.Errorf("--body-bytes over the server's ceiling: exit %d, %s; want a usage error", code, errOut)
+	}
+}
