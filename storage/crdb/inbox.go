@@ -929,11 +929,9 @@ func (s *Store) InboxStats(ctx context.Context) ([]storage.EndpointInboxStats, e
 	var list []storage.EndpointInboxStats
 	err := s.single(ctx, "inbox stats", func(ctx context.Context, conn *pgx.Conn) error {
 		// The server's health follows this read: a database that reads but cannot write
-		// must not pass it.
-		if s.engine == EnginePostgreSQL {
-			if err := refuseReadOnly(ctx, conn); err != nil {
-				return err
-			}
+		// must not pass it, on either engine.
+		if err := refuseReadOnly(ctx, conn); err != nil {
+			return err
 		}
 		rows, err := conn.Query(ctx, `SELECT c.endpoint_id, c.pending, c.leased, c.dead, c.oldest, l.lease_end
 			FROM (SELECT endpoint_id,

@@ -210,13 +210,10 @@ func engineOf(version string) Engine {
 	return EnginePostgreSQL
 }
 
-// Ping reports whether the database answers and, on PostgreSQL, takes writes (refuseReadOnly).
+// Ping reports whether the database answers and takes writes (refuseReadOnly).
 func (s *Store) Ping(ctx context.Context) error {
 	return s.single(ctx, "ping", func(ctx context.Context, conn *pgx.Conn) error {
-		if s.engine == EnginePostgreSQL {
-			return refuseReadOnly(ctx, conn)
-		}
-		return conn.Ping(ctx)
+		return refuseReadOnly(ctx, conn)
 	})
 }
 
@@ -224,15 +221,17 @@ func (s *Store) Ping(ctx context.Context) error {
 // URL or DNS name that reached a replica, a primary demoted under a pooled connection), or
 // default_transaction_read_only set (some managed services set it when the disk fills).
 // Reads then pass while every claim fails with 25006, and health, which follows reads (Ping,
-// InboxStats), said SERVING while no delivery could be accepted. PostgreSQL only; one
-// connection is a sample of the pool, as every health read is.
+// InboxStats), said SERVING while no delivery could be accepted. Both engines: CockroachDB has
+// the same session variables (default_transaction_read_only for a role or a database, and
+// transaction_read_only, shown as on/off) and refuses writes alike. One connection is a
+// sample of the pool, as every health read is.
 func refuseReadOnly(ctx context.Context, conn *pgx.Conn) error {
 	var readOnly string
 	if err := conn.QueryRow(ctx, `SELECT current_setting('transaction_read_only')`).Scan(&readOnly); err != nil {
 		return err
 	}
 	if readOnly == "on" {
-		return fmt.Errorf("%w: the database is read-only (transaction_read_only is on: a standby, or default_transaction_read_only set), so it refuses every write; point --database-url at the primary (target_session_attrs=read-write picks it among several hosts)", storage.ErrUnavailable)
+		return fmt.Errorf("%w: the database is read-only (transaction_read_only is on: a standby, or default_transaction_read_only set for the role or the database), so it refuses every write; unset it, or point --database-url at the primary (target_session_attrs=read-write picks it among several hosts)", storage.ErrUnavailable)
 	}
 	return nil
 }
