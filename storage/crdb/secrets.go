@@ -96,8 +96,10 @@ func (s *Store) RotateSecret(ctx context.Context, sec storage.Secret, expireAt t
 }
 
 // insertCheckedSecret reads the endpoint of sec in tx, locked against a concurrent
-// ModifyEndpoint (FOR SHARE: one that wrote it first makes this transaction fail to serialize
-// and run again, on its result), and stores sec if check, run on that endpoint, takes it.
+// ModifyEndpoint on PostgreSQL (FOR SHARE: one that wrote it first makes this transaction fail
+// to serialize and run again, on its result; CockroachDB takes no shared lock under
+// SERIALIZABLE by default, and its SERIALIZABLE alone keeps the two apart), and stores sec if
+// check, run on that endpoint, takes it.
 // check's refusal is returned as refused, as it is; any other failure as err.
 func insertCheckedSecret(ctx context.Context, tx pgx.Tx, sec storage.Secret, check storage.SecretCheck) (refused, err error) {
 	rows, err := tx.Query(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = $1 FOR SHARE`, matchable(sec.EndpointID))
