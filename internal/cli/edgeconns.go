@@ -114,9 +114,10 @@ func (l *connectionLimit) Accept() (net.Conn, error) {
 	select {
 	case l.slots <- struct{}{}:
 	default:
+		// The clock starts first: a scrape that finds the wait counted finds it timed too.
+		l.m.waiting.start()
 		l.m.waits.Inc()
 		l.full()
-		l.m.waiting.start()
 		select {
 		case l.slots <- struct{}{}:
 			l.m.waiting.stop()
