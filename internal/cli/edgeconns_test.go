@@ -78,23 +78,7 @@ func TestEdgeBoundsItsConnections(t *testing.T) {
 func TestConnectionLimitCloseEndsAWaitingAccept(t *testing.T) {
 	waiting := make(chan struct{})
 	l, m, addr := newTestLimit(t, 1, func() { close(waiting) })
-	for range 2 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-	}
-	first, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer first.Close()
-	accepted := make(chan error, 1)
-	go func() {
-		_, err := l.Accept()
-		accepted <- err
-	}()
+	accepted := fillAndWait(t, l, addr)
 	<-waiting
 	// The wait under way counts in the waiting time before it ends: an edge held at the limit
 	// for good shows there, though its count of waits stays at one.
@@ -119,6 +103,31 @@ func TestConnectionLimitCloseEndsAWaitingAccept(t *testing.T) {
 	if after := m.waiting.seconds(); after != ended {
 		t.Errorf("the waiting time grew from %v to %v s after the wait ended", ended, after)
 	}
+}
+
+// fillAndWait dials two connections to l, a limit of one connection at addr, accepts the
+// first, and starts an Accept of the second, which waits for the first's slot; its error comes
+// on the channel returned.
+func fillAndWait(t *testing.T, l *connectionLimit, addr string) <-chan error {
+	t.Helper()
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	first, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { first.Close() })
+	accepted := make(chan error, 1)
+	go func() {
+		_, err := l.Accept()
+		accepted <- err
+	}()
+	return accepted
 }
 
 // newTestLimit wraps a loopback listener in a connectionLimit of max connections (0: none),

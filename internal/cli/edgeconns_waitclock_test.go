@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"net"
 	"testing"
 	"time"
 )
@@ -18,19 +17,7 @@ func TestConnectionLimitTimesAWaitOnceCounted(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 		timed <- m.waiting.seconds() > 0
 	})
-	for range 2 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-	}
-	first, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer first.Close()
-	go l.Accept() // waits for the slot first holds, until the test's cleanup closes l
+	fillAndWait(t, l, addr) // the second waits until the test's cleanup closes l
 	select {
 	case ok := <-timed:
 		if !ok {
