@@ -452,6 +452,12 @@ func drive(ctx context.Context, load loadShape, call func(ctx context.Context, w
 	}
 	wg.Wait()
 	res.elapsed = time.Since(start)
+	if load.rate > 0 && errors.Is(ctx.Err(), context.Canceled) {
+		// Stopped before its end (Ctrl-C): only the calls due until then were due at all, or
+		// the bench would report the rest of the phase as calls the server never answered.
+		phase := min(res.elapsed, load.duration)
+		res.due = int((phase + load.interval() - 1) / load.interval())
+	}
 	return res
 }
 

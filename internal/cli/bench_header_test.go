@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"context"
+	mrand "math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBenchHeaderSaysTheRate: --rate takes rates from 0.01 calls/s, and the header says the
@@ -35,5 +38,20 @@ func TestBenchBodiesAboveTheDefaultLimit(t *testing.T) {
 	code, _, errOut = run(t, "", append([]string{"bench", "--body-bytes", "33554433"}, remote...)...)
 	if code != 2 || !strings.Contains(errOut, "--body-bytes") {
 		t.Errorf("--body-bytes over the server's ceiling: exit %d, %s; want a usage error", code, errOut)
+	}
+}
+
+// TestBenchOpenLoopStoppedEarlyCountsOnlyTheCallsDueUntilThen: an open loop stopped before its
+// end (Ctrl-C) counted every call of the whole phase as due, and so reported the rest of the
+// phase as calls the server never answered.
+func TestBenchOpenLoopStoppedEarlyCountsOnlyTheCallsDueUntilThen(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	res := drive(ctx, loadShape{workers: 4, duration: time.Minute, rate: 100}, func(context.Context, int, *mrand.Rand) (string, int, error) {
+		return "ok", 0, nil
+	})
+	// The whole minute would be 6,000; the bound leaves room for a machine stalled for seconds.
+	if res.due < 1 || res.due > 3000 || res.due > int(res.elapsed/(10*time.Millisecond))+1 {
+		t.Errorf("%d calls counted due in an open loop at 100/s stopped after %v", res.due, res.elapsed)
 	}
 }
