@@ -42,13 +42,12 @@ type connectionMetrics struct {
 }
 
 func newConnectionMetrics() *connectionMetrics {
-	m := &connectionMetrics{
+	return &connectionMetrics{
 		open: prometheus.NewGauge(prometheus.GaugeOpts{Name: "hookverify_edge_connections_open",
 			Help: "Connections open on --listen."}),
 		waits: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_edge_connection_limit_waits_total",
 			Help: "Connections that waited to be accepted because --max-connections were open."}),
 	}
-	return m
 }
 
 // collectors are the metrics to register, the waiting time as a counter read when scraped.

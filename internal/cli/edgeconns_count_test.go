@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"net"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestEdgeCountsConnectionsWithoutALimit: README lists hookverify_edge_connections_open among
@@ -17,31 +15,12 @@ func TestEdgeCountsConnectionsWithoutALimit(t *testing.T) {
 		"--max-connections", "0", "--read-header-timeout", "1m")
 	line := edge.log.logLine(t, "edge listening")
 	metricsURL := "http://" + line["metrics_addr"].(string) + "/metrics"
-	var conns []net.Conn
-	for range 3 {
-		c, err := net.Dial("tcp", line["addr"].(string))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		conns = append(conns, c)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(get(t, metricsURL), "hookverify_edge_connections_open 3") {
-		if time.Now().After(deadline) {
-			t.Fatalf("3 connections open at --max-connections 0, /metrics says:\n%s", get(t, metricsURL))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	conns := dialIdle(t, line["addr"].(string), 3)
+	waitForMetric(t, metricsURL, "hookverify_edge_connections_open 3")
 	for _, c := range conns {
 		c.Close()
 	}
-	for !strings.Contains(get(t, metricsURL), "hookverify_edge_connections_open 0") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the connections closed, /metrics says:\n%s", get(t, metricsURL))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitForMetric(t, metricsURL, "hookverify_edge_connections_open 0")
 	if !strings.Contains(get(t, metricsURL), "hookverify_edge_connection_limit_waits_total 0") {
 		t.Errorf("a connection counted as waiting without a limit:\n%s", get(t, metricsURL))
 	}

@@ -20,15 +20,7 @@ func TestEdgeBoundsItsConnections(t *testing.T) {
 	line := edge.log.logLine(t, "edge listening")
 	base, metricsURL := "http://"+line["addr"].(string), "http://"+line["metrics_addr"].(string)+"/metrics"
 
-	var idle []net.Conn
-	for range 2 {
-		c, err := net.Dial("tcp", line["addr"].(string))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		idle = append(idle, c)
-	}
+	idle := dialIdle(t, line["addr"].(string), 2)
 	answered := make(chan error, 1)
 	go func() {
 		resp, err := http.Get(base + "/healthz")
@@ -38,13 +30,7 @@ func TestEdgeBoundsItsConnections(t *testing.T) {
 		answered <- err
 	}()
 	// Both slots are held by connections that send nothing: the request waits, counted.
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(get(t, metricsURL), "hookverify_edge_connection_limit_waits_total 1") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no connection counted as waiting:\n%s", get(t, metricsURL))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitForMetric(t, metricsURL, "hookverify_edge_connection_limit_waits_total 1")
 	metrics := get(t, metricsURL)
 	if !strings.Contains(metrics, "hookverify_edge_connections_open 2") {
 		t.Errorf("/metrics does not count 2 connections open:\n%s", metrics)
@@ -102,6 +88,33 @@ func TestConnectionLimitCloseEndsAWaitingAccept(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	if after := m.waiting.seconds(); after != ended {
 		t.Errorf("the waiting time grew from %v to %v s after the wait ended", ended, after)
+	}
+}
+
+// dialIdle opens n connections to addr that send nothing, closed when t ends.
+func dialIdle(t *testing.T, addr string, n int) []net.Conn {
+	t.Helper()
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		conns[i] = c
+	}
+	return conns
+}
+
+// waitForMetric waits, at most 10 s, until the metrics at url hold the line want.
+func waitForMetric(t *testing.T, url, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(get(t, url), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics does not come to hold %q:\n%s", want, get(t, url))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

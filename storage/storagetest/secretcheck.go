@@ -37,6 +37,16 @@ func withKeyForm(id, form string) storage.Endpoint {
 	return e
 }
 
+// hexEndpointOnTwoHandles opens two handles on one fresh store holding ep-1 with the hex key
+// form: one to change the endpoint, one to store a secret, at the same time.
+func hexEndpointOnTwoHandles(t *testing.T, h harness) (updater, adder storage.Store) {
+	t.Helper()
+	open := h.reopenable(t)
+	updater, adder = open(t), open(t)
+	createEndpoint(t, updater, withKeyForm("ep-1", "hex"))
+	return updater, adder
+}
+
 // keyFormIs is a SecretCheck that takes a secret only under the key form given.
 func keyFormIs(form string) storage.SecretCheck {
 	return func(e storage.Endpoint) error {
@@ -119,9 +129,7 @@ func testSecretChecks(t *testing.T, h harness) {
 		// from another handle: the secret's check must see the update's result, not what was
 		// stored before it.
 		t.Run(way.name+": a secret stored while an endpoint change is in progress is checked against its result", func(t *testing.T) {
-			open := h.reopenable(t)
-			updater, adder := open(t), open(t)
-			createEndpoint(t, updater, withKeyForm("ep-1", "hex"))
+			updater, adder := hexEndpointOnTwoHandles(t, h)
 			inChange, release := make(chan struct{}), make(chan struct{})
 			var once sync.Once
 			updated := make(chan error, 1)
@@ -146,9 +154,7 @@ func testSecretChecks(t *testing.T, h harness) {
 		// The secret's transaction is held open inside its check while the endpoint changes
 		// from another handle: the change must be given the secret.
 		t.Run(way.name+": an endpoint change meeting a secret stored in progress is given the secret", func(t *testing.T) {
-			open := h.reopenable(t)
-			updater, adder := open(t), open(t)
-			createEndpoint(t, updater, withKeyForm("ep-1", "hex"))
+			updater, adder := hexEndpointOnTwoHandles(t, h)
 			inCheck, release := make(chan struct{}), make(chan struct{})
 			var once sync.Once
 			stored := make(chan error, 1)
