@@ -1112,6 +1112,9 @@ func healthAndReflectionOpen(t *testing.T, conn *grpc.ClientConn) {
 	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("health Check without credentials = %v, %v; want SERVING", resp, err)
 	}
+	if _, err := healthpb.NewHealthClient(conn).List(t.Context(), &healthpb.HealthListRequest{}); err != nil {
+		t.Fatalf("health List without credentials: %v", err)
+	}
 	stream, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(t.Context())
 	if err != nil {
 		t.Fatal(err)
