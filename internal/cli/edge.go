@@ -214,12 +214,14 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 	}
 	// Wrapped without a limit too (--max-connections 0), so that the open connections are counted.
 	full := ratelog.ForLog(log, edgeConnectionsLogInterval, "connections kept waiting at --max-connections")
-	listeners[0] = limitConnections(listeners[0], cfg.maxConnections, metrics.connections, func() {
+	limit := limitConnections(listeners[0], cfg.maxConnections, metrics.connections, func() {
 		if ok, skipped := full.Allow(); ok {
-			log.Warn("holding --max-connections connections open; new ones wait to be accepted",
+			log.Warn("holding --max-connections connections open, none idle; new ones wait to be accepted",
 				"max_connections", cfg.maxConnections, "not_logged_since_last", skipped)
 		}
 	})
+	listeners[0] = limit
+	servers[0].ConnState = limit.trackState
 	errs := make(chan error, len(servers))
 	for i, srv := range servers {
 		go func() {

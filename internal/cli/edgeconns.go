@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -20,6 +22,14 @@ const DefaultEdgeMaxConnections = 1024
 // kernel's backlog (a provider sees a slow answer, times out and retries, as it does for any overloaded
 // receiver). Without a limit, anyone on the internet could open connections until the edge
 // ran out of file descriptors or memory, and then no provider got through at all.
+//
+// Keep-alive connections idle between requests would hold their slots for the whole idle
+// timeout (60 s), so that anyone could keep the edge at the limit with connections that
+// send one request each and then nothing. At the limit, a new connection therefore takes the
+// slot of the connection idle the longest, closing it (trackState learns which are idle from
+// http.Server.ConnState), and waits only when none is idle. Closing an idle keep-alive
+// connection is what the idle timeout does anyway; HTTP clients expect it. A connection
+// reading or answering a request is never closed.
 type connectionLimit struct {
 	net.Listener
 	slots chan struct{} // nil: no limit
@@ -28,6 +38,12 @@ type connectionLimit struct {
 	m     *connectionMetrics
 	// full is told of each connection that waits for a slot (the edge logs it, rate-limited).
 	full func()
+
+	mu sync.Mutex
+	// idle holds the connections idle between requests, with the time each became idle.
+	idle map[*limitedConn]time.Time
+	// becameIdle is told (without blocking) when a connection becomes idle.
+	becameIdle chan struct{}
 }
 
 // connectionMetrics are a connectionLimit's: the connections served (open), those that waited
@@ -39,6 +55,8 @@ type connectionMetrics struct {
 	open    prometheus.Gauge
 	waits   prometheus.Counter
 	waiting waitClock
+	// idleClosed counts idle keep-alive connections closed to give their slot to a new one.
+	idleClosed prometheus.Counter
 }
 
 func newConnectionMetrics() *connectionMetrics {
@@ -47,12 +65,14 @@ func newConnectionMetrics() *connectionMetrics {
 			Help: "Connections open on --listen."}),
 		waits: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_edge_connection_limit_waits_total",
 			Help: "Connections that waited to be accepted because --max-connections were open."}),
+		idleClosed: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_edge_idle_connections_closed_total",
+			Help: "Idle keep-alive connections closed at --max-connections to accept a new one."}),
 	}
 }
 
 // collectors are the metrics to register, the waiting time as a counter read when scraped.
 func (m *connectionMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.open, m.waits, prometheus.NewCounterFunc(prometheus.CounterOpts{
+	return []prometheus.Collector{m.open, m.waits, m.idleClosed, prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "hookverify_edge_connection_limit_wait_seconds_total",
 		Help: "Seconds the edge has spent at --max-connections, waiting to accept a connection, a wait under way included.",
 	}, m.waiting.seconds)}
@@ -92,8 +112,59 @@ func limitConnections(l net.Listener, max int, m *connectionMetrics, full func()
 	limit := &connectionLimit{Listener: l, done: make(chan struct{}), m: m, full: full}
 	if max > 0 {
 		limit.slots = make(chan struct{}, max)
+		limit.idle = make(map[*limitedConn]time.Time)
+		limit.becameIdle = make(chan struct{}, 1)
 	}
 	return limit
+}
+
+// trackState is the http.Server's ConnState: it keeps the set of connections idle between
+// requests. Over TLS the server's connection is the *tls.Conn around the one Accept returned.
+func (l *connectionLimit) trackState(c net.Conn, state http.ConnState) {
+	if l.slots == nil {
+		return
+	}
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	lc, ok := c.(*limitedConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if state != http.StateIdle {
+		delete(l.idle, lc)
+		return
+	}
+	l.idle[lc] = time.Now()
+	select {
+	case l.becameIdle <- struct{}{}:
+	default:
+	}
+}
+
+// closeIdlest closes the connection idle the longest, if any, giving its slot back, and
+// reports whether it did. It is taken from the set under the lock that trackState marks a
+// connection active under, so a connection net/http has started answering is not chosen. (One
+// whose next request is arriving, not yet read, may be: the race every idle timeout has, which
+// clients of keep-alive connections retry.)
+func (l *connectionLimit) closeIdlest() bool {
+	l.mu.Lock()
+	var idlest *limitedConn
+	var since time.Time
+	for c, t := range l.idle {
+		if idlest == nil || t.Before(since) {
+			idlest, since = c, t
+		}
+	}
+	delete(l.idle, idlest)
+	l.mu.Unlock()
+	if idlest == nil {
+		return false
+	}
+	idlest.Close()
+	return true
 }
 
 // Accept accepts a connection, then takes a slot for it, waiting while every one is taken
@@ -113,24 +184,52 @@ func (l *connectionLimit) Accept() (net.Conn, error) {
 	select {
 	case l.slots <- struct{}{}:
 	default:
-		// The clock starts first: a scrape that finds the wait counted finds it timed too.
-		l.m.waiting.start()
-		l.m.waits.Inc()
-		l.full()
-		select {
-		case l.slots <- struct{}{}:
-			l.m.waiting.stop()
-		case <-l.done:
-			l.m.waiting.stop()
+		if err := l.waitForSlot(); err != nil {
 			c.Close()
-			return nil, net.ErrClosed
+			return nil, err
 		}
 	}
 	l.m.open.Inc()
-	return &limitedConn{Conn: c, release: sync.OnceFunc(func() {
+	lc := &limitedConn{Conn: c}
+	lc.release = sync.OnceFunc(func() {
+		l.mu.Lock()
+		delete(l.idle, lc)
+		l.mu.Unlock()
 		l.m.open.Dec()
 		<-l.slots
-	})}, nil
+	})
+	return lc, nil
+}
+
+// waitForSlot takes a slot when every one is taken: that of the connection idle the longest,
+// closing it, or else the first given back or left by a connection that becomes idle
+// meanwhile (one may finish its answer just as this wait starts).
+func (l *connectionLimit) waitForSlot() error {
+	if l.closeIdlest() {
+		l.m.idleClosed.Inc()
+	}
+	select {
+	case l.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	// The clock starts first: a scrape that finds the wait counted finds it timed too.
+	l.m.waiting.start()
+	defer l.m.waiting.stop()
+	l.m.waits.Inc()
+	l.full()
+	for {
+		select {
+		case l.slots <- struct{}{}:
+			return nil
+		case <-l.becameIdle:
+			if l.closeIdlest() {
+				l.m.idleClosed.Inc()
+			}
+		case <-l.done:
+			return net.ErrClosed
+		}
+	}
 }
 
 // Close stops an Accept waiting for a slot too: http.Server's Shutdown closes the listener

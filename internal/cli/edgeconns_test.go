@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"crypto/tls"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -44,7 +47,7 @@ func TestEdgeBoundsItsConnections(t *testing.T) {
 		t.Fatalf("a third connection was served while two were open at --max-connections 2 (%v)", err)
 	default:
 	}
-	edge.log.logLine(t, "holding --max-connections connections open; new ones wait to be accepted")
+	edge.log.logLine(t, "holding --max-connections connections open, none idle; new ones wait to be accepted")
 
 	idle[0].Close()
 	select {
@@ -162,5 +165,120 @@ func TestEdgeRefusesNegativeMaxConnections(t *testing.T) {
 		[]string{"--max-connections", "-1"})
 	if err == nil || !strings.Contains(err.Error(), "--max-connections -1") {
 		t.Fatalf("--max-connections -1: %v, want a usage error naming it", err)
+	}
+}
+
+// TestEdgeClosesAnIdleConnectionAtTheLimit: keep-alive connections idle between requests held
+// their slots for the 60 s idle timeout, so a client sending one request on each of
+// --max-connections connections kept every provider out for a minute at a time. At the limit
+// a new connection now takes the slot of an idle one, closing it; one answering a request is
+// never closed.
+func TestEdgeClosesAnIdleConnectionAtTheLimit(t *testing.T) {
+	v, addr := startStalledVerifier(t)
+	edge := startEdge(t, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--verifier", addr,
+		"--max-connections", "2", "--verifier-timeout", "1m", "--write-timeout", "0")
+	line := edge.log.logLine(t, "edge listening")
+	base, metricsURL := "http://"+line["addr"].(string), "http://"+line["metrics_addr"].(string)+"/metrics"
+	// Each client its own transport, so each holds its own connection.
+	newClient := func() *http.Client { return &http.Client{Transport: &http.Transport{}} }
+	healthz := func(c *http.Client) error {
+		resp, err := c.Get(base + "/healthz")
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		return err
+	}
+
+	active := make(chan error, 1)
+	go func() {
+		resp, err := newClient().Post(base+"/hooks/shop", "application/json", strings.NewReader(`{}`))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("status %d", resp.StatusCode)
+			}
+		}
+		active <- err
+	}()
+	select {
+	case <-v.arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the delivery did not reach the verifier")
+	}
+	keptAlive := newClient()
+	if err := healthz(keptAlive); err != nil {
+		t.Fatal(err)
+	}
+	// Both slots are taken: one by a delivery under way, one by a connection kept alive.
+	newcomer := make(chan error, 1)
+	go func() { newcomer <- healthz(newClient()) }()
+	select {
+	case err := <-newcomer:
+		if err != nil {
+			t.Fatalf("the new connection at the limit: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a new connection waited at --max-connections while one of the two open was idle")
+	}
+	// (A wait may be counted too: the kept-alive connection's answer can reach its client just
+	// before net/http marks it idle, and the new connection then waits until it is.)
+	waitForMetric(t, metricsURL, "hookverify_edge_idle_connections_closed_total 1")
+	v.finish()
+	if err := <-active; err != nil {
+		t.Errorf("the delivery under way when the limit was reached: %v", err)
+	}
+	// The client whose idle connection was closed opens another, as clients do.
+	if err := healthz(keptAlive); err != nil {
+		t.Errorf("the client whose idle connection was closed, again: %v", err)
+	}
+}
+
+// TestConnectionLimitTakesTheSlotOfTheIdlest: the connection idle the longest is closed first;
+// one that became active again is not; over TLS net/http reports the *tls.Conn around the
+// connection Accept returned.
+func TestConnectionLimitTakesTheSlotOfTheIdlest(t *testing.T) {
+	l, _, addr := newTestLimit(t, 3, func() { t.Error("an Accept waited with a connection idle") })
+	var served, clients [3]net.Conn
+	for i := range served {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		clients[i] = c
+		if served[i], err = l.Accept(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.trackState(tls.Server(served[0], &tls.Config{}), http.StateIdle)
+	time.Sleep(2 * time.Millisecond)
+	l.trackState(served[1], http.StateIdle)
+	time.Sleep(2 * time.Millisecond)
+	l.trackState(tls.Server(served[2], &tls.Config{}), http.StateIdle)
+	l.trackState(served[0], http.StateActive) // its next request came in
+
+	// Read by the clients: a closed connection reads EOF at once, an open one times out.
+	closed := func(i int) bool {
+		clients[i].SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		_, err := clients[i].Read(make([]byte, 1))
+		return errors.Is(err, io.EOF)
+	}
+	for round, want := range [][3]bool{{false, true, false}, {false, true, true}} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		accepted, err := l.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { accepted.Close() })
+		for i, w := range want {
+			if got := closed(i); got != w {
+				t.Errorf("after accept %d, connection %d closed: %v, want %v", round+1, i, got, w)
+			}
+		}
 	}
 }
