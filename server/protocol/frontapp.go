@@ -32,10 +32,11 @@ const (
 // Verify rejects, in this order: no x-front-signature (missing signature); no
 // x-front-request-timestamp (missing timestamp); a timestamp that is not decimal milliseconds or
 // a signature that is not 32 bytes of padded base64 (malformed signature); no key matching
-// (signature mismatch); a timestamp more than the tolerance from Now, compared in whole seconds
-// (timestamp out of tolerance). Then a request carrying x-front-challenge is the (signed)
-// validation handshake, answered 200 with the challenge as a text/plain body; a challenge that
-// is empty, longer than 256 bytes or not visible ASCII is a malformed payload.
+// (signature mismatch); a timestamp more than the tolerance from Now in either direction,
+// compared to the millisecond (timestamp out of tolerance). Then a request carrying
+// x-front-challenge is the (signed) validation handshake, answered 200 with the challenge as a
+// text/plain body; a challenge that is empty, longer than 256 bytes or not visible ASCII is a
+// malformed payload.
 func FrontApp() *Protocol {
 	return &Protocol{
 		Name:             frontappName,
@@ -80,7 +81,9 @@ func verifyFrontApp(req *Request, keys []Key, p Params) (Result, error) {
 	if !ok {
 		return Result{}, rejectNoMatch(frontappSignatureHeader, 0, keys)
 	}
-	if err := checkTimestamp(ms/1000, p.Now, effectiveTolerance(p, frontappDefaultTolerance)); err != nil {
+	// Compared to the millisecond: ms/1000 against Now would refuse a delivery up to a second
+	// inside the old edge and accept one up to a second beyond the future edge.
+	if err := checkTimestampMillisRoundedUp(ms, p.Now, effectiveTolerance(p, frontappDefaultTolerance)); err != nil {
 		return Result{}, err
 	}
 	if challenge, ok := req.Headers.Get(frontappChallengeHeader); ok {

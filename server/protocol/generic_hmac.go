@@ -21,6 +21,10 @@ const (
 	genericHMACDefaultHeader    = "X-Signature"
 	genericHMACDefaultTemplate  = "{body}"
 	genericHMACDefaultTolerance = 300 * time.Second
+	// genericHMACMaxTolerance caps option tolerance as server.MaxTolerance caps an endpoint's
+	// own: the option overrides that tolerance, and a window longer than the dedupe window
+	// would let a captured delivery be accepted again once its claim has expired.
+	genericHMACMaxTolerance = 7 * 24 * time.Hour
 )
 
 // Option names of generic-hmac.
@@ -78,9 +82,10 @@ var genericHMACOptions = []string{
 //     list=kv, the key carrying it inside the signature header ("t"). Exactly one is required
 //     when the template uses {timestamp}, and neither is allowed otherwise.
 //   - timestamp_unit: s (default: unix seconds), ms (unix milliseconds) or rfc3339.
-//   - tolerance: a Go duration ("5m") for the timestamp check, overriding the endpoint's
-//     tolerance; without it the endpoint's applies, else 5 minutes. The timestamp is checked
-//     in both directions, after the signature, and only when the template uses {timestamp}.
+//   - tolerance: a Go duration ("5m"), at most 7 days as an endpoint's own, for the timestamp
+//     check, overriding the endpoint's tolerance; without it the endpoint's applies, else 5
+//     minutes. The timestamp is checked in both directions, after the signature, and only
+//     when the template uses {timestamp}.
 //   - id_header: the header carrying the event identity; or id_pointer, an RFC 6901 JSON
 //     pointer ("/event/id") to a string or number in the body. Neither: "body-sha256:" and the
 //     hex SHA-256 of the raw body. {id} in the template requires id_header.
@@ -263,8 +268,17 @@ type genericHMACConfig struct {
 }
 
 func validateGenericHMACOptions(options map[string]string) error {
-	_, err := parseGenericHMACConfig(options)
-	return err
+	c, err := parseGenericHMACConfig(options)
+	if err != nil {
+		return err
+	}
+	// Refused here rather than in the parser, so that a row stored before the cap still
+	// verifies (under the cap, see verifyGenericHMAC) instead of failing every delivery.
+	if c.tolerance > genericHMACMaxTolerance {
+		return fmt.Errorf("option %s must be at most %s, the cap on an endpoint's tolerance (got %q)",
+			genericOptTolerance, genericHMACMaxTolerance, options[genericOptTolerance])
+	}
+	return nil
 }
 
 // parseGenericHMACConfig applies defaults and checks the options. Every error names the option.
@@ -671,7 +685,7 @@ func verifyGenericHMAC(req *Request, keys []Key, p Params) (Result, error) {
 		return Result{}, rejectNoMatch(c.header, h.malformed, decoded)
 	}
 	if c.usesTS {
-		tol := c.tolerance
+		tol := min(c.tolerance, genericHMACMaxTolerance) // a row stored before the cap
 		if tol == 0 {
 			tol = effectiveTolerance(p, genericHMACDefaultTolerance)
 		}

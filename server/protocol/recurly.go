@@ -27,7 +27,7 @@ const (
 // first element that is not decimal milliseconds (malformed signature); no signature element
 // (missing signature); no element matching a key (malformed signature if some element was not
 // 64 lowercase hex digits and none matched, else signature mismatch); t more than the tolerance
-// from Now in either direction, compared in whole seconds (timestamp out of tolerance); a body
+// from Now in either direction, compared to the millisecond (timestamp out of tolerance); a body
 // that is not a JSON object (malformed payload); no non-empty string "id" (missing event id).
 func Recurly() *Protocol {
 	return &Protocol{

@@ -25,7 +25,7 @@ const (
 // Verify rejects, in this order: no sanity-webhook-signature (missing signature); a value not of
 // the form t=<digits>,v1=<value>, surrounding spaces aside (malformed signature); a v1 that is not 32 bytes of
 // unpadded base64url (malformed signature); no key matching (signature mismatch); t more than the
-// tolerance from Now in either direction, compared in whole seconds (timestamp out of
+// tolerance from Now in either direction, compared to the millisecond (timestamp out of
 // tolerance). The identity is never missing.
 func Sanity() *Protocol {
 	return &Protocol{
@@ -97,7 +97,9 @@ func verifySanity(req *Request, keys []Key, p Params) (Result, error) {
 	if !ok {
 		return Result{}, rejectNoMatch(sanitySignatureHeader, 0, keys)
 	}
-	if err := checkTimestamp(ms/1000, p.Now, effectiveTolerance(p, sanityDefaultTolerance)); err != nil {
+	// Compared to the millisecond: ms/1000 against Now would refuse a delivery up to a second
+	// inside the old edge and accept one up to a second beyond the future edge.
+	if err := checkTimestampMillisRoundedUp(ms, p.Now, effectiveTolerance(p, sanityDefaultTolerance)); err != nil {
 		return Result{}, err
 	}
 	if id, _ := req.Headers.Get(sanityIdempotencyHeader); id != "" {

@@ -29,7 +29,7 @@ const (
 // x-webflow-timestamp (missing timestamp); a timestamp that is not decimal milliseconds or a
 // signature that is not 64 lowercase hex digits (malformed signature); no key matching
 // (signature mismatch); a timestamp more than the tolerance away from Now in either direction,
-// compared in whole seconds (timestamp out of tolerance). The identity is the body's hash, with
+// compared to the millisecond (timestamp out of tolerance). The identity is the body's hash, with
 // the signed timestamp added for the trigger types whose bodies repeat (webflowRepeatingBodies).
 func Webflow() *Protocol {
 	return &Protocol{

@@ -156,15 +156,20 @@ func verifyZoom(req *Request, keys []Key, p Params) (Result, error) {
 	if !ok {
 		return Result{}, Reject(ReasonMissingTimestamp, "%s is not a decimal unix time", zoomTimestampHeader)
 	}
-	if len(tsRaw) >= zoomMillisDigits {
-		ts /= 1000
-	}
 	// "v0:{timestamp}:{body}" with the header string verbatim, exactly Slack's layout.
 	keyID, ok := matchKey(keys, [][]byte{sig}, sha256.New, slackMessage(tsRaw, req.Body))
 	if !ok {
 		return Result{}, rejectNoMatch(zoomSignatureHeader, 0, keys)
 	}
-	if err := checkTimestamp(ts, p.Now, effectiveTolerance(p, zoomDefaultTolerance)); err != nil {
+	tol := effectiveTolerance(p, zoomDefaultTolerance)
+	if len(tsRaw) >= zoomMillisDigits {
+		// Milliseconds are compared as such: ts/1000 against Now would refuse a delivery up
+		// to a second inside the old edge and accept one up to a second beyond the future edge.
+		err = checkTimestampMillisRoundedUp(ts, p.Now, tol)
+	} else {
+		err = checkTimestamp(ts, p.Now, tol)
+	}
+	if err != nil {
 		return Result{}, err
 	}
 	top, err := jsonObject(req.Body)
