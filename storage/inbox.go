@@ -100,10 +100,11 @@ type InboxStore interface {
 func StorableText(t string) string { return strings.ReplaceAll(t, "\x00", "\uFFFD") }
 
 // DeadLetterKey is a dead delivery's place in the order ListDeadLetters lists them in: by
-// VisibleAt (the time of its last attempt's lease), then by inbox id, compared byte by byte
-// (not by a database's collation), so that every store, and a page token, agree on it. The
-// inbox id makes the order total: many deliveries can share a VisibleAt (a lease takes them
-// at one time), and a key of VisibleAt alone would skip or repeat them across pages.
+// VisibleAt (when it last became due: its receipt, a nack's retry time or a requeue; neither
+// a lease nor its death moves it), then by inbox id, compared byte by byte (not by a
+// database's collation), so that every store, and a page token, agree on it. The inbox id
+// makes the order total: many deliveries can share a VisibleAt (nacked with one retry time,
+// received in one batch), and a key of VisibleAt alone would skip or repeat them across pages.
 type DeadLetterKey struct {
 	VisibleAt time.Time
 	InboxID   string

@@ -782,7 +782,7 @@ func listDeadLetters(engine Engine, filter storage.InboxFilter, after storage.De
 }
 
 // ListDeadLetters returns a page of the dead deliveries matching the filter, after the key
-// after, oldest VisibleAt (the time of their last attempt's lease) first, then by id bytes, up
+// after, oldest VisibleAt (when they last became due) first, then by id bytes, up
 // to limit and within maxBytes, and whether more follow.
 func (s *Store) ListDeadLetters(ctx context.Context, filter storage.InboxFilter, after storage.DeadLetterKey, limit int, maxBytes int64) ([]storage.LeasedDelivery, bool, error) {
 	if limit < 1 {

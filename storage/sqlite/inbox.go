@@ -495,7 +495,7 @@ func affected(res sql.Result, err error) (bool, error) {
 }
 
 // ListDeadLetters returns a page of the dead deliveries matching the filter, after the key
-// after, oldest VisibleAt (the time of their last attempt's lease) first, then by id (TEXT
+// after, oldest VisibleAt (when they last became due) first, then by id (TEXT
 // compares bytes here), up to limit and within maxBytes, and whether more follow. The ids are
 // picked, with their sizes, before any body is read. One more than the page is picked, so
 // that the page can tell whether another follows without reading it, and a page cut by

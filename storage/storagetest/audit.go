@@ -87,6 +87,8 @@ func testAudit(t *testing.T, h harness) {
 		wantSame(t, []storage.AuditEvent{first}, listAudit(t, s, storage.AuditFilter{Limit: 10}), "audit events")
 	})
 
+	t.Run("a write that changes nothing records nothing", func(t *testing.T) { testUnchangedWritesRecordNothing(t, h) })
+
 	t.Run("a change whose event cannot be recorded does not happen", func(t *testing.T) {
 		s := h.fresh(t)
 		createEndpoint(t, s, newEndpoint("ep-1"))
@@ -186,4 +188,33 @@ func testAudit(t *testing.T, h harness) {
 		wantSame(t, all[1:3], listAudit(t, s, storage.AuditFilter{Limit: 2, After: storage.AuditKey{At: at(30 * time.Second), ID: "a"}}),
 			"the first two events after 30 s")
 	})
+}
+
+// testUnchangedWritesRecordNothing: a write that changes nothing records nothing
+// (storage.AuditStore), so that the trail's record of a change keeps its first caller and
+// time: retiring a retired secret, and a reseal that lost to another (the secret no longer
+// sealed under the key it was read under).
+func testUnchangedWritesRecordNothing(t *testing.T, h harness) {
+	s := h.fresh(t)
+	createEndpoint(t, s, newEndpoint("ep-1"))
+	addSecret(t, s, newSecret("ep-1", "sec-1", at(0)))
+	with := func(ev storage.AuditEvent) context.Context { return storage.WithAuditEvent(t.Context(), ev) }
+
+	retire := auditEvent("a1", "secret.retire", "ep-1", "sec-1", at(time.Second))
+	_, err := s.RetireSecret(with(retire), "ep-1", "sec-1", at(time.Second))
+	must(t, err, "RetireSecret")
+	_, err = s.RetireSecret(with(auditEvent("a2", "secret.retire", "ep-1", "sec-1", at(time.Minute))), "ep-1", "sec-1", at(time.Minute))
+	must(t, err, "RetireSecret of a retired secret")
+
+	reseal := auditEvent("a3", "secret.reseal", "ep-1", "sec-1", at(2*time.Minute))
+	done, err := s.ResealSecret(with(reseal), "ep-1", "sec-1", "master-1", "master-2", []byte("x"))
+	if err != nil || !done {
+		t.Fatalf("ResealSecret = %v, %v; want done", done, err)
+	}
+	done, err = s.ResealSecret(with(auditEvent("a4", "secret.reseal", "ep-1", "sec-1", at(3*time.Minute))),
+		"ep-1", "sec-1", "master-1", "master-3", []byte("stale"))
+	if err != nil || done {
+		t.Fatalf("stale ResealSecret = %v, %v; want not done", done, err)
+	}
+	wantSame(t, []storage.AuditEvent{retire, reseal}, listAudit(t, s, storage.AuditFilter{Limit: 10}), "audit events")
 }

@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -213,6 +214,8 @@ func testClaims(t *testing.T, h harness) {
 		}
 	})
 
+	t.Run("a claim whose caller has gone is unavailable", func(t *testing.T) { claimCanceled(t, h) })
+
 	t.Run("count per scope and overall", func(t *testing.T) {
 		s := claimStore(t, h)
 		wantCount(t, s, "", 0)
@@ -388,4 +391,20 @@ func ClaimBatchReusedInboxID(t *testing.T, s storage.Store, commit func([]storag
 	if n, err := s.CountDeliveries(t.Context(), ""); err != nil || n != 3 {
 		t.Errorf("CountDeliveries = %d, %v; want 3", n, err)
 	}
+}
+
+// claimCanceled checks that a claim whose caller has gone reports ErrUnavailable, as any claim
+// that did not commit for it (storage.ClaimStore): never Accepted, and never a sentinel that
+// the server would answer as the event's own fault.
+func claimCanceled(t *testing.T, h harness) {
+	s := claimStore(t, h)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	r, err := s.Claim(ctx, newDelivery("ep-1", "ep-1", "evt-1", "inbox-1"))
+	if !errors.Is(err, storage.ErrUnavailable) || r.Accepted {
+		t.Fatalf("Claim with a canceled context = %+v, %v; want an error wrapping ErrUnavailable", r, err)
+	}
+	// Whether it committed or not, a retry with its inbox id is accepted.
+	d := newDelivery("ep-1", "ep-1", "evt-1", "inbox-1")
+	wantSame(t, acceptedBy(d), claim(t, s, d), "the claim again")
 }

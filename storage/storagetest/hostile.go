@@ -86,6 +86,10 @@ func testInboxHostileInput(t *testing.T, h harness) {
 		wantIDs(t, list, "dead letters filtered by 40,001 endpoints")
 	})
 
+	t.Run("a give-back naming an impossible id or token fails, and its error holding NUL is kept", func(t *testing.T) {
+		testGiveBackHostileInput(t, h)
+	})
+
 	t.Run("a nack's error holding NUL is kept, NUL replaced", func(t *testing.T) {
 		s := inboxFixture(t, h)
 		deliver(t, s, "ep-1", "ep-1", "d1", at(time.Second))
@@ -139,5 +143,21 @@ func testAdminHostileInput(t *testing.T, h harness) {
 	// The real ones are untouched.
 	if got, err := s.ListSecrets(t.Context(), "ep-1"); err != nil || len(got) != 1 || !got[0].RetiredAt.IsZero() {
 		t.Errorf("ListSecrets(ep-1) after the hostile calls = %+v, %v; want sec-1, not retired", got, err)
+	}
+}
+
+// testGiveBackHostileInput is testInboxHostileInput's case for GiveBack, which the API's Nack
+// with not_attempted reaches with the caller's id, token and error as they came.
+func testGiveBackHostileInput(t *testing.T, h harness) {
+	t0 := at(time.Hour)
+	s := inboxFixture(t, h)
+	deliver(t, s, "ep-1", "ep-1", "d1", at(time.Second))
+	wantIDs(t, lease(t, s, leaseReq("tok-1", t0, 1)), "lease", "d1")
+	wantErr(t, s.GiveBack(t.Context(), "d1", "tok-1\x00", t0, "", t0), storage.ErrLeaseLost, "GiveBack with a token holding NUL")
+	wantErr(t, s.GiveBack(t.Context(), "d\x001", "tok-1", t0, "", t0), storage.ErrNotFound, "GiveBack of an id holding NUL")
+	must(t, s.GiveBack(t.Context(), "d1", "tok-1", t0, "stopping: \x00", t0), "GiveBack with an error holding NUL")
+	got := lease(t, s, leaseReq("tok-2", t0, 1))
+	if len(got) != 1 || got[0].LastError != "stopping: \uFFFD" || got[0].Attempts != 1 {
+		t.Fatalf("lease after a give-back whose error held NUL: %+v", got)
 	}
 }

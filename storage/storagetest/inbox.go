@@ -157,6 +157,8 @@ func testInbox(t *testing.T, h harness) {
 		wantIDs(t, lease(t, s, bounded("tok-3", 0)), "unbounded lease", "d4")
 	})
 
+	t.Run("a lease stops at MaxBytes across the endpoints it names", func(t *testing.T) { testLeaseBytesAcrossEndpoints(t, h) })
+
 	t.Run("a delivery is not leasable before it is visible", func(t *testing.T) {
 		s := inboxFixture(t, h)
 		d := deliver(t, s, "ep-1", "ep-1", "d1", t0)
@@ -957,6 +959,8 @@ func testRetention(t *testing.T, h harness) {
 		return res
 	}
 
+	t.Run("lookup through retention", func(t *testing.T) { testLookupThroughRetention(t, h, settled) })
+
 	t.Run("old acked records go in batches, nothing else does", func(t *testing.T) {
 		s := settled(t)
 		// A zero ClaimsBefore keeps every claim.
@@ -1519,4 +1523,73 @@ func SettleDeadLettersAudited(t *testing.T, s storage.Store) {
 	requeue.EndpointID, discard.EndpointID = "ep-1", "ep-2"
 	wantSame(t, []storage.AuditEvent{requeue, discard}, listAudit(t, s, storage.AuditFilter{Limit: 10}), "audit events")
 	wantIDs(t, deadLetters(t, s, storage.InboxFilter{}, 10), "dead letters after the settles")
+}
+
+// testLookupThroughRetention: LookupClaim must answer as Claim would (storage.ClaimStore), and
+// the server answers DUPLICATE from it while backpressure refuses new events. The claim, not
+// the inbox record, decides: a lookup that found an acked record whose claim was swept would
+// tell the provider DUPLICATE for an event past the dedupe window, which it then drops for
+// good; one that missed a claim whose record was swept would refuse a redelivery.
+func testLookupThroughRetention(t *testing.T, h harness, settled func(t *testing.T) storage.Store) {
+	t0 := at(time.Hour)
+	// old is the delivery "old-0" of settled, as claimed.
+	old := newDelivery("ep-1", "ep-1", "evt-old-0", "old-0")
+	old.ReceivedAt = at(time.Second)
+
+	t.Run("lookup misses a swept claim whose acked record is kept", func(t *testing.T) {
+		s := settled(t)
+		req := storage.SweepRequest{AckedBefore: t0, ClaimsBefore: at(20 * time.Second), Batch: 10}
+		if res, err := s.Sweep(t.Context(), req); err != nil || res.InboxDeleted != 0 || res.ClaimsDeleted == 0 {
+			t.Fatalf("Sweep of claims only: %+v, %v", res, err)
+		}
+		getDelivery(t, s, "old-0")
+		_, err := s.LookupClaim(t.Context(), "ep-1", "evt-old-0")
+		wantErr(t, err, storage.ErrNotFound, "LookupClaim of a swept claim whose record is kept")
+		// A kept claim is still found, as Claim would report it.
+		got, err := s.LookupClaim(t.Context(), "ep-1", "evt-dead")
+		must(t, err, "LookupClaim of a dead delivery's claim")
+		if got.Accepted || got.InboxID != "dead" {
+			t.Fatalf("LookupClaim of a dead delivery's claim = %+v, want its first claim", got)
+		}
+	})
+
+	t.Run("lookup finds a kept claim whose record was swept", func(t *testing.T) {
+		s := settled(t)
+		req := storage.SweepRequest{AckedBefore: t0.Add(time.Minute), Batch: 10}
+		if res, err := s.Sweep(t.Context(), req); err != nil || res.InboxDeleted == 0 || res.ClaimsDeleted != 0 {
+			t.Fatalf("Sweep of records only: %+v, %v", res, err)
+		}
+		wantNoDelivery(t, s, "old-0")
+		got, err := s.LookupClaim(t.Context(), "ep-1", "evt-old-0")
+		must(t, err, "LookupClaim of a kept claim whose record was swept")
+		wantSame(t, rejectedFor(old), got, "looked-up claim")
+		again := newDelivery("ep-1", "ep-1", "evt-old-0", "again-0")
+		wantSame(t, got, claim(t, s, again), "Claim's answer beside LookupClaim's")
+	})
+}
+
+// testLeaseBytesAcrossEndpoints: MaxBytes bounds a lease as a whole (storage.LeaseRequest),
+// also when its filter names several endpoints and a store picks each endpoint's deliveries
+// apart (storage.InboxFilter.ByEndpoint) before merging them: bounded per endpoint, the
+// answer could pass the worker's receive limit, and its every delivery would stay leased,
+// unrun, an attempt spent.
+func testLeaseBytesAcrossEndpoints(t *testing.T, h harness) {
+	t0 := at(time.Hour)
+	s := inboxFixture(t, h)
+	body := make([]byte, 1000)
+	var size int64
+	for i, e := range []string{"ep-1", "ep-2", "ep-1", "ep-2"} {
+		d := newDelivery(e, e, "evt-"+string(rune('a'+i)), string(rune('a'+i)))
+		d.Body, d.ReceivedAt = body, at(time.Duration(i+1)*time.Second)
+		if r := claim(t, s, d); !r.Accepted {
+			t.Fatalf("Claim %s: not accepted: %+v", d.InboxID, r)
+		}
+		size = int64(len(d.Body) + len(storage.EncodeHeaders(d.Headers)) + len(d.URL))
+	}
+	req := leaseReq("tok-1", t0, 10)
+	req.EndpointIDs = []string{"ep-2", "ep-1"}
+	req.MaxBytes = 2*size + size/2 // two fit, not three
+	wantIDs(t, lease(t, s, req), "lease of two endpoints within MaxBytes", "a", "b")
+	req.LeaseToken, req.MaxBytes = "tok-2", 1
+	wantIDs(t, lease(t, s, req), "lease of two endpoints bounded below the oldest's size", "c")
 }

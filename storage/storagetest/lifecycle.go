@@ -75,12 +75,16 @@ func closedCalls(ctx context.Context, s storage.Store) map[string]error {
 	_, calls["ResealSecret"] = s.ResealSecret(ctx, "ep-1", "sec-1", "master-1", "master-2", []byte("x"))
 	_, calls["ListAuditEvents"] = s.ListAuditEvents(ctx, storage.AuditFilter{Limit: 10})
 	_, calls["Claim"] = s.Claim(ctx, newDelivery("ep-1", "ep-1", "evt-2", "inbox-2"))
+	_, calls["LookupClaim"] = s.LookupClaim(ctx, "ep-1", "evt-1")
 	_, calls["GetDelivery"] = s.GetDelivery(ctx, "inbox-1")
 	_, calls["CountDeliveries"] = s.CountDeliveries(ctx, "")
 	_, calls["Lease"] = s.Lease(ctx, storage.LeaseRequest{Max: 1, Visibility: time.Minute, MaxAttempts: 1,
 		LeaseToken: "tok", Now: at(time.Hour)})
 	calls["Ack"] = s.Ack(ctx, "inbox-1", "tok", at(time.Hour))
 	_, calls["Nack"] = s.Nack(ctx, "inbox-1", "tok", at(time.Hour), 1, "failed", at(time.Hour))
+	calls["GiveBack"] = s.GiveBack(ctx, "inbox-1", "tok", at(time.Hour), "stopping", at(time.Hour))
+	calls["AckMany"] = oneError(s.AckMany(ctx, []storage.LeaseRef{{InboxID: "inbox-1", LeaseToken: "tok"}}, at(time.Hour)))
+	_, calls["DeadLetterExhausted"] = s.DeadLetterExhausted(ctx, storage.ExhaustedRequest{MaxAttempts: 1, Reason: "closed", Batch: 10, Now: at(time.Hour)})
 	_, calls["ExtendLease"] = s.ExtendLease(ctx, storage.ExtendRequest{LeaseRef: storage.LeaseRef{InboxID: "inbox-1", LeaseToken: "tok"}, Visibility: time.Hour, Now: at(time.Hour)})
 	_, _, calls["ListDeadLetters"] = s.ListDeadLetters(ctx, storage.InboxFilter{}, storage.DeadLetterKey{}, 10, 0)
 	calls["Requeue"] = s.Requeue(ctx, "inbox-1", at(time.Hour))
@@ -96,6 +100,14 @@ func closedCalls(ctx context.Context, s storage.Store) map[string]error {
 	calls["Migrate"] = s.Migrate(ctx)
 	calls["Ping"] = s.Ping(ctx)
 	return calls
+}
+
+// oneError is the error of an AckMany of one ack, or one saying it answered otherwise.
+func oneError(errs []error) error {
+	if len(errs) != 1 {
+		return fmt.Errorf("AckMany of one ack answered %d errors", len(errs))
+	}
+	return errs[0]
 }
 
 func testClosed(t *testing.T, h harness) {
