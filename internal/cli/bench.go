@@ -394,11 +394,22 @@ func (l loadShape) interval() time.Duration { return time.Duration(float64(time.
 // loop each worker calls again as soon as it is answered. At a fixed rate the calls are started
 // on a schedule instead, handed to whichever worker is free, and each latency counts from the
 // call's scheduled start, so that time spent waiting for a free worker (the server falling
-// behind) is counted rather than hidden; calls due but not answered by the end are counted in
+// behind) is counted rather than hidden; a call started in the phase is answered even after
+// its end (up to openLoopGrace), since the calls in flight at the end are the slowest and
+// leaving them out would flatter the percentiles; calls due but not answered are counted in
 // due and started (printBehind).
-func drive(ctx context.Context, load loadShape, call func(ctx context.Context, worker int, r *mrand.Rand) (label string, items int, err error)) *benchResult {
-	ctx, cancel := context.WithTimeout(ctx, load.duration)
+func drive(parent context.Context, load loadShape, call func(ctx context.Context, worker int, r *mrand.Rand) (label string, items int, err error)) *benchResult {
+	ctx, cancel := context.WithTimeout(parent, load.duration)
 	defer cancel()
+	// callCtx is the calls': the phase's in a closed loop, which cuts the calls under way at
+	// its end (its rate counts the phase's answers only); in an open loop it lasts
+	// openLoopGrace longer.
+	callCtx := ctx
+	if load.rate > 0 {
+		var cancelCalls context.CancelFunc
+		callCtx, cancelCalls = context.WithTimeout(parent, load.duration+openLoopGrace)
+		defer cancelCalls()
+	}
 	var mu sync.Mutex
 	res := &benchResult{latencies: map[string][]time.Duration{}}
 	var wg sync.WaitGroup
@@ -407,7 +418,7 @@ func drive(ctx context.Context, load loadShape, call func(ctx context.Context, w
 	var schedule chan time.Time
 	if load.rate > 0 {
 		schedule = make(chan time.Time, 1<<16)
-		wg.Go(func() { feed(ctx, schedule, start, load.interval()) })
+		wg.Go(func() { feed(ctx, schedule, start, end, load.interval()) })
 		// Calls k = 0, 1, ... are due at start + k×interval, those before the end in the phase.
 		res.due = int((load.duration + load.interval() - 1) / load.interval())
 	}
@@ -425,10 +436,11 @@ func drive(ctx context.Context, load loadShape, call func(ctx context.Context, w
 					}
 					started++
 				}
-				label, n, err := call(ctx, w, r)
-				if ctx.Err() != nil || !time.Now().Before(end) {
-					// A call cut short by the end of the phase is not counted. gRPC may fail it
-					// with DeadlineExceeded before the context reports its end.
+				label, n, err := call(callCtx, w, r)
+				if callCtx.Err() != nil || (schedule == nil && !time.Now().Before(end)) {
+					// A call cut short by the end of the phase (or of the grace, or Ctrl-C) is
+					// not counted. gRPC may fail it with DeadlineExceeded before the context
+					// reports its end.
 					break
 				}
 				if label == "" {
@@ -452,6 +464,10 @@ func drive(ctx context.Context, load loadShape, call func(ctx context.Context, w
 	}
 	wg.Wait()
 	res.elapsed = time.Since(start)
+	if load.rate > 0 {
+		// The answers after the end are the phase's calls: its rate is over the phase alone.
+		res.elapsed = min(res.elapsed, load.duration)
+	}
 	if load.rate > 0 && errors.Is(ctx.Err(), context.Canceled) {
 		// Stopped before its end (Ctrl-C): only the calls due until then were due at all, or
 		// the bench would report the rest of the phase as calls the server never answered.
@@ -461,15 +477,22 @@ func drive(ctx context.Context, load loadShape, call func(ctx context.Context, w
 	return res
 }
 
-// feed sends the scheduled start time of every call due every interval since start, until
-// ctx ends, then closes schedule. It wakes every millisecond and sends all calls due by then.
-func feed(ctx context.Context, schedule chan<- time.Time, start time.Time, interval time.Duration) {
+// openLoopGrace is how long past an open loop's end its calls under way are waited for.
+const openLoopGrace = 10 * time.Second
+
+// feed sends the scheduled start time of every call due every interval since start and
+// before end, until ctx ends, then closes schedule. It wakes every millisecond and sends all
+// calls due by then.
+func feed(ctx context.Context, schedule chan<- time.Time, start, end time.Time, interval time.Duration) {
 	defer close(schedule)
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for k := int64(0); ; {
 		due := start.Add(time.Duration(k) * interval)
 		for !due.After(time.Now()) {
+			if !due.Before(end) {
+				return // the phase's calls are all sent
+			}
 			select {
 			case schedule <- due:
 			case <-ctx.Done():
