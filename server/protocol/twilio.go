@@ -261,12 +261,14 @@ const twilioSharedKeyHeader = "X-Twilio-Webhooks-Signature-Settings"
 // twilioAlgorithm is the HMAC a delivery's X-Twilio-Signature was made with: as twilio-node
 // reads the settings header, the first "algorithm=" part with a value names it, HMAC_SHA1 or
 // HMAC_SHA256 in any case; no header, no such part or an empty value is the Auth Token's
-// HMAC_SHA1. Any other algorithm is refused, as twilio-node refuses it.
+// HMAC_SHA1. Any other algorithm is refused, as twilio-node refuses it. A repeated header is
+// read as Node hands it to twilio-node: its values joined with ", ".
 func twilioAlgorithm(h Headers) (newHash func() hash.Hash, size int, name string, err error) {
-	settings, ok := h.Get(twilioSharedKeyHeader)
-	if !ok {
+	values := h.Values(twilioSharedKeyHeader)
+	if len(values) == 0 {
 		return sha1.New, sha1.Size, "HMAC-SHA1", nil
 	}
+	settings := strings.Join(values, ", ")
 	algorithm := ""
 	for part := range strings.SplitSeq(settings, ",") {
 		if k, v, found := strings.Cut(part, "="); found && strings.TrimSpace(k) == "algorithm" {

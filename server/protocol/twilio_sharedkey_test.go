@@ -53,6 +53,10 @@ func TestTwilioSharedKeyDeliveries(t *testing.T) {
 		"form, Auth Token scheme (no settings)":    form(twilioSharedKeyFormSHA1, ""),
 		"JSON through bodySHA256, HMAC_SHA256":     {Method: "POST", URL: twilioSharedKeyJSONURL, Body: []byte(twilioSharedKeyJSON), Headers: Headers{{Name: "Content-Type", Value: "application/json"}, {Name: "X-Twilio-Signature", Value: twilioSharedKeyJSONSHA256}, {Name: "X-Twilio-Webhooks-Signature-Settings", Value: "key=k,algorithm=HMAC_SHA256"}}},
 		"form, SHA-256 signature, first part wins": form(twilioSharedKeyFormSHA256, "key=k,algorithm=HMAC_SHA256,algorithm=HMAC_SHA1"),
+		// Node joins a repeated header's values with ", " before twilio-node reads it: the
+		// algorithm of the second applies when the first names none.
+		"form, repeated settings, the second names HMAC_SHA256": withAnotherHeader(form(twilioSharedKeyFormSHA256, "key=k"),
+			"X-Twilio-Webhooks-Signature-Settings", "algorithm=HMAC_SHA256"),
 	}
 	for name, req := range accepted {
 		t.Run(name, func(t *testing.T) {
@@ -72,6 +76,8 @@ func TestTwilioSharedKeyDeliveries(t *testing.T) {
 		// "Algorithm" is not "algorithm" (twilio-node compares the name exactly): SHA-1.
 		"capitalised name read as no algorithm":         {form(twilioSharedKeyFormSHA256, "Algorithm=HMAC_SHA256"), ReasonMalformedSignature},
 		"an algorithm Twilio's libraries do not verify": {form(twilioSharedKeyFormSHA256, "key=k,algorithm=HMAC_SHA512"), ReasonMalformedSignature},
+		"repeated settings, the first algorithm wins": {withAnotherHeader(form(twilioSharedKeyFormSHA256, "algorithm=HMAC_SHA1"),
+			"X-Twilio-Webhooks-Signature-Settings", "algorithm=HMAC_SHA256"), ReasonMalformedSignature},
 		"a changed parameter": {&Request{Method: "POST", URL: twilioSharedKeyFormURL,
 			Body: []byte(strings.Replace(twilioSharedKeyForm, "Hello", "Hallo", 1)), Headers: form(twilioSharedKeyFormSHA256, "algorithm=HMAC_SHA256").Headers}, ReasonSignatureMismatch},
 		"a changed JSON body": {&Request{Method: "POST", URL: twilioSharedKeyJSONURL, Body: []byte(strings.Replace(twilioSharedKeyJSON, "SM1", "SM2", 1)),
@@ -130,4 +136,11 @@ func FuzzTwilioSignatureSettings(f *testing.F) {
 			t.Fatalf("settings %q: a delivery signed with %s: %v", settings, name, err)
 		}
 	})
+}
+
+
+// withAnotherHeader returns req with one header more, beside any of the same name.
+func withAnotherHeader(req *Request, name, value string) *Request {
+	req.Headers = append(req.Headers, Header{Name: name, Value: value})
+	return req
 }
