@@ -138,7 +138,6 @@ func FuzzTwilioSignatureSettings(f *testing.F) {
 	})
 }
 
-
 // withAnotherHeader returns req with one header more, beside any of the same name.
 func withAnotherHeader(req *Request, name, value string) *Request {
 	req.Headers = append(req.Headers, Header{Name: name, Value: value})
