@@ -258,6 +258,10 @@ func dsn(path string, busyTimeout time.Duration, role connRole) string {
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(FULL)")
+	// Deleted content (retention's swept deliveries, whose bodies may hold personal data) is
+	// overwritten with zeros rather than left in freed cells and pages, where anyone reading
+	// the file or a copy of it would find it. It costs writes of the pages a sweep frees.
+	q.Add("_pragma", "secure_delete(1)")
 	// mode=rw: a connection never creates the database (OpenWith does, private). One that
 	// the pool opens after the file was deleted would otherwise create an empty one at the
 	// path, with the default mode, and fail on its missing tables.
