@@ -797,11 +797,15 @@ function checkBaseUrl(raw) {
  *   Without it, anyone who can reach the edge could make it hold requests times maxBodyBytes
  *   until the process ran out of memory, cutting every delivery in flight.
  * @param {number} [opts.maxConnections=1024] Bounds the connections open at once, idle
- *   keep-alive ones included, as the Go edge's --max-connections: past it Node closes a new
- *   connection at once (the provider retries), where the Go edge leaves it waiting to be
- *   accepted. Each holds up to 272 KiB of headers before maxBytesInFlight counts it; without
- *   a bound, anyone could open connections until the process ran out of file descriptors or
- *   memory. A warning at most every 10 s. 0: no bound.
+ *   keep-alive ones included, as the Go edge's --max-connections: at the bound a new
+ *   connection takes the slot of the keep-alive connection idle the longest between requests,
+ *   closing it (an info line at most every 10 s), and only when none is idle is the new one
+ *   closed at once (the provider retries; a warning at most every 10 s), where the Go edge
+ *   leaves it waiting to be accepted. A connection reading or answering a request is never
+ *   closed. Each holds up to 272 KiB of headers before maxBytesInFlight counts it; without a
+ *   bound, anyone could open connections until the process ran out of file descriptors or
+ *   memory. 0: no bound. (Node's server.maxConnections is not used: it would close the new
+ *   connection, however many sat idle.)
  * @param {number} [opts.headersTimeoutMs=5000] Time allowed to receive a request's header
  *   section (the Go edge's --read-header-timeout); then 503 with Retry-After.
  * @param {number} [opts.requestTimeoutMs=10000] Time allowed to receive a whole request (the Go
@@ -948,8 +952,10 @@ function createEdge(opts = {}) {
     const outcome = {};
     exchanges.set(req.socket, { req, res, outcome });
     inFlight.add(res);
+    connections?.requestStarted(req.socket);
     whenEnded(req, res, () => {
       inFlight.delete(res);
+      connections?.requestEnded(req.socket);
       accessLog(req, res, outcome, started);
     });
     if (closing) res.setHeader('Connection', 'close');
@@ -961,23 +967,8 @@ function createEdge(opts = {}) {
     });
   };
   server.on('request', serve);
-  if (maxConnections > 0) {
-    server.maxConnections = maxConnections;
-    // Node closes a connection past maxConnections as it arrives; said at most once per 10 s.
-    let dropLoggedAt = 0;
-    let dropsNotLogged = 0;
-    server.on('drop', () => {
-      if (Date.now() - dropLoggedAt >= 10000) {
-        log('warn', 'holding maxConnections connections open; closing new ones (the provider retries)', {
-          max_connections: maxConnections, not_logged_since_last: dropsNotLogged,
-        });
-        dropLoggedAt = Date.now();
-        dropsNotLogged = 0;
-      } else {
-        dropsNotLogged++;
-      }
-    });
-  }
+  // The bound on the connections open at once (maxConnections), told of each request by serve.
+  const connections = maxConnections > 0 ? limitConnections(server, maxConnections, log) : null;
   // Without this listener Node sends 100 Continue before the edge sees the request, so a
   // provider that waits for it uploads a body the edge then refuses (413, 404). As the Go edge
   // does, it is sent only when the body is read; an answer without it closes the connection.
@@ -1283,6 +1274,101 @@ function createEdge(opts = {}) {
 
   if (ownClient) server.on('close', () => clients.close());
   return server;
+}
+
+/**
+ * limitConnections bounds the connections server serves at once to max, as the Go edge's
+ * --max-connections does (internal/cli/edgeconns.go). Node's server.maxConnections closes a new
+ * connection past the bound as it arrives: keep-alive connections idle between requests would
+ * then hold every slot for the whole idle timeout (60 s), and anyone could keep every provider
+ * out with connections that each sent one request and then nothing. So, as the Go edge does, a
+ * new connection at the bound takes the slot of the connection idle the longest, closing it
+ * (as its idle timeout would; HTTP clients expect it), and is itself closed as it arrives (the
+ * provider retries) only when none is idle. A connection reading or answering a request is
+ * never closed.
+ *
+ * Idle means: every request received on it answered (its response ended), and no byte of a
+ * next one parsed. Node tells of no next request before its headers have all arrived (its
+ * parser reads the socket in C++), but the parser knows: its duration() is 0 from the end of
+ * one request to the first byte of the next, and counts from the connection's start before its
+ * first (so a new connection is not idle, as in the Go edge; headersTimeoutMs bounds it). The
+ * check and the close run in one JavaScript turn, in which the parser reads nothing: a
+ * connection on which Node has read a byte of a next request is never chosen. Bytes still in
+ * the kernel's buffer may arrive as it closes: the race every idle timeout has, which clients of
+ * keep-alive connections retry.
+ *
+ * Returns {requestStarted(socket), requestEnded(socket)}, to be told of each request.
+ */
+function limitConnections(server, max, log) {
+  const open = new Set();
+  // The connections whose requests have all ended, the longest idle first (a Set keeps the
+  // order of insertion; one that becomes idle again goes last).
+  const idle = new Set();
+  // The requests received on each connection whose response has not ended.
+  const pending = new WeakMap();
+  /** closeIdlest closes the connection idle the longest, if any, and reports whether it did. */
+  const closeIdlest = () => {
+    for (const socket of idle) {
+      // Reading a next request (or paused by Node under a client's pipelined requests): not
+      // idle, but left in the set: its 'request' removes it, its timeout closes it.
+      if (typeof socket.parser?.duration !== 'function' || socket.parser.duration() !== 0 || socket.isPaused()) continue;
+      idle.delete(socket);
+      open.delete(socket);
+      socket.destroy();
+      return true;
+    }
+    return false;
+  };
+  // Each said at most once per 10 s, with the number of times not said since the last line.
+  const limited = (level, msg) => {
+    let loggedAt = 0;
+    let notLogged = 0;
+    return () => {
+      if (Date.now() - loggedAt < 10000) {
+        notLogged++;
+        return;
+      }
+      log(level, msg, { max_connections: max, not_logged_since_last: notLogged });
+      loggedAt = Date.now();
+      notLogged = 0;
+    };
+  };
+  // The Go edge counts the first in hookverify_edge_idle_connections_closed_total (the Node edge
+  // has no metrics): a close its idle timeout would have made anyway, so not a warning.
+  const closedIdle = limited('info', 'closed idle keep-alive connections at maxConnections to accept new ones');
+  const dropped = limited('warn', 'holding maxConnections connections open, none idle; closing new ones (the provider retries)');
+  // Node's own listener, registered when the server was created, runs first: the socket has
+  // its parser.
+  server.on('connection', (socket) => {
+    if (open.size >= max) {
+      if (closeIdlest()) {
+        closedIdle();
+      } else {
+        socket.destroy();
+        dropped();
+        return;
+      }
+    }
+    open.add(socket);
+    socket.once('close', () => {
+      open.delete(socket);
+      idle.delete(socket);
+    });
+  });
+  return {
+    requestStarted(socket) {
+      pending.set(socket, (pending.get(socket) ?? 0) + 1);
+      idle.delete(socket);
+    },
+    requestEnded(socket) {
+      const n = pending.get(socket) - 1;
+      pending.set(socket, n);
+      if (n === 0 && !socket.destroyed && open.has(socket)) {
+        idle.delete(socket);
+        idle.add(socket);
+      }
+    },
+  };
 }
 
 /**
