@@ -31,12 +31,19 @@ const (
 // incoming callbacks) signed with the account Auth Token.
 //
 // The URL is part of the signed message, so the request URL (or the endpoint's public_url)
-// must be exactly the URL configured at Twilio, query included and percent-encoded the same
-// way. Like twilio-python, twilio-node and twilio-go, Verify accepts the signature over the URL
-// with its port removed or, when it has none, with the scheme's default port (443 for https,
-// 80 otherwise) added, "since signature generation on the back end is inconsistent" (the SDKs'
-// words); the URL is otherwise used byte for byte, without the WHATWG re-encoding twilio-node
-// applies.
+// must be the URL configured at Twilio, query included. Like twilio-python, twilio-node and
+// twilio-go, Verify accepts the signature over the URL as received with its port removed or,
+// when it has none, with the scheme's default port (443 for https, 80 otherwise) added, "since
+// signature generation on the back end is inconsistent" (the SDKs' words). Only when none of
+// those verifies does it try, as twilio-node 6.3.1's validateRequest does and in its order, the
+// URL as Node's `new URL(url).toString()` serialises it (WHATWG: scheme and host lower-cased,
+// default port dropped, dot segments resolved, backslashes as slashes, characters such as a
+// space or, in the query, ' percent-encoded), without and with its port, then each of those
+// with its query re-encoded by Node's legacy querystring (+ as %20, %7e as ~, ...): Twilio's
+// back end sometimes signs such an escaped form (%27 for ' in the query), and a genuine
+// delivery must not be lost. A URL whose serialisation is not reproduced exactly here (a
+// non-ASCII or Punycode host, an IPv4 address not in dotted-decimal form) gets no normalised
+// candidates. At most six HMACs per key are computed.
 //
 // Repeated POST parameters follow twilio-python and twilio-node: the values of one name are
 // de-duplicated and sorted, and each contributes name+value. twilio-go's ValidateBody keeps
@@ -46,7 +53,7 @@ const (
 // Verify rejects, in this order: no X-Twilio-Signature (missing signature); a value that is not
 // the padded standard base64 of 20 bytes (malformed signature); a request URL that is not an
 // absolute http(s) URL (signature mismatch: nothing can match); a form body that does not
-// decode (malformed payload); no key whose HMAC over any URL variant matches (signature
+// decode (malformed payload); no key whose HMAC over any URL candidate matches (signature
 // mismatch); a bodySHA256 in the URL that is not the SHA-256 of the body (signature mismatch).
 func Twilio() *Protocol {
 	return &Protocol{
@@ -56,7 +63,7 @@ func Twilio() *Protocol {
 			"a Webhook shared key's deliveries with the algorithm X-Twilio-Webhooks-Signature-Settings names (HMAC_SHA256), keyed with the SharedKey secret (add it as a secret)",
 		SignsTimestamp: false,
 		IdentitySource: "SHA-256 of the signed content, since Twilio sends no signed event id: \"signed-sha256:<hex>\" of the " +
-			"URL (without its port) and the sorted name+value parameter string for form posts, \"body-sha256:<hex>\" of the raw body for bodySHA256 (JSON) " +
+			"signed URL (the URL as received or, failing that, the twilio-node normalisation of it that verified, without its port) and the sorted name+value parameter string for form posts, \"body-sha256:<hex>\" of the raw body for bodySHA256 (JSON) " +
 			"deliveries, \"url-sha256:<hex>\" of the URL for parameterless (GET) callbacks. The unsigned " +
 			"I-Twilio-Idempotency-Token header is not used: a replay could pick a fresh one",
 		NeedsURL: true,
@@ -243,6 +250,49 @@ func twilioURLVariants(raw string) ([]string, bool) {
 	return []string{without, with}, true
 }
 
+// twilioCandidate is a URL whose signature is accepted, and that URL without its port.
+type twilioCandidate struct{ url, withoutPort string }
+
+// twilioNormalizedCandidates returns the URLs twilio-node 6.3.1's validateRequest tries after
+// the URL as received (tried) fails, in its order: the URL as `new URL(raw).toString()`
+// serialises it without and with its port, then each of those with its query re-encoded by
+// Node's legacy querystring, for back ends that sign an escaped form of the URL (such as %27
+// for ' in the query). None when raw cannot be normalised exactly (see twilioNormalizeURL);
+// a candidate already tried is left out, so at most four more HMACs per key are computed.
+func twilioNormalizedCandidates(raw string, tried []string) []twilioCandidate {
+	normalized, ok := twilioNormalizeURL(raw)
+	if !ok {
+		return nil
+	}
+	nv, ok := twilioURLVariants(normalized)
+	if !ok || len(nv) != 2 {
+		return nil
+	}
+	without, with := nv[0], nv[1]
+	// The legacy query re-encoding leaves the authority alone, so it commutes with removing
+	// the port.
+	legacyWithout := twilioLegacyQuery(without)
+	all := []twilioCandidate{
+		{without, without},
+		{with, without},
+		{legacyWithout, legacyWithout},
+		{twilioLegacyQuery(with), legacyWithout},
+	}
+	out := all[:0]
+	seen := append([]string(nil), tried...)
+	for _, c := range all {
+		dup := false
+		for _, t := range seen {
+			dup = dup || t == c.url
+		}
+		if !dup {
+			seen = append(seen, c.url)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // twilioMessage writes url followed by the parameter string.
 func twilioMessage(u, params string) func(hash.Hash) {
 	return func(mac hash.Hash) {
@@ -318,6 +368,18 @@ func verifyTwilio(req *Request, keys []Key, _ Params) (Result, error) {
 			break
 		}
 	}
+	// signedURL is the URL, without its port, of the candidate that verified: the string Twilio
+	// signed, so that every URL form that verifies under one signature reduces to it.
+	// variants[0] is the URL as received without its port.
+	signedURL := variants[0]
+	if !matched {
+		for _, c := range twilioNormalizedCandidates(req.URL, variants) {
+			if keyID, matched = matchKey(keys, [][]byte{sig}, newHash, twilioMessage(c.url, content.params)); matched {
+				signedURL = c.withoutPort
+				break
+			}
+		}
+	}
 	if !matched {
 		return Result{}, rejectNoMatch(twilioSignatureHeader, 0, keys)
 	}
@@ -328,16 +390,16 @@ func verifyTwilio(req *Request, keys []Key, _ Params) (Result, error) {
 			return Result{}, Reject(ReasonSignatureMismatch, "the body does not match the signed %s URL parameter", twilioBodyHashParam)
 		}
 	}
-	// variants[0] is the URL without its port: every URL form that verifies under one signature
-	// (with the default port, another port or none) reduces to it.
-	return Result{KeyID: keyID, EventID: twilioEventID(variants[0], req.Body, content)}, nil
+	return Result{KeyID: keyID, EventID: twilioEventID(signedURL, req.Body, content)}, nil
 }
 
 // twilioEventID hashes exactly what the signature authenticates, so that any two deliveries
 // carrying the same valid signature share one identity (Twilio's signed string is ambiguous:
-// "Body=hi" and "Bod=yhi" sign alike, so the raw form body would not do). canonURL is the
-// request URL with its port removed: a replay that only adds or changes the port still
-// verifies, so the raw URL would give it a fresh identity.
+// "Body=hi" and "Bod=yhi" sign alike, so the raw form body would not do). canonURL is the URL
+// candidate that verified, with its port removed (the request URL's own when it verifies as
+// received): a replay that only adds or changes the port, or changes the URL to another form
+// that normalises to the signed one, still verifies, so the raw URL would give it a fresh
+// identity.
 func twilioEventID(canonURL string, body []byte, c twilioSigned) string {
 	switch {
 	case c.hasBodyHash:
