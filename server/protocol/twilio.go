@@ -200,7 +200,10 @@ func twilioParams(body string) (string, error) {
 
 // twilioURLVariants returns the URLs whose signature is accepted for raw, as the SDKs try
 // them: with the port removed, and with the scheme's default port added when it has none.
-// The rest of the URL is kept byte for byte.
+// The rest of the URL is kept byte for byte. A colon after the host with no digits ("h:/x")
+// counts as a port, as twilio-node's addPort takes it: the URL is then tried as it is (which
+// twilio-python's remove_port also tries), not with the default port added, which neither
+// SDK tries and which would leave the URL Twilio called untried.
 func twilioURLVariants(raw string) ([]string, bool) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || !(strings.EqualFold(scheme, "https") || strings.EqualFold(scheme, "http")) {
@@ -215,7 +218,7 @@ func twilioURLVariants(raw string) ([]string, bool) {
 	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
 		userinfo, authority = authority[:at+1], authority[at+1:]
 	}
-	host, port := authority, ""
+	host, hasPort := authority, false
 	if strings.HasPrefix(authority, "[") {
 		rb := strings.IndexByte(authority, ']')
 		if rb < 0 {
@@ -226,10 +229,10 @@ func twilioURLVariants(raw string) ([]string, bool) {
 			if after[0] != ':' {
 				return nil, false
 			}
-			port = after[1:]
+			hasPort = true
 		}
 	} else if i := strings.LastIndexByte(authority, ':'); i >= 0 {
-		host, port = authority[:i], authority[i+1:]
+		host, hasPort = authority[:i], true
 	}
 	if host == "" {
 		return nil, false
@@ -237,7 +240,7 @@ func twilioURLVariants(raw string) ([]string, bool) {
 	prefix := scheme + "://" + userinfo
 	without := prefix + host + tail
 	with := raw
-	if port == "" {
+	if !hasPort {
 		def := "80"
 		if strings.EqualFold(scheme, "https") {
 			def = "443"

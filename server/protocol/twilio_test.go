@@ -238,6 +238,9 @@ func TestTwilioURLVariants(t *testing.T) {
 		{"https://a.com:8443?q", []string{"https://a.com?q", "https://a.com:8443?q"}},
 		{"https://u:p@a.com/x", []string{"https://u:p@a.com/x", "https://u:p@a.com:443/x"}},
 		{"https://[::1]:9/x", []string{"https://[::1]/x", "https://[::1]:9/x"}},
+		// twilio-node's addPort and twilio-python's add_port take a bare ":" for a port.
+		{"https://a.com:/x", []string{"https://a.com/x", "https://a.com:/x"}},
+		{"http://[::1]:?q", []string{"http://[::1]?q", "http://[::1]:?q"}},
 		{"HTTPS://a.com/x#rc=2", []string{"HTTPS://a.com/x#rc=2", "HTTPS://a.com:443/x#rc=2"}},
 		{"https:///x", nil},
 		{"https://[::1/x", nil},

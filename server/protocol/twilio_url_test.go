@@ -467,3 +467,35 @@ func FuzzTwilioLegacyQuery(f *testing.F) {
 		}
 	})
 }
+
+// TestTwilioEmptyPortAsReceived: a URL whose authority ends in a colon with no port
+// ("https://example.com:/sms") is tried as received, byte for byte, as twilio-node 6.3.1's
+// addPort leaves it (its ":" counts as a port) and twilio-python's remove_port does too (its
+// port is None). The signatures are twilio-node's getExpectedTwilioSignature over the URL as given and
+// the form below, each passing its validateRequest for that URL.
+func TestTwilioEmptyPortAsReceived(t *testing.T) {
+	t.Parallel()
+	const form = "Body=hi&From=%2B14155550100"
+	for _, tc := range []struct{ url, sig, sameIdentityAs string }{
+		{"https://example.com:/sms?x=1", "s+H4t16NLbkYXDXkemKcaicXO2Q=", "https://example.com/sms?x=1"},
+		{"http://[::1]:/sms", "OF48IzxN+N8kp0TjM3q9M9394/Q=", "http://[::1]/sms"},
+	} {
+		if got := twilioSignFor(t, tc.url, form, twilioToken); got != tc.sig {
+			t.Fatalf("Sign(%q) = %q, want twilio-node's %q", tc.url, got, tc.sig)
+		}
+		res, err := Twilio().Verify(twilioRequest(tc.url, tc.sig, form), []Key{{ID: "k", Material: []byte(twilioToken)}}, Params{})
+		if err != nil {
+			t.Errorf("Verify(%q) signed over itself: %v", tc.url, err)
+			continue
+		}
+		// The identity is the one the URL had before: that of the URL without its port.
+		want, err := Twilio().Verify(twilioRequest(tc.sameIdentityAs, twilioSignFor(t, tc.sameIdentityAs, form, twilioToken), form),
+			[]Key{{ID: "k", Material: []byte(twilioToken)}}, Params{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.EventID != want.EventID {
+			t.Errorf("Verify(%q): EventID %q, want %q (the URL without its port)", tc.url, res.EventID, want.EventID)
+		}
+	}
+}
