@@ -216,7 +216,7 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 	full := ratelog.ForLog(log, edgeConnectionsLogInterval, "connections kept waiting at --max-connections")
 	limit := limitConnections(listeners[0], cfg.maxConnections, metrics.connections, func() {
 		if ok, skipped := full.Allow(); ok {
-			log.Warn("holding --max-connections connections open, none idle; new ones wait to be accepted",
+			log.Warn("holding --max-connections connections open, none idle for "+edgeIdleGrace.String()+"; new ones wait to be accepted",
 				"max_connections", cfg.maxConnections, "not_logged_since_last", skipped)
 		}
 	})

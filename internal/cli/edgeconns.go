@@ -27,9 +27,9 @@ const DefaultEdgeMaxConnections = 1024
 // timeout (60 s), so that anyone could keep the edge at the limit with connections that
 // send one request each and then nothing. At the limit, a new connection therefore takes the
 // slot of the connection idle the longest, closing it (trackState learns which are idle from
-// http.Server.ConnState), and waits only when none is idle. Closing an idle keep-alive
-// connection is what the idle timeout does anyway; HTTP clients expect it. A connection
-// reading or answering a request is never closed.
+// http.Server.ConnState), once it has been idle for edgeIdleGrace, and waits while none has.
+// Closing an idle keep-alive connection is what the idle timeout does anyway; HTTP clients
+// expect it. A connection reading or answering a request is never closed.
 type connectionLimit struct {
 	net.Listener
 	slots chan struct{} // nil: no limit
@@ -44,7 +44,22 @@ type connectionLimit struct {
 	idle map[*limitedConn]time.Time
 	// becameIdle is told (without blocking) when a connection becomes idle.
 	becameIdle chan struct{}
+	// grace is how long a connection must have been idle for its slot to be taken
+	// (edgeIdleGrace; tests shorten it).
+	grace time.Duration
 }
+
+// edgeIdleGrace is how long a connection must have been idle before a new one may take its
+// slot. ConnState's StateIdle does not mean the answer is out: net/http's HTTP/2 server reports
+// it when the frame ending the last stream's answer is in its write buffer, before the flush
+// that sends it, and as soon as it has read a new connection's preface, before its first
+// request; an HTTP/1.1 client sending deliveries one after another on its connection has the
+// next one on the way a round trip after each answer. A wait that closed a connection the
+// moment it became idle lost that answer (a delivery stored, reported to the provider as a
+// broken connection) or that request. A second is how long net/http's HTTP/2 server itself
+// allows a round trip before it closes a connection it has told to go away; an attacker's
+// idle connections still give up their slots within it, not the 60 s idle timeout.
+const edgeIdleGrace = time.Second
 
 // connectionMetrics are a connectionLimit's: the connections served (open), those that waited
 // for a slot (waits), and the time Accept has spent waiting for one (waiting), a wait still
@@ -114,6 +129,7 @@ func limitConnections(l net.Listener, max int, m *connectionMetrics, full func()
 		limit.slots = make(chan struct{}, max)
 		limit.idle = make(map[*limitedConn]time.Time)
 		limit.becameIdle = make(chan struct{}, 1)
+		limit.grace = edgeIdleGrace
 	}
 	return limit
 }
@@ -144,12 +160,13 @@ func (l *connectionLimit) trackState(c net.Conn, state http.ConnState) {
 	}
 }
 
-// closeIdlest closes the connection idle the longest, if any, giving its slot back, and
-// reports whether it did. It is taken from the set under the lock that trackState marks a
-// connection active under, so a connection net/http has started answering is not chosen. (One
-// whose next request is arriving, not yet read, may be: the race every idle timeout has, which
-// clients of keep-alive connections retry.)
-func (l *connectionLimit) closeIdlest() bool {
+// closeIdlest closes the connection idle the longest, if it has been idle for the grace,
+// giving its slot back, and reports whether it did; if it has not, it returns how long until
+// it has (0 when no connection is idle). The connection is taken from the set under the lock
+// that trackState marks a connection active under, so one net/http has started answering is
+// not chosen. (One whose next request is arriving, not yet read, after a grace of silence, may
+// be: the race every idle timeout has, which clients of keep-alive connections retry.)
+func (l *connectionLimit) closeIdlest() (bool, time.Duration) {
 	l.mu.Lock()
 	var idlest *limitedConn
 	var since time.Time
@@ -158,13 +175,18 @@ func (l *connectionLimit) closeIdlest() bool {
 			idlest, since = c, t
 		}
 	}
+	if idlest == nil {
+		l.mu.Unlock()
+		return false, 0
+	}
+	if left := l.grace - time.Since(since); left > 0 {
+		l.mu.Unlock()
+		return false, left
+	}
 	delete(l.idle, idlest)
 	l.mu.Unlock()
-	if idlest == nil {
-		return false
-	}
 	idlest.Close()
-	return true
+	return true, 0
 }
 
 // Accept accepts a connection, then takes a slot for it, waiting while every one is taken
@@ -202,10 +224,10 @@ func (l *connectionLimit) Accept() (net.Conn, error) {
 }
 
 // waitForSlot takes a slot when every one is taken: that of the connection idle the longest,
-// closing it, or else the first given back or left by a connection that becomes idle
-// meanwhile (one may finish its answer just as this wait starts).
+// closing it once it has been idle for the grace, or else the first given back meanwhile.
 func (l *connectionLimit) waitForSlot() error {
-	if l.closeIdlest() {
+	closed, left := l.closeIdlest()
+	if closed {
 		l.m.idleClosed.Inc()
 	}
 	select {
@@ -218,16 +240,23 @@ func (l *connectionLimit) waitForSlot() error {
 	defer l.m.waiting.stop()
 	l.m.waits.Inc()
 	l.full()
+	// Looked at again when the idlest connection has been idle for the grace (graceEnds), and
+	// when a connection becomes idle (starting that clock if none was idle).
 	for {
+		var graceEnds <-chan time.Time
+		if left > 0 {
+			graceEnds = time.After(left)
+		}
 		select {
 		case l.slots <- struct{}{}:
 			return nil
 		case <-l.becameIdle:
-			if l.closeIdlest() {
-				l.m.idleClosed.Inc()
-			}
+		case <-graceEnds:
 		case <-l.done:
 			return net.ErrClosed
+		}
+		if closed, left = l.closeIdlest(); closed {
+			l.m.idleClosed.Inc()
 		}
 	}
 }

@@ -47,7 +47,7 @@ func TestEdgeBoundsItsConnections(t *testing.T) {
 		t.Fatalf("a third connection was served while two were open at --max-connections 2 (%v)", err)
 	default:
 	}
-	edge.log.logLine(t, "holding --max-connections connections open, none idle; new ones wait to be accepted")
+	edge.log.logLine(t, "holding --max-connections connections open, none idle for 1s; new ones wait to be accepted")
 
 	idle[0].Close()
 	select {
@@ -239,6 +239,7 @@ func TestEdgeClosesAnIdleConnectionAtTheLimit(t *testing.T) {
 // connection Accept returned.
 func TestConnectionLimitTakesTheSlotOfTheIdlest(t *testing.T) {
 	l, _, addr := newTestLimit(t, 3, func() { t.Error("an Accept waited with a connection idle") })
+	l.grace = 0 // the order alone; the grace is TestConnectionLimitLeavesAConnectionIdleUnderTheGrace's
 	var served, clients [3]net.Conn
 	for i := range served {
 		c, err := net.Dial("tcp", addr)
