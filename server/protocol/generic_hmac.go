@@ -273,10 +273,15 @@ func validateGenericHMACOptions(options map[string]string) error {
 		return err
 	}
 	// Refused here rather than in the parser, so that a row stored before the cap still
-	// verifies (under the cap, see verifyGenericHMAC) instead of failing every delivery.
+	// verifies (under the cap, see verifyGenericHMAC) instead of failing every delivery. Such
+	// a row is sent back as stored by every update made from a read of it (endpoint update
+	// --disabled, say), which this then refuses: the message says so, and how to go on.
 	if c.tolerance > genericHMACMaxTolerance {
-		return fmt.Errorf("option %s must be at most %s, the cap on an endpoint's tolerance (got %q)",
-			genericOptTolerance, genericHMACMaxTolerance, options[genericOptTolerance])
+		return fmt.Errorf("option %s must be at most %s, the cap on an endpoint's tolerance (got %q); "+
+			"an endpoint stored with more before the cap is already held to %s, and takes an update "+
+			"only with its options given again, %s at most that",
+			genericOptTolerance, genericHMACMaxTolerance, options[genericOptTolerance],
+			genericHMACMaxTolerance, genericOptTolerance)
 	}
 	return nil
 }
