@@ -799,7 +799,7 @@ function checkBaseUrl(raw) {
  * @param {number} [opts.maxConnections=1024] Bounds the connections open at once, idle
  *   keep-alive ones included, as the Go edge's --max-connections: at the bound a new
  *   connection takes the slot of the keep-alive connection idle the longest between requests,
- *   closing it (an info line at most every 10 s), and only when none is idle is the new one
+ *   once idle for a second, closing it (an info line at most every 10 s), and only when none is idle is the new one
  *   closed at once (the provider retries; a warning at most every 10 s), where the Go edge
  *   leaves it waiting to be accepted. A connection reading or answering a request is never
  *   closed. Each holds up to 272 KiB of headers before maxBytesInFlight counts it; without a
@@ -1299,16 +1299,23 @@ function createEdge(opts = {}) {
  *
  * Returns {requestStarted(socket), requestEnded(socket)}, to be told of each request.
  */
+// IDLE_GRACE_MS is how long a connection must have been idle before a new one may take its
+// slot, as the Go edge's edgeIdleGrace.
+const IDLE_GRACE_MS = 1000;
+
 function limitConnections(server, max, log) {
   const open = new Set();
-  // The connections whose requests have all ended, the longest idle first (a Set keeps the
-  // order of insertion; one that becomes idle again goes last).
-  const idle = new Set();
+  // The connections whose requests have all ended, each with when it became idle, the longest
+  // idle first (a Map keeps the order of insertion; one that becomes idle again goes last).
+  const idle = new Map();
   // The requests received on each connection whose response has not ended.
   const pending = new WeakMap();
   /** closeIdlest closes the connection idle the longest, if any, and reports whether it did. */
   const closeIdlest = () => {
-    for (const socket of idle) {
+    for (const [socket, since] of idle) {
+      // Idle for less than the grace: so are all after it. A client sending deliveries one
+      // after another has its next request on the way a round trip after each answer.
+      if (Date.now() - since < IDLE_GRACE_MS) return false;
       // Reading a next request (or paused by Node under a client's pipelined requests): not
       // idle, but left in the set: its 'request' removes it, its timeout closes it.
       if (typeof socket.parser?.duration !== 'function' || socket.parser.duration() !== 0 || socket.isPaused()) continue;
@@ -1336,7 +1343,7 @@ function limitConnections(server, max, log) {
   // The Go edge counts the first in hookverify_edge_idle_connections_closed_total (the Node edge
   // has no metrics): a close its idle timeout would have made anyway, so not a warning.
   const closedIdle = limited('info', 'closed idle keep-alive connections at maxConnections to accept new ones');
-  const dropped = limited('warn', 'holding maxConnections connections open, none idle; closing new ones (the provider retries)');
+  const dropped = limited('warn', 'holding maxConnections connections open, none idle for 1 s; closing new ones (the provider retries)');
   // Node's own listener, registered when the server was created, runs first: the socket has
   // its parser.
   server.on('connection', (socket) => {
@@ -1365,7 +1372,7 @@ function limitConnections(server, max, log) {
       pending.set(socket, n);
       if (n === 0 && !socket.destroyed && open.has(socket)) {
         idle.delete(socket);
-        idle.add(socket);
+        idle.set(socket, Date.now());
       }
     },
   };
