@@ -20,16 +20,7 @@ import (
 // FIN was never sent and only the reset ended the exchange.
 func TestLimitedConnHalfClosesLikeTheTCPConnItWraps(t *testing.T) {
 	l, _, addr := newTestLimit(t, 1, func() {})
-	peer, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
-	c, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	peer, c := dialAccepted(t, l, addr)
 	cw, ok := c.(interface{ CloseWrite() error })
 	if !ok {
 		t.Fatalf("the accepted %T has no CloseWrite: net/http cannot half-close it", c)

@@ -94,26 +94,13 @@ func TestConnectionLimitLeavesAConnectionIdleUnderTheGrace(t *testing.T) {
 	const grace = 300 * time.Millisecond
 	l.grace = grace
 	for round, idleBeforeTheWait := range []bool{true, false} {
-		client, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { client.Close() })
-		served, err := l.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { served.Close() })
+		client, served := dialAccepted(t, l, addr)
 		// start is taken before the connection becomes idle: the grace counts from then.
 		start := time.Now()
 		if idleBeforeTheWait {
 			l.trackState(served, http.StateIdle)
 		}
-		next, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { next.Close() })
+		dial(t, addr)
 		accepted := make(chan error, 1)
 		go func() {
 			c, err := l.Accept()

@@ -126,18 +126,8 @@ func waitForMetric(t *testing.T, url, want string) {
 // on the channel returned.
 func fillAndWait(t *testing.T, l *connectionLimit, addr string) <-chan error {
 	t.Helper()
-	for range 2 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-	}
-	first, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { first.Close() })
+	dialAccepted(t, l, addr)
+	dial(t, addr)
 	accepted := make(chan error, 1)
 	go func() {
 		_, err := l.Accept()
@@ -158,6 +148,30 @@ func newTestLimit(t *testing.T, max int, full func()) (*connectionLimit, *connec
 	l := limitConnections(inner, max, m, full)
 	t.Cleanup(func() { l.Close() })
 	return l, m, inner.Addr().String()
+}
+
+// dial opens a connection to addr, closed when t ends.
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// dialAccepted opens a connection to l at addr and accepts it, both ends closed when t ends:
+// the client's end, and the one l served.
+func dialAccepted(t *testing.T, l *connectionLimit, addr string) (client, served net.Conn) {
+	t.Helper()
+	client = dial(t, addr)
+	served, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { served.Close() })
+	return client, served
 }
 
 func TestEdgeRefusesNegativeMaxConnections(t *testing.T) {
@@ -242,15 +256,7 @@ func TestConnectionLimitTakesTheSlotOfTheIdlest(t *testing.T) {
 	l.grace = 0 // the order alone; the grace is TestConnectionLimitLeavesAConnectionIdleUnderTheGrace's
 	var served, clients [3]net.Conn
 	for i := range served {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		clients[i] = c
-		if served[i], err = l.Accept(); err != nil {
-			t.Fatal(err)
-		}
+		clients[i], served[i] = dialAccepted(t, l, addr)
 	}
 	l.trackState(tls.Server(served[0], &tls.Config{}), http.StateIdle)
 	time.Sleep(2 * time.Millisecond)
@@ -266,16 +272,7 @@ func TestConnectionLimitTakesTheSlotOfTheIdlest(t *testing.T) {
 		return errors.Is(err, io.EOF)
 	}
 	for round, want := range [][3]bool{{false, true, false}, {false, true, true}} {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		accepted, err := l.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { accepted.Close() })
+		dialAccepted(t, l, addr)
 		for i, w := range want {
 			if got := closed(i); got != w {
 				t.Errorf("after accept %d, connection %d closed: %v, want %v", round+1, i, got, w)
