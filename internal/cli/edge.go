@@ -65,7 +65,7 @@ func (c *edgeConfig) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.trustForwardedProto, "trust-forwarded-proto", false, "take the URL scheme from X-Forwarded-Proto (only behind a proxy that sets it)")
 	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", client.DefaultMaxBodyBytes, "largest body forwarded, at most the server's ceiling (the default); larger ones are answered 413")
 	fs.Int64Var(&c.maxBytesInFlight, "max-bytes-in-flight", client.DefaultMaxBytesInFlight, "bytes of requests (headers, URL and body) held at once, from their reading to their answer, above which a request is answered 503 with Retry-After without reading (further) (the heap holds a little over twice this; 0: no limit)")
-	fs.IntVar(&c.maxConnections, "max-connections", DefaultEdgeMaxConnections, "connections open at once on --listen, idle keep-alive ones included, above which a new one waits to be accepted (each holds up to 272 KiB of headers before --max-bytes-in-flight counts it; 0: no limit)")
+	fs.IntVar(&c.maxConnections, "max-connections", DefaultEdgeMaxConnections, "connections open at once on --listen, idle keep-alive ones included; at the limit a new one takes the slot of the keep-alive connection idle the longest (for at least 1s), closing it, or else waits to be accepted (each holds up to 272 KiB of headers before --max-bytes-in-flight counts it; 0: no limit)")
 	fs.DurationVar(&c.verifyTimeout, "verifier-timeout", client.DefaultVerifyTimeout, "deadline of each request's work, retries included; keep it under the providers' timeout (GitHub: 10s)")
 	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 5*time.Second, "time allowed to read request headers")
 	fs.DurationVar(&c.readTimeout, "read-timeout", 10*time.Second, "time allowed to read a whole request")

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -140,7 +141,9 @@ func (l *connectionLimit) trackState(c net.Conn, state http.ConnState) {
 	if l.slots == nil {
 		return
 	}
+	h2 := false
 	if tc, ok := c.(*tls.Conn); ok {
+		h2 = tc.ConnectionState().NegotiatedProtocol == "h2"
 		c = tc.NetConn()
 	}
 	lc, ok := c.(*limitedConn)
@@ -150,10 +153,19 @@ func (l *connectionLimit) trackState(c net.Conn, state http.ConnState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if state != http.StateIdle {
+		lc.readEndsIdle.Store(false)
 		delete(l.idle, lc)
 		return
 	}
 	l.idle[lc] = time.Now()
+	// net/http's HTTP/1 server reports a connection active only once it has read the whole
+	// header section of its next request: until then the connection stays "idle" while that
+	// request arrives, and closing it would cut it. Each byte read starts its idleness again
+	// instead (limitedConn.Read), so that only a connection silent for the grace is closed; one
+	// sending a byte now and then still meets --read-header-timeout once net/http has its
+	// first 4 (the idle timeout before). Not over HTTP/2, whose idle connections read PING and
+	// WINDOW_UPDATE frames too: there a new stream is reported at once.
+	lc.readEndsIdle.Store(!h2)
 	select {
 	case l.becameIdle <- struct{}{}:
 	default:
@@ -212,7 +224,7 @@ func (l *connectionLimit) Accept() (net.Conn, error) {
 		}
 	}
 	l.m.open.Inc()
-	lc := &limitedConn{Conn: c}
+	lc := &limitedConn{Conn: c, limit: l}
 	lc.release = sync.OnceFunc(func() {
 		l.mu.Lock()
 		delete(l.idle, lc)
@@ -273,6 +285,25 @@ func (l *connectionLimit) Close() error {
 type limitedConn struct {
 	net.Conn
 	release func()
+	// limit is the connectionLimit whose idle set the connection is in while idle (nil
+	// without a limit); readEndsIdle is set while it is an idle HTTP/1 connection, whose bytes
+	// read are its next request arriving (see trackState).
+	limit        *connectionLimit
+	readEndsIdle atomic.Bool
+}
+
+// Read restarts the idleness of an idle HTTP/1 connection as bytes of its next request arrive,
+// so that it is not closed for a new connection while they do.
+func (c *limitedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && c.readEndsIdle.Load() {
+		c.limit.mu.Lock()
+		if _, idle := c.limit.idle[c]; idle {
+			c.limit.idle[c] = time.Now()
+		}
+		c.limit.mu.Unlock()
+	}
+	return n, err
 }
 
 func (c *limitedConn) Close() error {
