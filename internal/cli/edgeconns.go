@@ -143,7 +143,9 @@ func (l *connectionLimit) trackState(c net.Conn, state http.ConnState) {
 	}
 	h2 := false
 	if tc, ok := c.(*tls.Conn); ok {
-		h2 = tc.ConnectionState().NegotiatedProtocol == "h2"
+		// Asked only of a connection becoming idle (not on the hot path of every request's
+		// states), and before taking l.mu, which limitedConn.Read takes under crypto/tls.
+		h2 = state == http.StateIdle && tc.ConnectionState().NegotiatedProtocol == "h2"
 		c = tc.NetConn()
 	}
 	lc, ok := c.(*limitedConn)
