@@ -23,6 +23,7 @@ import (
 	_ "google.golang.org/grpc/health" // client-side health checking, see defaultServiceConfig
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/hookverify/hookverify/internal/ascii"
 	"github.com/hookverify/hookverify/internal/tlsfiles"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
@@ -408,7 +409,7 @@ func isLoopback(target string) bool {
 	if err != nil {
 		host = target
 	}
-	if strings.EqualFold(host, "localhost") {
+	if ascii.EqualFold(host, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)

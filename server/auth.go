@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
 
+	"github.com/hookverify/hookverify/internal/ascii"
 	"github.com/hookverify/hookverify/internal/ratelog"
 	"github.com/hookverify/hookverify/storage"
 )
@@ -188,7 +189,7 @@ func bearerToken(values []string) (string, error) {
 		return "", unauthenticated("several authorization headers")
 	}
 	scheme, token, ok := strings.Cut(values[0], " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+	if !ok || !ascii.EqualFold(scheme, "Bearer") || token == "" {
 		return "", unauthenticated("malformed authorization header (want: Bearer <token>)")
 	}
 	for i := 0; i < len(token); i++ {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/hookverify/hookverify/internal/ascii"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server/protocol"
 	"github.com/hookverify/hookverify/storage"
@@ -270,6 +271,8 @@ func (s *Server) redactStoredCredentials(ctx context.Context, list []storage.Lea
 func (c credentialPlaces) redact(headers []storage.Header, url string) string {
 	for i, h := range headers {
 		for _, name := range c.headers {
+			// Unicode folding, wider than the protocols' ASCII lookup (ascii.EqualFold):
+			// redaction may hide a header no protocol read, never leave one it did.
 			if strings.EqualFold(h.Name, name) {
 				headers[i].Value = Redacted
 			}
@@ -404,7 +407,7 @@ func validateVerifyRequest(req *hookverifyv1.VerifyRequest) error {
 // host: the form of VerifyRequest.url. The rest is not parsed: it is what the provider sent.
 func isAbsoluteHTTPURL(u string) bool {
 	scheme, rest, ok := strings.Cut(u, "://")
-	return ok && (strings.EqualFold(scheme, "https") || strings.EqualFold(scheme, "http")) && rest != "" && rest[0] != '/'
+	return ok && (ascii.EqualFold(scheme, "https") || ascii.EqualFold(scheme, "http")) && rest != "" && rest[0] != '/'
 }
 
 // checkEventID returns the reason and detail why an extracted event id cannot be claimed, or

@@ -676,6 +676,8 @@ func TestVerifySizeLimits(t *testing.T) {
 				{"a path for the url", withRequest(valid, func(r *hookverifyv1.VerifyRequest) { r.Url = "/hooks/gh" }), "url"},
 				{"a url of another scheme", withRequest(valid, func(r *hookverifyv1.VerifyRequest) { r.Url = "ftp://hooks.example.com/gh" }), "url"},
 				{"a url without a host", withRequest(valid, func(r *hookverifyv1.VerifyRequest) { r.Url = "https:///gh" }), "url"},
+				// "ſ" folds to "s" in Unicode, not in a URL scheme.
+				{"a url whose scheme imitates https", withRequest(valid, func(r *hookverifyv1.VerifyRequest) { r.Url = "http\u017F://hooks.example.com/gh" }), "url"},
 			}
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/hookverify/hookverify/client"
+	"github.com/hookverify/hookverify/internal/ascii"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server/protocol"
 	"github.com/hookverify/hookverify/server/secretbox"
@@ -159,7 +160,7 @@ func (d *demo) play(ctx context.Context, restart func() error) error {
 	appendSpace := func(body []byte, _ protocol.Headers) []byte { return append(body, ' ') }
 	changeID := func(body []byte, h protocol.Headers) []byte {
 		for i := range h {
-			if strings.EqualFold(h[i].Name, "webhook-id") {
+			if ascii.EqualFold(h[i].Name, "webhook-id") {
 				h[i].Value += "x"
 			}
 		}

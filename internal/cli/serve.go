@@ -25,6 +25,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/hookverify/hookverify/internal/ascii"
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/protocol"
 	"github.com/hookverify/hookverify/server/secretbox"
@@ -445,7 +446,7 @@ func isLoopbackAddr(addr string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("listen address %q: %w", addr, err)
 	}
-	if strings.EqualFold(host, "localhost") {
+	if ascii.EqualFold(host, "localhost") {
 		return true, nil
 	}
 	ip := net.ParseIP(host)

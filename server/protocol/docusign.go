@@ -9,6 +9,8 @@ import (
 	"hash"
 	"strconv"
 	"strings"
+
+	"github.com/hookverify/hookverify/internal/ascii"
 )
 
 // DocuSign Connect with HMAC enabled sends one X-DocuSign-Signature-<n> header per active
@@ -69,7 +71,7 @@ func parseDocuSignSecret(secret string) ([]byte, error) {
 // leading zeros. found counts those headers; malformed those that do not decode.
 func docusignSignatures(h Headers) (sigs [][]byte, found, malformed int) {
 	for _, f := range h {
-		if len(f.Name) <= len(docusignSignaturePrefix) || !strings.EqualFold(f.Name[:len(docusignSignaturePrefix)], docusignSignaturePrefix) {
+		if len(f.Name) <= len(docusignSignaturePrefix) || !ascii.EqualFold(f.Name[:len(docusignSignaturePrefix)], docusignSignaturePrefix) {
 			continue
 		}
 		n := f.Name[len(docusignSignaturePrefix):]

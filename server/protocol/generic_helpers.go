@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/hookverify/hookverify/internal/ascii"
 )
 
 // Helpers shared by the option-configured protocols (generic-hmac, basic-auth, bearer-token,
@@ -267,7 +269,7 @@ func genericCredentialIdentity(options map[string]string, credential string) (ge
 	if err != nil {
 		return id, err
 	}
-	if id.header != "" && strings.EqualFold(id.header, credential) {
+	if id.header != "" && ascii.EqualFold(id.header, credential) {
 		return id, fmt.Errorf("option %s names %s, which carries the credential: the identity would be the secret", genericOptIDHeader, credential)
 	}
 	return id, nil
@@ -290,7 +292,7 @@ func genericValidateCredentialIdentityOptions(credential string) func(map[string
 // false when the scheme differs.
 func genericAuthorization(v, scheme string) (credentials string, ok bool) {
 	s, rest, found := strings.Cut(v, " ")
-	if !found || !strings.EqualFold(s, scheme) {
+	if !found || !ascii.EqualFold(s, scheme) {
 		return "", false
 	}
 	return strings.TrimLeft(rest, " "), true

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
+
+	"github.com/hookverify/hookverify/internal/ascii"
 )
 
 // mailchimpDefaultParam is the query parameter that carries the shared secret unless the
@@ -77,7 +78,7 @@ func verifyMailchimp(req *Request, keys []Key, p Params) (Result, error) {
 	if req == nil {
 		return Result{}, Reject(ReasonMissingSignature, "no request")
 	}
-	if strings.EqualFold(req.Method, http.MethodGet) || strings.EqualFold(req.Method, http.MethodHead) {
+	if ascii.EqualFold(req.Method, http.MethodGet) || ascii.EqualFold(req.Method, http.MethodHead) {
 		return Result{Handshake: &Reply{Status: http.StatusOK}}, nil
 	}
 	u, err := url.Parse(req.URL)

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hookverify/hookverify/internal/ascii"
 )
 
 // Header is one HTTP header line as received.
@@ -24,7 +26,7 @@ type Headers []Header
 // Get returns the first value of the named header (case-insensitive) and whether it exists.
 func (h Headers) Get(name string) (string, bool) {
 	for _, f := range h {
-		if strings.EqualFold(f.Name, name) {
+		if ascii.EqualFold(f.Name, name) {
 			return f.Value, true
 		}
 	}
@@ -35,7 +37,7 @@ func (h Headers) Get(name string) (string, bool) {
 func (h Headers) Values(name string) []string {
 	var out []string
 	for _, f := range h {
-		if strings.EqualFold(f.Name, name) {
+		if ascii.EqualFold(f.Name, name) {
 			out = append(out, f.Value)
 		}
 	}

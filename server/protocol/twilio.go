@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+
+	"github.com/hookverify/hookverify/internal/ascii"
 )
 
 // Twilio signs every webhook with X-Twilio-Signature: base64 HMAC-SHA1, keyed with the account
@@ -206,7 +208,7 @@ func twilioParams(body string) (string, error) {
 // SDK tries and which would leave the URL Twilio called untried.
 func twilioURLVariants(raw string) ([]string, bool) {
 	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok || !(strings.EqualFold(scheme, "https") || strings.EqualFold(scheme, "http")) {
+	if !ok || !(ascii.EqualFold(scheme, "https") || ascii.EqualFold(scheme, "http")) {
 		return nil, false
 	}
 	end := strings.IndexAny(rest, "/?#")
@@ -242,7 +244,7 @@ func twilioURLVariants(raw string) ([]string, bool) {
 	with := raw
 	if !hasPort {
 		def := "80"
-		if strings.EqualFold(scheme, "https") {
+		if ascii.EqualFold(scheme, "https") {
 			def = "443"
 		}
 		with = prefix + host + ":" + def + tail
