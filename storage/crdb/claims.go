@@ -429,7 +429,7 @@ func (s *Store) GetDelivery(ctx context.Context, inboxID string) (storage.Delive
 	err := s.single(ctx, "get delivery", func(ctx context.Context, conn *pgx.Conn) error {
 		var headers []byte
 		err := conn.QueryRow(ctx, `SELECT id, scope, event_id, endpoint_id, operation_key, secret_id,
-			method, url, headers, body, received_at FROM inbox WHERE id = $1`, inboxID,
+			method, url, headers, body, received_at FROM inbox WHERE id = $1`, matchable(inboxID),
 		).Scan(&d.InboxID, &d.Scope, &d.EventID, &d.EndpointID, &d.OperationKey, &d.SecretID,
 			&d.Method, &d.URL, &headers, &d.Body, &d.ReceivedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -457,7 +457,7 @@ func (s *Store) CountDeliveries(ctx context.Context, scope string) (int64, error
 		if scope == "" {
 			return conn.QueryRow(ctx, `SELECT count(*) FROM inbox`).Scan(&n)
 		}
-		return conn.QueryRow(ctx, `SELECT count(*) FROM inbox WHERE scope = $1`, scope).Scan(&n)
+		return conn.QueryRow(ctx, `SELECT count(*) FROM inbox WHERE scope = $1`, matchable(scope)).Scan(&n)
 	})
 	return n, err
 }

@@ -49,8 +49,8 @@ func (s *Store) inboxTx() txOptions {
 	return txOptions{isolation: pgx.ReadCommitted}
 }
 
-// matchable is a value compared with stored text (an inbox id, a lease token, an endpoint id or
-// a scope), as sent to the database. PostgreSQL's text cannot hold NUL, so no stored value
+// matchable is a value compared with stored text (an inbox id, a lease token, an endpoint,
+// secret or token id, a scope or an event id), as sent to the database. PostgreSQL's text cannot hold NUL, so no stored value
 // holds one, and a value that does is sent as "", which no stored one is either (ids, scopes
 // and lease tokens are never empty): it matches nothing, as it should. Sent as it is, it
 // would fail its statement with a data exception, and with it every call sharing that

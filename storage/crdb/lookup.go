@@ -14,7 +14,7 @@ func (s *Store) LookupClaim(ctx context.Context, scope, eventID string) (storage
 	var c storage.ClaimResult
 	err := s.single(ctx, "lookup claim", func(ctx context.Context, conn *pgx.Conn) error {
 		err := conn.QueryRow(ctx, `SELECT inbox_id, operation_key, first_received_at FROM claims
-			WHERE scope = $1 AND event_id = $2`, scope, eventID).Scan(&c.InboxID, &c.OperationKey, &c.FirstReceivedAt)
+			WHERE scope = $1 AND event_id = $2`, matchable(scope), matchable(eventID)).Scan(&c.InboxID, &c.OperationKey, &c.FirstReceivedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return storage.ErrNotFound
 		}

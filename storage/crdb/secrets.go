@@ -184,7 +184,7 @@ func (s *Store) ResealSecret(ctx context.Context, endpointID, secretID, fromKeyI
 	err := s.inTx(ctx, "reseal secret", writeTx, func(ctx context.Context, tx pgx.Tx) error {
 		var keyID string
 		err := tx.QueryRow(ctx, `SELECT key_id FROM secrets WHERE id = $1 AND endpoint_id = $2`,
-			secretID, endpointID).Scan(&keyID)
+			matchable(secretID), matchable(endpointID)).Scan(&keyID) // NUL: no secret, as on SQLite
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("secret %q of endpoint %q: %w", secretID, endpointID, storage.ErrNotFound)
 		}

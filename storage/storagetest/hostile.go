@@ -110,9 +110,9 @@ func describeFilter(f storage.InboxFilter) string {
 	return fmt.Sprintf("endpoints %q, scopes %q", f.EndpointIDs, f.Scopes)
 }
 
-// testAdminHostileInput checks the admin lookups with ids holding NUL, which the API's strings
-// allow but PostgreSQL's text refuses: such an id names nothing, as any unknown id, on every
-// backend (PostgreSQL answered INVALID_ARGUMENT where SQLite answered NOT_FOUND).
+// testAdminHostileInput checks the admin and claim lookups with ids holding NUL, which the
+// API's strings allow but PostgreSQL's text refuses: such an id names nothing, as any unknown
+// id, on every backend (PostgreSQL answered INVALID_ARGUMENT where SQLite answered NOT_FOUND).
 func testAdminHostileInput(t *testing.T, h harness) {
 	s := h.fresh(t)
 	createEndpoint(t, s, newEndpoint("ep-1"))
@@ -140,10 +140,29 @@ func testAdminHostileInput(t *testing.T, h harness) {
 	if len(events) != 0 {
 		t.Errorf("ListAuditEvents filtered by an endpoint id holding NUL = %d events, want none", len(events))
 	}
-	// The real ones are untouched.
-	if got, err := s.ListSecrets(t.Context(), "ep-1"); err != nil || len(got) != 1 || !got[0].RetiredAt.IsZero() {
-		t.Errorf("ListSecrets(ep-1) after the hostile calls = %+v, %v; want sec-1, not retired", got, err)
+	for _, ids := range [][2]string{{"ep-1", "sec-1\x00"}, {"ep-1\x00", "sec-1"}} {
+		_, err = s.ResealSecret(t.Context(), ids[0], ids[1], "master-1", "master-2", []byte("resealed"))
+		wantErr(t, err, storage.ErrNotFound, fmt.Sprintf("ResealSecret(%q, %q)", ids[0], ids[1]))
 	}
+
+	d := newDelivery("ep-1", "scope-1", "evt-1", "d1")
+	claim(t, s, d)
+	for _, key := range [][2]string{{"scope-1\x00", "evt-1"}, {"scope-1", "evt-1\x00"}} {
+		_, err = s.LookupClaim(t.Context(), key[0], key[1])
+		wantErr(t, err, storage.ErrNotFound, fmt.Sprintf("LookupClaim(%q, %q)", key[0], key[1]))
+	}
+	_, err = s.GetDelivery(t.Context(), "d1\x00")
+	wantErr(t, err, storage.ErrNotFound, "GetDelivery of an id holding NUL")
+	wantCount(t, s, "scope-1\x00", 0)
+
+	// The real ones are untouched.
+	if got, err := s.ListSecrets(t.Context(), "ep-1"); err != nil || len(got) != 1 || !got[0].RetiredAt.IsZero() || got[0].KeyID != "master-1" {
+		t.Errorf("ListSecrets(ep-1) after the hostile calls = %+v, %v; want sec-1, not retired, under master-1", got, err)
+	}
+	if got, err := s.LookupClaim(t.Context(), "scope-1", "evt-1"); err != nil || got != rejectedFor(d) {
+		t.Errorf("LookupClaim(scope-1, evt-1) after the hostile calls = %+v, %v; want %+v", got, err, rejectedFor(d))
+	}
+	wantCount(t, s, "scope-1", 1)
 }
 
 // testGiveBackHostileInput is testInboxHostileInput's case for GiveBack, which the API's Nack
