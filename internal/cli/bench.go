@@ -386,8 +386,25 @@ type loadShape struct {
 // 100 s.
 const minBenchRate, maxBenchRate = 0.01, 1e6
 
-// interval is the time between two scheduled calls of an open loop.
-func (l loadShape) interval() time.Duration { return time.Duration(float64(time.Second) / l.rate) }
+// dueAt is when, from an open loop's start, its call k is due: k/rate seconds, computed from k
+// each time. Adding up an interval rounded to the nanosecond drifted early: at 3,000/s (an
+// interval of 333,333 ns) a 2 s phase scheduled 6,001 calls.
+func (l loadShape) dueAt(k int64) time.Duration {
+	return time.Duration(float64(k) * float64(time.Second) / l.rate)
+}
+
+// callsDueWithin is how many of an open loop's calls are due in its first d: the calls k with
+// dueAt(k) before d.
+func (l loadShape) callsDueWithin(d time.Duration) int {
+	k := max(int64(math.Ceil(d.Seconds()*l.rate)), 0)
+	for k > 0 && l.dueAt(k-1) >= d {
+		k--
+	}
+	for l.dueAt(k) < d {
+		k++
+	}
+	return int(k)
+}
 
 // drive runs call from load.workers goroutines for load.duration and collects latencies by
 // the label call returns (none for the label "", a pause of the caller's own). In a closed
@@ -418,9 +435,8 @@ func drive(parent context.Context, load loadShape, call func(ctx context.Context
 	var schedule chan time.Time
 	if load.rate > 0 {
 		schedule = make(chan time.Time, 1<<16)
-		wg.Go(func() { feed(ctx, schedule, start, end, load.interval()) })
-		// Calls k = 0, 1, ... are due at start + k×interval, those before the end in the phase.
-		res.due = int((load.duration + load.interval() - 1) / load.interval())
+		wg.Go(func() { feed(ctx, schedule, start, end, load.dueAt) })
+		res.due = load.callsDueWithin(end.Sub(start))
 	}
 	for w := range load.workers {
 		wg.Go(func() {
@@ -471,8 +487,7 @@ func drive(parent context.Context, load loadShape, call func(ctx context.Context
 	if load.rate > 0 && errors.Is(ctx.Err(), context.Canceled) {
 		// Stopped before its end (Ctrl-C): only the calls due until then were due at all, or
 		// the bench would report the rest of the phase as calls the server never answered.
-		phase := min(res.elapsed, load.duration)
-		res.due = int((phase + load.interval() - 1) / load.interval())
+		res.due = load.callsDueWithin(min(res.elapsed, load.duration))
 	}
 	return res
 }
@@ -480,15 +495,15 @@ func drive(parent context.Context, load loadShape, call func(ctx context.Context
 // openLoopGrace is how long past an open loop's end its calls under way are waited for.
 const openLoopGrace = 10 * time.Second
 
-// feed sends the scheduled start time of every call due every interval since start and
+// feed sends the scheduled start time of every call due (at start + dueAt(k), k = 0, 1, ...)
 // before end, until ctx ends, then closes schedule. It wakes every millisecond and sends all
 // calls due by then.
-func feed(ctx context.Context, schedule chan<- time.Time, start, end time.Time, interval time.Duration) {
+func feed(ctx context.Context, schedule chan<- time.Time, start, end time.Time, dueAt func(k int64) time.Duration) {
 	defer close(schedule)
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for k := int64(0); ; {
-		due := start.Add(time.Duration(k) * interval)
+		due := start.Add(dueAt(k))
 		for !due.After(time.Now()) {
 			if !due.Before(end) {
 				return // the phase's calls are all sent
@@ -499,7 +514,7 @@ func feed(ctx context.Context, schedule chan<- time.Time, start, end time.Time, 
 				return
 			}
 			k++
-			due = start.Add(time.Duration(k) * interval)
+			due = start.Add(dueAt(k))
 		}
 		select {
 		case <-tick.C:

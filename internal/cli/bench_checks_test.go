@@ -155,3 +155,45 @@ func TestBenchEmptyLeaseLatencyIsTheCall(t *testing.T) {
 		t.Errorf("rows %v, want lease (empty) only", res.verdicts())
 	}
 }
+
+// TestBenchOpenLoopSchedulesRateTimesDuration: an open loop schedules rate × duration calls,
+// each due at k/rate; adding up an interval rounded down to the nanosecond scheduled one call
+// too many at 3,000/s (6,001 in 2 s) and drifted earlier with every call.
+func TestBenchOpenLoopSchedulesRateTimesDuration(t *testing.T) {
+	for _, tc := range []struct {
+		rate     float64
+		duration time.Duration
+		want     int
+	}{
+		{3000, 2 * time.Second, 6000},
+		{7, time.Second, 7},
+		{3, time.Second, 3},
+		{1e6, time.Second, 1000000},
+		{0.01, 100 * time.Second, 1},
+		{0.01, 100*time.Second + 1, 2},
+		{1000, 0, 0},
+		{1000, 1, 1},
+	} {
+		load := loadShape{rate: tc.rate, duration: tc.duration}
+		if got := load.callsDueWithin(tc.duration); got != tc.want {
+			t.Errorf("rate %v over %v: callsDueWithin = %d, want %d", tc.rate, tc.duration, got, tc.want)
+		}
+	}
+
+	// feed sends exactly those calls, each at its time: a phase entirely in the past is sent
+	// at once.
+	load := loadShape{rate: 3000, duration: 2 * time.Second}
+	start := time.Now().Add(-3 * time.Second)
+	schedule := make(chan time.Time, 1<<16)
+	feed(t.Context(), schedule, start, start.Add(load.duration), load.dueAt)
+	k := 0
+	for due := range schedule {
+		if want := start.Add(time.Duration(float64(k) * float64(time.Second) / 3000)); !due.Equal(want) {
+			t.Fatalf("call %d due at %v, want %v", k, due.Sub(start), want.Sub(start))
+		}
+		k++
+	}
+	if k != 6000 {
+		t.Errorf("feed sent %d calls for 2 s at 3,000/s, want 6,000", k)
+	}
+}
