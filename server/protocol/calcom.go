@@ -32,10 +32,15 @@ func CalCom() *Protocol {
 		SignatureScheme: "HMAC-SHA256 (hex) of the raw body, X-Cal-Signature-256",
 		IdentitySource:  "sha256 of the raw body (\"body-sha256:<hex>\"): Cal.com sends no event id; the body carries triggerEvent, createdAt and the booking, so it is the same for one trigger",
 		DocsURL:         "https://github.com/calcom/cal.com/blob/main/packages/features/webhooks/lib/sendPayload.ts",
-		Retries: "The sender in calcom/cal.com (packages/features/webhooks/lib/sendPayload.ts) makes one " +
-			"POST per trigger and the sources read show no automatic retry, so duplicates come only " +
-			"from replays or re-sent triggers. No timestamp is signed, so there is no tolerance; " +
-			"identical bodies are duplicates.",
+		Retries: "Cal.com sends one POST per trigger (calcom/cal.com packages/features/webhooks/lib/sendPayload.ts); " +
+			"a non-2xx answer is only logged, never resent. When the send runs as a tasker task " +
+			"(TASKER_ENABLE_WEBHOOKS, and scheduled or delayed webhooks such as MEETING_STARTED), a send " +
+			"that throws (a connection or DNS error) is run again until the task's maxAttempts " +
+			"(packages/features/tasker/tasks/sendWebook.ts rethrows; packages/features/tasker/repository.ts " +
+			"picks tasks up while attempts < maxAttempts), so a request that reached this server may " +
+			"arrive again. Each run sends the task's stored payload, createdAt included, so the retry's " +
+			"body is identical and its body hash claims it as a duplicate. No timestamp is signed, so " +
+			"there is no tolerance.",
 		ParseSecret:   parseCalComSecret,
 		Verify:        calcomMAC.verifier(bodyHashIdentity),
 		Sign:          signCalCom,
