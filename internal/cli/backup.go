@@ -30,6 +30,15 @@ func runBackup(ctx context.Context, e env, args []string) error {
 		return usagef("--out is required: the file to write the backup to")
 	}
 	dbPath := filepath.Join(*dataDir, "hookverify.db")
+	// A backup killed outright (SIGKILL, a crash, power lost) leaves its unfinished copy beside
+	// --out, a copy of the inbox's bodies and signatures like any backup. It is named, not
+	// removed: one may be a backup to the same --out still running.
+	leftovers := sqlite.UnfinishedBackups(*out)
+	defer func() {
+		for _, f := range leftovers {
+			fmt.Fprintf(e.stderr, "warning: %s is the unfinished copy of a backup to %s that was killed, or is still running: remove it once none is\n", f, *out)
+		}
+	}()
 	if err := sqlite.Backup(ctx, dbPath, *out); err != nil {
 		switch {
 		case errors.Is(err, fs.ErrExist):

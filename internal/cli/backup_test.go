@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/secretbox"
+	"github.com/hookverify/hookverify/storage/sqlite"
 )
 
 // backupServer serves cfg's store as `serve` would and returns its address.
@@ -284,5 +285,39 @@ func TestBackupRefusals(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("a refused backup wrote %s: %v", f, err)
 		}
+	}
+}
+
+// TestBackupNamesUnfinishedCopies: a backup killed outright leaves its unfinished copy (a copy
+// of the inbox like any backup) beside --out under a hidden name; the next backup to that
+// --out names it on stderr, and leaves it, since it may be a backup still running.
+func TestBackupNamesUnfinishedCopies(t *testing.T) {
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	if code, out, errOut := run(t, "", "migrate", "--data-dir", dataDir); code != 0 {
+		t.Fatalf("migrate: exit %d %q %q", code, out, errOut)
+	}
+	out := filepath.Join(dir, "nightly.db")
+	left := filepath.Join(dir, ".nightly.db.partial-1234")
+	if err := os.WriteFile(left, []byte("half a database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, errOut := run(t, "", "backup", "--data-dir", dataDir, "--out", out)
+	if code != 0 || !strings.Contains(stdout, "backed up") {
+		t.Fatalf("backup: exit %d %q %q", code, stdout, errOut)
+	}
+	if !strings.Contains(errOut, left) || !strings.Contains(errOut, "unfinished") {
+		t.Errorf("stderr %q does not name the unfinished copy %s", errOut, left)
+	}
+	if _, err := os.Stat(left); err != nil {
+		t.Errorf("the unfinished copy is gone: %v", err)
+	}
+	if got := sqlite.UnfinishedBackups(out); len(got) != 1 || got[0] != left {
+		t.Errorf("UnfinishedBackups = %q, want only %s (the backup's own copy is gone)", got, left)
+	}
+	// Another --out has none of its own.
+	code, _, errOut = run(t, "", "backup", "--data-dir", dataDir, "--out", filepath.Join(dir, "weekly.db"))
+	if code != 0 || strings.Contains(errOut, "unfinished") {
+		t.Errorf("backup to another --out: exit %d, stderr %q", code, errOut)
 	}
 }

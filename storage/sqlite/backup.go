@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -71,7 +72,7 @@ func Backup(ctx context.Context, dbPath, outPath string) error {
 	// fails rather than replace a file created there meanwhile. The temporary file is created
 	// empty with mode 0600, which VACUUM INTO accepts as its target and keeps; SQLite would
 	// otherwise create the file with the umask's mode.
-	tmp, err := os.CreateTemp(filepath.Dir(outPath), "."+filepath.Base(outPath)+".partial-*")
+	tmp, err := os.CreateTemp(filepath.Dir(outPath), unfinishedPrefix(outPath)+"*")
 	if err != nil {
 		return fmt.Errorf("sqlite: backup to %s: %w", outPath, err)
 	}
@@ -96,6 +97,27 @@ func Backup(ctx context.Context, dbPath, outPath string) error {
 		return fmt.Errorf("sqlite: backup to %s: %w", outPath, err)
 	}
 	return nil
+}
+
+// unfinishedPrefix begins the name of the copy Backup writes for outPath until it is complete.
+func unfinishedPrefix(outPath string) string { return "." + filepath.Base(outPath) + ".partial-" }
+
+// UnfinishedBackups lists the copies for outPath that backups left unfinished: those killed
+// outright (SIGKILL, a crash, power lost), which had no chance to remove theirs, and those
+// still running.
+func UnfinishedBackups(outPath string) []string {
+	dir := filepath.Dir(outPath)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // Backup itself reports a directory it cannot use
+	}
+	var found []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), unfinishedPrefix(outPath)) {
+			found = append(found, filepath.Join(dir, e.Name()))
+		}
+	}
+	return found
 }
 
 // linkFile is os.Link, a variable so that a test can be a file system without hard links.
