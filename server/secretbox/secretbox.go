@@ -156,9 +156,65 @@ func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
 	if key, err = NewKey(); err != nil {
 		return nil, false, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, false, fmt.Errorf("secretbox: creating key directory: %w", err)
 	}
+	// The key is written to a file of its own and only then linked to path, so that path never
+	// exists without the whole key in it: created in place, another process starting at the
+	// same time read the empty file before the key was in it, and failed; and a crash or a
+	// full disk between creating and writing left an empty key file that failed every start
+	// after it. The link, like O_EXCL, never replaces a file another process made meanwhile.
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new-*")
+	if err != nil {
+		return nil, false, fmt.Errorf("secretbox: creating master key file: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := writeKeyFile(tmp, key); err != nil {
+		return nil, false, err
+	}
+	switch err := os.Link(tmp.Name(), path); {
+	case errors.Is(err, os.ErrExist):
+		// Another process created the file meanwhile: read theirs instead of overwriting.
+		key, err = ReadKeyFile(path)
+		return key, false, err
+	case err != nil:
+		// A file system without hard links: create the file in place, as O_EXCL allows.
+		if key, created, err = createKeyFileInPlace(path, key); err != nil || !created {
+			return key, false, err
+		}
+	}
+	// The file's name lives in the directory: without this, a crash could lose the file after
+	// secrets were sealed under its key, and the next start would generate another key.
+	if err := syncDir(dir); err != nil {
+		return nil, false, fmt.Errorf("secretbox: syncing master key directory: %w", err)
+	}
+	return key, true, nil
+}
+
+// writeKeyFile writes key, base64, to f (mode 0600) and makes it durable, closing f.
+func writeKeyFile(f *os.File, key []byte) error {
+	if err := f.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
+		f.Close()
+		return fmt.Errorf("secretbox: creating master key file: %w", err)
+	}
+	if _, err := f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n"); err != nil {
+		f.Close()
+		return fmt.Errorf("secretbox: writing master key file: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("secretbox: syncing master key file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("secretbox: closing master key file: %w", err)
+	}
+	return nil
+}
+
+// createKeyFileInPlace creates path holding key where hard links are not available; a file
+// it fails to fill is removed, so that the next start does not find it empty.
+func createKeyFileInPlace(path string, key []byte) ([]byte, bool, error) {
 	// O_EXCL: if another process created the file meanwhile, read theirs instead of overwriting.
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, os.ErrExist) {
@@ -168,21 +224,9 @@ func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("secretbox: creating master key file: %w", err)
 	}
-	if _, err := f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n"); err != nil {
-		f.Close()
-		return nil, false, fmt.Errorf("secretbox: writing master key file: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, false, fmt.Errorf("secretbox: syncing master key file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, false, fmt.Errorf("secretbox: closing master key file: %w", err)
-	}
-	// The file's name lives in the directory: without this, a crash could lose the file after
-	// secrets were sealed under its key, and the next start would generate another key.
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return nil, false, fmt.Errorf("secretbox: syncing master key directory: %w", err)
+	if err := writeKeyFile(f, key); err != nil {
+		os.Remove(path)
+		return nil, false, err
 	}
 	return key, true, nil
 }

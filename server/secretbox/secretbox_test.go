@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -231,4 +232,34 @@ func FuzzOpen(f *testing.F) {
 			t.Fatal("a sealed value with a flipped bit opened")
 		}
 	})
+}
+
+// TestLoadOrCreateKeyFileConcurrently: processes starting at once on one data directory
+// (the O_EXCL branch of LoadOrCreateKeyFile) must all get the one key written, never an error
+// from reading the file before its creator wrote the key into it.
+func TestLoadOrCreateKeyFileConcurrently(t *testing.T) {
+	for round := range 200 {
+		path := filepath.Join(t.TempDir(), "master.key")
+		const n = 8
+		keys := make([][]byte, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				keys[i], _, errs[i] = LoadOrCreateKeyFile(path)
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("round %d: caller %d: %v", round, i, errs[i])
+			}
+			if !bytes.Equal(keys[i], keys[0]) {
+				t.Fatalf("round %d: callers got different keys", round)
+			}
+		}
+	}
 }
