@@ -89,6 +89,11 @@ func (a *authFlags) enabled() bool { return a.requireAuth || a.clientCA != "" }
 // check enforces the listen rule: a non-loopback address needs authentication, and is
 // warned about loudly without TLS (tokens would cross the network in clear).
 func (a *authFlags) check(log *slog.Logger, listen string) error {
+	if a.tokenCacheTTL < 0 {
+		// offWhenZero would take it as "no cache" in silence, where serve's other TTLs are
+		// refused out of range (checkRanges).
+		return usagef("--token-cache-ttl %v: want 0 (no cache) or more", a.tokenCacheTTL)
+	}
 	if (a.tlsCert == "") != (a.tlsKey == "") {
 		return usagef("--tls-cert and --tls-key go together")
 	}

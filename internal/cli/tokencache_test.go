@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"io"
 	"strings"
@@ -62,5 +63,27 @@ func TestTokenCacheTTLZeroMeansNoCache(t *testing.T) {
 	_, err = adminThere.ListEndpoints(as(created.GetBearerToken()), &hookverifyv1.ListEndpointsRequest{})
 	if status.Code(err) != codes.Unauthenticated {
 		t.Fatalf("with --token-cache-ttl 0, a token revoked through another instance still works here: ListEndpoints = %v, want Unauthenticated", err)
+	}
+}
+
+// TestServeRefusesANegativeTokenCacheTTL: every other cache TTL and size of serve is refused
+// out of range as a usage error (exit 2, TestLongRunningCommandsUsageErrorsExit2), as README's
+// exit statuses promise for "a value out of range". --token-cache-ttl -1s was taken in
+// silence as "no cache" (offWhenZero) and serve went on to listen.
+func TestServeRefusesANegativeTokenCacheTTL(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out lockedBuffer
+	err := runServe(ctx, env{stdin: strings.NewReader(""), stdout: &out, stderr: &out}, []string{
+		"--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--require-auth", "--token-cache-ttl", "-1s",
+	})
+	if ctx.Err() != nil {
+		t.Fatalf("serve --token-cache-ttl -1s was still serving after 10 s; log:\n%s", out.String())
+	}
+	if !errors.Is(err, errUsage) || !strings.Contains(err.Error()+out.String(), "--token-cache-ttl") {
+		t.Fatalf("serve --token-cache-ttl -1s: %v; want a usage error naming --token-cache-ttl; log:\n%s", err, out.String())
+	}
+	if code, _, errOut := run(t, "", "serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--token-cache-ttl", "-5s"); code != 2 || !strings.Contains(errOut, "--token-cache-ttl") {
+		t.Errorf("serve --token-cache-ttl -5s: exit %d, stderr %q; want 2 naming the flag", code, errOut)
 	}
 }
