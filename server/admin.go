@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -168,7 +169,7 @@ func (s *Server) UpdateEndpoint(ctx context.Context, req *hookverifyv1.UpdateEnd
 		next, err := s.updatedEndpoint(current, in, ifUpdatedAt, now)
 		if err == nil && !maps.Equal(current.Options, next.Options) {
 			if unreadable := s.secretsUnreadableUnder(current, secrets, next.Options, now); len(unreadable) > 0 {
-				err = status.Errorf(codes.InvalidArgument, "with these options, secrets %s of endpoint %q (in force or scheduled) would no longer read as keys, and every delivery they sign would be refused: retire them first (deliveries are then answered UNAVAILABLE, and retried, until a secret in the new form is added), or create a new endpoint with the new options sharing this one's dedupe_scope",
+				err = status.Errorf(codes.InvalidArgument, "with these options, secrets %s of endpoint %q (in force or scheduled) would no longer read as the keys they read as now, and every delivery they sign would be refused: retire them first (deliveries are then answered UNAVAILABLE, and retried, until a secret in the new form is added), or create a new endpoint with the new options sharing this one's dedupe_scope",
 					strings.Join(unreadable, ", "), current.ID)
 			}
 		}
@@ -194,9 +195,10 @@ func (s *Server) UpdateEndpoint(ctx context.Context, req *hookverifyv1.UpdateEnd
 }
 
 // secretsUnreadableUnder returns the ids of current's secrets, in force or scheduled at now,
-// that its protocol's CheckSecret takes under current's options and refuses under options
-// (generic-hmac's key: hex, base64, whsec): after such an update they would never match
-// again, and a provider that drops 401s would lose every delivery. The secrets are those the
+// that its protocol's CheckSecret reads as a key under current's options and refuses, or reads
+// as another key, under options (generic-hmac's key: raw, hex, base64, whsec; most hex text is
+// base64 too, of other bytes): after such an update they would never match again, and a
+// provider that drops 401s would lose every delivery. The secrets are those the
 // store read with current, in the update's transaction, so a secret added meanwhile is either
 // among them or checked against the options the update stores (see AddSecret). A secret this
 // server cannot open (its master key unknown here) is not counted against the update. It runs
@@ -217,7 +219,11 @@ func (s *Server) secretsUnreadableUnder(current storage.Endpoint, secrets []stor
 		}
 		// Only a secret that reads now counts: one stored before secret add checked the key
 		// option may read under neither, and the update changes nothing for it.
-		if prov.CheckSecret(string(plain), current.Options) == nil && prov.CheckSecret(string(plain), options) != nil {
+		before, err := prov.CheckSecret(string(plain), current.Options)
+		if err != nil {
+			continue
+		}
+		if after, err := prov.CheckSecret(string(plain), options); err != nil || !bytes.Equal(before, after) {
 			unreadable = append(unreadable, sec.ID)
 		}
 	}
@@ -468,7 +474,7 @@ func (s *Server) secretReadsUnder(secret string, refused *error) storage.SecretC
 	return func(e storage.Endpoint) error {
 		*refused = nil
 		if prov, ok := s.protocols.Lookup(e.Provider); ok && prov.CheckSecret != nil {
-			if err := prov.CheckSecret(secret, e.Options); err != nil {
+			if _, err := prov.CheckSecret(secret, e.Options); err != nil {
 				*refused = status.Errorf(codes.InvalidArgument, "secret is not valid for endpoint %q: %v", e.ID, err)
 			}
 		}

@@ -57,6 +57,38 @@ func TestOptionChangeIgnoresASecretThatNeverRead(t *testing.T) {
 	})
 }
 
+// TestOptionChangeRefusedWhenASecretWouldReadAsAnotherKey: most hex text is base64 too (of
+// other bytes), and every secret is raw text: an update from key=hex to key=base64 or raw read
+// the secret in use as another key, passed the check (the secret still read as something), and
+// every delivery after it was refused as SIGNATURE_MISMATCH. A change under which every secret
+// reads as the same key (base64 to whsec, for a secret without the whsec_ prefix) still goes.
+func TestOptionChangeRefusedWhenASecretWouldReadAsAnotherKey(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		endpoint := func(id, key string) *hookverifyv1.Endpoint {
+			return &hookverifyv1.Endpoint{Id: id, Provider: "generic-hmac", Options: map[string]string{"key": key}}
+		}
+		e.createEndpoint(t, endpoint("hex-key", "hex"))
+		inUse := e.addSecret(t, "hex-key", "abcd1234") // also base64 (of 6 other bytes), and raw text
+		for _, to := range []string{"base64", "raw"} {
+			_, err := e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: endpoint("hex-key", to)})
+			if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), inUse) {
+				t.Errorf("key=hex to key=%s, under which %s reads as another key: %v; want INVALID_ARGUMENT naming it", to, inUse, err)
+			}
+		}
+		got, err := e.admin.GetEndpoint(t.Context(), &hookverifyv1.GetEndpointRequest{Id: "hex-key"})
+		if err != nil || got.GetEndpoint().GetOptions()["key"] != "hex" {
+			t.Errorf("after the refusals: %v, %v; want the key option still hex", got, err)
+		}
+
+		e.createEndpoint(t, endpoint("b64-key", "base64"))
+		e.addSecret(t, "b64-key", "QUJDREVGR0g=")
+		if _, err := e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: endpoint("b64-key", "whsec")}); err != nil {
+			t.Errorf("key=base64 to key=whsec, under which the secret reads as the same key: %v", err)
+		}
+	})
+}
+
 // secretWindowStore lands a concurrent call, once, just before the first write of an endpoint
 // change or a secret (ModifyEndpoint, AddSecret, RotateSecret): after every check the server
 // makes on its own reads, before the store's transaction.

@@ -135,17 +135,19 @@ func parseGenericHMACSecret(secret string) ([]byte, error) {
 	return []byte(secret), nil
 }
 
-// checkGenericHMACSecret refuses a secret that the endpoint's key option cannot decode: it
-// would never match a signature, and a rotation to it would end the secret that does.
-func checkGenericHMACSecret(secret string, options map[string]string) error {
+// checkGenericHMACSecret returns the key the endpoint's key option reads the secret as, and
+// refuses a secret that it cannot decode: it would never match a signature, and a rotation to
+// it would end the secret that does.
+func checkGenericHMACSecret(secret string, options map[string]string) ([]byte, error) {
 	c, err := parseGenericHMACConfig(options)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, ok := c.decodeKey([]byte(secret)); !ok {
-		return invalidSecret("the secret does not decode as the endpoint's option " + genericOptKey + "=" + c.key + " says")
+	key, ok := c.decodeKey([]byte(secret))
+	if !ok {
+		return nil, invalidSecret("the secret does not decode as the endpoint's option " + genericOptKey + "=" + c.key + " says")
 	}
-	return nil
+	return key, nil
 }
 
 // genericPartKind is one kind of template part.

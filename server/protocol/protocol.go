@@ -166,12 +166,13 @@ type Protocol struct {
 	// ParseSecret turns a secret as the provider displays it into key bytes. It is called when
 	// a secret is added, so a malformed one is refused then, and again before verification.
 	ParseSecret func(secret string) ([]byte, error)
-	// CheckSecret, when set, checks a secret that ParseSecret took against the options of the
+	// CheckSecret, when set, reads a secret that ParseSecret took under the options of the
 	// endpoint it is added to, for a protocol whose options say how a secret is read
-	// (generic-hmac's key): one they cannot read would never match, so it is refused when it
-	// is added rather than found out when deliveries start failing. Its errors never quote
-	// the secret.
-	CheckSecret func(secret string, options map[string]string) error
+	// (generic-hmac's key), and returns the key it reads as: one they cannot read would never
+	// match, so it is refused when it is added rather than found out when deliveries start
+	// failing, and an options update that would read a secret as another key is refused too.
+	// Its errors never quote the secret.
+	CheckSecret func(secret string, options map[string]string) ([]byte, error)
 	// ValidateOptions checks an endpoint's options when it is created or updated. Nil means the
 	// protocol takes no options, and any option given is refused.
 	ValidateOptions func(options map[string]string) error
