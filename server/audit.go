@@ -253,6 +253,12 @@ func (s *Server) RekeySecrets(ctx context.Context, req *hookverifyv1.RekeySecret
 				resp.EndedUnreadableSecretIds = append(resp.EndedUnreadableSecretIds, sec.ID)
 			case errors.Is(err, secretbox.ErrUnknownKey), errors.Is(err, secretbox.ErrOpen):
 				resp.UnreadableSecretIds = append(resp.UnreadableSecretIds, sec.ID)
+				if errors.Is(err, secretbox.ErrOpen) {
+					// The response says only unreadable, which the CLI explains as a key not
+					// given; this one's key is here, and no key will open it.
+					s.log.ErrorContext(ctx, "secret does not open under the master key it names, which this server holds: its sealed material was damaged or altered in the database; add the provider's current secret anew, then retire this one",
+						"endpoint", sec.EndpointID, "secret_id", sec.ID, "key_id", sec.KeyID)
+				}
 			case err != nil:
 				return nil, s.storageStatus(ctx, "rekey", err)
 			case done:

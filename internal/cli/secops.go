@@ -168,7 +168,7 @@ func runRekey(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(e.stderr, "%d ended secrets (endedUnreadableSecretIds above) are sealed under a master key the server does not hold; they can never authenticate again and need nothing\n", n)
 	}
 	if n := len(total.GetUnreadableSecretIds()); n > 0 {
-		return fmt.Errorf("%d secrets in force or scheduled (unreadableSecretIds above) are sealed under a master key the server does not hold: restart it with that key as --old-master-key-file and run rekey again, and until then keep every old key. If that key is lost, those secrets can never verify again (deliveries only they would verify get UNAVAILABLE): add the provider's current secret anew, then retire them", n)
+		return fmt.Errorf("%d secrets in force or scheduled (unreadableSecretIds above) are sealed under a master key the server does not hold: restart it with that key as --old-master-key-file and run rekey again, and until then keep every old key. If that key is lost, those secrets can never verify again (deliveries only they would verify get UNAVAILABLE): add the provider's current secret anew, then retire them. A secret the server's log names as not opening under a key it holds was damaged in the database: the same remedy", n)
 	}
 	if total.GetRemaining() > 0 {
 		return fmt.Errorf("%d secrets remain under older keys (another rekey running at the same time?); run it again", total.GetRemaining())
