@@ -273,6 +273,12 @@ func (s *Server) AddSecret(ctx context.Context, req *hookverifyv1.AddSecretReque
 	if !notBefore.IsZero() && !notAfter.IsZero() && !notAfter.After(notBefore) {
 		return nil, status.Error(codes.InvalidArgument, "not_after must be later than not_before")
 	}
+	// Such a secret would be stored ended: never in force, shown RETIRED at once, most likely
+	// a mistyped date that the caller would otherwise find out only as rejected deliveries.
+	if now := s.clock(); !notAfter.IsZero() && !notAfter.After(now) {
+		return nil, status.Errorf(codes.InvalidArgument, "not_after %s is not after now (%s, the server's clock): the secret would never be in force",
+			notAfter.Format(time.RFC3339), now.Format(time.RFC3339))
+	}
 	sec, err := s.sealSecret(e, req.GetSecret())
 	if err != nil {
 		return nil, err

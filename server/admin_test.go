@@ -299,7 +299,8 @@ func TestAdminSecrets(t *testing.T) {
 			retired := add(&hookverifyv1.AddSecretRequest{})
 			expiring := add(&hookverifyv1.AddSecretRequest{NotAfter: timestamppb.New(e.clock.Now().Add(time.Hour))})
 			scheduled := add(&hookverifyv1.AddSecretRequest{NotBefore: timestamppb.New(e.clock.Now().Add(time.Hour))})
-			past := add(&hookverifyv1.AddSecretRequest{NotAfter: timestamppb.New(e.clock.Now().Add(time.Second))})
+			// add moves the clock a second on first: this one ends a second after it is added.
+			past := add(&hookverifyv1.AddSecretRequest{NotAfter: timestamppb.New(e.clock.Now().Add(2 * time.Second))})
 			if _, err := e.admin.RetireSecret(t.Context(), &hookverifyv1.RetireSecretRequest{EndpointId: "states", SecretId: retired.GetId()}); err != nil {
 				t.Fatalf("RetireSecret: %v", err)
 			}
@@ -326,6 +327,20 @@ func TestAdminSecrets(t *testing.T) {
 			// Hours later the schedule has moved on.
 			e.clock.Advance(2 * time.Hour)
 			wantStates(t, e, "states", stateActive, stateRetired, stateRetired, stateActive, stateRetired)
+		})
+
+		// A not_after already reached would store a secret never in force (RETIRED at once):
+		// most likely a mistyped date, refused rather than found out as rejected deliveries.
+		t.Run("AddSecret refuses a not_after already reached", func(t *testing.T) {
+			e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "ended", Provider: "stripe"})
+			for _, at := range []time.Time{e.clock.Now(), e.clock.Now().Add(-24 * time.Hour)} {
+				_, err := e.admin.AddSecret(t.Context(), &hookverifyv1.AddSecretRequest{EndpointId: "ended", Secret: stripeProvider.newSecret(), NotAfter: timestamppb.New(at)})
+				wantCode(t, err, codes.InvalidArgument)
+				if !strings.Contains(err.Error(), "not_after") {
+					t.Errorf("refusal %v does not name not_after", err)
+				}
+			}
+			wantStates(t, e, "ended")
 		})
 	})
 }
