@@ -38,7 +38,7 @@ func TestProviderSuccessReplies(t *testing.T) {
 
 // TestDiscordWebhookEventsAcknowledgedWith204: Discord asks a Webhook Events endpoint to
 // "respond with a 204 No Content" (developers/events/webhook-events), for a new event and a
-// retry alike; an interaction keeps the default reply.
+// retry alike; an interaction stored for a worker gets a deferred Interaction Response.
 func TestDiscordWebhookEventsAcknowledgedWith204(t *testing.T) {
 	e := newEnv(t, backends[0])
 	p, _ := protocol.Default().Lookup("discord")
@@ -58,9 +58,12 @@ func TestDiscordWebhookEventsAcknowledgedWith204(t *testing.T) {
 			t.Fatalf("webhook event: got %s with reply %d %q, want %s with 204 and no body", resp.GetVerdict(), resp.GetReply().GetStatus(), resp.GetReply().GetBody(), want)
 		}
 	}
-	interaction := e.verify(t, deliver(`{"application_id":"1234560123453231555","id":"1234567890123456789","token":"dG9r","type":2,"version":1}`))
-	if interaction.GetVerdict() != hookverifyv1.Verdict_VERDICT_ACCEPTED || interaction.GetReply().GetStatus() != 200 {
-		t.Fatalf("interaction: got %s with reply %d", interaction.GetVerdict(), interaction.GetReply().GetStatus())
+	command := deliver(`{"application_id":"1234560123453231555","id":"1234567890123456789","token":"dG9r","type":2,"version":1}`)
+	for _, want := range []hookverifyv1.Verdict{hookverifyv1.Verdict_VERDICT_ACCEPTED, hookverifyv1.Verdict_VERDICT_DUPLICATE} {
+		resp := e.verify(t, command)
+		if resp.GetVerdict() != want || resp.GetReply().GetStatus() != 200 || string(resp.GetReply().GetBody()) != `{"type":5}` {
+			t.Fatalf("interaction: got %s with reply %d %q, want %s with 200 {\"type\":5}", resp.GetVerdict(), resp.GetReply().GetStatus(), resp.GetReply().GetBody(), want)
+		}
 	}
 }
 

@@ -41,7 +41,11 @@ const (
 //
 // Authenticated PINGs are answered, never stored: an interaction PING (type 1 without an
 // "event") with 200 {"type":1}; a Webhook Events PING (type 0) with 204 and an empty body. A
-// Webhook Event, accepted or a duplicate, is acknowledged with 204 as well.
+// Webhook Event, accepted or a duplicate, is acknowledged with 204 as well. Any other
+// interaction, accepted or a duplicate, is acknowledged with a deferred Interaction Response,
+// which Discord requires within 3 seconds and which keeps the interaction's token valid for
+// 15 minutes for the worker to answer with: {"type":6} for a message component, {"type":8,
+// "data":{"choices":[]}} for an autocomplete (which cannot be deferred), {"type":5} otherwise.
 func Discord() *Protocol {
 	return &Protocol{
 		Name:             discordName,
@@ -163,6 +167,38 @@ func verifyDiscord(req *Request, keys []Key, p Params) (Result, error) {
 // discordEventAck acknowledges a Webhook Event, accepted or a duplicate. Never modified.
 var discordEventAck = Reply{Status: 204}
 
+// Interaction types that ask for a particular deferred answer; any other type is answered
+// like a command.
+const (
+	discordMessageComponent = 3
+	discordAutocomplete     = 4
+)
+
+// The acknowledgements of a stored interaction, accepted or a duplicate. Never modified. An
+// interaction over HTTP must be answered within 3 seconds with an Interaction Response
+// object, or Discord fails it and invalidates its token, leaving the worker that takes it from
+// the inbox nothing to answer with (discord-api-docs interactions/receiving-and-responding).
+// A deferred response keeps the token valid for 15 minutes, for the worker to edit the
+// original response or send follow-ups: DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE (5, the user sees
+// a loading state) for commands and modal submits, DEFERRED_UPDATE_MESSAGE (6) for message
+// components. An autocomplete cannot be deferred and is answered with no choices.
+var (
+	discordDeferredMessage = jsonReply([]byte(`{"type":5}`))
+	discordDeferredUpdate  = jsonReply([]byte(`{"type":6}`))
+	discordNoChoices       = jsonReply([]byte(`{"type":8,"data":{"choices":[]}}`))
+)
+
+// discordInteractionAck is the acknowledgement of a stored interaction of type typ.
+func discordInteractionAck(typ int64) *Reply {
+	switch typ {
+	case discordMessageComponent:
+		return discordDeferredUpdate
+	case discordAutocomplete:
+		return discordNoChoices
+	}
+	return discordDeferredMessage
+}
+
 // discordIdentity answers PINGs and finds the identity of interactions and webhook events.
 func discordIdentity(body []byte) (Result, error) {
 	top, err := jsonObject(body)
@@ -189,7 +225,7 @@ func discordIdentity(body []byte) (Result, error) {
 	if !ok || id == "" {
 		return Result{}, Reject(ReasonMissingEventID, `interaction has no non-empty string "id"`)
 	}
-	return Result{EventID: id}, nil
+	return Result{EventID: id, SuccessReply: discordInteractionAck(typ)}, nil
 }
 
 // signDiscord produces the two headers Discord sends. An application has one key pair, so

@@ -3,6 +3,7 @@ package protocol
 import (
 	"crypto/ed25519"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -243,4 +244,54 @@ func FuzzDiscordSignatureHeader(f *testing.F) {
 		checkMutation(t, p, keys, params, req, "X-Signature-Ed25519", pos, repl)
 		checkHeaderMutationRejected(t, p, keys, params, req, "X-Signature-Timestamp", pos, repl)
 	})
+}
+
+// TestDiscordInteractionAckIsAnInteractionResponse: an interaction received over HTTP must be
+// answered, within 3 seconds, by an Interaction Response object ({"type": <callback type>, ...})
+// or by 202 with no body after a callback the app already sent; otherwise Discord shows "This
+// interaction failed" and invalidates the token, so the worker that later takes the stored
+// interaction cannot answer it at all (discord-api-docs developers/interactions/
+// receiving-and-responding.mdx, "Responding to an Interaction", "Interaction Callback"). A
+// queued interaction is answered with a deferred response, which keeps the token usable for
+// 15 minutes: DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE (5) for commands and modal submits,
+// DEFERRED_UPDATE_MESSAGE (6) for components; an autocomplete, which cannot be deferred, gets
+// an empty APPLICATION_COMMAND_AUTOCOMPLETE_RESULT (8). hookverify's generic
+// {"status":"accepted"} is none of these.
+func TestDiscordInteractionAckIsAnInteractionResponse(t *testing.T) {
+	t.Parallel()
+	p := Discord()
+	keys := keysFor(t, p, rfc8032Test1Public)
+	params := Params{Now: fixedNow}
+	for _, tc := range []struct {
+		name     string
+		body     string
+		wantType int
+	}{
+		{"application command", `{"application_id":"1","id":"100","token":"t","type":2,"version":1,"data":{"id":"1","name":"ping","type":1}}`, 5},
+		{"message component", `{"application_id":"1","id":"101","token":"t","type":3,"version":1,"data":{"custom_id":"b","component_type":2}}`, 6},
+		{"autocomplete", `{"application_id":"1","id":"102","token":"t","type":4,"version":1,"data":{"id":"1","name":"ping","type":1}}`, 8},
+		{"modal submit", `{"application_id":"1","id":"103","token":"t","type":5,"version":1,"data":{"custom_id":"m","components":[]}}`, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := p.Verify(discordSigned(t, fixedNow.Unix(), tc.body, rfc8032Test1Private), keys, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Handshake != nil || res.EventID == "" {
+				t.Fatalf("an interaction must be a delivery (claimed and stored): %+v", res)
+			}
+			r := res.SuccessReply
+			if r == nil {
+				t.Fatal("no SuccessReply: the interaction is answered with hookverify's generic JSON, which Discord fails")
+			}
+			var got struct {
+				Type *int `json:"type"`
+			}
+			if r.Status != 200 || json.Unmarshal(r.Body, &got) != nil || got.Type == nil || *got.Type != tc.wantType ||
+				header(&Request{Headers: r.Headers}, "Content-Type") != "application/json" {
+				t.Fatalf("reply %d %q %v, want 200 application/json with type %d", r.Status, r.Body, r.Headers, tc.wantType)
+			}
+		})
+	}
 }

@@ -47,6 +47,11 @@ const (
 // does not have x-slack-signature and x-slack-request-timestamp headers", slackapi/bolt-js
 // #1397): a POST without X-Slack-Signature whose form body has ssl_check=1 is answered 200
 // with an empty body, as Bolt answers it, and nothing is stored.
+//
+// An accepted or duplicate delivery is answered 200 with no body, Bolt's acknowledgement:
+// Slack reads that body for interactivity payloads and slash commands (a view_submission
+// answered with anything but an empty body or a response_action shows the user an error and
+// keeps the modal open), and the Events API ignores it.
 func Slack() *Protocol {
 	return &Protocol{
 		Name:             slackName,
@@ -66,6 +71,11 @@ func Slack() *Protocol {
 			"old, which a 5-minute-late retry would be otherwise), and event_id stays the same. The " +
 			"300s default tolerance matches the SDKs' window. Slash commands and interactions are not " +
 			"retried. (Retry schedule from secondary sources; the retry headers are confirmed by bolt-python.)",
+		// Empty: Slack reads the body of the acknowledgement. A view_submission answered with
+		// any body but a response_action leaves the modal open with an error, and a slash
+		// command's JSON body is taken for a message; Bolt acknowledges all kinds with an
+		// empty 200, which the Events API accepts as well.
+		SuccessReply:  &Reply{Status: http.StatusOK},
 		ParseSecret:   parseSlackSecret,
 		Verify:        verifySlack,
 		Sign:          signSlack,

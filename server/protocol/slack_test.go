@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -318,5 +319,49 @@ func TestSlackSSLCheck(t *testing.T) {
 		req := &Request{Method: "POST", Body: []byte(body)}
 		res, err := p.Verify(req, keys, params)
 		checkOutcome(t, res, err, ReasonMissingSignature, "", req)
+	}
+}
+
+// TestSlackAckHasNoBody: Slack reads the body of the acknowledgement of an interactivity
+// payload or slash command. A view_submission must be answered 200 with an empty body (or a
+// response_action), and any other body, such as hookverify's generic {"status":"accepted"},
+// leaves the modal open with "We had some trouble connecting. Try again?" (Slack's "Handling
+// user interaction" acknowledgment response; e.g. inkeep/agents#2228, superloglabs/superlog#32,
+// vercel/eve#277: {"ok":true} or "ok" bodies broke exactly that). A slash command answered
+// with a JSON body is taken as a message to post. Bolt acknowledges everything with an empty
+// 200, which the Events API accepts too. So an accepted or duplicate Slack delivery of any
+// kind is answered 200 with no body.
+func TestSlackAckHasNoBody(t *testing.T) {
+	t.Parallel()
+	p := Slack()
+	keys := keysFor(t, p, slackSecret)
+	params := Params{Now: fixedNow}
+	viewSubmission := url.Values{"payload": {`{"type":"view_submission","team":{"id":"T1"},"user":{"id":"U1"},"trigger_id":"1.2.3","view":{"id":"V1","callback_id":"cb","state":{"values":{}}}}`}}.Encode()
+	command := url.Values{"command": {"/todo"}, "text": {"bake a cake"}, "trigger_id": {"13345224609.738474920.8088930838d88f008e0"}, "response_url": {"https://hooks.slack.com/commands/1234/5678"}}.Encode()
+	for _, tc := range []struct{ name, body string }{
+		{"view_submission", viewSubmission},
+		{"slash command", command},
+		{"events API", slackBody},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := p.Verify(slackSigned(fixedNow.Unix(), tc.body, slackSecret), keys, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Handshake != nil || res.EventID == "" {
+				t.Fatalf("not a delivery: %+v", res)
+			}
+			reply := res.SuccessReply
+			if reply == nil {
+				reply = p.SuccessReply
+			}
+			if reply == nil {
+				t.Fatal(`no SuccessReply: the delivery is answered with hookverify's generic {"status":"accepted"}, which fails a Slack modal submission`)
+			}
+			if reply.Status != 200 || len(reply.Body) != 0 {
+				t.Fatalf("reply %d %q, want 200 with an empty body", reply.Status, reply.Body)
+			}
+		})
 	}
 }

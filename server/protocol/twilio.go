@@ -57,6 +57,13 @@ const (
 // absolute http(s) URL (signature mismatch: nothing can match); a form body that does not
 // decode (malformed payload); no key whose HMAC over any URL candidate matches (signature
 // mismatch); a bodySHA256 in the URL that is not the SHA-256 of the body (signature mismatch).
+//
+// An accepted or duplicate delivery is answered with an empty TwiML document: Twilio reads the
+// answer to an incoming message as TwiML ("Your application has to return TwiML ... To receive
+// an incoming message and not send a reply, send <Response></Response>", Twilio's Messaging
+// Webhooks page), and logs hookverify's generic JSON as an error in the account's debugger.
+// Status callbacks ignore the body. A Voice webhook wants call instructions at once, which a
+// queue cannot give: an empty Response ends the call.
 func Twilio() *Protocol {
 	return &Protocol{
 		Name:        twilioName,
@@ -74,6 +81,8 @@ func Twilio() *Protocol {
 			"#rc=0..5, within the #tt total time of at most 15 s) and then calls the fallback URL if one is set; a " +
 			"retry is the same request with the same parameters, so it gets the same identity. The fallback URL is " +
 			"signed over its own URL. No timestamp is signed, so there is no tolerance.",
+		SuccessReply: &Reply{Status: 200, Headers: Headers{{Name: "Content-Type", Value: "text/xml"}},
+			Body: []byte(`<?xml version="1.0" encoding="UTF-8"?><Response></Response>`)},
 		ParseSecret:   parseTwilioSecret,
 		Verify:        verifyTwilio,
 		Sign:          signTwilio,

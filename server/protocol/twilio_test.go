@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/xml"
 	"hash"
 	"net/url"
 	"strings"
@@ -337,4 +338,24 @@ func FuzzTwilioSignature(f *testing.F) {
 		}
 		checkMutation(t, p, keys, Params{Now: fixedNow}, &Request{Method: "POST", URL: twilioURL, Headers: h, Body: form}, "X-Twilio-Signature", pos, repl)
 	})
+}
+
+// TestTwilioAcknowledgesWithEmptyTwiML: Twilio reads the answer to an incoming message as
+// TwiML, and an empty <Response> is its way to take a message without replying; hookverify's
+// generic JSON was logged as an error in the account's debugger on every message.
+func TestTwilioAcknowledgesWithEmptyTwiML(t *testing.T) {
+	r := Twilio().SuccessReply
+	if r == nil {
+		t.Fatal("no SuccessReply: Twilio gets the generic JSON acknowledgement")
+	}
+	var doc struct {
+		XMLName xml.Name
+		Inner   string `xml:",innerxml"`
+	}
+	if err := xml.Unmarshal(r.Body, &doc); err != nil || doc.XMLName.Local != "Response" || strings.TrimSpace(doc.Inner) != "" {
+		t.Errorf("reply body %q: %+v, %v; want an empty TwiML <Response>", r.Body, doc, err)
+	}
+	if ct, _ := (Headers(r.Headers)).Get("Content-Type"); r.Status != 200 || ct != "text/xml" {
+		t.Errorf("reply %d, Content-Type %q; want 200 text/xml", r.Status, ct)
+	}
 }
