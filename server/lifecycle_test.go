@@ -12,6 +12,7 @@ import (
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
+	"github.com/hookverify/hookverify/server/protocol"
 	"github.com/hookverify/hookverify/server/secretbox"
 	"github.com/hookverify/hookverify/storage"
 )
@@ -295,5 +296,35 @@ func TestRekeyNamesADamagedSecret(t *testing.T) {
 		if !strings.Contains(logs, "damaged or altered") || !strings.Contains(logs, `"secret_id":"sec_damaged"`) {
 			t.Errorf("the log does not name sec_damaged as damaged:\n%s", logs)
 		}
+	})
+}
+
+// TestUnsignedChallengeIsNoSecretUse: Braintree's GET ?bt_challenge= is answered under the
+// endpoint's first key, but Braintree does not sign it, so anyone can send one. It counted as a
+// use of that secret (its last_used_time, its verifications metric): a stranger could keep an
+// old secret looking in use through a rotation, where retire warns of recent use.
+func TestUnsignedChallengeIsNoSecretUse(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		metrics := server.NewMetrics()
+		e := newEnvWith(t, b, func(o *server.Options) { o.Metrics = metrics })
+		p, _ := protocol.Default().Lookup("braintree")
+		_, verifying, err := p.ExampleSecret()
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "bt", Provider: p.Name})
+		id := e.addSecret(t, "bt", verifying)
+		resp := e.verify(t, &hookverifyv1.VerifyRequest{EndpointId: "bt", Method: "GET", Url: "https://hooks.example.com/bt?bt_challenge=" + strings.Repeat("ab", 12)})
+		if resp.GetVerdict() != hookverifyv1.Verdict_VERDICT_HANDSHAKE || resp.GetReply().GetStatus() != 200 || resp.GetSecretId() != "" {
+			t.Fatalf("challenge: %v; want HANDSHAKE answered, naming no secret", resp)
+		}
+		if err := e.srv.FlushSecretUses(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		list, err := e.admin.ListSecrets(t.Context(), &hookverifyv1.ListSecretsRequest{EndpointId: "bt"})
+		if err != nil || len(list.GetSecrets()) != 1 || list.GetSecrets()[0].GetLastUsedTime() != nil {
+			t.Fatalf("after an unsigned challenge: %v, %v; want %s never used", list, err, id)
+		}
+		wantMetrics(t, e.srv, `hookverify_secret_verifications_total{endpoint="bt",secret_id="`+id+`"} 0`)
 	})
 }

@@ -181,6 +181,9 @@ func braintreeIsNotification(doc []byte) bool {
 }
 
 // braintreeChallenge answers GET ?bt_challenge= with public_key|digest under the first key.
+// Braintree does not sign the challenge, so anyone can send one: the answer names no key
+// (KeyID empty), or every such request would count as a use of the first secret and keep an
+// old one looking in use during a rotation.
 func braintreeChallenge(req *Request, keys []Key) (Result, error) {
 	u, err := url.Parse(req.URL)
 	if err != nil {
@@ -195,7 +198,7 @@ func braintreeChallenge(req *Request, keys []Key) (Result, error) {
 		if !ok {
 			continue
 		}
-		return Result{KeyID: k.ID, Handshake: &Reply{
+		return Result{Handshake: &Reply{
 			Status:  http.StatusOK,
 			Headers: Headers{{Name: "Content-Type", Value: "text/plain; charset=utf-8"}},
 			Body:    []byte(pub + "|" + braintreeDigest(hkey, challenge)),

@@ -93,8 +93,9 @@ func TestBraintreeChallengeVector(t *testing.T) {
 	p := Braintree()
 	keys := keysFor(t, p, braintreeVectorSecret, braintreeSecret2)
 	res, err := p.Verify(&Request{Method: "GET", URL: "https://hooks.example.com/bt?bt_challenge=" + braintreeChallengeHex}, keys, Params{})
-	if err != nil || res.Handshake == nil || string(res.Handshake.Body) != braintreeChallengeRep || res.KeyID != "k0" {
-		t.Fatalf("challenge = %+v, %v", res, err)
+	// Unsigned, so it authenticates nothing: it names no key (a use of none).
+	if err != nil || res.Handshake == nil || string(res.Handshake.Body) != braintreeChallengeRep || res.KeyID != "" {
+		t.Fatalf("challenge = %+v, %v; want the answer under the first key, naming none", res, err)
 	}
 	for _, u := range []string{"https://hooks.example.com/bt", "https://hooks.example.com/bt?bt_challenge=HELLOWORLD", "https://hooks.example.com/bt?bt_challenge=bad%20challenge", "https://hooks.example.com/bt?bt_challenge=abc"} {
 		req := &Request{Method: "GET", URL: u}
