@@ -523,7 +523,10 @@ func (s *Server) endpointFromProto(in *hookverifyv1.Endpoint) (storage.Endpoint,
 		if !tol.IsValid() || tol.AsDuration() < 0 || tol.AsDuration() > MaxTolerance {
 			return storage.Endpoint{}, status.Errorf(codes.InvalidArgument, "timestamp_tolerance must be between 0 and %s", MaxTolerance)
 		}
-		e.TimestampTolerance = tol.AsDuration()
+		// The stores keep whole milliseconds: a fraction is rounded up here, so that the
+		// answer is the endpoint as stored, and a tolerance given never becomes a shorter
+		// one, nor zero (a positive tolerance under 1 ms was stored as 0 s).
+		e.TimestampTolerance = ceilMilli(tol.AsDuration())
 	}
 	if e.TimestampTolerance == 0 {
 		e.TimestampTolerance = defaultTolerance(prov)
@@ -591,6 +594,15 @@ func validateOptions(p *protocol.Protocol, options map[string]string) error {
 		return status.Errorf(codes.InvalidArgument, "invalid options for provider %s: %v", p.Name, err)
 	}
 	return nil
+}
+
+// ceilMilli returns d rounded up to a whole millisecond, the precision the stores keep an
+// endpoint's tolerance in.
+func ceilMilli(d time.Duration) time.Duration {
+	if r := d % time.Millisecond; r > 0 {
+		return d - r + time.Millisecond
+	}
+	return d
 }
 
 // defaultTolerance is the tolerance an endpoint of protocol p gets when it sets none. It is

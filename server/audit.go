@@ -169,8 +169,13 @@ func (s *Server) ListAuditEvents(ctx context.Context, req *hookverifyv1.ListAudi
 		if !t.ts.IsValid() {
 			return nil, status.Errorf(codes.InvalidArgument, "%s is not a valid timestamp", t.name)
 		}
-		*t.into = t.ts.AsTime().UTC()
-		*t.hash = []string{t.into.Format(time.RFC3339Nano)}
+		*t.hash = []string{t.ts.AsTime().UTC().Format(time.RFC3339Nano)}
+		// Events are stored to the microsecond, the bounds given to the nanosecond: an event
+		// at T is "at or after" start_time and "before" end_time exactly when it is so of
+		// the bound rounded up to the next microsecond. Passed as they are, the stores
+		// truncated or rounded them, and listed an event before start_time (after the last
+		// one seen plus a nanosecond, say) or left out one before end_time.
+		*t.into = ceilMicro(t.ts.AsTime().UTC())
 	}
 	// Each filter a list of its own, so that a start_time passed as end_time is another listing.
 	hash := setsHash(endpoint, since, until)
@@ -207,6 +212,14 @@ func (s *Server) ListAuditEvents(ctx context.Context, req *hookverifyv1.ListAudi
 		resp.NextPageToken = auditPages.token(hash, timedPlace(last.At, last.ID))
 	}
 	return resp, nil
+}
+
+// ceilMicro returns t rounded up to a whole microsecond.
+func ceilMicro(t time.Time) time.Time {
+	if c := t.Truncate(time.Microsecond); c.Before(t) {
+		return c.Add(time.Microsecond)
+	}
+	return t
 }
 
 // auditPages are ListAuditEvents' page tokens: "a1:<filter hash>:<time in Unix µs>:<event id>".

@@ -90,11 +90,13 @@ type Endpoint struct {
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// Lowercase provider name as listed by ListProviders, e.g. "stripe". Fixed at creation.
 	Provider string `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
-	// How far a signed timestamp may be from now, in either direction. Zero means the
-	// provider's default (ListProviders' default_tolerance; 300 s where it names none). Ignored
-	// by protocols that sign no timestamp.
+	// How far a signed timestamp may be from now, in either direction, at most 7 days (negative
+	// or more is INVALID_ARGUMENT), kept to the millisecond (a fraction is rounded up). Zero means
+	// the provider's default (ListProviders' default_tolerance; 300 s where it names none).
+	// Ignored by protocols that sign no timestamp.
 	TimestampTolerance *durationpb.Duration `protobuf:"bytes,3,opt,name=timestamp_tolerance,json=timestampTolerance,proto3" json:"timestamp_tolerance,omitempty"`
-	// Largest body accepted, in bytes. Zero means the default (1 MiB); at most 32 MiB.
+	// Largest body accepted, in bytes. Zero means the default (1 MiB); at most 32 MiB (negative or
+	// more is INVALID_ARGUMENT).
 	MaxBodyBytes int64 `protobuf:"varint,4,opt,name=max_body_bytes,json=maxBodyBytes,proto3" json:"max_body_bytes,omitempty"`
 	// Endpoints sharing a dedupe scope deduplicate together and share operation keys. Empty means
 	// the endpoint's own id. Same character rules as id. Fixed at creation (UpdateEndpoint accepts
@@ -103,7 +105,9 @@ type Endpoint struct {
 	// A disabled endpoint rejects every delivery with ENDPOINT_DISABLED.
 	Disabled bool `protobuf:"varint,6,opt,name=disabled,proto3" json:"disabled,omitempty"`
 	// Protocol-specific options. "public_url" (for protocols that sign the URL) replaces the URL
-	// the edge forwards, for edges behind proxies that cannot see the URL the provider called.
+	// the edge forwards, for edges behind proxies that cannot see the URL the provider called;
+	// when it has no query, each delivery's own query is kept (a protocol whose credential
+	// travels in the query, Mailchimp, refuses a public_url with one).
 	// An option that is a credential (Meta's "verify_token") is answered, stored and audited as a
 	// salted digest ("sha256-salted:..."); sending the digest back unchanged keeps it.
 	Options map[string]string `protobuf:"bytes,7,rep,name=options,proto3" json:"options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
@@ -602,7 +606,8 @@ type SecretInfo struct {
 	// Unset means no end.
 	NotAfter *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=not_after,json=notAfter,proto3" json:"not_after,omitempty"`
 	State    SecretState            `protobuf:"varint,6,opt,name=state,proto3,enum=hookverify.v1.SecretState" json:"state,omitempty"`
-	// Last time this secret authenticated a delivery, if ever.
+	// Last time this secret authenticated a delivery, if ever. Each instance writes it at most
+	// once a minute, in batches every few seconds, so it may lag by about a minute.
 	LastUsedTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=last_used_time,json=lastUsedTime,proto3" json:"last_used_time,omitempty"`
 	// When it was retired, if it was.
 	RetireTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=retire_time,json=retireTime,proto3" json:"retire_time,omitempty"`
@@ -896,7 +901,8 @@ type RotateSecretResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The new secret.
 	Secret *SecretInfo `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
-	// The secrets that were valid before, with their new not_after.
+	// The secrets whose end the rotation moved to now + overlap, with their new not_after (a
+	// secret that already ended sooner is not listed: it keeps its end).
 	Previous      []*SecretInfo `protobuf:"bytes,2,rep,name=previous,proto3" json:"previous,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1478,7 +1484,8 @@ type AuditEvent struct {
 	// loopback-only development mode).
 	Actor string `protobuf:"bytes,3,opt,name=actor,proto3" json:"actor,omitempty"`
 	// What, e.g. "endpoint.create", "endpoint.update", "secret.add", "secret.rotate",
-	// "secret.retire", "secret.rekey", "inbox.requeue", "inbox.discard".
+	// "secret.retire", "secret.rekey", "inbox.requeue", "inbox.discard", "token.create",
+	// "token.revoke" (the token events name no endpoint).
 	Action     string `protobuf:"bytes,4,opt,name=action,proto3" json:"action,omitempty"`
 	EndpointId string `protobuf:"bytes,5,opt,name=endpoint_id,json=endpointId,proto3" json:"endpoint_id,omitempty"`
 	SecretId   string `protobuf:"bytes,6,opt,name=secret_id,json=secretId,proto3" json:"secret_id,omitempty"`
@@ -1569,7 +1576,8 @@ func (x *AuditEvent) GetDetail() string {
 
 type RekeySecretsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// At most this many secrets in this call; zero means 100, at most 1000.
+	// At most this many secrets in this call; zero means 100, at most 1000 (more, or negative, is
+	// INVALID_ARGUMENT).
 	MaxSecrets    int32 `protobuf:"varint,1,opt,name=max_secrets,json=maxSecrets,proto3" json:"max_secrets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1622,11 +1630,13 @@ type RekeySecretsResponse struct {
 	// (call again while above zero).
 	Remaining int32 `protobuf:"varint,3,opt,name=remaining,proto3" json:"remaining,omitempty"`
 	// Secrets in force or scheduled under a master key this server does not hold: they cannot
-	// be resealed (or verified) until that key is configured again.
+	// be resealed (or verified) until that key is configured again. Also those whose sealed
+	// material does not open under the key it names, which this server holds (damaged in the
+	// database; the server logs each): add the provider's secret anew and retire them.
 	UnreadableSecretIds []string `protobuf:"bytes,4,rep,name=unreadable_secret_ids,json=unreadableSecretIds,proto3" json:"unreadable_secret_ids,omitempty"`
 	// Secrets that have ended (retired, or past not_after) under a master key this server does
-	// not hold. They can never authenticate again, so they need nothing; listed so that none is
-	// passed over silently.
+	// not hold, or that do not open under the key they name. They can never authenticate again,
+	// so they need nothing; listed so that none is passed over silently.
 	EndedUnreadableSecretIds []string `protobuf:"bytes,5,rep,name=ended_unreadable_secret_ids,json=endedUnreadableSecretIds,proto3" json:"ended_unreadable_secret_ids,omitempty"`
 	unknownFields            protoimpl.UnknownFields
 	sizeCache                protoimpl.SizeCache

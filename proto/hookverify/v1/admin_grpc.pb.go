@@ -42,7 +42,7 @@ type AdminServiceClient interface {
 	// CreateEndpoint registers an endpoint. ALREADY_EXISTS if the id is taken; INVALID_ARGUMENT
 	// for an unknown provider or bad settings.
 	CreateEndpoint(ctx context.Context, in *CreateEndpointRequest, opts ...grpc.CallOption) (*CreateEndpointResponse, error)
-	// GetEndpoint returns one endpoint, or NOT_FOUND.
+	// GetEndpoint returns one endpoint, or NOT_FOUND (INVALID_ARGUMENT for an empty id).
 	GetEndpoint(ctx context.Context, in *GetEndpointRequest, opts ...grpc.CallOption) (*GetEndpointResponse, error)
 	// ListEndpoints lists the endpoints ordered by id (compared byte by byte), a page at a time:
 	// follow next_page_token to the end to see them all.
@@ -53,10 +53,13 @@ type AdminServiceClient interface {
 	// and nothing changes (read it again and reapply the change).
 	UpdateEndpoint(ctx context.Context, in *UpdateEndpointRequest, opts ...grpc.CallOption) (*UpdateEndpointResponse, error)
 	// AddSecret stores a new signing secret for an endpoint, valid from not_before (default now)
-	// until not_after (default: no end).
+	// until not_after (default: no end). INVALID_ARGUMENT for a not_after not later than
+	// not_before or than the server's clock (the secret would never be in force), or a secret
+	// the endpoint's protocol and options cannot read as a key.
 	AddSecret(ctx context.Context, in *AddSecretRequest, opts ...grpc.CallOption) (*AddSecretResponse, error)
 	// RotateSecret adds a new secret valid at once and makes every secret that was valid before
-	// stop by itself at now + overlap.
+	// stop by itself at now + overlap (one that ends sooner keeps its end; one scheduled to start
+	// later is left as it is: retire it if it must not start).
 	RotateSecret(ctx context.Context, in *RotateSecretRequest, opts ...grpc.CallOption) (*RotateSecretResponse, error)
 	// RetireSecret stops a secret now.
 	RetireSecret(ctx context.Context, in *RetireSecretRequest, opts ...grpc.CallOption) (*RetireSecretResponse, error)
@@ -202,7 +205,7 @@ type AdminServiceServer interface {
 	// CreateEndpoint registers an endpoint. ALREADY_EXISTS if the id is taken; INVALID_ARGUMENT
 	// for an unknown provider or bad settings.
 	CreateEndpoint(context.Context, *CreateEndpointRequest) (*CreateEndpointResponse, error)
-	// GetEndpoint returns one endpoint, or NOT_FOUND.
+	// GetEndpoint returns one endpoint, or NOT_FOUND (INVALID_ARGUMENT for an empty id).
 	GetEndpoint(context.Context, *GetEndpointRequest) (*GetEndpointResponse, error)
 	// ListEndpoints lists the endpoints ordered by id (compared byte by byte), a page at a time:
 	// follow next_page_token to the end to see them all.
@@ -213,10 +216,13 @@ type AdminServiceServer interface {
 	// and nothing changes (read it again and reapply the change).
 	UpdateEndpoint(context.Context, *UpdateEndpointRequest) (*UpdateEndpointResponse, error)
 	// AddSecret stores a new signing secret for an endpoint, valid from not_before (default now)
-	// until not_after (default: no end).
+	// until not_after (default: no end). INVALID_ARGUMENT for a not_after not later than
+	// not_before or than the server's clock (the secret would never be in force), or a secret
+	// the endpoint's protocol and options cannot read as a key.
 	AddSecret(context.Context, *AddSecretRequest) (*AddSecretResponse, error)
 	// RotateSecret adds a new secret valid at once and makes every secret that was valid before
-	// stop by itself at now + overlap.
+	// stop by itself at now + overlap (one that ends sooner keeps its end; one scheduled to start
+	// later is left as it is: retire it if it must not start).
 	RotateSecret(context.Context, *RotateSecretRequest) (*RotateSecretResponse, error)
 	// RetireSecret stops a secret now.
 	RetireSecret(context.Context, *RetireSecretRequest) (*RetireSecretResponse, error)

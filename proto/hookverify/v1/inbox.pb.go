@@ -197,7 +197,7 @@ type LeaseRequest struct {
 	DedupeScopes []string `protobuf:"bytes,2,rep,name=dedupe_scopes,json=dedupeScopes,proto3" json:"dedupe_scopes,omitempty"`
 	// At most this many (1 to 100; 0 means 1).
 	MaxDeliveries int32 `protobuf:"varint,3,opt,name=max_deliveries,json=maxDeliveries,proto3" json:"max_deliveries,omitempty"`
-	// How long the lease lasts (0 means 30 s; at most 12 h).
+	// How long the lease lasts: 0 means 30 s; otherwise 1 s to 12 h (INVALID_ARGUMENT outside).
 	VisibilityTimeout *durationpb.Duration `protobuf:"bytes,4,opt,name=visibility_timeout,json=visibilityTimeout,proto3" json:"visibility_timeout,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
@@ -576,7 +576,8 @@ type NackRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	InboxId    string                 `protobuf:"bytes,1,opt,name=inbox_id,json=inboxId,proto3" json:"inbox_id,omitempty"`
 	LeaseToken string                 `protobuf:"bytes,2,opt,name=lease_token,json=leaseToken,proto3" json:"lease_token,omitempty"`
-	// When the delivery becomes leasable again (0: at once).
+	// When the delivery becomes leasable again (0: at once; at most 12 h, INVALID_ARGUMENT
+	// beyond or negative).
 	RetryAfter *durationpb.Duration `protobuf:"bytes,3,opt,name=retry_after,json=retryAfter,proto3" json:"retry_after,omitempty"`
 	// Why the work failed, kept with the delivery (at most 1024 bytes; no secrets, please).
 	Error string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
@@ -704,7 +705,8 @@ type ExtendLeaseRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	InboxId    string                 `protobuf:"bytes,1,opt,name=inbox_id,json=inboxId,proto3" json:"inbox_id,omitempty"`
 	LeaseToken string                 `protobuf:"bytes,2,opt,name=lease_token,json=leaseToken,proto3" json:"lease_token,omitempty"`
-	// The new lease lasts this long from now (0 means 30 s; at most 12 h).
+	// The new lease lasts this long from now: 0 means 30 s; otherwise 1 s to 12 h
+	// (INVALID_ARGUMENT outside).
 	VisibilityTimeout *durationpb.Duration `protobuf:"bytes,3,opt,name=visibility_timeout,json=visibilityTimeout,proto3" json:"visibility_timeout,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
@@ -811,7 +813,9 @@ type ListDeadLettersRequest struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	EndpointIds  []string               `protobuf:"bytes,1,rep,name=endpoint_ids,json=endpointIds,proto3" json:"endpoint_ids,omitempty"`
 	DedupeScopes []string               `protobuf:"bytes,2,rep,name=dedupe_scopes,json=dedupeScopes,proto3" json:"dedupe_scopes,omitempty"`
-	// The page size: at most this many (0 means 100; at most 1000). A page may hold fewer even
+	// The page size: at most this many (0 means 100; at most 1000: more, or negative, is
+	// INVALID_ARGUMENT, where ListEndpoints and ListAuditEvents take it as 1000). A page may
+	// hold fewer even
 	// when more follow: an answer is also kept within the size a lease's answer is (the first
 	// delivery of a page is listed whatever its size).
 	Limit int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
@@ -1019,8 +1023,8 @@ func (*RequeueResponse) Descriptor() ([]byte, []int) {
 type DiscardRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	InboxId string                 `protobuf:"bytes,1,opt,name=inbox_id,json=inboxId,proto3" json:"inbox_id,omitempty"`
-	// Why the delivery is settled unrun (required; at most 1024 bytes, no NUL; no secrets,
-	// please): it is kept with the delivery until retention deletes it, and logged.
+	// Why the delivery is settled unrun (required, not blank; at most 1024 bytes, no NUL; no
+	// secrets, please): it is kept with the delivery until retention deletes it, and logged.
 	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -42,10 +42,11 @@ type InboxServiceClient interface {
 	// Lease returns up to max_deliveries leasable deliveries, oldest first, leased for the
 	// visibility timeout. An empty answer means there is nothing to do now.
 	Lease(ctx context.Context, in *LeaseRequest, opts ...grpc.CallOption) (*LeaseResponse, error)
-	// Ack marks a leased delivery done. FAILED_PRECONDITION if the lease was lost (it expired and
-	// the delivery may be with another worker now). When it was lost because the delivery was
-	// already acked (a retried Ack whose first answer was lost, or another worker's ack), the
-	// status carries a google.rpc.ErrorInfo with reason ALREADY_ACKED and domain
+	// Ack marks a leased delivery done. NOT_FOUND if there is no such delivery (PERMISSION_DENIED
+	// instead for a caller scoped to some endpoints). FAILED_PRECONDITION if the lease was lost
+	// (it expired and the delivery may be with another worker now). When it was lost because
+	// the delivery was already acked (a retried Ack whose first answer was lost, or another
+	// worker's ack), the status carries a google.rpc.ErrorInfo with reason ALREADY_ACKED and domain
 	// hookverify.dev: the work is done, and a worker may count the delivery settled.
 	Ack(ctx context.Context, in *AckRequest, opts ...grpc.CallOption) (*AckResponse, error)
 	// AckMany acks up to 100 leased deliveries in one call, each exactly as Ack would, and
@@ -187,10 +188,11 @@ type InboxServiceServer interface {
 	// Lease returns up to max_deliveries leasable deliveries, oldest first, leased for the
 	// visibility timeout. An empty answer means there is nothing to do now.
 	Lease(context.Context, *LeaseRequest) (*LeaseResponse, error)
-	// Ack marks a leased delivery done. FAILED_PRECONDITION if the lease was lost (it expired and
-	// the delivery may be with another worker now). When it was lost because the delivery was
-	// already acked (a retried Ack whose first answer was lost, or another worker's ack), the
-	// status carries a google.rpc.ErrorInfo with reason ALREADY_ACKED and domain
+	// Ack marks a leased delivery done. NOT_FOUND if there is no such delivery (PERMISSION_DENIED
+	// instead for a caller scoped to some endpoints). FAILED_PRECONDITION if the lease was lost
+	// (it expired and the delivery may be with another worker now). When it was lost because
+	// the delivery was already acked (a retried Ack whose first answer was lost, or another
+	// worker's ack), the status carries a google.rpc.ErrorInfo with reason ALREADY_ACKED and domain
 	// hookverify.dev: the work is done, and a worker may count the delivery settled.
 	Ack(context.Context, *AckRequest) (*AckResponse, error)
 	// AckMany acks up to 100 leased deliveries in one call, each exactly as Ack would, and

@@ -118,7 +118,8 @@ func (x *Token) GetRevokedAt() *timestamppb.Timestamp {
 
 type CreateTokenRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Who or what holds the token, 1 to 200 characters.
+	// Who or what holds the token: 1 to 200 bytes of UTF-8 (not characters: a name in a
+	// non-Latin script holds fewer), without NUL.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// The scopes, at least one; see Token.scopes.
 	Scopes        []string `protobuf:"bytes,2,rep,name=scopes,proto3" json:"scopes,omitempty"`

@@ -32,8 +32,8 @@ const (
 // shown once, in CreateTokenResponse; the server keeps only its SHA-256 hash, so a lost token
 // cannot be recovered, only revoked and replaced.
 type TokenServiceClient interface {
-	// CreateToken issues a new random token with the given scopes. INVALID_ARGUMENT for an
-	// empty name or a scope that does not parse.
+	// CreateToken issues a new random token with the given scopes. INVALID_ARGUMENT for a name
+	// outside the rule of CreateTokenRequest.name, no scope, or a scope that does not parse.
 	CreateToken(ctx context.Context, in *CreateTokenRequest, opts ...grpc.CallOption) (*CreateTokenResponse, error)
 	// ListTokens lists every token, revoked ones included, oldest first (metadata only).
 	ListTokens(ctx context.Context, in *ListTokensRequest, opts ...grpc.CallOption) (*ListTokensResponse, error)
@@ -88,8 +88,8 @@ func (c *tokenServiceClient) RevokeToken(ctx context.Context, in *RevokeTokenReq
 // shown once, in CreateTokenResponse; the server keeps only its SHA-256 hash, so a lost token
 // cannot be recovered, only revoked and replaced.
 type TokenServiceServer interface {
-	// CreateToken issues a new random token with the given scopes. INVALID_ARGUMENT for an
-	// empty name or a scope that does not parse.
+	// CreateToken issues a new random token with the given scopes. INVALID_ARGUMENT for a name
+	// outside the rule of CreateTokenRequest.name, no scope, or a scope that does not parse.
 	CreateToken(context.Context, *CreateTokenRequest) (*CreateTokenResponse, error)
 	// ListTokens lists every token, revoked ones included, oldest first (metadata only).
 	ListTokens(context.Context, *ListTokensRequest) (*ListTokensResponse, error)

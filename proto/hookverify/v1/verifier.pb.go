@@ -167,8 +167,9 @@ func (RejectReason) EnumDescriptor() ([]byte, []int) {
 	return file_hookverify_v1_verifier_proto_rawDescGZIP(), []int{1}
 }
 
-// HeaderField is one HTTP header line. Names compare case-insensitively; order and repeated
-// names are preserved exactly as received.
+// HeaderField is one HTTP header line. Names compare case-insensitively in ASCII only (a name
+// imitating another with non-ASCII letters, such as "ſ" for "s", is another name); order and
+// repeated names are preserved exactly as received.
 type HeaderField struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`

@@ -46,7 +46,9 @@ type VerifierServiceClient interface {
 	//     delivery is signed with a secret of the endpoint scheduled to start later. Answer 503 so
 	//     that the provider retries; the retry is accepted or a duplicate.
 	//   - RESOURCE_EXHAUSTED with a google.rpc.RetryInfo detail: a new event while an inbox limit
-	//     is reached (backpressure). Answer 503 with Retry-After set from RetryInfo.retry_delay.
+	//     is reached (backpressure), or a call that would take the Verify requests the server
+	//     holds at once past its byte bound (--max-verify-bytes; a 1 s hint). Answer 503 with
+	//     Retry-After set from RetryInfo.retry_delay.
 	//   - RESOURCE_EXHAUSTED without RetryInfo: gRPC refused the message as larger than the
 	//     server's receive limit (the body ceiling of 33554432 bytes plus room for headers and
 	//     URL). It cannot succeed on retry: an edge must not forward a body above 33554432 bytes,
@@ -106,7 +108,9 @@ type VerifierServiceServer interface {
 	//     delivery is signed with a secret of the endpoint scheduled to start later. Answer 503 so
 	//     that the provider retries; the retry is accepted or a duplicate.
 	//   - RESOURCE_EXHAUSTED with a google.rpc.RetryInfo detail: a new event while an inbox limit
-	//     is reached (backpressure). Answer 503 with Retry-After set from RetryInfo.retry_delay.
+	//     is reached (backpressure), or a call that would take the Verify requests the server
+	//     holds at once past its byte bound (--max-verify-bytes; a 1 s hint). Answer 503 with
+	//     Retry-After set from RetryInfo.retry_delay.
 	//   - RESOURCE_EXHAUSTED without RetryInfo: gRPC refused the message as larger than the
 	//     server's receive limit (the body ceiling of 33554432 bytes plus room for headers and
 	//     URL). It cannot succeed on retry: an edge must not forward a body above 33554432 bytes,
