@@ -387,10 +387,12 @@ type loadShape struct {
 const minBenchRate, maxBenchRate = 0.01, 1e6
 
 // dueAt is when, from an open loop's start, its call k is due: k/rate seconds, computed from k
-// each time. Adding up an interval rounded to the nanosecond drifted early: at 3,000/s (an
-// interval of 333,333 ns) a 2 s phase scheduled 6,001 calls.
+// each time, to the nearest nanosecond. Adding up an interval rounded to the nanosecond
+// drifted early: at 3,000/s (an interval of 333,333 ns) a 2 s phase scheduled 6,001 calls.
+// Rounded down, a rate that float64 holds only approximately (1.1/s) put the call due at the
+// phase's end a nanosecond before it, in the phase: 34 calls in 30 s.
 func (l loadShape) dueAt(k int64) time.Duration {
-	return time.Duration(float64(k) * float64(time.Second) / l.rate)
+	return time.Duration(math.Round(float64(k) * float64(time.Second) / l.rate))
 }
 
 // callsDueWithin is how many of an open loop's calls are due in its first d: the calls k with

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"math"
 	mrand "math/rand/v2"
 	"slices"
 	"strings"
@@ -188,12 +189,50 @@ func TestBenchOpenLoopSchedulesRateTimesDuration(t *testing.T) {
 	feed(t.Context(), schedule, start, start.Add(load.duration), load.dueAt)
 	k := 0
 	for due := range schedule {
-		if want := start.Add(time.Duration(float64(k) * float64(time.Second) / 3000)); !due.Equal(want) {
+		if want := start.Add(time.Duration(math.Round(float64(k) * float64(time.Second) / 3000))); !due.Equal(want) {
 			t.Fatalf("call %d due at %v, want %v", k, due.Sub(start), want.Sub(start))
 		}
 		k++
 	}
 	if k != 6000 {
 		t.Errorf("feed sent %d calls for 2 s at 3,000/s, want 6,000", k)
+	}
+}
+
+// TestBenchOpenLoopFractionalRate: --rate takes any rate from 0.01/s, and an open loop
+// schedules rate × duration calls whatever it is. A rate that float64 holds only
+// approximately (1.1, 0.07, 0.55) put the call due exactly at the phase's end a nanosecond
+// before it, inside the phase: 34 calls in 30 s at 1.1/s, the one call too many the schedule
+// change meant to end.
+func TestBenchOpenLoopFractionalRate(t *testing.T) {
+	for _, tc := range []struct {
+		rate     float64
+		duration time.Duration
+		want     int
+	}{
+		{1.1, 30 * time.Second, 33},
+		{1.1, 60 * time.Second, 66},
+		{0.07, 100 * time.Second, 7},
+		{0.55, 60 * time.Second, 33},
+		{0.3, 10 * time.Second, 3},
+		{2.5, 2 * time.Second, 5},
+		{3000, 2 * time.Second, 6000},
+	} {
+		load := loadShape{rate: tc.rate, duration: tc.duration}
+		if got := load.callsDueWithin(tc.duration); got != tc.want {
+			t.Errorf("rate %v over %v: callsDueWithin = %d, want %d", tc.rate, tc.duration, got, tc.want)
+		}
+		// feed, on the same rule, sends as many for a phase already past (and the call after
+		// it due too, so that feed returns at once rather than at that call's time).
+		start := time.Now().Add(-tc.duration - time.Duration(float64(time.Second)/tc.rate) - time.Second)
+		schedule := make(chan time.Time, 1<<16)
+		feed(t.Context(), schedule, start, start.Add(tc.duration), load.dueAt)
+		n := 0
+		for range schedule {
+			n++
+		}
+		if n != tc.want {
+			t.Errorf("rate %v over %v: feed sent %d calls, want %d", tc.rate, tc.duration, n, tc.want)
+		}
 	}
 }
