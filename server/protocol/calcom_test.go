@@ -61,26 +61,3 @@ func TestCalComNoSecretProvided(t *testing.T) {
 	res, err := p.Verify(req, keysFor(t, p, calcomVectorKey), Params{})
 	checkOutcome(t, res, err, ReasonMalformedSignature, "", req)
 }
-
-// TestCalComTaskerRetryIsDuplicate: a tasker retry sends the same stored payload, so the
-// same bytes under the same HMAC; it must get the first attempt's identity.
-func TestCalComTaskerRetryIsDuplicate(t *testing.T) {
-	t.Parallel()
-	p := CalCom()
-	body := calcomExampleBody("uid-retry")
-	var ids []string
-	for attempt := 0; attempt < 2; attempt++ {
-		h, err := p.Sign(SignInput{Body: body, EventID: "uid-retry"}, []string{calcomSecret})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := p.Verify(&Request{Method: "POST", Headers: h, Body: body}, keysFor(t, p, calcomSecret), Params{})
-		if err != nil {
-			t.Fatalf("attempt %d: %v", attempt, err)
-		}
-		ids = append(ids, res.EventID)
-	}
-	if ids[0] != ids[1] {
-		t.Fatalf("retry identity %q differs from first %q", ids[1], ids[0])
-	}
-}

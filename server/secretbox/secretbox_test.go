@@ -234,9 +234,9 @@ func FuzzOpen(f *testing.F) {
 	})
 }
 
-// TestLoadOrCreateKeyFileConcurrently: processes starting at once on one data directory
-// (the O_EXCL branch of LoadOrCreateKeyFile) must all get the one key written, never an error
-// from reading the file before its creator wrote the key into it.
+// TestLoadOrCreateKeyFileConcurrently: processes starting at once on one data directory must
+// all get the one key written, never an error from reading the file before its creator wrote
+// the key into it (as when the file was created empty in place, then filled).
 func TestLoadOrCreateKeyFileConcurrently(t *testing.T) {
 	for round := range 200 {
 		path := filepath.Join(t.TempDir(), "master.key")
