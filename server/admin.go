@@ -195,10 +195,10 @@ func (s *Server) UpdateEndpoint(ctx context.Context, req *hookverifyv1.UpdateEnd
 }
 
 // secretsUnreadableUnder returns the ids of current's secrets, in force or scheduled at now,
-// that its protocol's CheckSecret reads as a key under current's options and refuses, or reads
-// as another key, under options (generic-hmac's key: raw, hex, base64, whsec; most hex text is
-// base64 too, of other bytes): after such an update they would never match again, and a
-// provider that drops 401s would lose every delivery. The secrets are those the
+// that its protocol's CheckSecret reads as a key under current's options and refuses, or, once
+// they have authenticated a delivery, reads as another key, under options (generic-hmac's key:
+// raw, hex, base64, whsec; most hex text is base64 too, of other bytes): after such an update
+// they would never match again, and a provider that drops 401s would lose every delivery. The secrets are those the
 // store read with current, in the update's transaction, so a secret added meanwhile is either
 // among them or checked against the options the update stores (see AddSecret). A secret this
 // server cannot open (its master key unknown here) is not counted against the update. It runs
@@ -223,7 +223,11 @@ func (s *Server) secretsUnreadableUnder(current storage.Endpoint, secrets []stor
 		if err != nil {
 			continue
 		}
-		if after, err := prov.CheckSecret(string(plain), options); err != nil || !bytes.Equal(before, after) {
+		after, err := prov.CheckSecret(string(plain), options)
+		// Read as another key, it is lost only if the present reading is known to be right: it
+		// has authenticated a delivery. One never used may be read wrongly now (key=raw, the
+		// default, for a secret the provider hex-decodes): the update may be its fix.
+		if err != nil || (!bytes.Equal(before, after) && !sec.LastUsedAt.IsZero()) {
 			unreadable = append(unreadable, sec.ID)
 		}
 	}

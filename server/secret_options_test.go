@@ -60,8 +60,10 @@ func TestOptionChangeIgnoresASecretThatNeverRead(t *testing.T) {
 // TestOptionChangeRefusedWhenASecretWouldReadAsAnotherKey: most hex text is base64 too (of
 // other bytes), and every secret is raw text: an update from key=hex to key=base64 or raw read
 // the secret in use as another key, passed the check (the secret still read as something), and
-// every delivery after it was refused as SIGNATURE_MISMATCH. A change under which every secret
-// reads as the same key (base64 to whsec, for a secret without the whsec_ prefix) still goes.
+// every delivery after it was refused as SIGNATURE_MISMATCH. A secret that has authenticated
+// nothing yet may be read wrongly now (key=raw, the default, for a secret the provider
+// hex-decodes): the change may be its fix, and goes. So does a change under which every secret
+// reads as the same key (base64 to whsec, for a secret without the whsec_ prefix).
 func TestOptionChangeRefusedWhenASecretWouldReadAsAnotherKey(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		e := newEnv(t, b)
@@ -70,6 +72,9 @@ func TestOptionChangeRefusedWhenASecretWouldReadAsAnotherKey(t *testing.T) {
 		}
 		e.createEndpoint(t, endpoint("hex-key", "hex"))
 		inUse := e.addSecret(t, "hex-key", "abcd1234") // also base64 (of 6 other bytes), and raw text
+		if err := e.store.MarkSecretsUsed(t.Context(), []storage.SecretUse{{EndpointID: "hex-key", SecretID: inUse, At: e.clock.Now()}}); err != nil {
+			t.Fatal(err)
+		}
 		for _, to := range []string{"base64", "raw"} {
 			_, err := e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: endpoint("hex-key", to)})
 			if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), inUse) {
@@ -79,6 +84,13 @@ func TestOptionChangeRefusedWhenASecretWouldReadAsAnotherKey(t *testing.T) {
 		got, err := e.admin.GetEndpoint(t.Context(), &hookverifyv1.GetEndpointRequest{Id: "hex-key"})
 		if err != nil || got.GetEndpoint().GetOptions()["key"] != "hex" {
 			t.Errorf("after the refusals: %v, %v; want the key option still hex", got, err)
+		}
+
+		// Never used: the default key=raw for a secret the provider hex-decodes is fixed.
+		e.createEndpoint(t, endpoint("raw-key", "raw"))
+		e.addSecret(t, "raw-key", "abcd1234")
+		if _, err := e.admin.UpdateEndpoint(t.Context(), &hookverifyv1.UpdateEndpointRequest{Endpoint: endpoint("raw-key", "hex")}); err != nil {
+			t.Errorf("key=raw to key=hex for a secret that never authenticated a delivery: %v", err)
 		}
 
 		e.createEndpoint(t, endpoint("b64-key", "base64"))
