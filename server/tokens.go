@@ -33,6 +33,21 @@ const (
 
 var _ hookverifyv1.TokenServiceServer = (*Server)(nil)
 
+// isTokenID reports whether id has the form newToken gives token ids: "tok_" and 16 lowercase
+// hex digits.
+func isTokenID(id string) bool {
+	hexDigits, ok := strings.CutPrefix(id, "tok_")
+	if !ok || len(hexDigits) != 16 {
+		return false
+	}
+	for i := 0; i < len(hexDigits); i++ {
+		if c := hexDigits[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // newToken returns a fresh token and its id.
 func newToken() (id, token string, err error) {
 	var b [tokenRandBytes + 8]byte
@@ -129,8 +144,17 @@ func (s *Server) RevokeToken(ctx context.Context, req *hookverifyv1.RevokeTokenR
 	t, err := st.RevokeToken(auditCtx, id, s.clock())
 	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
+			if !isTokenID(id) {
+				// Not an id: maybe part of a token pasted short, which must not be repeated.
+				return nil, status.Error(codes.NotFound, "no token has this id (ids look like tok_ and 16 hex digits)")
+			}
 			return nil, status.Errorf(codes.NotFound, "no token %q", id)
 		}
+		// A revocation that failed may have committed all the same (a COMMIT whose answer was
+		// lost, a deadline passed while it ran): the caller is told UNAVAILABLE while token
+		// list shows the token revoked, so this instance refuses it at once, as after one that
+		// succeeded, not once its cache entry expires (--token-cache-ttl).
+		s.invalidateTokens()
 		return nil, s.storageStatus(ctx, "revoke token", err)
 	}
 	s.invalidateTokens()
