@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"flag"
@@ -239,6 +240,87 @@ func spacedRDNs(subject string) bool {
 	return false
 }
 
+// goSubjectForm returns subject as Go's pkix.Name.String writes a certificate subject holding
+// the same attributes, when subject names only the attribute types Go writes by name (C, ST,
+// L, STREET, POSTALCODE, O, OU, CN, SERIALNUMBER; ok false otherwise, or when it does not
+// parse). Go writes them in that order reversed, the values of one type together in one RDN
+// ("O=a+O=b"), whatever order the certificate holds them in.
+func goSubjectForm(subject string) (canonical string, ok bool) {
+	var name pkix.Name
+	for _, rdn := range splitUnescaped(subject, ',') {
+		for _, atv := range splitUnescaped(rdn, '+') {
+			typ, escaped, found := strings.Cut(atv, "=")
+			if !found {
+				return "", false
+			}
+			value, ok := unescapeDNValue(escaped)
+			if !ok {
+				return "", false
+			}
+			switch typ {
+			case "C":
+				name.Country = append(name.Country, value)
+			case "ST":
+				name.Province = append(name.Province, value)
+			case "L":
+				name.Locality = append(name.Locality, value)
+			case "STREET":
+				name.StreetAddress = append(name.StreetAddress, value)
+			case "POSTALCODE":
+				name.PostalCode = append(name.PostalCode, value)
+			case "O":
+				name.Organization = append(name.Organization, value)
+			case "OU":
+				name.OrganizationalUnit = append(name.OrganizationalUnit, value)
+			case "CN":
+				if name.CommonName != "" {
+					return "", false // Go keeps one; such certificates are refused anyway
+				}
+				name.CommonName = value
+			case "SERIALNUMBER":
+				if name.SerialNumber != "" {
+					return "", false
+				}
+				name.SerialNumber = value
+			default:
+				return "", false
+			}
+		}
+	}
+	return name.String(), true
+}
+
+// splitUnescaped splits s at each sep not escaped by a backslash.
+func splitUnescaped(s string, sep byte) []string {
+	var parts []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case sep:
+			parts = append(parts, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(parts, s[start:])
+}
+
+// unescapeDNValue undoes the backslash escapes Go writes in a subject's values.
+func unescapeDNValue(s string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' {
+			if i+1 == len(s) {
+				return "", false
+			}
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String(), true
+}
+
 // readCertScopes reads the subject-to-scopes file: "SCOPE[,SCOPE...] SUBJECT" per line, the
 // subject as Go's x509 prints it (RFC 2253 order, e.g. "CN=edge-1,O=Acme"); blank lines and
 // lines starting with # are skipped.
@@ -263,6 +345,11 @@ func readCertScopes(path string) (map[string][]server.Scope, error) {
 		if spacedRDNs(subject) {
 			// Go prints "CN=x,O=y": a subject written "CN=x, O=y" would never match anyone.
 			return nil, fmt.Errorf("--cert-scopes %s:%d: subject %q has a space after a comma; write it as Go prints subjects, without (e.g. CN=edge-1,O=Acme)", path, n, subject)
+		}
+		if canonical, ok := goSubjectForm(subject); ok && canonical != subject {
+			// Go writes a subject's attributes in one order, each kind in one RDN: written in
+			// another (O=Acme,CN=edge-1, as some tools print it), it would never match anyone.
+			return nil, fmt.Errorf("--cert-scopes %s:%d: subject %q is not as Go prints subjects, so no certificate would match it; a certificate with these attributes is %q", path, n, subject, canonical)
 		}
 		parsed, err := server.ParseScopes(strings.Split(scopes, ","))
 		if err != nil {

@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -531,4 +533,65 @@ func serverWithToken(t *testing.T, name, scope string) (addr, bootstrapToken str
 		t.Fatalf("token create printed %q (%v)", out, err)
 	}
 	return addr, bootstrapToken, created
+}
+
+// TestCertScopesRefuseSubjectsGoNeverPrints: Go writes a certificate subject's attributes in
+// one order (CN before O, ...), the values of one type together ("O=a+O=b"), whatever order the
+// CA signed them in; a line naming them in another order (O=Acme,CN=edge-1, as some tools
+// print subjects) mapped a subject no certificate ever has, in silence. Refused at start, with
+// the form a certificate with those attributes takes.
+func TestCertScopesRefuseSubjectsGoNeverPrints(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "scopes")
+	for subject, want := range map[string]string{
+		"O=Acme,CN=edge-1":      "CN=edge-1,O=Acme",
+		"C=DE,O=Acme,CN=edge-1": "CN=edge-1,O=Acme,C=DE",
+		"CN=edge-1,O=a,O=b":     "CN=edge-1,O=a+O=b",
+		"CN=edge-1+O=Acme":      "CN=edge-1,O=Acme",
+	} {
+		if err := os.WriteFile(path, []byte("verify:a "+subject+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readCertScopes(path); err == nil || !strings.Contains(err.Error(), strconv.Quote(want)) {
+			t.Errorf("subject %s: %v; want refused, naming %s", subject, err, want)
+		}
+	}
+	// What Go prints is taken, escapes and unknown attribute types included.
+	for _, subject := range []string{"CN=edge-1,O=Acme", `CN=edge\, one,O=Acme\+Co,C=DE`, "CN=x,O=a+O=b,L=Berlin", "1.2.3.4=#0c0178,CN=x", "SERIALNUMBER=7,CN=x"} {
+		if err := os.WriteFile(path, []byte("verify:a "+subject+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readCertScopes(path); err != nil {
+			t.Errorf("subject %s as Go prints it: %v", subject, err)
+		}
+	}
+}
+
+// TestGoSubjectFormRoundTrips: every subject Go prints from the attributes it names reads back
+// as itself, so that no real certificate's subject is refused.
+func TestGoSubjectFormRoundTrips(t *testing.T) {
+	r := mrand.New(mrand.NewPCG(1, 2))
+	values := []string{"a", "Acme, Inc.", " lead", "trail ", "#hash", `back\slash`, "plus+sign", `"q"`, "<>;", "ünï", "x=y"}
+	pick := func() []string {
+		out := make([]string, r.IntN(3))
+		for i := range out {
+			out[i] = values[r.IntN(len(values))]
+		}
+		return out
+	}
+	for range 2000 {
+		name := pkix.Name{Country: pick(), Province: pick(), Locality: pick(), StreetAddress: pick(), PostalCode: pick(), Organization: pick(), OrganizationalUnit: pick()}
+		if r.IntN(2) == 0 {
+			name.CommonName = values[r.IntN(len(values))]
+		}
+		if r.IntN(3) == 0 {
+			name.SerialNumber = values[r.IntN(len(values))]
+		}
+		s := name.String()
+		if s == "" {
+			continue
+		}
+		if got, ok := goSubjectForm(s); !ok || got != s {
+			t.Fatalf("goSubjectForm(%q) = %q, %v; want it back", s, got, ok)
+		}
+	}
 }
