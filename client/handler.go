@@ -339,6 +339,11 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 	for _, f := range reply.GetHeaders() {
 		w.Header().Add(f.GetName(), f.GetValue())
 	}
+	if _, ok := w.Header()["Content-Type"]; !ok && len(reply.GetBody()) > 0 {
+		// Without a Content-Type net/http would sniff one from the body and send it ("text/html"
+		// for a challenge echoed back): a nil value sends none, as the reply has none.
+		w.Header()["Content-Type"] = nil
+	}
 	w.WriteHeader(int(reply.GetStatus()))
 	_, _ = w.Write(reply.GetBody())
 	o.Status = int(reply.GetStatus())

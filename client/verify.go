@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hookverify/hookverify/internal/ascii"
 	"io"
 	"net/http"
 	"net/netip"
@@ -26,7 +27,8 @@ var (
 	// is refused rather than forwarded corrupted), or the method, headers or URL exceed the
 	// server's limits (MaxMethodBytes, MaxHeaderCount, MaxHeaderBytes, MaxURLBytes), or the URL
 	// would have no host or one that is not host[:port] (no Host header, a Host or HTTP/2
-	// :authority such as "a b", "a:b:c" or "[x]", userinfo in an absolute request target).
+	// :authority such as "a b", "a:b:c" or "[x]", userinfo in an absolute request target), or
+	// the request target is neither a path nor an http(s) URL ("ftp://host/hooks/ep").
 	ErrUnforwardable = errors.New("client: request cannot be forwarded")
 	// ErrBodyConsumed means the body is no longer the one received: code that ran before
 	// (r.ParseForm or r.FormValue on a form-encoded delivery, a middleware that read the body)
@@ -52,7 +54,9 @@ func (c *Conn) Verify(ctx context.Context, endpointID string, r *http.Request) (
 //   - the method;
 //   - the absolute URL the provider called: the scheme (https when r.TLS is set, else the
 //     X-Forwarded-Proto header if WithTrustForwardedProto, else http), r.Host and r.RequestURI
-//     exactly as received, or the WithPublicURLBase base followed by r.RequestURI;
+//     exactly as received (an absolute-form r.RequestURI, its scheme in any case, as it is),
+//     or the WithPublicURLBase base followed by r.RequestURI (of an absolute-form one, its path
+//     and query as received);
 //   - every header with its values in received order, repeats kept. Go's http.Header is a map,
 //     so the order between different names and the names' original case are lost before the
 //     edge sees them: names come canonicalised (Stripe-Signature), sorted, after a first Host
@@ -165,19 +169,29 @@ func (c *Conn) requestURL(r *http.Request) (string, error) {
 	if uri == "" { // a request built in-process rather than received by net/http
 		uri = r.URL.RequestURI()
 	}
+	// The absolute form ("POST https://host/path", RFC 9112 3.2.2), its scheme in any case
+	// (RFC 3986 3.1): net/http takes it, and routes it on its path.
+	authority, pathQuery, absolute := splitAbsolute(uri)
+	if !absolute && !strings.HasPrefix(uri, "/") {
+		// net/http takes an absolute target of any scheme ("ftp://host/hooks/ep") and routes
+		// it on its path: forwarded after the Host, it made a URL nobody called, which the
+		// server would store. Only an http(s) URL can be forwarded.
+		return "", fmt.Errorf("%w: a request target that is neither a path nor an http(s) URL", ErrUnforwardable)
+	}
 	var url string
 	switch {
 	case c.publicURLBase != "":
-		if isAbsolute(uri) {
-			uri = r.URL.RequestURI()
+		if absolute {
+			// The path and query as received: r.URL.RequestURI() escapes again what it thinks
+			// needs it, and URL-signing providers sign the bytes they sent.
+			uri = pathQuery
+			if !strings.HasPrefix(uri, "/") {
+				uri = "/" + uri
+			}
 		}
 		url = c.publicURLBase + uri
-	case isAbsolute(uri): // absolute-form request target, as sent to a forward proxy
-		_, rest, _ := strings.Cut(uri, "://")
-		if end := strings.IndexAny(rest, "/?#"); end >= 0 {
-			rest = rest[:end]
-		}
-		if !validHost(rest) {
+	case absolute: // absolute-form request target, as sent to a forward proxy
+		if !validHost(authority) {
 			// net/http takes "POST http:///hooks/ep" (Host then names the host), but an http
 			// URL without a host is invalid (RFC 9110 4.2.1) and the server refuses it as the
 			// edge's fault (INVALID_ARGUMENT, answered 500 and logged as a misconfiguration):
@@ -235,8 +249,18 @@ func (c *Conn) scheme(r *http.Request) string {
 	return "http"
 }
 
-func isAbsolute(uri string) bool {
-	return strings.HasPrefix(uri, "http://") || strings.HasPrefix(uri, "https://")
+// splitAbsolute splits an absolute-form request target of the http or https scheme, in any
+// case, into its authority and what follows it (path and query as received); absolute is false
+// for any other target.
+func splitAbsolute(uri string) (authority, pathQuery string, absolute bool) {
+	scheme, rest, ok := strings.Cut(uri, "://")
+	if !ok || !ascii.EqualFold(scheme, "http") && !ascii.EqualFold(scheme, "https") {
+		return "", "", false
+	}
+	if end := strings.IndexAny(rest, "/?#"); end >= 0 {
+		return rest[:end], rest[end:], true
+	}
+	return rest, "", true
 }
 
 // validHost reports whether hostport is a Host header value (RFC 9110 7.2: uri-host [ ":" port ])

@@ -185,6 +185,11 @@ func FuzzBuildRequest(f *testing.F) {
 			if !errors.Is(err, client.ErrUnforwardable) {
 				t.Fatalf("invalid UTF-8 forwarded: %v", err)
 			}
+		case uri != "" && !strings.HasPrefix(uri, "/") && !isAbsoluteURI(uri):
+			// Neither a path nor an http(s) URL ("ftp://h/x"): no URL to forward.
+			if !errors.Is(err, client.ErrUnforwardable) {
+				t.Fatalf("request URI %q, neither a path nor an http(s) URL, forwarded: %v", uri, err)
+			}
 		case isAbsoluteURI(uri) && uri != "" && !hasHost(uri):
 			if !errors.Is(err, client.ErrUnforwardable) {
 				t.Fatalf("absolute request URI %q without a host forwarded: %v", uri, err)
@@ -237,7 +242,9 @@ func hasHost(uri string) bool {
 }
 
 func isAbsoluteURI(uri string) bool {
-	return strings.HasPrefix(uri, "http://") || strings.HasPrefix(uri, "https://") || uri == ""
+	// The scheme in any case (RFC 3986 3.1).
+	lower := strings.ToLower(uri)
+	return strings.HasPrefix(lower, "http://") || strings.HasPrefix(lower, "https://") || uri == ""
 }
 
 // TestBuildRequestURLOfAnInProcessRequest: a request made with http.NewRequest (a test of the

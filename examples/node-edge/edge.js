@@ -69,10 +69,25 @@ const CODE_NAMES = Object.fromEntries(Object.entries(grpc.status).map(([name, co
 // The route: /hooks/<endpoint id>, with an optional query string. The id is passed on
 // percent-decoded; hookverify answers unknown ids with a 400 reply (the edge itself answers 404
 // an id no endpoint can have, without a call).
-const ROUTE = /^\/hooks\/([^/?#]+)\/?(?:\?.*)?$/;
+const ROUTE = /^\/hooks\/([^/?#]+)(?:\?.*)?$/;
 
 // The health check, as the Go edge's GET /healthz.
 const HEALTH = /^\/healthz(?:\?.*)?$/;
+
+// An absolute-form request target (RFC 9112 3.2.2): a scheme, "://", the authority, then the
+// path and query. Node passes it on in req.url as received.
+const ABSOLUTE_TARGET = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#]*)([^]*)$/;
+
+/**
+ * splitTarget splits a request target into its scheme and authority (null for the origin form,
+ * "/path?query") and its path and query, as received ("/" in front when an absolute-form
+ * target has no path), which the routes are matched against, as net/http does in the Go edge.
+ */
+function splitTarget(target) {
+  const m = ABSOLUTE_TARGET.exec(target);
+  if (!m) return { scheme: null, authority: null, pathQuery: target };
+  return { scheme: m[1].toLowerCase(), authority: m[2], pathQuery: m[3].startsWith('/') ? m[3] : `/${m[3]}` };
+}
 
 // hookverify's rule for endpoint ids. A decoded id outside it can name no endpoint: the edge
 // answers 404 itself, as the Go handler does, instead of a call the server refuses as
@@ -987,7 +1002,7 @@ function createEdge(opts = {}) {
   function accessLog(req, res, outcome, started) {
     const fields = {
       method: req.method,
-      path: /^[^?#]*/.exec(req.url)[0],
+      path: /^[^?#]*/.exec(splitTarget(req.url).pathQuery)[0],
       status: res.headersSent ? res.statusCode : outcome.status ?? 0, // outcome.status: see clientError
       duration_ms: msSince(started),
     };
@@ -1002,7 +1017,7 @@ function createEdge(opts = {}) {
       fields.verifier_duration_ms = outcome.verifierMs;
     }
     // A load balancer's health checks, every few seconds, at debug, as the Go edge does.
-    log(HEALTH.test(req.url) ? 'debug' : 'info', 'request', fields);
+    log(HEALTH.test(splitTarget(req.url).pathQuery) ? 'debug' : 'info', 'request', fields);
   }
 
   // Node's timeouts (headersTimeoutMs for a header section that never ends, requestTimeoutMs for
@@ -1071,14 +1086,17 @@ function createEdge(opts = {}) {
     const requestId = crypto.randomUUID();
     // The deadline covers the whole request from its arrival: the body read, Verify, onEvent.
     const deadline = Date.now() + deadlineMs;
-    if (HEALTH.test(req.url) && (req.method === 'GET' || req.method === 'HEAD')) {
+    // The routes are matched against the path and query, an absolute-form target's too (a
+    // server must take that form, RFC 9112 3.2.2), as net/http does in the Go edge.
+    const target = splitTarget(req.url);
+    if (HEALTH.test(target.pathQuery) && (req.method === 'GET' || req.method === 'HEAD')) {
       // As the Go edge's: the process serves HTTP (a load balancer's check).
       req.resume();
       res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': 3 });
       res.end('ok\n');
       return;
     }
-    const match = ROUTE.exec(req.url);
+    const match = ROUTE.exec(target.pathQuery);
     if (!match) {
       answerUnread(req, res, 404, { status: 'not_found' });
       return;
@@ -1109,10 +1127,17 @@ function createEdge(opts = {}) {
     // Without publicBaseUrl none (HTTP/1.0) or an empty one leaves no URL to forward, and is
     // refused as the Go edge does; two Host lines must get 400 (RFC 9110 7.2), as Go's net/http
     // answers them, whichever one would make the URL.
+    // An absolute-form target is forwarded as received, as the Go edge does (its authority,
+    // not the Host header, names the host: RFC 9112 3.2.2), or with publicBaseUrl its path and
+    // query after the base; one of a scheme other than http(s) makes no URL to forward.
     const hosts = headers.filter((f) => f.name.toLowerCase() === 'host').map((f) => f.value);
-    const host = hosts[0] ?? '';
-    const url = (base ?? `${scheme(req)}://${host}`) + req.url;
-    const beyond = hosts.length > 1 ? 'more than one Host header' : beyondServerLimits(headers, url, base ? null : host);
+    const host = target.scheme !== null ? target.authority : hosts[0] ?? '';
+    let url;
+    if (target.scheme === null) url = (base ?? `${scheme(req)}://${host}`) + req.url;
+    else url = base ? base + target.pathQuery : req.url;
+    let beyond;
+    if (target.scheme !== null && target.scheme !== 'http' && target.scheme !== 'https') beyond = 'a request target that is neither a path nor an http(s) URL';
+    else beyond = hosts.length > 1 ? 'more than one Host header' : beyondServerLimits(headers, url, base ? null : host);
     if (beyond) {
       // hookverify refuses it (INVALID_ARGUMENT) whatever it holds: a 500 would have the
       // provider retry it for ever. As the Go handler does, 400 without a call.
