@@ -36,16 +36,9 @@ var _ hookverifyv1.TokenServiceServer = (*Server)(nil)
 // isTokenID reports whether id has the form newToken gives token ids: "tok_" and 16 lowercase
 // hex digits.
 func isTokenID(id string) bool {
-	hexDigits, ok := strings.CutPrefix(id, "tok_")
-	if !ok || len(hexDigits) != 16 {
-		return false
-	}
-	for i := 0; i < len(hexDigits); i++ {
-		if c := hexDigits[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
+	digits, ok := strings.CutPrefix(id, "tok_")
+	_, err := hex.DecodeString(digits)
+	return ok && len(digits) == 16 && err == nil && digits == strings.ToLower(digits)
 }
 
 // newToken returns a fresh token and its id.

@@ -227,14 +227,9 @@ func certificateAttrs(cfg *tls.Config) []any {
 // spacedRDNs reports whether subject has an unescaped comma followed by white space, as
 // OpenSSL and LDAP tools often write subjects; Go's pkix.Name.String never does.
 func spacedRDNs(subject string) bool {
-	for i := 0; i+1 < len(subject); i++ {
-		switch subject[i] {
-		case '\\':
-			i++ // the escaped character, a comma perhaps, is part of the value
-		case ',':
-			if subject[i+1] == ' ' || subject[i+1] == '\t' {
-				return true
-			}
+	for _, rdn := range splitUnescaped(subject, ',')[1:] {
+		if strings.HasPrefix(rdn, " ") || strings.HasPrefix(rdn, "\t") {
+			return true
 		}
 	}
 	return false
