@@ -94,7 +94,10 @@ func contentfulPath(raw string) (string, bool) {
 	if err != nil || u.Opaque != "" {
 		return "", false
 	}
-	uri := u.EscapedPath()
+	// The path as received, which the toolkit is given (req.url), cut from raw: EscapedPath
+	// would re-escape characters Go thinks need it ('|', '^', raw UTF-8), which encodeURI
+	// below would then escape a second time.
+	uri := rawURLPath(raw, u.Scheme)
 	if uri == "" {
 		uri = "/"
 	}
@@ -107,6 +110,26 @@ func contentfulPath(raw string) (string, bool) {
 		out += "?" + contentfulEscape(parts[1], "-_.!~*'()")
 	}
 	return contentfulEscape(out, ";,/?:@&=+$-_.!~*'()#"), true
+}
+
+// rawURLPath is the path of raw, a URL that url.Parse accepted with the given scheme, byte for
+// byte as written: what follows the scheme and authority, up to the query or fragment.
+func rawURLPath(raw, scheme string) string {
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		raw = raw[:i]
+	}
+	if scheme != "" {
+		raw = raw[len(scheme)+1:]
+	}
+	// An authority follows "//" as url.Parse reads it: not in a scheme-less "///x".
+	if rest, ok := strings.CutPrefix(raw, "//"); ok && (scheme != "" || !strings.HasPrefix(rest, "/")) {
+		i := strings.IndexByte(rest, '/')
+		if i < 0 {
+			return ""
+		}
+		return rest[i:]
+	}
+	return raw
 }
 
 // contentfulEscape percent-encodes (uppercase hex) every byte of s that is not an ASCII

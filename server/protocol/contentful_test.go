@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -210,4 +211,67 @@ func TestContentfulFallbackIdentityKeepsTopic(t *testing.T) {
 	if a, b := idSigned("ContentManagement.Entry.publish", topicUnsigned), idSigned("ContentManagement.Entry.unpublish", topicUnsigned); a != b || a != bodySHA256ID([]byte(body)) {
 		t.Fatalf("with the topic unsigned, identities %q and %q, want both the body hash", a, b)
 	}
+}
+
+// TestContentfulPathRawLikeToolkit: the official verifier (contentful/node-apps-toolkit
+// src/requests/utils.ts getNormalizedEncodedURI, called by verifyRequest with the request's
+// path as received, e.g. Express req.url) runs encodeURI over the raw path. A path character
+// that Go's url.URL.EscapedPath re-escapes ('|', '^', '\\', raw UTF-8) must therefore be
+// encoded once, not escaped by Go and then again by encodeURI. Wants computed with Node
+// (v18+): encodeURI / querystring.escape as in getNormalizedEncodedURI.
+func TestContentfulPathRawLikeToolkit(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ raw, want string }{
+		{"/hooks/a|b", "/hooks/a%7Cb"},
+		{"/hooks/a^b", "/hooks/a%5Eb"},
+		{"/hooks/a`b", "/hooks/a%60b"},
+		{"/hooks/{x}", "/hooks/%7Bx%7D"},
+		{"/h/a\\b", "/h/a%5Cb"},
+		{"/h/é", "/h/%C3%A9"},
+		// Already percent-encoded: encodeURI escapes the '%' again, as before.
+		{"/hooks/a%7Cb", "/hooks/a%257Cb"},
+		{"/h/a%2Fb", "/h/a%252Fb"},
+		{"/h/[x]", "/h/%5Bx%5D"},
+		{"/h/a;b=c", "/h/a;b=c"},
+		{"/h/x?a=1&b=%7C", "/h/x?a%253D1%2526b%253D%25257C"},
+		{"/h/x?a=|", "/h/x?a%253D%257C"},
+		{"", "/"},
+	}
+	for _, tc := range tests {
+		got, ok := contentfulPath("https://example.com" + tc.raw)
+		if !ok || got != tc.want {
+			t.Errorf("contentfulPath(%q) = %q, %v; want %q (the toolkit's)", tc.raw, got, ok, tc.want)
+		}
+	}
+}
+
+// TestContentfulVerifyRawPipeInPath: a delivery to a path with a raw '|', signed as the
+// toolkit signs it, is accepted.
+func TestContentfulVerifyRawPipeInPath(t *testing.T) {
+	t.Parallel()
+	p := Contentful()
+	now := fixedNow.UnixMilli()
+	req := cfReq("https://hooks.example.com/hooks/a|b", cfSig(cfSecret, "POST", "/hooks/a%7Cb", now, cfBody), now, cfBody)
+	res, err := p.Verify(req, keysFor(t, p, cfSecret), Params{Now: fixedNow})
+	checkOutcome(t, res, err, 0, "k0", req)
+}
+
+// FuzzRawURLPath: the raw path cut from a URL that url.Parse accepts decodes to the path Go
+// parsed, so it is that URL's path as written and nothing else (never the authority, query or
+// fragment).
+func FuzzRawURLPath(f *testing.F) {
+	for _, s := range []string{"https://h/a|b?x=1", "https://h", "https://u:p@[::1]:8/x%2Fy#f", "//h/p", "/p?q", "HTTPS://H/%41", "///", "https:///x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := url.Parse(raw)
+		if err != nil || u.Opaque != "" {
+			return
+		}
+		got := rawURLPath(raw, u.Scheme)
+		dec, err := url.PathUnescape(got)
+		if err != nil || dec != u.Path {
+			t.Fatalf("rawURLPath(%q) = %q, decodes to %q (%v), want %q", raw, got, dec, err, u.Path)
+		}
+	})
 }

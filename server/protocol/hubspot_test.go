@@ -266,3 +266,72 @@ func FuzzHubSpotSignature(f *testing.F) {
 		checkMutation(t, p, keys, params, withoutHeader(sreq, "X-HubSpot-Signature-v3"), "X-HubSpot-Signature", pos, repl)
 	})
 }
+
+// TestHubSpotSDKOracleVectors pins v3 signatures computed with the official Node SDK's
+// formula (HubSpot/hubspot-api-nodejs src/utils/signature.ts getSignature: HMAC-SHA256 of
+// method + url + requestBody + timestamp, base64; the same in HubSpot/hubspot-api-python
+// hubspot/utils/signature.py and HubSpot/hubspot-api-php lib/Utils/Signature.php), with the
+// SDKs' test secret (test/unit/signature.spec.ts, tests/spec/utils/test_signature.py) at
+// timestamp 1700000000000 ms (fixedNow). The URL each was signed over is the "signed" column;
+// "received" is what the edge forwards. HubSpot's request-validation page says to decode
+// %3A %2F %3F %40 %21 %24 %27 %28 %29 %2A %2C %3B in the received URI before signing, the SDKs
+// sign the URL as given: both are accepted, nothing else is.
+func TestHubSpotSDKOracleVectors(t *testing.T) {
+	t.Parallel()
+	p := HubSpot()
+	const (
+		ts       = "1700000000000"
+		plain    = "https://www.example.com/webhook_uri"
+		encoded  = "https://www.example.com/webhook_uri?portalId=62515&userEmail=a%40b.com"
+		sigPlain = "/pXDSgWeGksQpwCsgqd43P0eY6gBIse9UX0tfkudUrE="
+		sigEnc   = "KJ6KSymC1PqFoKlIzDQhtfI2ZtHJ/O+APZpfZ9LZhXc=" // over encoded, as given
+		sigDec   = "c6FvRWnV9vKOMA+yqzMkPl6O0vslMFBw+NMM4NVJUjw=" // over encoded with %40 decoded
+		sigGET   = "Ed2HQp0k9l75ZupKjz46Ch6F4XSRM64z7cL5RyO75M8=" // GET .../card?userEmail=a@b.com&associatedObjectId=7, empty body
+		sigSlash = "dgVFJ9hipfox/N7jFLP+WuyU1CypP6uvko2Iqe/NB4s=" // over plain + "/"
+		sigPort  = "Lsxa9zKFwCo5bajgpwmLuR8jYp2dSGPqSqTFt6CnRtQ=" // over https://www.example.com:443/webhook_uri
+	)
+	req := func(method, url, sig, tsMs, body string) *Request {
+		return &Request{Method: method, URL: url, Body: []byte(body), Headers: Headers{
+			{Name: "X-HubSpot-Signature-v3", Value: sig},
+			{Name: "X-HubSpot-Request-Timestamp", Value: tsMs},
+		}}
+	}
+	tests := []struct {
+		name       string
+		req        *Request
+		now        time.Time
+		wantReason Reason
+	}{
+		{name: "plain URL", req: req("POST", plain, sigPlain, ts, hubspotDocsBody)},
+		{name: "query signed as given", req: req("POST", encoded, sigEnc, ts, hubspotDocsBody)},
+		{name: "query signed with %40 decoded", req: req("POST", encoded, sigDec, ts, hubspotDocsBody)},
+		{name: "received decoded, signed encoded: not the same URL", req: req("POST", "https://www.example.com/webhook_uri?portalId=62515&userEmail=a@b.com", sigEnc, ts, hubspotDocsBody), wantReason: ReasonSignatureMismatch},
+		{name: "GET card request: signature holds, no event in an empty body", req: req("GET", "https://www.example.com/card?userEmail=a%40b.com&associatedObjectId=7", sigGET, ts, ""), wantReason: ReasonMissingEventID},
+		{name: "GET signature sent as POST", req: req("POST", "https://www.example.com/card?userEmail=a%40b.com&associatedObjectId=7", sigGET, ts, ""), wantReason: ReasonSignatureMismatch},
+		{name: "method case is signed", req: req("post", plain, sigPlain, ts, hubspotDocsBody), wantReason: ReasonSignatureMismatch},
+		{name: "trailing slash is signed", req: req("POST", plain, sigSlash, ts, hubspotDocsBody), wantReason: ReasonSignatureMismatch},
+		{name: "trailing slash as signed", req: req("POST", plain+"/", sigSlash, ts, hubspotDocsBody)},
+		{name: "port HubSpot did not sign", req: req("POST", "https://www.example.com:443/webhook_uri", sigPlain, ts, hubspotDocsBody), wantReason: ReasonSignatureMismatch},
+		{name: "port as signed", req: req("POST", "https://www.example.com:443/webhook_uri", sigPort, ts, hubspotDocsBody)},
+		{name: "timestamp is signed as sent", req: req("POST", plain, sigPlain, "01700000000000", hubspotDocsBody), wantReason: ReasonSignatureMismatch},
+		// The SDK rejects when Date.now() - timestamp > 300000 (MAX_ALLOWED_TIMESTAMP).
+		{name: "exactly 300000 ms old", req: req("POST", plain, sigPlain, ts, hubspotDocsBody), now: time.UnixMilli(1700000300000)},
+		{name: "300001 ms old", req: req("POST", plain, sigPlain, ts, hubspotDocsBody), now: time.UnixMilli(1700000300001), wantReason: ReasonTimestampOutOfTolerance},
+		{name: "300001 ms ahead", req: req("POST", plain, sigPlain, ts, hubspotDocsBody), now: time.UnixMilli(1699999699999), wantReason: ReasonTimestampOutOfTolerance},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			now := tc.now
+			if now.IsZero() {
+				now = fixedNow
+			}
+			res, err := p.Verify(tc.req, keysFor(t, p, hubspotSecret), Params{Now: now})
+			wantKey := ""
+			if tc.wantReason == 0 {
+				wantKey = "k0"
+			}
+			checkOutcome(t, res, err, tc.wantReason, wantKey, tc.req)
+		})
+	}
+}

@@ -144,3 +144,46 @@ func FuzzSquareSignature(f *testing.F) {
 		checkMutation(t, p, keys, Params{Now: fixedNow}, req, "x-square-hmacsha256-signature", pos, repl)
 	})
 }
+
+// TestSquareSDKVectors runs the vectors of square/square-nodejs-sdk
+// test/utilities/webhooksHelper.test.ts (also square/square-python-sdk
+// tests/integration/test_webhooks_helper.py): HMAC-SHA256 of notificationUrl + body, base64,
+// keyed with the signature key's string. "query URL" was computed with the same formula in Node
+// (crypto.createHmac) over a notification URL with a query: the query is part of the signed URL.
+func TestSquareSDKVectors(t *testing.T) {
+	t.Parallel()
+	p := Square()
+	const queryURL = "https://example.com/hooks/sq?env=prod&x=%2F"
+	tests := []struct {
+		name       string
+		url, sig   string
+		key, body  string
+		wantReason Reason
+	}{
+		{name: "signature validation pass", url: squareURL, sig: squareSig, key: squareKey, body: squareBody},
+		{name: "unescaped chars pass (no event_id)", url: "https://webhook.site/webhooks", sig: "W3FlCNk5IA3ZQ2LHTWoajvzfaDu/OwY2tNHIHC3IUOA=", key: "signature-key", body: `{"data":{"type":"webhooks","id":"fake_id"}}`, wantReason: ReasonMissingEventID},
+		{name: "escaped chars pass (no event_id)", url: "https://webhook.site/webhooks", sig: "Cxt7+aTi4rKgcA0bC4g9EHdVtLSDWdqccmL5MvihU4U=", key: "signature-key", body: `{"data":{"type":"webhooks","id":">id<"}}`, wantReason: ReasonMissingEventID},
+		{name: "notification url mismatch", url: "https://webhook.site/79a4f3a-dcfa-49ee-bac5-9d0edad886b9", sig: squareSig, key: squareKey, body: squareBody, wantReason: ReasonSignatureMismatch},
+		{name: "invalid signature key", url: squareURL, sig: squareSig, key: "MCmhFRxGX82xMwg5FsaoQA", body: squareBody, wantReason: ReasonSignatureMismatch},
+		{name: "invalid signature header (SHA-1 size)", url: squareURL, sig: "1z2n3DEJJiUPKcPzQo1ftvbxGdw=", key: squareKey, body: squareBody, wantReason: ReasonMalformedSignature},
+		{name: "request body mismatch", url: squareURL, sig: squareSig, key: squareKey, body: `{"merchant_id":"MLEFBHHSJGVHD","type":"webhooks.test_notification","event_id":"ac3ac95b-f97d-458c-a6e6-18981597e05f","created_at":"2022-06-13T20:30:59.037339943Z","data":{"type":"webhooks","id":"bc368e64-01aa-407e-b46e-3231809b1129"}}`, wantReason: ReasonSignatureMismatch},
+		{name: "empty notification url", url: "", sig: squareSig, key: squareKey, body: squareBody, wantReason: ReasonSignatureMismatch},
+		{name: "query URL", url: queryURL, sig: "+7aj9hfts9XFA3U8dbWOcT/1EcAZ4zr0NHtOTrzNNRc=", key: squareKey, body: squareBody},
+		{name: "query URL with the query dropped", url: "https://example.com/hooks/sq", sig: "+7aj9hfts9XFA3U8dbWOcT/1EcAZ4zr0NHtOTrzNNRc=", key: squareKey, body: squareBody, wantReason: ReasonSignatureMismatch},
+		{name: "query URL decoded", url: "https://example.com/hooks/sq?env=prod&x=/", sig: "+7aj9hfts9XFA3U8dbWOcT/1EcAZ4zr0NHtOTrzNNRc=", key: squareKey, body: squareBody, wantReason: ReasonSignatureMismatch},
+		{name: "trailing slash added", url: squareURL + "/", sig: squareSig, key: squareKey, body: squareBody, wantReason: ReasonSignatureMismatch},
+		{name: "http instead of https", url: "http://webhook.site/679a4f3a-dcfa-49ee-bac5-9d0edad886b9", sig: squareSig, key: squareKey, body: squareBody, wantReason: ReasonSignatureMismatch},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			req := squareRequest(tc.url, tc.sig, tc.body)
+			res, err := p.Verify(req, keysFor(t, p, tc.key), Params{Now: fixedNow})
+			wantKey := ""
+			if tc.wantReason == 0 {
+				wantKey = "k0"
+			}
+			checkOutcome(t, res, err, tc.wantReason, wantKey, req)
+		})
+	}
+}
