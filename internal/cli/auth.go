@@ -242,42 +242,24 @@ func spacedRDNs(subject string) bool {
 // ("O=a+O=b"), whatever order the certificate holds them in.
 func goSubjectForm(subject string) (canonical string, ok bool) {
 	var name pkix.Name
+	lists := map[string]*[]string{
+		"C": &name.Country, "ST": &name.Province, "L": &name.Locality, "STREET": &name.StreetAddress,
+		"POSTALCODE": &name.PostalCode, "O": &name.Organization, "OU": &name.OrganizationalUnit,
+	}
+	// Go keeps one CN and one serialNumber (certificates naming either twice are refused).
+	single := map[string]*string{"CN": &name.CommonName, "SERIALNUMBER": &name.SerialNumber}
 	for _, rdn := range splitUnescaped(subject, ',') {
 		for _, atv := range splitUnescaped(rdn, '+') {
 			typ, escaped, found := strings.Cut(atv, "=")
-			if !found {
+			value, unescaped := unescapeDNValue(escaped)
+			if !found || !unescaped {
 				return "", false
 			}
-			value, ok := unescapeDNValue(escaped)
-			if !ok {
-				return "", false
-			}
-			switch typ {
-			case "C":
-				name.Country = append(name.Country, value)
-			case "ST":
-				name.Province = append(name.Province, value)
-			case "L":
-				name.Locality = append(name.Locality, value)
-			case "STREET":
-				name.StreetAddress = append(name.StreetAddress, value)
-			case "POSTALCODE":
-				name.PostalCode = append(name.PostalCode, value)
-			case "O":
-				name.Organization = append(name.Organization, value)
-			case "OU":
-				name.OrganizationalUnit = append(name.OrganizationalUnit, value)
-			case "CN":
-				if name.CommonName != "" {
-					return "", false // Go keeps one; such certificates are refused anyway
-				}
-				name.CommonName = value
-			case "SERIALNUMBER":
-				if name.SerialNumber != "" {
-					return "", false
-				}
-				name.SerialNumber = value
-			default:
+			if list, ok := lists[typ]; ok {
+				*list = append(*list, value)
+			} else if one, ok := single[typ]; ok && *one == "" {
+				*one = value
+			} else {
 				return "", false
 			}
 		}

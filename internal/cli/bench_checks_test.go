@@ -158,8 +158,10 @@ func TestBenchEmptyLeaseLatencyIsTheCall(t *testing.T) {
 }
 
 // TestBenchOpenLoopSchedulesRateTimesDuration: an open loop schedules rate × duration calls,
-// each due at k/rate; adding up an interval rounded down to the nanosecond scheduled one call
-// too many at 3,000/s (6,001 in 2 s) and drifted earlier with every call.
+// each due at k/rate to the nearest nanosecond. Adding up an interval rounded down to the
+// nanosecond scheduled one call too many at 3,000/s (6,001 in 2 s) and drifted earlier with
+// every call; rounding k/rate down put the call due at the phase's end a nanosecond inside it
+// at rates float64 holds only approximately (1.1, 0.07, 0.55): 34 calls in 30 s at 1.1/s.
 func TestBenchOpenLoopSchedulesRateTimesDuration(t *testing.T) {
 	for _, tc := range []struct {
 		rate     float64
@@ -174,53 +176,19 @@ func TestBenchOpenLoopSchedulesRateTimesDuration(t *testing.T) {
 		{0.01, 100*time.Second + 1, 2},
 		{1000, 0, 0},
 		{1000, 1, 1},
-	} {
-		load := loadShape{rate: tc.rate, duration: tc.duration}
-		if got := load.callsDueWithin(tc.duration); got != tc.want {
-			t.Errorf("rate %v over %v: callsDueWithin = %d, want %d", tc.rate, tc.duration, got, tc.want)
-		}
-	}
-
-	// feed sends exactly those calls, each at its time: a phase entirely in the past is sent
-	// at once.
-	load := loadShape{rate: 3000, duration: 2 * time.Second}
-	start := time.Now().Add(-3 * time.Second)
-	schedule := make(chan time.Time, 1<<16)
-	feed(t.Context(), schedule, start, start.Add(load.duration), load.dueAt)
-	k := 0
-	for due := range schedule {
-		if want := start.Add(time.Duration(math.Round(float64(k) * float64(time.Second) / 3000))); !due.Equal(want) {
-			t.Fatalf("call %d due at %v, want %v", k, due.Sub(start), want.Sub(start))
-		}
-		k++
-	}
-	if k != 6000 {
-		t.Errorf("feed sent %d calls for 2 s at 3,000/s, want 6,000", k)
-	}
-}
-
-// TestBenchOpenLoopFractionalRate: --rate takes any rate from 0.01/s, and an open loop
-// schedules rate × duration calls whatever it is. A rate that float64 holds only
-// approximately (1.1, 0.07, 0.55) put the call due exactly at the phase's end a nanosecond
-// before it, inside the phase: 34 calls in 30 s at 1.1/s, the one call too many the schedule
-// change meant to end.
-func TestBenchOpenLoopFractionalRate(t *testing.T) {
-	for _, tc := range []struct {
-		rate     float64
-		duration time.Duration
-		want     int
-	}{
 		{1.1, 30 * time.Second, 33},
 		{1.1, 60 * time.Second, 66},
 		{0.07, 100 * time.Second, 7},
 		{0.55, 60 * time.Second, 33},
 		{0.3, 10 * time.Second, 3},
 		{2.5, 2 * time.Second, 5},
-		{3000, 2 * time.Second, 6000},
 	} {
 		load := loadShape{rate: tc.rate, duration: tc.duration}
 		if got := load.callsDueWithin(tc.duration); got != tc.want {
 			t.Errorf("rate %v over %v: callsDueWithin = %d, want %d", tc.rate, tc.duration, got, tc.want)
+		}
+		if tc.want >= 1<<16 {
+			continue // more than the schedule's buffer: feed would wait for a reader
 		}
 		// feed, on the same rule, sends as many for a phase already past (and the call after
 		// it due too, so that feed returns at once rather than at that call's time).
@@ -228,7 +196,10 @@ func TestBenchOpenLoopFractionalRate(t *testing.T) {
 		schedule := make(chan time.Time, 1<<16)
 		feed(t.Context(), schedule, start, start.Add(tc.duration), load.dueAt)
 		n := 0
-		for range schedule {
+		for due := range schedule {
+			if want := start.Add(time.Duration(math.Round(float64(n) * float64(time.Second) / tc.rate))); !due.Equal(want) {
+				t.Fatalf("rate %v: call %d due at %v, want %v", tc.rate, n, due.Sub(start), want.Sub(start))
+			}
 			n++
 		}
 		if n != tc.want {
