@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookverify/hookverify/internal/testpki"
 	"github.com/hookverify/hookverify/server/protocol"
+	"github.com/hookverify/hookverify/server/secretbox"
 )
 
 // TestEveryRegisteredMethodHasARule keeps the authorization table complete: every unary
@@ -144,6 +145,31 @@ func TestScopeCovers(t *testing.T) {
 		}
 		if got := sc.covers(c.kind, c.endpoint); got != c.want {
 			t.Errorf("%s covers %s on %q = %v, want %v", c.scope, c.kind, c.endpoint, got, c.want)
+		}
+	}
+}
+
+// TestNewRefusesCertScopesParseScopeWouldNotGive: AuthConfig.CertScopes built in Go, not
+// parsed, took Scope{Kind: "admin", Endpoints: "acme-*"} (meant for one tenant, granting every
+// endpoint) and a scope of an unknown kind (granting nothing) without a word.
+func TestNewRefusesCertScopesParseScopeWouldNotGive(t *testing.T) {
+	keyring, err := secretbox.NewKeyring(make([]byte, secretbox.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range []Scope{{Kind: ScopeAdmin, Endpoints: "acme-*"}, {Kind: "verfy", Endpoints: "*"}, {Kind: ScopeVerify}, {Kind: ScopeInbox, Endpoints: "a b"}} {
+		_, err := New(Options{Keyring: keyring, Protocols: protocol.Default(), Auth: &AuthConfig{CertScopes: map[string][]Scope{"CN=edge-1": {sc}}}})
+		if err == nil || !strings.Contains(err.Error(), "CN=edge-1") {
+			t.Errorf("CertScopes with %+v: %v; want refused, naming the subject", sc, err)
+		}
+	}
+	for _, text := range []string{"admin", "verify:acme-*", "inbox:shop-1", "verify:*"} {
+		sc, err := ParseScope(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(Options{Keyring: keyring, Protocols: protocol.Default(), Auth: &AuthConfig{CertScopes: map[string][]Scope{"CN=edge-1": {sc}}}}); err != nil {
+			t.Errorf("CertScopes with %s: %v", text, err)
 		}
 	}
 }

@@ -65,6 +65,20 @@ func ParseScopes(texts []string) ([]Scope, error) {
 	return scopes, nil
 }
 
+// checkCertScopes refuses a scope that ParseScope would not give: built in Go rather than
+// read from text, Scope{Kind: ScopeAdmin, Endpoints: "acme-*"} would read as a tenant's scope
+// and grant every endpoint, and an unknown kind would grant nothing without a word.
+func checkCertScopes(certScopes map[string][]Scope) error {
+	for subject, scopes := range certScopes {
+		for _, sc := range scopes {
+			if parsed, err := ParseScope(sc.String()); err != nil || parsed != sc {
+				return fmt.Errorf("server: AuthConfig.CertScopes[%q]: %+v is not a scope ParseScope gives (write it as text and parse it)", subject, sc)
+			}
+		}
+	}
+	return nil
+}
+
 // String returns the text form ParseScope reads.
 func (s Scope) String() string {
 	if s.Kind == ScopeAdmin {

@@ -166,6 +166,11 @@ func New(opts Options) (*Server, error) {
 	if opts.Keyring == nil || opts.Protocols == nil {
 		return nil, errors.New("server: Keyring and Protocols are required")
 	}
+	if opts.Auth != nil {
+		if err := checkCertScopes(opts.Auth.CertScopes); err != nil {
+			return nil, err
+		}
+	}
 	s := &Server{
 		keyring:   opts.Keyring,
 		protocols: opts.Protocols,
