@@ -59,7 +59,8 @@ func Plaid() *Protocol {
 		DefaultTolerance: plaidDefaultTolerance,
 		IdentitySource: `"iat:<JWT iat>:body-sha256:<hex SHA-256 of the raw body>": Plaid webhooks carry no event id, and ` +
 			`the body alone repeats across distinct events (every SYNC_UPDATES_AVAILABLE for an Item is byte-identical), so the ` +
-			`signed issue time tells them apart`,
+			`signed issue time tells them apart. Each retry is signed afresh (Plaid refuses an iat over 5 minutes old and retries for about ` +
+			`24 hours), so each retry is a new event: the worker must be idempotent on what the webhook names`,
 		DocsURL: "https://plaid.com/docs/api/webhooks/webhook-verification/",
 		Retries: "Plaid retries a webhook that gets no 200 within 10 seconds, with backoff over about 24 hours; each " +
 			"attempt is a new request with a freshly issued JWT (Plaid tells receivers to reject an iat older than 5 " +

@@ -51,12 +51,16 @@ func Sentry() *Protocol {
 		Name:            "sentry",
 		DisplayName:     "Sentry",
 		SignatureScheme: "HMAC-SHA256 (hex) of the raw body, Sentry-Hook-Signature",
-		IdentitySource:  "\"body-sha256:\" + hex SHA-256 of the raw body (the same on Sentry's retries); for an empty body, the Request-ID header. Request-ID itself is drawn afresh for every send, retries included",
+		IdentitySource:  "\"body-sha256:\" + hex SHA-256 of the raw body (the same on Sentry's retries of issue.created, error.created, comment.* and alert webhooks; a retry of issue.resolved, assigned, ignored or unresolved serialises the issue again, its count and lastSeen with it, and may be accepted again); for an empty body, the Request-ID header. Request-ID itself is drawn afresh for every send, retries included",
 		DocsURL:         "https://docs.sentry.io/organization/integrations/integration-platform/webhooks/",
 		Retries: "Sentry retries a published integration's webhook up to 3 times, 5 minutes apart, " +
 			"on a 5xx, a timeout or a connection error, not on a 4xx; an internal (unpublished) " +
 			"integration's is not retried (getsentry/sentry sentry_apps/tasks/sentry_apps.py). Each " +
-			"attempt has a new Request-ID and Sentry-Hook-Timestamp and the same body. Nothing " +
+			"attempt has a new Request-ID and Sentry-Hook-Timestamp. The body is the same for " +
+			"issue.created, error.created, comment.* and alerts, whose data is fixed when the task is " +
+			"queued; workflow_notification (issue.resolved, assigned, ignored, unresolved) reloads and " +
+			"serialises the issue on every attempt, so its count, userCount, lastSeen and numComments " +
+			"may have moved: such a retry gets another identity and is accepted again. Nothing " +
 			"time-bound is signed (Sentry-Hook-Timestamp is outside the HMAC), so a late retry still " +
 			"verifies and dedupes by the body hash.",
 		ParseSecret:   sentryProvider.secret,
