@@ -128,6 +128,13 @@ func (s *Store) commitClaims(batch []storage.Delivery) ([]storage.ClaimResult, [
 		}
 	}
 	if len(fresh) == 0 {
+		// Answered by the read alone, which the open files still serve once deleted: a
+		// DUPLICATE (or an accepted retry) says "stored", which a deleted database file no
+		// longer is at the next start, nor a deleted log's content until it is copied into
+		// the database file (filesGone does). So the answer is refused, as a write would be.
+		if err := s.filesGone(); err != nil {
+			return nil, nil, s.fail("claim", unavailable(err))
+		}
 		return results, errs, nil
 	}
 	err = s.writeClaims(ctx, func(tx *sql.Tx) error {

@@ -9,7 +9,8 @@ import (
 	"github.com/hookverify/hookverify/storage"
 )
 
-// LookupClaim returns the claim of (scope, eventID), or ErrNotFound. It writes nothing.
+// LookupClaim returns the claim of (scope, eventID), or ErrNotFound. It writes nothing, but for
+// the checkpoint that rescues a deleted log (filesGone), which fails it with ErrUnavailable.
 func (s *Store) LookupClaim(ctx context.Context, scope, eventID string) (storage.ClaimResult, error) {
 	var c storage.ClaimResult
 	err := s.read("lookup claim", func(q queryer) error {
@@ -23,6 +24,11 @@ func (s *Store) LookupClaim(ctx context.Context, scope, eventID string) (storage
 			return err
 		}
 		c.FirstReceivedAt = fromMicros(first)
+		// The claim found answers DUPLICATE, "stored": not if the files showing it were
+		// deleted (see commitClaims).
+		if err := s.filesGone(); err != nil {
+			return unavailable(err)
+		}
 		return nil
 	})
 	if err != nil {
