@@ -45,7 +45,10 @@ type cachedClaim struct {
 // started after that failure succeeds, every redelivery goes to the store, so that during an
 // outage callers get UNAVAILABLE for everything, as without the cache, rather than a mix. (A
 // remembered claim was committed, so DUPLICATE would be true then too; the rule keeps outages
-// simple to reason about and to test.)
+// simple to reason about and to test.) Nor is it consulted, by Verify, while the inbox
+// monitor cannot read the store (health NOT_SERVING for storage, see storageAnswersMonitor):
+// an outage met only by redeliveries fails no store call, and a store whose health check fails
+// may refuse the DUPLICATE itself (SQLite with its files deleted under it).
 type claimCache struct {
 	ttl time.Duration
 	// base is the monotonic origin of failedAt and okStartedAt (nanoseconds since base, plus
@@ -60,6 +63,13 @@ type claimCache struct {
 	ring    []claimKey // insertion order; ring[next] is the oldest once the ring is full
 	next    int
 }
+
+// storageAnswersMonitor reports whether the inbox monitor's latest read of the store answered
+// (health SERVING as far as storage goes). While it does not, the claim cache is not
+// consulted: a store whose health check fails may refuse the DUPLICATE the cache would give
+// (SQLite with its database file deleted: the claim is lost at the restore), and an outage
+// met only by redeliveries otherwise fails no Verify call that would silence the cache.
+func (s *Server) storageAnswersMonitor() bool { return !s.storageDown.Load() }
 
 // newClaimCache returns a cache of size entries, or nil (no cache) when size or ttl is not
 // positive. A nil *claimCache is valid and remembers nothing.

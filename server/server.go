@@ -146,8 +146,9 @@ type Server struct {
 	health    *health.Server
 	// healthMu orders the changes of health for service "" and guards the fields below.
 	healthMu sync.Mutex
-	// storageDown is set while the inbox monitor cannot read the current store.
-	storageDown bool
+	// storageDown is set while the inbox monitor cannot read the current store. Written under
+	// healthMu; an atomic, so that every remembered redelivery can read it without the lock.
+	storageDown atomic.Bool
 	// shutDown is set by Shutdown: health stays NOT_SERVING for good.
 	shutDown bool
 	// stopping is closed by Shutdown: health watches end, /readyz answers 503.
@@ -231,7 +232,7 @@ func (s *Server) SetStore(st storage.Store) {
 	}
 	s.healthMu.Lock()
 	defer s.healthMu.Unlock()
-	s.storageDown = false
+	s.storageDown.Store(false)
 	if st == nil {
 		s.store.Store(nil)
 		s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
@@ -266,10 +267,10 @@ func (s *Server) Shutdown() {
 func (s *Server) setStorageAnswering(h *storeHolder, answering bool) {
 	s.healthMu.Lock()
 	defer s.healthMu.Unlock()
-	if s.shutDown || s.store.Load() != h || s.storageDown == !answering {
+	if s.shutDown || s.store.Load() != h || s.storageDown.Load() == !answering {
 		return
 	}
-	s.storageDown = !answering
+	s.storageDown.Store(!answering)
 	if answering {
 		s.log.Info("storage answers the inbox monitor again: health SERVING")
 		s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)

@@ -160,6 +160,12 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 	// so a first delivery costs no separate read. Only while backpressure refuses new events
 	// does a read come first, so that redeliveries of accepted events still get DUPLICATE.
 	claim, remembered := s.claims.get(endpoint.DedupeScope, result.EventID, now)
+	if remembered && !s.storageAnswersMonitor() {
+		// The store's health check fails (PostgreSQL unreachable, SQLite's files deleted,
+		// which the store answers by refusing DUPLICATE too): while only redeliveries come,
+		// no call of this path fails to silence the cache, so health does. The store answers.
+		remembered = false
+	}
 	var why string
 	if !remembered {
 		why = s.overLimit(endpoint.ID, now)
