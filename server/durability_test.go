@@ -291,9 +291,17 @@ func TestStorageDown(t *testing.T) {
 		// The inbox monitor sees the outage: health NOT_SERVING (TestHealthFollowsTheInboxMonitor).
 		e.srv.RefreshInboxDepth(t.Context())
 		wantHealth(t, e.instance, healthpb.HealthCheckResponse_NOT_SERVING)
-		pending := e.deliver(t, p, "shop", eventID(p), secret)
+		// A redelivery this instance remembers, its endpoint cached: no Verify store call has
+		// failed, yet health has, so the claim cache is silent (server/claimhealth_test.go).
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-		resp, err := e.verifier.Verify(ctx, pending)
+		resp, err := e.verifier.Verify(ctx, known)
+		cancel()
+		if status.Code(err) != codes.Unavailable {
+			t.Fatalf("redelivery with PostgreSQL stopped and health NOT_SERVING: Verify = %v, %v; want UNAVAILABLE", resp, err)
+		}
+		pending := e.deliver(t, p, "shop", eventID(p), secret)
+		ctx, cancel = context.WithTimeout(t.Context(), 30*time.Second)
+		resp, err = e.verifier.Verify(ctx, pending)
 		cancel()
 		if status.Code(err) != codes.Unavailable {
 			t.Fatalf("new event with PostgreSQL stopped: Verify = %v, %v; want UNAVAILABLE", resp, err)
