@@ -62,7 +62,7 @@ func AuditKeyOf(ev AuditEvent) AuditKey { return AuditKey{At: ev.At, ID: ev.ID} 
 // token) records nothing either: the first change's record stands, with its caller and time.
 type AuditStore interface {
 	// ListAuditEvents returns up to f.Limit events matching f, oldest first (by At, then ID as
-	// AuditKey orders them), after f.After when it is set.
+	// AuditKey orders them), after f.After when it is set. ErrInvalid for a Limit below 1.
 	ListAuditEvents(ctx context.Context, f AuditFilter) ([]AuditEvent, error)
 }
 

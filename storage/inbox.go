@@ -27,7 +27,8 @@ type InboxStore interface {
 	// expired; last error: ...": the worker's nack of an earlier attempt says what failed, and
 	// an operator needs it). Returns no error and no deliveries when nothing is leasable. The result also says which leases had
 	// expired: an expiry is only noticed by the Lease call that takes the delivery over or
-	// dead-letters it.
+	// dead-letters it. ErrInvalid, leasing nothing, if req.Max or req.MaxAttempts is below 1,
+	// req.Visibility is not above zero or req.LeaseToken is empty.
 	Lease(ctx context.Context, req LeaseRequest) (LeaseResult, error)
 	// Ack marks a leased delivery done. ErrNotFound if the inbox id does not exist;
 	// ErrLeaseLost if it is not leased under this token any more (expired and re-leased, or
@@ -39,7 +40,7 @@ type InboxStore interface {
 	AckMany(ctx context.Context, acks []LeaseRef, now time.Time) []error
 	// Nack ends a lease early: the delivery becomes leasable again at retryAt, or moves to dead
 	// when it has used maxAttempts attempts (dead is then true). lastError is kept as
-	// StorableText makes it. Errors as for Ack.
+	// StorableText makes it. Errors as for Ack, and ErrInvalid for a maxAttempts below 1.
 	Nack(ctx context.Context, inboxID, leaseToken string, retryAt time.Time, maxAttempts int, lastError string, now time.Time) (dead bool, err error)
 	// GiveBack ends a lease early without counting its attempt: the delivery becomes leasable
 	// again at retryAt with one attempt fewer used, and never moves to dead, as Nack does once
@@ -58,7 +59,8 @@ type InboxStore interface {
 	// LeaseRequest.MaxBytes counts (the page's first whatever its size), since the bodies are
 	// read into memory and one answer. more reports whether any matching dead delivery follows
 	// the page's last, so that a page cut by limit or maxBytes can be continued after the key
-	// of its last delivery, and a listing ends without asking for an empty page.
+	// of its last delivery, and a listing ends without asking for an empty page. ErrInvalid for
+	// a limit below 1.
 	ListDeadLetters(ctx context.Context, filter InboxFilter, after DeadLetterKey, limit int, maxBytes int64) (list []LeasedDelivery, more bool, err error)
 	// Requeue moves a dead delivery back to pending, visible at now, with its attempts reset to
 	// zero. ErrNotFound if no dead delivery has the id. The audit event ctx carries
@@ -293,7 +295,8 @@ type RetentionStore interface {
 	// Sweep deletes up to req.Batch acked inbox records acked before req.AckedBefore, and up to
 	// req.Batch claims first received before req.ClaimsBefore whose inbox record is acked or
 	// gone (a claim whose delivery is still pending, leased or dead is kept, so its work is
-	// never repeated). Call it until both counts come back below Batch.
+	// never repeated). Call it until both counts come back below Batch. ErrInvalid, deleting
+	// nothing, for a req.Batch below 1.
 	Sweep(ctx context.Context, req SweepRequest) (SweepResult, error)
 }
 

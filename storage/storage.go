@@ -4,7 +4,9 @@
 //
 // Backends (storage/sqlite, storage/crdb) implement Store and must pass the conformance suite in
 // storage/storagetest. Every method is safe for concurrent use. Errors are the sentinels of
-// errors.go, wrapped with context; callers compare with errors.Is.
+// errors.go, wrapped with context; callers compare with errors.Is. A call whose ctx is done
+// before it commits returns ErrUnavailable (it may be retried), and an administrative write
+// whose audit event (WithAuditEvent) has no ID or Action returns ErrInvalid, writing nothing.
 package storage
 
 import (
@@ -33,8 +35,9 @@ type Store interface {
 
 // EndpointStore keeps endpoint settings.
 type EndpointStore interface {
-	// CreateEndpoint stores a new endpoint. It returns ErrAlreadyExists if the id is taken.
-	// CreatedAt and UpdatedAt are taken from the argument.
+	// CreateEndpoint stores a new endpoint. It returns ErrAlreadyExists if the id is taken and
+	// ErrInvalid if the id or the dedupe scope is empty. CreatedAt and UpdatedAt are taken from
+	// the argument.
 	CreateEndpoint(ctx context.Context, e Endpoint) error
 	// GetEndpoint returns the endpoint with the id, or ErrNotFound.
 	GetEndpoint(ctx context.Context, id string) (Endpoint, error)
@@ -47,8 +50,9 @@ type EndpointStore interface {
 	// store, and a page token, agree on it. ErrInvalid for a limit below 1.
 	ListEndpointsPage(ctx context.Context, after string, limit int) ([]Endpoint, error)
 	// UpdateEndpoint replaces every field but ID, Provider and CreatedAt of the stored endpoint
-	// with e's. It returns ErrNotFound if no endpoint has e.ID. It is a blind write: whatever
-	// changed since the caller read the endpoint is overwritten, and an audit detail the caller
+	// with e's. It returns ErrNotFound if no endpoint has e.ID, and ErrInvalid, writing nothing,
+	// if e's id or dedupe scope is empty. It is a blind write: whatever changed since the
+	// caller read the endpoint is overwritten, and an audit detail the caller
 	// computed from its read may not describe the change. A change made from the stored
 	// settings uses ModifyEndpoint. UpdatedAt is stored as e's, or as a microsecond after the
 	// stored one if e's is not later: every update moves it forward, so that a caller's
@@ -65,8 +69,8 @@ type EndpointStore interface {
 	// forward as in UpdateEndpoint. change may run
 	// more than once (a backend retries conflicts) and must only compute. It returns the
 	// endpoint as stored, as GetEndpoint would; ErrNotFound, without calling change, if no
-	// endpoint has the id; and change's error itself, unwrapped, if change fails, having
-	// written nothing.
+	// endpoint has the id; change's error itself, unwrapped, if change fails, having
+	// written nothing; and ErrInvalid, writing nothing, if change empties the dedupe scope.
 	ModifyEndpoint(ctx context.Context, id string, change EndpointChange) (Endpoint, error)
 }
 
@@ -109,16 +113,16 @@ type SecretStore interface {
 	// endpoint as read in the transaction that stores the secret, so that an endpoint update
 	// at the same time cannot fall between the check and the write (see ModifyEndpoint). It
 	// may run more than once and must only compute; its error is returned itself, unwrapped,
-	// with nothing written. AddSecret returns ErrNotFound if the endpoint does not exist and
-	// ErrAlreadyExists if the secret id is taken.
+	// with nothing written. AddSecret returns ErrNotFound if the endpoint does not exist,
+	// ErrAlreadyExists if the secret id is taken and ErrInvalid if it is empty.
 	AddSecret(ctx context.Context, s Secret, check SecretCheck) error
 	// RotateSecret stores s and, in the same transaction, sets NotAfter to expireAt on every
 	// other secret of s.EndpointID that was in force when s was created: not retired, NotBefore
 	// unset or not after s.CreatedAt (a secret scheduled for later is left alone), and NotAfter
 	// unset or later than expireAt. It returns the secrets it changed, as they are after the
-	// change, oldest first. ErrNotFound if the endpoint does not exist; ErrInvalid for a zero
-	// expireAt, which would read back as "no end" and so extend the secrets instead. check is
-	// as in AddSecret: a refusal writes nothing, and ends no secret.
+	// change, oldest first. ErrNotFound if the endpoint does not exist; ErrInvalid for an empty
+	// secret id, or for a zero expireAt, which would read back as "no end" and so extend the
+	// secrets instead. check is as in AddSecret: a refusal writes nothing, and ends no secret.
 	RotateSecret(ctx context.Context, s Secret, expireAt time.Time, check SecretCheck) ([]Secret, error)
 	// RetireSecret marks the secret retired at the given time, if it is not retired already,
 	// and returns it as stored. ErrNotFound if no such secret belongs to the endpoint;

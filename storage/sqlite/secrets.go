@@ -26,6 +26,9 @@ const secretsToExpire = `endpoint_id = ? AND id <> ? AND retired_at IS NULL AND 
 // AddSecret stores a new secret; ErrNotFound if the endpoint does not exist, ErrAlreadyExists
 // if the secret id is taken.
 func (s *Store) AddSecret(ctx context.Context, sec storage.Secret, check storage.SecretCheck) error {
+	if sec.ID == "" {
+		return s.fail("add secret", fmt.Errorf("%w: empty secret id", storage.ErrInvalid))
+	}
 	var refused error
 	err := s.write(ctx, "add secret", func(tx *sql.Tx) error {
 		var err error
@@ -44,6 +47,9 @@ func (s *Store) AddSecret(ctx context.Context, sec storage.Secret, check storage
 // transaction. Because the transaction holds the write lock from its start, the secrets it
 // reads are exactly the ones it updates.
 func (s *Store) RotateSecret(ctx context.Context, sec storage.Secret, expireAt time.Time, check storage.SecretCheck) ([]storage.Secret, error) {
+	if sec.ID == "" {
+		return nil, s.fail("rotate secret", fmt.Errorf("%w: empty secret id", storage.ErrInvalid))
+	}
 	if expireAt.IsZero() {
 		// The zero time reads back as "no end": storing it would extend, not end, the secrets.
 		return nil, s.fail("rotate secret", fmt.Errorf("zero expiry time: %w", storage.ErrInvalid))

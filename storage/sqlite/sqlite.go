@@ -519,9 +519,12 @@ func (e unavailableError) Unwrap() error { return e.err }
 
 func unavailable(err error) error { return unavailableError{err} }
 
+// sentinels are the errors that fail passes on as they are. ErrUnreadable is one: a record
+// that cannot be read back fails every retry, so it is no ErrUnavailable (storage/crdb
+// answers it alike).
 var sentinels = []error{
 	storage.ErrClosed, storage.ErrNotFound, storage.ErrAlreadyExists, storage.ErrInvalid, storage.ErrUnavailable,
-	storage.ErrLeaseLost,
+	storage.ErrLeaseLost, storage.ErrUnreadable,
 }
 
 // fail maps err to the storage sentinels, in one place: constraint violations become

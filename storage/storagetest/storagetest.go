@@ -41,6 +41,9 @@ const (
 	Retention   Category = "Retention"
 	Audit       Category = "Audit"
 	Tokens      Category = "Tokens"
+	// ErrorAnswers: refusals, answers to calls on settled leases, and calls whose caller has
+	// gone, across the interfaces (see testErrorAnswers).
+	ErrorAnswers Category = "ErrorAnswers"
 )
 
 // Options adjusts the suite for one backend. The zero value runs everything.
@@ -75,6 +78,7 @@ func RunWith(t *testing.T, newStore Factory, opts Options) {
 		{Retention, testRetention},
 		{Audit, testAudit},
 		{Tokens, testTokens},
+		{ErrorAnswers, testErrorAnswers},
 	}
 	for name, reason := range opts.Skip {
 		known := slices.ContainsFunc(categories, func(c category) bool { return c.name == name })
@@ -156,7 +160,7 @@ func openClosing(t *testing.T, open func(t *testing.T) storage.Store) storage.St
 // the claim path, such as group commit turned off.
 func ClaimPathOnly(reason string) map[Category]string {
 	skip := make(map[Category]string)
-	for _, c := range []Category{Endpoints, Secrets, Closed, Migrate, Ping, Inbox, Retention, Audit, Tokens} {
+	for _, c := range []Category{Endpoints, Secrets, Closed, Migrate, Ping, Inbox, Retention, Audit, Tokens, ErrorAnswers} {
 		skip[c] = reason
 	}
 	return skip
