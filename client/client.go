@@ -275,7 +275,9 @@ func WithTrustForwardedProto() Option {
 // because the server's claim is idempotent by event identity: if an attempt whose answer was
 // lost had in fact committed the delivery, the retry is answered DUPLICATE with the same
 // operation key, never a second ACCEPTED, so downstream work keyed on the operation key runs
-// once. Methods that change state are not retried, since their retry is not idempotent.
+// once (except on a Dropbox endpoint, where every authenticated delivery is a new event, as a
+// provider's own retry would be). Methods that change state are not retried, since their retry
+// is not idempotent.
 func Dial(addr string, opts ...Option) (*Conn, error) {
 	cfg := config{retry: DefaultRetryPolicy, maxBodyBytes: DefaultMaxBodyBytes}
 	for _, o := range opts {

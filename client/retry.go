@@ -123,7 +123,9 @@ func (p RetryPolicy) interceptor() grpc.UnaryClientInterceptor {
 			if hint, ok := retryHint(err); ok && hint > sleep {
 				sleep = hint
 			}
-			if time.Since(start)+sleep > p.MaxElapsed {
+			// Compared without adding to sleep: a hint past what a Duration holds comes as
+			// the largest one, and the sum overflowed to a negative that passed.
+			if sleep > p.MaxElapsed-time.Since(start) {
 				return err
 			}
 			if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= sleep {
