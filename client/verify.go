@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hookverify/hookverify/internal/ascii"
 	"io"
 	"net/http"
 	"net/netip"
+	"net/textproto"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hookverify/hookverify/internal/ascii"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
 
@@ -57,7 +58,10 @@ func (c *Conn) Verify(ctx context.Context, endpointID string, r *http.Request) (
 //     exactly as received (an absolute-form r.RequestURI, its scheme in any case, as it is),
 //     or the WithPublicURLBase base followed by r.RequestURI (of an absolute-form one, its path
 //     and query as received);
-//   - every header with its values in received order, repeats kept. Go's http.Header is a map,
+//   - every header with its values in received order, repeats kept, but for the hop-by-hop
+//     fields (Connection and the fields it names, Keep-Alive, Proxy-Connection,
+//     Proxy-Authenticate, Proxy-Authorization, TE, Trailer, Transfer-Encoding, Upgrade), which
+//     describe a connection, not the delivery. Go's http.Header is a map,
 //     so the order between different names and the names' original case are lost before the
 //     edge sees them: names come canonicalised (Stripe-Signature), sorted, after a first Host
 //     header (net/http moves Host to r.Host and removes Transfer-Encoding). Signatures do not
@@ -141,6 +145,7 @@ func forwardHeaders(r *http.Request) ([]*hookverifyv1.HeaderField, error) {
 		}
 		out = append(out, &hookverifyv1.HeaderField{Name: "Host", Value: r.Host})
 	}
+	hop := hopByHop(r.Header)
 	for _, name := range names {
 		if !utf8.ValidString(name) {
 			return nil, fmt.Errorf("%w: a header name is not valid UTF-8", ErrUnforwardable)
@@ -150,7 +155,9 @@ func forwardHeaders(r *http.Request) ([]*hookverifyv1.HeaderField, error) {
 				// The name only: values may be signatures or credentials.
 				return nil, fmt.Errorf("%w: header %s has a value that is not valid UTF-8", ErrUnforwardable, name)
 			}
-			out = append(out, &hookverifyv1.HeaderField{Name: name, Value: value})
+			if !hop[name] {
+				out = append(out, &hookverifyv1.HeaderField{Name: name, Value: value})
+			}
 		}
 	}
 	total := 0
@@ -161,6 +168,32 @@ func forwardHeaders(r *http.Request) ([]*hookverifyv1.HeaderField, error) {
 		return nil, fmt.Errorf("%w: headers of %d bytes, more than the server's limit of %d", ErrUnforwardable, total, MaxHeaderBytes)
 	}
 	return out, nil
+}
+
+// hopByHopFields are the header fields about a connection rather than the delivery (RFC 9110
+// 7.6.1, and the proxy credentials of RFC 9110 11.7: httputil.ReverseProxy's list), canonical.
+// net/http removes Transfer-Encoding and Trailer itself; a proxy in front, or HTTP/2, the rest.
+var hopByHopFields = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// hopByHop returns the canonical names of header's hop-by-hop fields and of those its
+// Connection header names (never Host), which are not forwarded, as the Node edge does not. No
+// provider signs them; forwarded, the same delivery was stored differently depending on the
+// hops it took, with a proxy's credentials among its headers. They are still checked for
+// UTF-8 and counted towards MaxHeaderCount (counted before anything is copied), not towards
+// MaxHeaderBytes.
+func hopByHop(header http.Header) map[string]bool {
+	drop := make(map[string]bool, len(hopByHopFields))
+	for _, name := range hopByHopFields {
+		drop[name] = true
+	}
+	for _, value := range header["Connection"] {
+		for name := range strings.SplitSeq(value, ",") {
+			if name = textproto.CanonicalMIMEHeaderKey(textproto.TrimString(name)); name != "" && name != "Host" {
+				drop[name] = true
+			}
+		}
+	}
+	return drop
 }
 
 // requestURL rebuilds the absolute URL the provider called.

@@ -684,7 +684,47 @@ function readBody(req, limit, take = () => true) {
 function answerUnread(req, res, status, doc, extraHeaders = {}) {
   req.resume();
   const noBody = req.headers['transfer-encoding'] === undefined && (req.headers['content-length'] ?? '0') === '0';
-  sendJSON(res, status, doc, req.complete || noBody ? extraHeaders : { ...extraHeaders, Connection: 'close' });
+  const headers = req.complete || noBody ? extraHeaders : { ...extraHeaders, Connection: 'close' };
+  if (typeof doc === 'string') sendText(res, status, doc, headers);
+  else sendJSON(res, status, doc, headers);
+}
+
+/**
+ * sendText answers as Go's net/http answers a request its ServeMux routes nowhere (http.Error):
+ * the Go edge's 404 and 405, so that a provider or a load balancer gets the same answer from
+ * either edge.
+ */
+function sendText(res, status, text, extraHeaders = {}) {
+  const body = Buffer.from(text);
+  res.writeHead(status, {
+    'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff', 'Content-Length': body.length, ...extraHeaders,
+  });
+  res.end(body);
+}
+
+// The header fields about a connection rather than the delivery (RFC 9110 7.6.1, and the proxy
+// credentials: Go's httputil.ReverseProxy list), lower case. Node keeps them all in rawHeaders;
+// Go's net/http removes Transfer-Encoding and Trailer, and a proxy in front, or HTTP/2, the rest.
+const HOP_BY_HOP = new Set(['connection', 'proxy-connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+/**
+ * withoutHopByHop is headers (HeaderFields) without the hop-by-hop fields and those the
+ * Connection header names (never Host), as the Go edge forwards them: no provider signs them,
+ * and forwarded, the same delivery was stored differently depending on the hops it took, with
+ * a proxy's credentials among its headers. They are dropped after the checks (UTF-8, the
+ * server's limits), as in the Go edge, and the request keeps them (X-Forwarded-Proto still
+ * gives the scheme).
+ */
+function withoutHopByHop(headers) {
+  const drop = new Set(HOP_BY_HOP);
+  for (const f of headers) {
+    if (f.name.toLowerCase() !== 'connection') continue;
+    for (const name of f.value.split(',')) {
+      const n = name.trim().toLowerCase();
+      if (n !== '' && n !== 'host') drop.add(n);
+    }
+  }
+  return headers.filter((f) => !drop.has(f.name.toLowerCase()));
 }
 
 // hookverify's limits on what Verify forwards (client.MaxHeaderCount, MaxHeaderBytes and
@@ -749,16 +789,18 @@ function sendJSON(res, status, doc, extraHeaders = {}) {
 }
 
 /**
- * checkBaseUrl validates a public base URL (http(s)://host[:port][/prefix], no credentials,
- * query or fragment, no space or control character) and returns it without trailing slashes.
- * A path prefix is for proxies that strip it before the request reaches the edge. The base is
- * the front of every forwarded URL, which URL-signing providers sign byte for byte: one that
- * cannot be would have all their deliveries rejected (a 4xx most never retry). The error does
- * not quote the value: it might hold credentials.
+ * checkBaseUrl validates a public base URL (http(s)://host[:port][/prefix], the scheme in lower
+ * case, no credentials, query or fragment, no space, control character or broken %-escape) and
+ * returns it without trailing slashes. A path prefix is for proxies that strip it before the
+ * request reaches the edge. The base is the front of every forwarded URL, which URL-signing
+ * providers sign byte for byte: one that cannot be would have all their deliveries rejected (a
+ * 4xx most never retry). The error does not quote the value: it might hold credentials.
  */
 function checkBaseUrl(raw) {
   let u = null;
-  if (typeof raw === 'string' && /^https?:\/\//i.test(raw) && !/[\x00-\x20\x7f]/.test(raw)) {
+  // The scheme in lower case and every '%' an escape, as the Go edge's client.CheckPublicURLBase
+  // (Go's url.Parse) requires: a base that edge refuses at start must not be used here.
+  if (typeof raw === 'string' && /^https?:\/\//.test(raw) && !/[\x00-\x20\x7f]/.test(raw) && !/%(?![0-9A-Fa-f]{2})/.test(raw)) {
     try {
       u = new URL(raw);
     } catch { /* not a URL */ }
@@ -1089,7 +1131,12 @@ function createEdge(opts = {}) {
     // The routes are matched against the path and query, an absolute-form target's too (a
     // server must take that form, RFC 9112 3.2.2), as net/http does in the Go edge.
     const target = splitTarget(req.url);
-    if (HEALTH.test(target.pathQuery) && (req.method === 'GET' || req.method === 'HEAD')) {
+    if (HEALTH.test(target.pathQuery)) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        // As the Go edge's ServeMux answers "GET /healthz" for another method.
+        answerUnread(req, res, 405, 'Method Not Allowed\n', { Allow: 'GET, HEAD' });
+        return;
+      }
       // As the Go edge's: the process serves HTTP (a load balancer's check).
       req.resume();
       res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': 3 });
@@ -1098,7 +1145,8 @@ function createEdge(opts = {}) {
     }
     const match = ROUTE.exec(target.pathQuery);
     if (!match) {
-      answerUnread(req, res, 404, { status: 'not_found' });
+      // The Go edge's ServeMux answer for a path no route takes.
+      answerUnread(req, res, 404, '404 page not found\n');
       return;
     }
     let endpointId = null;
@@ -1135,6 +1183,15 @@ function createEdge(opts = {}) {
     let url;
     if (target.scheme === null) url = (base ?? `${scheme(req)}://${host}`) + req.url;
     else url = base ? base + target.pathQuery : req.url;
+    if (target.scheme !== null && hosts.length <= 1) {
+      // A server must ignore the Host header of an absolute-form request and take the target's
+      // authority (RFC 9112 3.2.2), as Go's net/http does (r.Host): forwarded as the Host, so
+      // the stored delivery names the host of its URL, in the header's place, or first when
+      // there is none (HTTP/1.0).
+      const at = headers.findIndex((f) => f.name.toLowerCase() === 'host');
+      if (at >= 0) headers[at] = { name: headers[at].name, value: target.authority };
+      else headers.unshift({ name: 'Host', value: target.authority });
+    }
     let beyond;
     if (target.scheme !== null && target.scheme !== 'http' && target.scheme !== 'https') beyond = 'a request target that is neither a path nor an http(s) URL';
     else beyond = hosts.length > 1 ? 'more than one Host header' : beyondServerLimits(headers, url, base ? null : host);
@@ -1213,7 +1270,7 @@ function createEdge(opts = {}) {
     const request = {
       endpoint_id: endpointId,
       body,
-      headers,
+      headers: withoutHopByHop(headers),
       method: req.method,
       url,
     };

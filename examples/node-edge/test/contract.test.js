@@ -90,8 +90,7 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
       ['X-Signature', 'sig-two'],
       ['X-Empty', ''],
       ['Content-Length', String(body.length)],
-      ['Connection', 'close'],
-    ]);
+    ]); // Connection is hop-by-hop: not forwarded (agreement.test.js)
     const deadline = calls[0].deadline instanceof Date ? calls[0].deadline.getTime() : Number(calls[0].deadline);
     assert.ok(deadline > started && deadline <= Date.now() + 1600, `deadline ${deadline}`);
   });
@@ -156,7 +155,7 @@ describe('edge contract (fake VerifierService)', { timeout: 60000 }, () => {
   });
 
   test('a 404 whose body stalls closes the connection at once, rather than holding it until Node\'s requestTimeout', async () => {
-    for (const [path, want] of [['/other', 'not_found'], ['/hooks/a%20b', 'unknown_endpoint']]) {
+    for (const [path, want] of [['/other', '404 page not found'], ['/hooks/a%20b', 'unknown_endpoint']]) {
       const { text, closed, ms } = await h.rawExchange(edgeURL, [`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"slow":`], { waitMs: 3000 });
       assert.match(text, /^HTTP\/1\.1 404 /, path);
       assert.ok(text.includes(want), text);
