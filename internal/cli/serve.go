@@ -51,6 +51,9 @@ type storeConfig struct {
 	oldMasterKeyFiles multiFlag
 	// generatedKey is the path of the master key file keyring generated, when it did.
 	generatedKey string
+	// keyHold holds the data directory's key file while this process uses its key, so that
+	// another start that generated it and fails does not move it aside (see close).
+	keyHold *secretbox.KeyFileHold
 }
 
 func (c *storeConfig) register(fs *flag.FlagSet) {
@@ -101,8 +104,18 @@ func (c *storeConfig) keyring(log *slog.Logger) (*secretbox.Keyring, error) {
 		}
 	case c.databaseURL == "":
 		path := filepath.Join(c.dataDir, "master.key")
+		// A crash between writing a generated key to its temporary file and linking it into
+		// place leaves that file, a key in plain text, beside master.key: removed once old
+		// enough not to be another instance's, starting at this moment.
+		removed, rmErr := secretbox.RemoveStaleTempKeyFiles(path, secretbox.StaleTempKeyAge)
+		if len(removed) > 0 {
+			log.Warn("removed temporary master key files a start that crashed while generating the key left behind", "paths", removed)
+		}
+		if rmErr != nil {
+			log.Warn("temporary master key files a crashed start left behind could not be removed: remove them by hand (each holds a key in plain text)", "err", rmErr)
+		}
 		var created bool
-		key, created, err = secretbox.LoadOrCreateKeyFile(path)
+		key, created, c.keyHold, err = secretbox.LoadOrCreateHeldKeyFile(path)
 		if created {
 			c.generatedKey = path
 			log.Warn("generated a new master key; back it up: without it the stored secrets cannot be decrypted", "path", path)
@@ -200,7 +213,37 @@ type serveConfig struct {
 // was found to hold no secret in force the key cannot open.
 type generatedKey struct {
 	path    string
+	hold    *secretbox.KeyFileHold
 	checked atomic.Bool
+}
+
+// close releases the key file keyring holds: only when the process no longer uses its key.
+func (c *storeConfig) close() {
+	c.keyHold.Close()
+	c.keyHold = nil
+}
+
+// generated returns the master key file keyring generated, nil when it generated none.
+func (c *storeConfig) generated() *generatedKey {
+	if c.generatedKey == "" {
+		return nil
+	}
+	return &generatedKey{path: c.generatedKey, hold: c.keyHold}
+}
+
+// abandonGeneratedKey moves aside the master key file generated at this start unless a
+// check against the store found it the data directory's own (see runServe).
+func abandonGeneratedKey(log *slog.Logger, gk *generatedKey) {
+	if gk.checked.Load() {
+		return
+	}
+	if aside, err := setAsideGeneratedKey(gk); errors.Is(err, secretbox.ErrKeyFileInUse) {
+		log.Warn("the master key generated at this start was not checked against the store, but is left in place: another instance started at the same moment read it and may seal secrets under it", "path", gk.path)
+	} else if err != nil {
+		log.Error("the master key generated at this start was not checked against the store, and cannot be moved aside: remove it before the next start", "path", gk.path, "err", err)
+	} else if aside != "" {
+		log.Warn("the master key generated at this start was moved aside: the start ended before checking it against the store", "path", gk.path, "moved_to", aside)
+	}
 }
 
 // gcPercentToSet returns the collector target serve sets, or 0 to leave Go's own ($GOGC, else
@@ -348,23 +391,16 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Released last, after a generated key not checked is moved aside (deferred below).
+	defer cfg.close()
 	if cfg.generatedKey != "" {
-		sc.generatedKey = &generatedKey{path: cfg.generatedKey}
+		sc.generatedKey = cfg.generated()
 		// A generated key is the data directory's only once a start has checked it against the
 		// store (refuseGeneratedKey). A start that ends before (its port taken, the store
 		// refused, a signal while storage was not ready) must not leave it in place: the next
 		// start would read it as the directory's own key, generate nothing, so check nothing,
 		// and serve every secret sealed under the lost key UNAVAILABLE without a word.
-		defer func() {
-			if sc.generatedKey.checked.Load() {
-				return
-			}
-			if aside, err := setAsideGeneratedKey(sc.generatedKey.path); err != nil {
-				log.Error("the master key generated at this start was not checked against the store, and cannot be moved aside: remove it before the next start", "path", sc.generatedKey.path, "err", err)
-			} else if aside != "" {
-				log.Warn("the master key generated at this start was moved aside: the start ended before checking it against the store", "path", sc.generatedKey.path, "moved_to", aside)
-			}
-		}()
+		defer abandonGeneratedKey(log, sc.generatedKey)
 	}
 	if sc.commitEachClaim {
 		log.Warn("--commit-each-claim: group commit is off, every claim commits alone")
@@ -557,7 +593,7 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 					_, err = srv.DeadLetterExhausted(ctx, st)
 				}
 				if err == nil && sc.generatedKey != nil {
-					err = refuseGeneratedKey(ctx, srv, st, sc.generatedKey.path)
+					err = refuseGeneratedKey(ctx, srv, st, sc.generatedKey)
 				}
 				if err != nil {
 					st.Close()
@@ -693,12 +729,17 @@ func (r *runningServer) shutdown(cut <-chan os.Signal) error {
 // generated file is moved aside, not deleted (an instance started at the same moment may
 // have read it), so that the next start generates nothing and asks again. The error wraps
 // storage.ErrInvalid: no retry mends it.
-func refuseGeneratedKey(ctx context.Context, srv *server.Server, st storage.Store, path string) error {
+func refuseGeneratedKey(ctx context.Context, srv *server.Server, st storage.Store, gk *generatedKey) error {
+	path := gk.path
 	n, keys, err := srv.UnreadableSecrets(ctx, st)
 	if err != nil || n == 0 {
 		return err
 	}
-	aside, err := setAsideGeneratedKey(path)
+	aside, err := setAsideGeneratedKey(gk)
+	if errors.Is(err, secretbox.ErrKeyFileInUse) {
+		return fmt.Errorf("%w: the store holds %d secrets sealed under master keys %v, but no master key was given and %s was missing, so a new one was generated; another instance started at the same moment uses it, so it is left in place: stop every instance, move %s aside and keep it (that instance may have sealed new secrets under it), then give the key they were sealed with (--master-key-file or $%s, that one with --old-master-key-file)",
+			storage.ErrInvalid, n, keys, path, path, masterKeyEnv)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: the store holds %d secrets sealed under master keys %v, not under the key generated at this start, which cannot be moved aside (%v): remove %s, then give the key they were sealed with (--master-key-file or $%s)",
 			storage.ErrInvalid, n, keys, err, path, masterKeyEnv)
@@ -708,17 +749,18 @@ func refuseGeneratedKey(ctx context.Context, srv *server.Server, st storage.Stor
 }
 
 // setAsideGeneratedKey moves the master key file generated at this start to
-// <path>.unused-<time>, and returns that path ("" when the file is gone already: a refusal
-// moved it). Aside, not deleted: an instance started at the same moment may have read it.
-func setAsideGeneratedKey(path string) (string, error) {
-	aside := fmt.Sprintf("%s.unused-%d", path, time.Now().Unix())
-	if err := os.Rename(path, aside); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", nil
-		}
-		return "", err
+// <path>.unused-<time> (never over another file), and returns that path ("" when the file is
+// gone already: a refusal moved it). Aside, not deleted; and not at all (an error wrapping
+// secretbox.ErrKeyFileInUse) when another instance holds it, having read it meanwhile.
+func setAsideGeneratedKey(gk *generatedKey) (string, error) {
+	if gk.hold == nil {
+		return "", nil // moved aside already
 	}
-	return aside, nil
+	aside, err := gk.hold.SetAside()
+	if err == nil {
+		gk.hold = nil
+	}
+	return aside, err
 }
 
 // warnUnreadableSecrets logs, once the store is open, how many secrets in force are sealed

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 )
 
 // KeySize is the master key length in bytes (AES-256).
@@ -115,6 +116,9 @@ func additionalData(endpointID, secretID string) []byte {
 // ParseKey decodes a master key given as standard base64 of 32 bytes (surrounding white space
 // is ignored). The error never contains the input.
 func ParseKey(encoded string) ([]byte, error) {
+	if strings.TrimSpace(encoded) == "" {
+		return nil, errors.New("secretbox: master key is empty")
+	}
 	key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(encoded))
 	if err != nil {
 		return nil, errors.New("secretbox: master key is not valid base64")
@@ -140,7 +144,13 @@ func ReadKeyFile(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("secretbox: reading master key file: %w", err)
 	}
-	return ParseKey(string(data))
+	key, err := ParseKey(string(data))
+	if err != nil {
+		// The file named (never its content): an empty one is most often a start that crashed
+		// while creating it where no atomic creation was available.
+		return nil, fmt.Errorf("%w (in %s)", err, path)
+	}
+	return key, nil
 }
 
 // LoadOrCreateKeyFile reads the key file at path, or creates it with a new random key and
@@ -152,6 +162,10 @@ func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
 	}
 	if !errors.Is(err, os.ErrNotExist) {
 		return nil, false, err
+	}
+	if info, lerr := os.Lstat(path); lerr == nil && info.Mode()&os.ModeSymlink != 0 {
+		// Not generated through it: the key would land wherever the link points.
+		return nil, false, fmt.Errorf("secretbox: master key file %s is a symbolic link to a file that does not exist: restore the file it names, or remove the link", path)
 	}
 	if key, err = NewKey(); err != nil {
 		return nil, false, err
@@ -165,7 +179,9 @@ func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
 	// same time read the empty file before the key was in it, and failed; and a crash or a
 	// full disk between creating and writing left an empty key file that failed every start
 	// after it. The link, like O_EXCL, never replaces a file another process made meanwhile.
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new-*")
+	// A crash before the link leaves the temporary file, a key in plain text, behind: see
+	// RemoveStaleTempKeyFiles.
+	tmp, err := os.CreateTemp(dir, tempKeyPrefix(path)+"*")
 	if err != nil {
 		return nil, false, fmt.Errorf("secretbox: creating master key file: %w", err)
 	}
@@ -173,15 +189,28 @@ func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
 	if err := writeKeyFile(tmp, key); err != nil {
 		return nil, false, err
 	}
-	switch err := os.Link(tmp.Name(), path); {
-	case errors.Is(err, os.ErrExist):
+	switch linkErr := linkFile(tmp.Name(), path); {
+	case errors.Is(linkErr, os.ErrExist):
 		// Another process created the file meanwhile: read theirs instead of overwriting.
 		key, err = ReadKeyFile(path)
 		return key, false, err
-	case err != nil:
-		// A file system without hard links: create the file in place, as O_EXCL allows.
-		if key, created, err = createKeyFileInPlace(path, key); err != nil || !created {
+	case linkErr != nil:
+		// A file system without hard links (vfat, many FUSE and network mounts): a rename
+		// that refuses to replace an existing file (renameat2 RENAME_NOREPLACE on Linux,
+		// renamex_np RENAME_EXCL on macOS) gives the same guarantee, the whole file or none.
+		switch err := renameNoReplace(tmp.Name(), path); {
+		case err == nil:
+		case errors.Is(err, os.ErrExist):
+			key, err = ReadKeyFile(path)
 			return key, false, err
+		case errors.Is(err, errNoReplaceUnsupported):
+			// Neither: create the file in place, as O_EXCL allows. A crash while filling it
+			// leaves it empty (the next start says so; remove it then).
+			if key, created, err = createKeyFileInPlace(path, key); err != nil || !created {
+				return key, false, err
+			}
+		default:
+			return nil, false, fmt.Errorf("secretbox: creating master key file: %w (and link: %w)", err, linkErr)
 		}
 	}
 	// The file's name lives in the directory: without this, a crash could lose the file after
@@ -190,6 +219,48 @@ func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
 		return nil, false, fmt.Errorf("secretbox: syncing master key directory: %w", err)
 	}
 	return key, true, nil
+}
+
+// tempKeyPrefix is the name, in path's directory, that LoadOrCreateKeyFile's temporary files
+// start with.
+func tempKeyPrefix(path string) string { return "." + filepath.Base(path) + ".new-" }
+
+// StaleTempKeyAge is how old a temporary key file must be for RemoveStaleTempKeyFiles to
+// remove it: far beyond the milliseconds between its creation and its link, so that the file
+// of another instance starting at the same moment is left to it.
+const StaleTempKeyAge = 10 * time.Minute
+
+// RemoveStaleTempKeyFiles removes the temporary files LoadOrCreateKeyFile left beside path
+// (.<name>.new-*) when a crash came between writing one and linking it into place: each holds
+// a master key in plain text. Only those last modified at least olderThan ago are removed;
+// it returns their paths (never their content) and any it could not remove.
+func RemoveStaleTempKeyFiles(path string, olderThan time.Duration) (removed []string, err error) {
+	dir := filepath.Dir(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("secretbox: listing master key directory: %w", err)
+	}
+	prefix := tempKeyPrefix(path)
+	var errs []error
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), prefix) || !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || time.Since(info.ModTime()) < olderThan {
+			continue // gone meanwhile, or another instance's, starting now
+		}
+		p := filepath.Join(dir, e.Name())
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("secretbox: removing stale temporary master key file: %w", err))
+			continue
+		}
+		removed = append(removed, p)
+	}
+	return removed, errors.Join(errs...)
 }
 
 // writeKeyFile writes key, base64, to f (mode 0600) and makes it durable, closing f.
@@ -230,6 +301,12 @@ func createKeyFileInPlace(path string, key []byte) ([]byte, bool, error) {
 	}
 	return key, true, nil
 }
+
+// errNoReplaceUnsupported: renameNoReplace cannot work on this system or file system.
+var errNoReplaceUnsupported = errors.New("secretbox: no-replace rename not supported")
+
+// linkFile is os.Link (a variable so that a test can take hard links away).
+var linkFile = os.Link
 
 // syncDir makes a directory's entries durable (a variable so that a test can see it called).
 // Windows cannot sync a directory (and does not need to): there it does nothing.

@@ -1,0 +1,21 @@
+package secretbox
+
+import (
+	"errors"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// renameNoReplace renames oldpath to newpath unless newpath exists (then an error wrapping
+// os.ErrExist); errNoReplaceUnsupported where the file system cannot do it so.
+var renameNoReplace = func(oldpath, newpath string) error {
+	err := unix.RenamexNp(oldpath, newpath, unix.RENAME_EXCL)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.ENOTSUP), errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
+		return errNoReplaceUnsupported
+	}
+	return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+}
