@@ -11,6 +11,7 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -179,6 +180,19 @@ type Endpoint struct {
 	Options     map[string]string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+}
+
+// Check returns an error wrapping ErrInvalid for an endpoint no store keeps: one without an
+// id, or without a dedupe scope (a claim needs one, so every delivery to it would be refused).
+// Both backends call it before writing, where their schemas do not refuse it alike.
+func (e Endpoint) Check() error {
+	switch {
+	case e.ID == "":
+		return fmt.Errorf("%w: empty endpoint id", ErrInvalid)
+	case e.DedupeScope == "":
+		return fmt.Errorf("%w: empty dedupe scope", ErrInvalid)
+	}
+	return nil
 }
 
 // Secret is a signing secret with its material sealed by the caller (see server/secretbox).

@@ -24,7 +24,7 @@ const endpointColumns = `id, provider, timestamp_tolerance_ms, max_body_bytes, d
 
 // CreateEndpoint stores a new endpoint, or returns ErrAlreadyExists if the id is taken.
 func (s *Store) CreateEndpoint(ctx context.Context, e storage.Endpoint) error {
-	if err := validEndpoint(e); err != nil {
+	if err := e.Check(); err != nil {
 		return fmt.Errorf("crdb: create endpoint: %w", err)
 	}
 	options, err := encodeOptions(e.Options)
@@ -73,7 +73,7 @@ func (s *Store) ListEndpointsPage(ctx context.Context, after string, limit int) 
 
 // UpdateEndpoint replaces every field but ID, Provider and CreatedAt, or returns ErrNotFound.
 func (s *Store) UpdateEndpoint(ctx context.Context, e storage.Endpoint) error {
-	if err := validEndpoint(e); err != nil {
+	if err := e.Check(); err != nil {
 		return fmt.Errorf("crdb: update endpoint: %w", err)
 	}
 	options, err := encodeOptions(e.Options)
@@ -127,7 +127,7 @@ func (s *Store) ModifyEndpoint(ctx context.Context, id string, change storage.En
 			changeErr = err
 			return err
 		}
-		if err := validEndpoint(next); err != nil {
+		if err := next.Check(); err != nil {
 			return err
 		}
 		options, err := encodeOptions(next.Options)
@@ -167,18 +167,6 @@ func updateEndpoint(ctx context.Context, tx pgx.Tx, e storage.Endpoint, options 
 		return storage.Endpoint{}, storage.ErrNotFound
 	}
 	return stored, err
-}
-
-// validEndpoint checks what the schema cannot: an endpoint needs an id, and its dedupe scope
-// is never empty once stored.
-func validEndpoint(e storage.Endpoint) error {
-	switch {
-	case e.ID == "":
-		return fmt.Errorf("%w: empty endpoint id", storage.ErrInvalid)
-	case e.DedupeScope == "":
-		return fmt.Errorf("%w: empty dedupe scope", storage.ErrInvalid)
-	}
-	return nil
 }
 
 func scanEndpoint(row pgx.CollectableRow) (storage.Endpoint, error) {

@@ -16,7 +16,7 @@ const endpointColumns = `id, provider, timestamp_tolerance_ms, max_body_bytes, d
 
 // CreateEndpoint stores a new endpoint; ErrAlreadyExists if the id is taken.
 func (s *Store) CreateEndpoint(ctx context.Context, e storage.Endpoint) error {
-	if err := validEndpoint(e); err != nil {
+	if err := e.Check(); err != nil {
 		return s.fail("create endpoint", err)
 	}
 	options, err := encodeOptions(e.Options)
@@ -78,7 +78,7 @@ func (s *Store) ListEndpointsPage(ctx context.Context, after string, limit int) 
 // UpdateEndpoint replaces every field but ID, Provider and CreatedAt; ErrNotFound if the
 // endpoint does not exist.
 func (s *Store) UpdateEndpoint(ctx context.Context, e storage.Endpoint) error {
-	if err := validEndpoint(e); err != nil {
+	if err := e.Check(); err != nil {
 		return s.fail("update endpoint", err)
 	}
 	options, err := encodeOptions(e.Options)
@@ -119,7 +119,7 @@ func (s *Store) ModifyEndpoint(ctx context.Context, id string, change storage.En
 			changeErr = err
 			return err
 		}
-		if err := validEndpoint(next); err != nil {
+		if err := next.Check(); err != nil {
 			return err
 		}
 		options, err := encodeOptions(next.Options)
@@ -138,19 +138,6 @@ func (s *Store) ModifyEndpoint(ctx context.Context, id string, change storage.En
 		return storage.Endpoint{}, err
 	}
 	return stored, nil
-}
-
-// validEndpoint checks what the schema does not: an endpoint needs an id, and its dedupe scope
-// is never empty once stored (a claim needs a scope, so every delivery to the endpoint would
-// be refused).
-func validEndpoint(e storage.Endpoint) error {
-	switch {
-	case e.ID == "":
-		return fmt.Errorf("%w: empty endpoint id", storage.ErrInvalid)
-	case e.DedupeScope == "":
-		return fmt.Errorf("%w: empty dedupe scope", storage.ErrInvalid)
-	}
-	return nil
 }
 
 // updateEndpoint writes e's mutable fields and returns the row as stored; ErrNotFound if no
