@@ -238,11 +238,12 @@ func WithMaxBodyBytes(n int64) Option {
 // WithPublicURLBase makes the forwarded URL base + the request URI as received, for edges
 // behind a proxy or load balancer that cannot see the URL the provider called. base is the
 // scheme and host the provider uses, e.g. "https://hooks.example.com", and at most a path (a
-// prefix the proxy strips); a trailing slash is dropped. Dial refuses a base with another
-// scheme, no host, credentials, a query, a fragment or white space.
+// prefix the proxy strips); every trailing slash is dropped, since the request URI begins
+// with one ("https://h//" forwards "https://h/hooks/ep", as the Node edge does). Dial refuses
+// a base with another scheme, no host, credentials, a query, a fragment or white space.
 // This matters only for providers that sign the URL (see ProviderInfo.needs_url).
 func WithPublicURLBase(base string) Option {
-	return func(c *config) { c.publicURLBase = strings.TrimSuffix(base, "/") }
+	return func(c *config) { c.publicURLBase = strings.TrimRight(base, "/") }
 }
 
 // WithTrustForwardedProto takes the URL scheme from the X-Forwarded-Proto header when the edge

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,6 +97,11 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 	if !strings.Contains(cfg.route, "{endpoint}") {
 		return usagef("--route %q has no {endpoint} wildcard", cfg.route)
 	}
+	if strings.HasSuffix(cfg.route, "/") || strings.Contains(cfg.route, "...}") {
+		// A subtree pattern: ServeMux would answer "/in/ep" with a redirect to "/in/ep/", a URL
+		// the provider did not call, and take "/in/ep/x/y" as endpoint ep.
+		return usagef("--route %q matches a subtree (it ends in / or a {name...} wildcard): give one URL per endpoint, as /hooks/{endpoint}", cfg.route)
+	}
 	if err := checkAddress("--verifier", cfg.verifier, "--verifier-ca"); err != nil {
 		return err
 	}
@@ -168,7 +174,7 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 	if err := handle(mux, "GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })); err != nil {
 		return err
 	}
-	servers := []*http.Server{newEdgeServer(cfg, accessLog(log, mux), log)}
+	servers := []*http.Server{newEdgeServer(cfg, accessLog(log, refuseUncleanPaths(mux)), log)}
 	if cfg.metricsListen == "" {
 		if err := handle(mux, "GET /metrics", metrics); err != nil {
 			return err
@@ -176,7 +182,7 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 	} else {
 		metricsMux := http.NewServeMux()
 		metricsMux.Handle("GET /metrics", metrics)
-		servers = append(servers, newEdgeServer(cfg, metricsMux, log))
+		servers = append(servers, newEdgeServer(cfg, refuseUncleanPaths(metricsMux), log))
 	}
 	if cfg.tlsCert != "" {
 		// Read again when the files change: providers' webhooks reach the edge over the
@@ -330,8 +336,40 @@ func newEdgeServer(cfg edgeConfig, h http.Handler, log *slog.Logger) *http.Serve
 		IdleTimeout:       60 * time.Second,
 		// The server refuses more than 256 KiB of headers; a little framing on top.
 		MaxHeaderBytes: 256<<10 + 16<<10,
-		ErrorLog:       stdlog.New(&edgeErrorLog{log: log, limit: ratelog.ForLog(log, edgeHandshakeLogInterval, "TLS handshakes failed")}, "", 0),
+		// "OPTIONS *" goes to the handler, which answers it 404 as the Node edge does (and
+		// logs it), rather than net/http's own 200 outside the access log.
+		DisableGeneralOptionsHandler: true,
+		ErrorLog:                     stdlog.New(&edgeErrorLog{log: log, limit: ratelog.ForLog(log, edgeHandshakeLogInterval, "TLS handshakes failed")}, "", 0),
 	}
+}
+
+// refuseUncleanPaths answers 404, as to a path no route takes, a request whose path is not
+// clean ("/hooks//ep", "/hooks/./ep", "/hooks/a/../ep", none at all, "*"): http.ServeMux
+// would answer 307 to the cleaned path, which most providers do not follow, and one that does
+// posts again to a URL it did not call (a URL-signing provider's signature then fails; the
+// others' deliveries would be verified under a URL nobody called). The Node edge answers 404.
+func refuseUncleanPaths(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The path ServeMux cleans and matches: the escaped one ("%2E%2E" is no dot segment).
+		if p := r.URL.EscapedPath(); !isCleanPath(p) {
+			http.NotFound(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isCleanPath reports whether http.ServeMux would take p as it is, without redirecting to
+// a cleaned path: absolute, without empty, "." or ".." segments (a trailing slash is kept).
+func isCleanPath(p string) bool {
+	if !strings.HasPrefix(p, "/") {
+		return false
+	}
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	return clean == p
 }
 
 // edgeHandshakeLogInterval bounds how often the edge logs failed TLS handshakes.

@@ -241,6 +241,10 @@ func TestEdgeRefusesBadFlags(t *testing.T) {
 		names string // the flag the error must name
 	}{
 		{[]string{"--route", "/hooks/{id}"}, "--route"},
+		// Subtree patterns: ServeMux redirects "/in/ep" to "/in/ep/" (a URL the provider did
+		// not call) and routes "/in/ep/x/y" to endpoint ep.
+		{[]string{"--route", "/in/{endpoint}/"}, "--route"},
+		{[]string{"--route", "/in/{endpoint}/{rest...}"}, "--route"},
 		{[]string{"--tls-cert", "x.pem"}, "--tls-key"},
 		{[]string{"--max-body-bytes", "0"}, "--max-body-bytes"},
 		// Above the server's ceiling: such bodies could never be accepted.
