@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/pem"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -131,6 +134,30 @@ func FuzzEdgeErrorLog(f *testing.F) {
 		quiet := handshake && (strings.HasSuffix(rest, ": EOF") || strings.HasSuffix(rest, "connection reset by peer"))
 		if quiet != (out.Len() == 0) {
 			t.Fatalf("Write(%q) logged %q", line, out.String())
+		}
+	})
+}
+
+// FuzzIsCleanPath: the edge answers 404 itself to a request path http.ServeMux would redirect
+// to its cleaned form (refuseUncleanPaths). Held to ServeMux itself, on any request target that
+// net/http would parse: isCleanPath is false exactly when the mux answers a redirect.
+func FuzzIsCleanPath(f *testing.F) {
+	for _, p := range []string{"/hooks/ep", "/hooks//ep", "/hooks/./ep", "/hooks/a/../ep", "/hooks/ep/", "/hooks/ep/.", "//x", "/", "/hooks/%2E%2E", "/a/..?x=1", "*"} {
+		f.Add(p)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	f.Fuzz(func(t *testing.T, target string) {
+		u, err := url.ParseRequestURI(target)
+		if err != nil || u.Path == "" && u.RawPath == "" && target != "*" {
+			t.Skip()
+		}
+		r := &http.Request{Method: "POST", URL: u, RequestURI: target, Host: "h.example", Header: http.Header{}}
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, r)
+		redirected := w.Code == http.StatusTemporaryRedirect || w.Code == http.StatusMovedPermanently
+		if clean := isCleanPath(u.EscapedPath()); clean == redirected && w.Code != http.StatusBadRequest {
+			t.Fatalf("target %q (escaped path %q): isCleanPath %v, ServeMux answered %d", target, u.EscapedPath(), clean, w.Code)
 		}
 	})
 }
