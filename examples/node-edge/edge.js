@@ -706,14 +706,16 @@ function sendText(res, status, text, extraHeaders = {}) {
 // credentials: Go's httputil.ReverseProxy list), lower case. Node keeps them all in rawHeaders;
 // Go's net/http removes Transfer-Encoding and Trailer, and a proxy in front, or HTTP/2, the rest.
 const HOP_BY_HOP = new Set(['connection', 'proxy-connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+// The fields Go's net/http removes from a request's header before the Go edge counts them.
+const NOT_COUNTED = new Set(['transfer-encoding', 'trailer']);
 
 /**
  * withoutHopByHop is headers (HeaderFields) without the hop-by-hop fields and those the
  * Connection header names (never Host), as the Go edge forwards them: no provider signs them,
  * and forwarded, the same delivery was stored differently depending on the hops it took, with
  * a proxy's credentials among its headers. They are dropped after the checks (UTF-8, the
- * server's limits), as in the Go edge, and the request keeps them (X-Forwarded-Proto still
- * gives the scheme).
+ * header count; beyondServerLimits counts their bytes as not forwarded), as in the Go edge, and
+ * the request keeps them (X-Forwarded-Proto still gives the scheme).
  */
 function withoutHopByHop(headers) {
   const drop = new Set(HOP_BY_HOP);
@@ -738,9 +740,13 @@ const MAX_URL_BYTES = 16 * 1024;
  * values, in UTF-8 bytes, as the server counts them), or null when they fit.
  */
 function beyondServerLimits(headers, url, host) {
-  if (headers.length > MAX_HEADER_COUNT) return `${headers.length} headers, more than the server's limit of ${MAX_HEADER_COUNT}`;
+  // As the Go edge (client.Verify) counts: every field but Transfer-Encoding and Trailer, which
+  // net/http removes before it sees them, towards the count; only the fields forwarded (not
+  // the hop-by-hop ones, withoutHopByHop) towards the bytes.
+  const count = headers.filter((f) => !NOT_COUNTED.has(f.name.toLowerCase())).length;
+  if (count > MAX_HEADER_COUNT) return `${count} headers, more than the server's limit of ${MAX_HEADER_COUNT}`;
   let total = 0;
-  for (const h of headers) total += Buffer.byteLength(h.name) + Buffer.byteLength(h.value);
+  for (const h of withoutHopByHop(headers)) total += Buffer.byteLength(h.name) + Buffer.byteLength(h.value);
   if (total > MAX_HEADER_BYTES) return `headers of ${total} bytes, more than the server's limit of ${MAX_HEADER_BYTES}`;
   const urlBytes = Buffer.byteLength(url);
   if (urlBytes > MAX_URL_BYTES) return `a URL of ${urlBytes} bytes, more than the server's limit of ${MAX_URL_BYTES}`;
@@ -1188,9 +1194,12 @@ function createEdge(opts = {}) {
       // authority (RFC 9112 3.2.2), as Go's net/http does (r.Host): forwarded as the Host, so
       // the stored delivery names the host of its URL, in the header's place, or first when
       // there is none (HTTP/1.0).
+      // Its host[:port] only, as Go's URL.Host: userinfo (a credential, with publicBaseUrl
+      // taken, not refused) is not forwarded.
+      const authority = target.authority.slice(target.authority.lastIndexOf('@') + 1);
       const at = headers.findIndex((f) => f.name.toLowerCase() === 'host');
-      if (at >= 0) headers[at] = { name: headers[at].name, value: target.authority };
-      else headers.unshift({ name: 'Host', value: target.authority });
+      if (at >= 0) headers[at] = { name: headers[at].name, value: authority };
+      else headers.unshift({ name: 'Host', value: authority });
     }
     let beyond;
     if (target.scheme !== null && target.scheme !== 'http' && target.scheme !== 'https') beyond = 'a request target that is neither a path nor an http(s) URL';
