@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/netip"
 	"net/textproto"
@@ -173,20 +174,23 @@ func forwardHeaders(r *http.Request) ([]*hookverifyv1.HeaderField, error) {
 // hopByHopFields are the header fields about a connection rather than the delivery (RFC 9110
 // 7.6.1, and the proxy credentials of RFC 9110 11.7: httputil.ReverseProxy's list), canonical.
 // net/http removes Transfer-Encoding and Trailer itself; a proxy in front, or HTTP/2, the rest.
-var hopByHopFields = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+var hopByHopFields = map[string]bool{"Connection": true, "Proxy-Connection": true, "Keep-Alive": true,
+	"Proxy-Authenticate": true, "Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true}
 
 // hopByHop returns the canonical names of header's hop-by-hop fields and of those its
 // Connection header names (never Host), which are not forwarded, as the Node edge does not. No
 // provider signs them; forwarded, the same delivery was stored differently depending on the
 // hops it took, with a proxy's credentials among its headers. They are still checked for
 // UTF-8 and counted towards MaxHeaderCount (counted before anything is copied), not towards
-// MaxHeaderBytes.
+// MaxHeaderBytes. The result is only read: without a Connection header (HTTP/2 has none) it is
+// hopByHopFields itself, so that a request costs no map.
 func hopByHop(header http.Header) map[string]bool {
-	drop := make(map[string]bool, len(hopByHopFields))
-	for _, name := range hopByHopFields {
-		drop[name] = true
+	connection := header["Connection"]
+	if len(connection) == 0 {
+		return hopByHopFields
 	}
-	for _, value := range header["Connection"] {
+	drop := maps.Clone(hopByHopFields)
+	for _, value := range connection {
 		for name := range strings.SplitSeq(value, ",") {
 			if name = textproto.CanonicalMIMEHeaderKey(textproto.TrimString(name)); name != "" && name != "Host" {
 				drop[name] = true
