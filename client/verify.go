@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/netip"
-	"net/textproto"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/hookverify/hookverify/internal/ascii"
+	"github.com/hookverify/hookverify/internal/hopbyhop"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
 
@@ -146,7 +145,11 @@ func forwardHeaders(r *http.Request) ([]*hookverifyv1.HeaderField, error) {
 		}
 		out = append(out, &hookverifyv1.HeaderField{Name: "Host", Value: r.Host})
 	}
-	hop := hopByHop(r.Header)
+	// Not forwarded: no provider signs them, and forwarded, the same delivery was stored
+	// differently depending on the hops it took, with a proxy's credentials among its headers.
+	// They are still checked for UTF-8 and counted towards MaxHeaderCount (counted before
+	// anything is copied), not towards MaxHeaderBytes.
+	hop := hopbyhop.Of(r.Header)
 	for _, name := range names {
 		if !utf8.ValidString(name) {
 			return nil, fmt.Errorf("%w: a header name is not valid UTF-8", ErrUnforwardable)
@@ -169,35 +172,6 @@ func forwardHeaders(r *http.Request) ([]*hookverifyv1.HeaderField, error) {
 		return nil, fmt.Errorf("%w: headers of %d bytes, more than the server's limit of %d", ErrUnforwardable, total, MaxHeaderBytes)
 	}
 	return out, nil
-}
-
-// hopByHopFields are the header fields about a connection rather than the delivery (RFC 9110
-// 7.6.1, and the proxy credentials of RFC 9110 11.7: httputil.ReverseProxy's list), canonical.
-// net/http removes Transfer-Encoding and Trailer itself; a proxy in front, or HTTP/2, the rest.
-var hopByHopFields = map[string]bool{"Connection": true, "Proxy-Connection": true, "Keep-Alive": true,
-	"Proxy-Authenticate": true, "Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true}
-
-// hopByHop returns the canonical names of header's hop-by-hop fields and of those its
-// Connection header names (never Host), which are not forwarded, as the Node edge does not. No
-// provider signs them; forwarded, the same delivery was stored differently depending on the
-// hops it took, with a proxy's credentials among its headers. They are still checked for
-// UTF-8 and counted towards MaxHeaderCount (counted before anything is copied), not towards
-// MaxHeaderBytes. The result is only read: without a Connection header (HTTP/2 has none) it is
-// hopByHopFields itself, so that a request costs no map.
-func hopByHop(header http.Header) map[string]bool {
-	connection := header["Connection"]
-	if len(connection) == 0 {
-		return hopByHopFields
-	}
-	drop := maps.Clone(hopByHopFields)
-	for _, value := range connection {
-		for name := range strings.SplitSeq(value, ",") {
-			if name = textproto.CanonicalMIMEHeaderKey(textproto.TrimString(name)); name != "" && name != "Host" {
-				drop[name] = true
-			}
-		}
-	}
-	return drop
 }
 
 // requestURL rebuilds the absolute URL the provider called.

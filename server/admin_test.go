@@ -705,3 +705,33 @@ func TestUpdateEndpointFromAStaleReadIsAborted(t *testing.T) {
 		}
 	})
 }
+
+// TestEndpointOptionsNamingHopByHopHeadersRefused: both edges leave hop-by-hop headers
+// (Connection and what it names, Upgrade, Proxy-Authorization, ...) out of what they forward,
+// so an endpoint whose option names one as the header to read would reject every delivery for
+// a header it never gets: refused when set, naming the option.
+func TestEndpointOptionsNamingHopByHopHeadersRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, backends[0]) // admin-time validation: the store plays no part
+	for _, tc := range []struct {
+		provider string
+		options  map[string]string
+		option   string
+	}{
+		{"shared-token", map[string]string{"header": "Proxy-Authorization"}, "header"},
+		{"okta", map[string]string{"header": "upgrade"}, "header"},
+		{"bearer-token", map[string]string{"id_header": "Keep-Alive"}, "id_header"},
+		{"generic-hmac", map[string]string{"header": "TE"}, "header"},
+		{"generic-hmac", map[string]string{"template": "{timestamp}.{header:connection}.{body}", "timestamp_header": "X-Ts"}, "template"},
+		{"generic-hmac", map[string]string{"template": "{timestamp}.{body}", "timestamp_header": "Trailer"}, "timestamp_header"},
+	} {
+		_, err := e.admin.CreateEndpoint(t.Context(), &hookverifyv1.CreateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: "hop", Provider: tc.provider, Options: tc.options}})
+		wantCode(t, err, codes.InvalidArgument)
+		if msg := status.Convert(err).Message(); !strings.Contains(msg, "hop-by-hop") || !strings.Contains(msg, "option "+tc.option+" ") {
+			t.Errorf("%s %v: %q, want a refusal naming option %s as hop-by-hop", tc.provider, tc.options, msg, tc.option)
+		}
+	}
+	// The same options naming an end-to-end header are taken.
+	e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "fine", Provider: "generic-hmac",
+		Options: map[string]string{"template": "{timestamp}.{header:X-Conn}.{body}", "timestamp_header": "X-Ts", "header": "X-Upgrade-Sig"}})
+}
