@@ -111,8 +111,11 @@ type config struct {
 	retry       RetryPolicy
 	grpcOptions []grpc.DialOption
 
-	maxBodyBytes        int64
-	publicURLBase       string
+	maxBodyBytes  int64
+	publicURLBase string
+	// publicURLBaseGiven is WithPublicURLBase's base as given, which Dial checks: "//" has no
+	// trailing slash left to drop and would read as no base at all.
+	publicURLBaseGiven  string
 	trustForwardedProto bool
 }
 
@@ -243,7 +246,7 @@ func WithMaxBodyBytes(n int64) Option {
 // a base with another scheme, no host, credentials, a query, a fragment or white space.
 // This matters only for providers that sign the URL (see ProviderInfo.needs_url).
 func WithPublicURLBase(base string) Option {
-	return func(c *config) { c.publicURLBase = strings.TrimRight(base, "/") }
+	return func(c *config) { c.publicURLBase, c.publicURLBaseGiven = strings.TrimRight(base, "/"), base }
 }
 
 // WithTrustForwardedProto takes the URL scheme from the X-Forwarded-Proto header when the edge
@@ -297,8 +300,8 @@ func Dial(addr string, opts ...Option) (*Conn, error) {
 	if err := cfg.retry.validate(); err != nil {
 		return nil, err
 	}
-	if cfg.publicURLBase != "" {
-		if err := CheckPublicURLBase(cfg.publicURLBase); err != nil {
+	if cfg.publicURLBaseGiven != "" {
+		if err := CheckPublicURLBase(cfg.publicURLBaseGiven); err != nil {
 			return nil, err
 		}
 	}

@@ -33,3 +33,27 @@ func TestPublicURLBaseDropsEveryTrailingSlash(t *testing.T) {
 		}
 	}
 }
+
+// TestPublicURLBaseOfSlashesOnlyRefused: WithPublicURLBase drops every trailing slash before
+// Dial checks the base, and Dial checks only a base that is not empty. "//" (or "/") became
+// "", which Dial took as no base at all: it started without the public URL it was given,
+// forwarding the Host the proxy set, so every URL-signed delivery failed its check, in
+// silence. Dial refuses a base with no scheme or host, as its documentation says.
+func TestPublicURLBaseOfSlashesOnlyRefused(t *testing.T) {
+	t.Parallel()
+	for _, base := range []string{"/", "//", "///"} {
+		conn, err := client.Dial("127.0.0.1:1", client.WithPublicURLBase(base))
+		if err == nil {
+			conn.Close()
+			t.Errorf("WithPublicURLBase(%q): Dial took it", base)
+		}
+	}
+	// No base given, or an empty one: none is used, as before.
+	for _, opts := range [][]client.Option{nil, {client.WithPublicURLBase("")}} {
+		conn, err := client.Dial("127.0.0.1:1", opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+	}
+}

@@ -598,37 +598,14 @@ func validateOptions(p *protocol.Protocol, options map[string]string) error {
 	if err := p.ValidateOptions(own); err != nil {
 		return status.Errorf(codes.InvalidArgument, "invalid options for provider %s: %v", p.Name, err)
 	}
-	if k, name, ok := hopByHopOption(own); ok {
-		return status.Errorf(codes.InvalidArgument, "invalid options for provider %s: option %s names %s, a hop-by-hop header, which edges do not forward: no delivery would carry it", p.Name, k, name)
+	// Both edges leave hop-by-hop headers out of what they forward (internal/hopbyhop), so an
+	// endpoint told to read one would reject every delivery for a header it never gets.
+	for _, named := range protocol.HeadersNamed(own) {
+		if hopbyhop.Is(named.Header) {
+			return status.Errorf(codes.InvalidArgument, "invalid options for provider %s: option %s names %s, a hop-by-hop header, which edges do not forward: no delivery would carry it", p.Name, named.Option, named.Header)
+		}
 	}
 	return nil
-}
-
-// hopByHopOption returns an option that names a hop-by-hop header (Connection, Upgrade,
-// Proxy-Authorization, ...) and that header: an option "header" or "*_header", or a
-// {header:NAME} placeholder of a "template". Both edges leave those headers out of what they
-// forward, so such an endpoint would reject every delivery for a header it never gets.
-func hopByHopOption(options map[string]string) (key, name string, ok bool) {
-	for k, v := range options {
-		if (k == "header" || strings.HasSuffix(k, "_header")) && hopbyhop.Is(v) {
-			return k, v, true
-		}
-		if k != "template" {
-			continue
-		}
-		for rest := v; ; {
-			_, after, found := strings.Cut(rest, "{header:")
-			if !found {
-				break
-			}
-			name, tail, _ := strings.Cut(after, "}")
-			if hopbyhop.Is(name) {
-				return k, name, true
-			}
-			rest = tail
-		}
-	}
-	return "", "", false
 }
 
 // ceilMilli returns d rounded up to a whole millisecond, the precision the stores keep an

@@ -735,3 +735,34 @@ func TestEndpointOptionsNamingHopByHopHeadersRefused(t *testing.T) {
 	e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "fine", Provider: "generic-hmac",
 		Options: map[string]string{"template": "{timestamp}.{header:X-Conn}.{body}", "timestamp_header": "X-Ts", "header": "X-Upgrade-Sig"}})
 }
+
+// TestTemplateLiteralBracesAreNotAHopByHopPlaceholder: in a generic-hmac template "{{" and "}}"
+// are literal braces, so "{{header:Connection}}" signs the text "{header:Connection}" and reads
+// no header. The hop-by-hop check searched the template for "{header:" without parsing it and
+// refused such a template as naming Connection; the placeholders it does name are still refused.
+func TestTemplateLiteralBracesAreNotAHopByHopPlaceholder(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, backends[0]) // admin-time validation: the store plays no part
+	for i, template := range []string{
+		"{{header:Connection}}.{body}",
+		"{{header:Upgrade}}.{body}{{}}",
+		"{header:X-A}{{header:Te}}{body}",
+	} {
+		_, err := e.admin.CreateEndpoint(t.Context(), &hookverifyv1.CreateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{
+			Id: "lit" + string(rune('a'+i)), Provider: "generic-hmac", Options: map[string]string{"template": template}}})
+		if err != nil {
+			t.Errorf("template %q (literal braces, no hop-by-hop placeholder): %v", template, err)
+		}
+	}
+	for _, template := range []string{
+		"{{{header:connection}.{body}",
+		"{{}}{header:TE}{body}",
+	} {
+		_, err := e.admin.CreateEndpoint(t.Context(), &hookverifyv1.CreateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{
+			Id: "hop", Provider: "generic-hmac", Options: map[string]string{"template": template}}})
+		wantCode(t, err, codes.InvalidArgument)
+		if msg := status.Convert(err).Message(); !strings.Contains(msg, "hop-by-hop") {
+			t.Errorf("template %q: %q, want a hop-by-hop refusal", template, msg)
+		}
+	}
+}

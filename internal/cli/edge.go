@@ -100,7 +100,7 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 	if strings.HasSuffix(cfg.route, "/") || strings.Contains(cfg.route, "...}") {
 		// A subtree pattern: ServeMux would answer "/in/ep" with a redirect to "/in/ep/", a URL
 		// the provider did not call, and take "/in/ep/x/y" as endpoint ep.
-		return usagef("--route %q matches a subtree (it ends in / or a {name...} wildcard): give one URL per endpoint, as /hooks/{endpoint}", cfg.route)
+		return usagef("--route %q matches a subtree (it ends in / or a {name...} wildcard): give one URL per endpoint, as /hooks/{endpoint} (or /hooks/{endpoint}/{$} for URLs ending in /)", cfg.route)
 	}
 	if err := checkAddress("--verifier", cfg.verifier, "--verifier-ca"); err != nil {
 		return err
@@ -348,14 +348,25 @@ func newEdgeServer(cfg edgeConfig, h http.Handler, log *slog.Logger) *http.Serve
 // would answer 307 to the cleaned path, which most providers do not follow, and one that does
 // posts again to a URL it did not call (a URL-signing provider's signature then fails; the
 // others' deliveries would be verified under a URL nobody called). The Node edge answers 404.
-func refuseUncleanPaths(next http.Handler) http.Handler {
+//
+// Likewise a path mux would redirect to itself with a slash added ("/in/ep" to "/in/ep/" under a
+// --route "/in/{endpoint}/{$}"): mux.Handler then names a pattern ending in "/{$}" (or, before
+// Go 1.26, the target path) for a path that does not end in "/", which no such pattern matches.
+func refuseUncleanPaths(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The path ServeMux cleans and matches: the escaped one ("%2E%2E" is no dot segment).
-		if p := r.URL.EscapedPath(); !isCleanPath(p) {
+		p := r.URL.EscapedPath()
+		if !isCleanPath(p) {
 			http.NotFound(w, r)
 			return
 		}
-		next.ServeHTTP(w, r)
+		if !strings.HasSuffix(p, "/") {
+			if _, pattern := mux.Handler(r); strings.HasSuffix(pattern, "/") || strings.HasSuffix(pattern, "/{$}") {
+				http.NotFound(w, r)
+				return
+			}
+		}
+		mux.ServeHTTP(w, r)
 	})
 }
 

@@ -77,3 +77,46 @@ func TestEdgeAnswersUncleanPaths404WithoutARedirect(t *testing.T) {
 		t.Errorf("the access log has no line for /hooks//ep:\n%s", edge.log.String())
 	}
 }
+
+// TestEdgeRouteEndingInDollarRedirectsNot: a --route "/in/{endpoint}/{$}" (one URL per endpoint,
+// with a trailing slash) is taken, but http.ServeMux answered "/in/ep" with a 307 to "/in/ep/",
+// the redirect to a URL the provider did not call that the subtree refusal and the unclean-path
+// 404 are there to prevent: a URL-signing provider that follows it fails its check, and most do
+// not follow it. The edge answers 404, as to any path its route does not take.
+func TestEdgeRouteEndingInDollarRedirectsNot(t *testing.T) {
+	v, addr := startStalledVerifier(t)
+	edge := startEdge(t, "--listen", "127.0.0.1:0", "--verifier", addr, "--route", "POST /in/{endpoint}/{$}")
+	listen := edge.log.logLine(t, "edge listening")["addr"].(string)
+	for _, target := range []string{"/in/ep", "/in/ep?x=1", "http://hooks.example.com/in/ep"} {
+		resp, body := rawRequest(t, listen, "POST", target)
+		if resp.StatusCode != http.StatusNotFound || body != "404 page not found\n" || resp.Header.Get("Location") != "" {
+			t.Errorf("POST %s: %d %q (Location %q), want 404 and no redirect", target, resp.StatusCode, body, resp.Header.Get("Location"))
+		}
+	}
+	select {
+	case <-v.arrived:
+		t.Error("a path the route does not take reached the verifier")
+	default:
+	}
+	// The health check and the route's own URLs are answered as before.
+	if resp, body := rawRequest(t, listen, "GET", "/healthz"); resp.StatusCode != http.StatusOK || body != "ok\n" {
+		t.Errorf("GET /healthz: %d %q", resp.StatusCode, body)
+	}
+	if resp, _ := rawRequest(t, listen, "PUT", "/healthz"); resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("PUT /healthz: %d, want 405", resp.StatusCode)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := http.Post("http://"+listen+"/in/ep/", "application/json", strings.NewReader("{}")); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case <-v.arrived:
+	case <-time.After(10 * time.Second):
+		t.Error("POST /in/ep/ did not reach the verifier")
+	}
+	v.finish()
+	<-done
+}

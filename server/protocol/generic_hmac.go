@@ -173,6 +173,33 @@ var genericPlaceholders = map[string]genericPartKind{
 	"body": genericBody, "timestamp": genericTimestamp, "id": genericID, "url": genericURL, "method": genericMethod,
 }
 
+// NamedHeader is a header an endpoint option tells a protocol to read.
+type NamedHeader struct {
+	Option, Header string
+}
+
+// HeadersNamed returns the headers options tell a protocol to read: the values of the options
+// "header" and "*_header", and the {header:NAME} placeholders of a generic-hmac "template"
+// (as the template is parsed: "{{header:X}}" is literal text). Options a protocol would refuse
+// give what can be read of them.
+func HeadersNamed(options map[string]string) []NamedHeader {
+	var named []NamedHeader
+	for k, v := range options {
+		switch {
+		case k == genericOptHeader || strings.HasSuffix(k, "_header"):
+			named = append(named, NamedHeader{k, v})
+		case k == genericOptTemplate:
+			parts, _ := parseGenericTemplate(v)
+			for _, part := range parts {
+				if part.kind == genericHeader {
+					named = append(named, NamedHeader{k, part.text})
+				}
+			}
+		}
+	}
+	return named
+}
+
 // parseGenericTemplate parses a signed-content template. Errors never quote the template.
 func parseGenericTemplate(t string) ([]genericPart, error) {
 	var parts []genericPart
