@@ -1150,7 +1150,9 @@ function createEdge(opts = {}) {
       return;
     }
     const match = ROUTE.exec(target.pathQuery);
-    if (!match) {
+    // A dot segment ("/hooks/." or "/hooks/..") is an unclean path, which the Go edge answers
+    // 404 rather than have ServeMux redirect to the cleaned one ("%2E" is no dot segment).
+    if (!match || match[1] === '.' || match[1] === '..') {
       // The Go edge's ServeMux answer for a path no route takes.
       answerUnread(req, res, 404, '404 page not found\n');
       return;

@@ -79,6 +79,15 @@ describe('edge: agreement with the Go edge', { timeout: 60000 }, () => {
     assert.equal(calls.length, 0);
   });
 
+  test('a dot segment as the endpoint ("/hooks/.", "/hooks/..") is an unclean path: the Go edge\'s 404, no call', async () => {
+    for (const p of ['/hooks/.', '/hooks/..', '/hooks/..?x=1']) {
+      const res = await h.rawExchange(edgeURL, [`POST ${p} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`], { waitMs: 3000 });
+      assert.match(res.text, /^HTTP\/1\.1 404 /, p);
+      assert.ok(res.text.endsWith('404 page not found\n'), p);
+    }
+    assert.equal(calls.length, 0);
+  });
+
   test('/healthz with a method other than GET or HEAD gets the Go edge\'s 405 with Allow', async () => {
     for (const method of ['POST', 'PUT', 'DELETE']) {
       const res = await h.request(`${edgeURL}/healthz`, { method, body: Buffer.from('{}') });
