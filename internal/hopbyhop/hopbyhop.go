@@ -19,20 +19,25 @@ var fields = map[string]bool{"Connection": true, "Proxy-Connection": true, "Keep
 func Is(name string) bool { return fields[textproto.CanonicalMIMEHeaderKey(name)] }
 
 // Of returns the canonical names of header's hop-by-hop fields: the fixed ones and those its
-// Connection header names (never Host). The result is only read: without a Connection header
-// (HTTP/2 has none) it is the fixed set itself, so that a request costs no map.
+// Connection header names (never Host). The result is only read. It is the fixed set itself
+// unless Connection names a field the header holds that is not in it, so that the usual
+// "Connection: keep-alive" or "close" costs no map.
 func Of(header http.Header) map[string]bool {
-	connection := header["Connection"]
-	if len(connection) == 0 {
-		return fields
-	}
-	drop := maps.Clone(fields)
-	for _, value := range connection {
+	var drop map[string]bool
+	for _, value := range header["Connection"] {
 		for name := range strings.SplitSeq(value, ",") {
-			if name = textproto.CanonicalMIMEHeaderKey(textproto.TrimString(name)); name != "" && name != "Host" {
-				drop[name] = true
+			name = textproto.CanonicalMIMEHeaderKey(textproto.TrimString(name))
+			if name == "" || name == "Host" || fields[name] || header[name] == nil {
+				continue // nothing to add: a connection option such as "close", or no such field
 			}
+			if drop == nil {
+				drop = maps.Clone(fields)
+			}
+			drop[name] = true
 		}
+	}
+	if drop == nil {
+		return fields
 	}
 	return drop
 }
