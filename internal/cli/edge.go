@@ -174,7 +174,7 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 	if err := handle(mux, "GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })); err != nil {
 		return err
 	}
-	servers := []*http.Server{newEdgeServer(cfg, accessLog(log, refuseUncleanPaths(mux)), log)}
+	servers := []*http.Server{newEdgeServer(cfg, accessLog(log, refuseUncleanPaths(mux, strings.HasSuffix(cfg.route, "/{$}"))), log)}
 	if cfg.metricsListen == "" {
 		if err := handle(mux, "GET /metrics", metrics); err != nil {
 			return err
@@ -182,7 +182,7 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 	} else {
 		metricsMux := http.NewServeMux()
 		metricsMux.Handle("GET /metrics", metrics)
-		servers = append(servers, newEdgeServer(cfg, refuseUncleanPaths(metricsMux), log))
+		servers = append(servers, newEdgeServer(cfg, refuseUncleanPaths(metricsMux, false), log))
 	}
 	if cfg.tlsCert != "" {
 		// Read again when the files change: providers' webhooks reach the edge over the
@@ -352,7 +352,9 @@ func newEdgeServer(cfg edgeConfig, h http.Handler, log *slog.Logger) *http.Serve
 // Likewise a path mux would redirect to itself with a slash added ("/in/ep" to "/in/ep/" under a
 // --route "/in/{endpoint}/{$}"): mux.Handler then names a pattern ending in "/{$}" (or, before
 // Go 1.26, the target path) for a path that does not end in "/", which no such pattern matches.
-func refuseUncleanPaths(mux *http.ServeMux) http.Handler {
+// Only a mux with such a pattern (slashRoute) asks it, since the question costs another match
+// on every request.
+func refuseUncleanPaths(mux *http.ServeMux, slashRoute bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The path ServeMux cleans and matches: the escaped one ("%2E%2E" is no dot segment).
 		p := r.URL.EscapedPath()
@@ -360,7 +362,7 @@ func refuseUncleanPaths(mux *http.ServeMux) http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		if !strings.HasSuffix(p, "/") {
+		if slashRoute && !strings.HasSuffix(p, "/") {
 			if _, pattern := mux.Handler(r); strings.HasSuffix(pattern, "/") || strings.HasSuffix(pattern, "/{$}") {
 				http.NotFound(w, r)
 				return
