@@ -19,7 +19,10 @@
 //
 // SQLite does not notice the database file or its write-ahead log being deleted or replaced
 // while it has them open: its commits would go on succeeding into files gone at the next
-// start. Every write transaction checks first that the files at the paths are the ones open
+// start. Nor the -shm file, the log's index, which also holds the locks that processes on the
+// file take: one that opens the database after it was deleted makes a new one, and the two
+// processes then write over each other's log frames and read pages the other is rewriting.
+// Every write transaction checks first that the files at the paths are the ones open
 // (checkFiles), and fails with ErrUnavailable if not.
 //
 // The file is created with mode 0600. Times are stored as INTEGER microseconds since the Unix
@@ -93,6 +96,12 @@ type Store struct {
 	// database file (rescueLog); rescuing is held by the one rescueLog trying.
 	logRescued atomic.Bool
 	rescuing   sync.Mutex
+	// shmLost is set once the -shm was found deleted or replaced (rescueLogFor): from then on
+	// nothing of this process checkpoints, and held keeps a read transaction open on the pin
+	// for the process's life (holdFiles).
+	shmLost atomic.Bool
+	holding sync.Mutex
+	held    *sql.Conn
 }
 
 var (
@@ -322,9 +331,57 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) filesGone() error {
 	err := s.checkFiles()
 	if err != nil {
-		s.rescueLog()
+		s.rescueLogFor(err)
 	}
 	return err
+}
+
+// rescueLogFor is rescueLog for checkFiles' error err, which needs it only when the database
+// file or the log went. A deleted -shm alone loses nothing: the log at the path holds every
+// commit, and the next start rebuilds the index from it. A checkpoint would then do harm, as it
+// goes by this process's index: another process that opened the database since may have
+// checkpointed and restarted the log, whose frames would be copied into the wrong pages.
+//
+// Once the -shm went, no rescue runs either when the log or the database file goes later:
+// another process may have checkpointed and deleted the log, and this one's index would copy
+// stale pages over its commits.
+func (s *Store) rescueLogFor(err error) {
+	if fe, ok := errors.AsType[filesError](err); ok && fe.shmOnly {
+		s.shmLost.Store(true)
+		s.holdFiles()
+		return
+	}
+	if s.shmLost.Load() {
+		return
+	}
+	s.rescueLog()
+}
+
+// holdFiles keeps a read transaction open on the pin, once the -shm went, and never ends it:
+// a shared lock on the database file, which stops the last connection of any process from
+// checkpointing the log and deleting it on close. This process's Close would do it by its
+// stale index (copying log frames into the wrong pages), and another process's would delete
+// the log under this one. Close leaves the pin open (what a kill would leave: the next start
+// rebuilds the index from the log at the path).
+func (s *Store) holdFiles() {
+	s.holding.Lock()
+	defer s.holding.Unlock()
+	if s.held != nil || s.pin == nil {
+		return
+	}
+	ctx := context.Background()
+	conn, err := s.pin.Conn(ctx)
+	if err != nil {
+		return
+	}
+	var n int64
+	if _, err := conn.ExecContext(ctx, "BEGIN"); err == nil {
+		if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations").Scan(&n); err == nil {
+			s.held = conn
+			return
+		}
+	}
+	_ = conn.Close()
 }
 
 // rescueLog checkpoints the log the writer still has open, deleted or not, into the database
@@ -349,10 +406,11 @@ func (s *Store) rescueLog() {
 	}
 }
 
-// storeFiles identify the database file and its write-ahead log as the store opened them.
+// storeFiles identify the database file, its write-ahead log and the log's index (-shm) as
+// the store opened them.
 type storeFiles struct {
-	db, wal         os.FileInfo
-	dbPath, walPath string
+	db, wal, shm             os.FileInfo
+	dbPath, walPath, shmPath string
 }
 
 // pinFiles notes which files the store's connections have open, and keeps one connection
@@ -380,9 +438,11 @@ func (s *Store) pinFiles(ctx context.Context) error {
 	if err := s.pin.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations").Scan(&n); err != nil {
 		return fmt.Errorf("sqlite: open %s: %w: %w", s.path, storage.ErrUnavailable, err)
 	}
-	s.files = storeFiles{dbPath: dbPath, walPath: dbPath + "-wal"}
+	s.files = storeFiles{dbPath: dbPath, walPath: dbPath + "-wal", shmPath: dbPath + "-shm"}
 	if s.files.db, err = os.Stat(s.files.dbPath); err == nil {
-		s.files.wal, err = os.Stat(s.files.walPath)
+		if s.files.wal, err = os.Stat(s.files.walPath); err == nil {
+			s.files.shm, err = os.Stat(s.files.shmPath)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("sqlite: open %s: %w: %w", s.path, storage.ErrUnavailable, err)
@@ -390,8 +450,12 @@ func (s *Store) pinFiles(ctx context.Context) error {
 	return nil
 }
 
-// filesError is checkFiles' error.
-type filesError struct{ error }
+// filesError is checkFiles' error. shmOnly: the database file and the log are the ones
+// open, only the -shm is not.
+type filesError struct {
+	error
+	shmOnly bool
+}
 
 func (e filesError) Unwrap() error { return e.error }
 
@@ -400,8 +464,12 @@ func (e filesError) Unwrap() error { return e.error }
 // does not notice in WAL mode: it keeps writing to the files it has open, every commit
 // succeeds, and all of it, whatever was committed since the last checkpoint too, is gone at
 // the next start. So no write may commit then (inWriteTxAs): ACCEPTED would be a promise the
-// disk does not keep. A failure to look (a permission, an I/O error) is no evidence: the
-// writes themselves then report what is wrong.
+// disk does not keep. The same for the -shm: this process's connections share the deleted
+// file, but any other that opens the database (another instance, a token or endpoint command, a
+// backup) makes a new one and so takes its locks where this one does not look: the two would
+// write log frames over each other's, and a backup would read pages being rewritten. A failure
+// to look (a permission, an I/O error) is no evidence: the writes themselves then report what
+// is wrong.
 func (s *Store) checkFiles() error {
 	if s.files.db == nil {
 		return nil // Open has not noted them yet: it is migrating the files it just opened
@@ -416,8 +484,12 @@ func (s *Store) checkFiles() error {
 	} {
 		info, err := os.Stat(f.path)
 		if errors.Is(err, fs.ErrNotExist) || err == nil && !os.SameFile(info, f.want) {
-			return filesError{fmt.Errorf("%s was deleted or replaced while in use: new commits would be lost at the next start, so writes are refused until hookverify is restarted (%s)", f.path, f.lost)}
+			return filesError{error: fmt.Errorf("%s was deleted or replaced while in use: new commits would be lost at the next start, so writes are refused until hookverify is restarted (%s)", f.path, f.lost)}
 		}
+	}
+	info, err := os.Stat(s.files.shmPath)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && !os.SameFile(info, s.files.shm) {
+		return filesError{error: fmt.Errorf("%s was deleted or replaced while in use: a process that opens the database now takes its locks in another file than this one, and the two would overwrite each other's commits, so writes are refused until hookverify is restarted (nothing committed so far is lost: %s holds it)", s.files.shmPath, s.files.walPath), shmOnly: true}
 	}
 	return nil
 }
@@ -427,11 +499,15 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return s.fail("close", storage.ErrClosed)
 	}
+	if err := s.checkFiles(); err != nil {
+		s.rescueLogFor(err)
+	}
 	var errs []error
 	if s.reader != nil {
 		errs = append(errs, s.reader.Close())
 	}
-	if s.pin != nil {
+	if s.pin != nil && !s.shmLost.Load() {
+		// After a lost -shm the pin stays open with the process (holdFiles).
 		errs = append(errs, s.pin.Close())
 	}
 	if s.stmts != nil {
@@ -481,6 +557,13 @@ func (s *Store) inWriteTxAs(ctx context.Context, claims bool, fn func(tx *sql.Tx
 		return unavailable(err)
 	}
 	defer s.turns.release()
+	if err := s.checkFiles(); err != nil {
+		// Checked before writing too: a transaction larger than the page cache writes log
+		// frames before it commits, which after a deleted -shm may overwrite another
+		// process's commits.
+		s.rescueLogFor(err)
+		return unavailable(err)
+	}
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return unavailable(err)
@@ -493,7 +576,7 @@ func (s *Store) inWriteTxAs(ctx context.Context, claims bool, fn func(tx *sql.Tx
 		// The connection still has the deleted log open: a checkpoint copies what was
 		// committed to it (and answered as done) into the database file, for the restart.
 		_ = tx.Rollback()
-		s.rescueLog()
+		s.rescueLogFor(err)
 		return unavailable(err)
 	}
 	if err := tx.Commit(); err != nil {
