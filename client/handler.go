@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/hookverify/hookverify/internal/budget"
+	"github.com/hookverify/hookverify/internal/hopbyhop"
 	"github.com/hookverify/hookverify/internal/ident"
 	"github.com/hookverify/hookverify/internal/ratelog"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
@@ -229,6 +230,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 	o := Outcome{EndpointID: h.endpoint(r)}
 	if !ident.Valid(o.EndpointID) {
 		o.Err = errors.New("the request addresses no endpoint")
+		hopbyhop.CloseUnread(w, r)
 		o.Status = writeJSON(w, http.StatusNotFound, `{"status":"rejected","reason":"unknown_endpoint"}`)
 		return o
 	}
@@ -249,6 +251,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 			held.ahead = min(r.ContentLength, reservedAhead)
 		}
 		if !held.reserve(n + held.ahead) {
+			hopbyhop.CloseUnread(w, r)
 			return h.refuseFull(ctx, w, o, ErrBytesInFlight)
 		}
 		if hasBody {
@@ -271,6 +274,8 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 	stopReadCut()
 	if err != nil {
 		o.Err = err
+		// Whatever failed, the body was not read to its end.
+		hopbyhop.CloseUnread(w, r)
 		var netErr net.Error
 		switch {
 		case errors.Is(err, ErrBytesInFlight):

@@ -114,3 +114,39 @@ func TestHandlerForwardsTheAbsoluteFormAuthorityAsHost(t *testing.T) {
 		}
 	}
 }
+
+// TestEarlyAnswersDoNotWaitForTheBody: an answer written before the body is read (an id no
+// endpoint can have, headers the server would refuse, a Content-Length over the limit) closes
+// the connection. Without Connection: close net/http reads up to 256 KiB of the body before
+// sending it, so a body that stalls held the answer until the server's read timeout, when the
+// connection closed, most often without the answer.
+func TestEarlyAnswersDoNotWaitForTheBody(t *testing.T) {
+	t.Parallel()
+	f := newFakeServer()
+	ts := httptest.NewServer(client.Handler(dial(t, f.start(t), client.WithMaxBodyBytes(100)), client.EndpointFromPath("/hooks/"),
+		client.WithLogger(slog.New(slog.DiscardHandler))))
+	defer ts.Close()
+	for _, head := range []string{
+		"POST /hooks/a%20b HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n",                     // no endpoint can have it
+		"POST /hooks/ep HTTP/1.1\r\nHost: h\r\nX-Bad: \xff\r\nContent-Length: 10\r\n\r\n",         // not UTF-8
+		"POST /hooks/ep HTTP/1.1\r\nHost: h\r\nContent-Length: 1000\r\n\r\n",                      // over the limit
+		"POST /hooks/ep HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nX-Bad: \xfe\r\n\r\n", // chunked, not UTF-8
+	} {
+		c, err := net.Dial("tcp", ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+		_, _ = c.Write([]byte(head)) // and no body: it stalls
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		c.Close()
+		if err != nil {
+			t.Errorf("%q: no answer while the body stalls: %v", head, err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode < 400 || !resp.Close {
+			t.Errorf("%q: %d, Connection close %v; want the refusal at once, closing", head, resp.StatusCode, resp.Close)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/hookverify/hookverify/client"
+	"github.com/hookverify/hookverify/internal/hopbyhop"
 	"github.com/hookverify/hookverify/internal/ratelog"
 	"github.com/hookverify/hookverify/internal/tlsfiles"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
@@ -359,11 +360,13 @@ func refuseUncleanPaths(mux *http.ServeMux, slashRoute bool) http.Handler {
 		// The path ServeMux cleans and matches: the escaped one ("%2E%2E" is no dot segment).
 		p := r.URL.EscapedPath()
 		if !isCleanPath(p) {
+			hopbyhop.CloseUnread(w, r)
 			http.NotFound(w, r)
 			return
 		}
 		if slashRoute && !strings.HasSuffix(p, "/") {
 			if _, pattern := mux.Handler(r); strings.HasSuffix(pattern, "/") || strings.HasSuffix(pattern, "/{$}") {
+				hopbyhop.CloseUnread(w, r)
 				http.NotFound(w, r)
 				return
 			}

@@ -1,5 +1,6 @@
 // Package hopbyhop names the HTTP header fields that describe a connection rather than the
-// message: the edges do not forward them, so the server never sees them.
+// message: the edges do not forward them, so the server never sees them. It also sets the one
+// the edges answer with (CloseUnread).
 package hopbyhop
 
 import (
@@ -40,4 +41,15 @@ func Of(header http.Header) map[string]bool {
 		return fields
 	}
 	return drop
+}
+
+// CloseUnread makes an answer written before the request's body was read to its end close the
+// HTTP/1 connection: net/http would otherwise read up to 256 KiB of the body before sending
+// it, so that the connection could serve another request, and a body that stalled held the
+// answer until the read timeout, when it was most often lost (the Node edge answers at once
+// too). HTTP/2 needs none of this: a stream's unread body holds no other.
+func CloseUnread(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 1 && r.Body != nil && r.Body != http.NoBody {
+		w.Header().Set("Connection", "close")
+	}
 }
