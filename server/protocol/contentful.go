@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -20,10 +19,12 @@ import (
 //
 //	method "\n" path "\n" name:value;name:value... "\n" body
 //
-// where path is the request path and query normalized as the official @contentful/node-apps-
-// toolkit does (getNormalizedEncodedURI), and the headers are those named in
-// x-contentful-signed-headers plus that header and x-contentful-timestamp (unix milliseconds),
-// names lowercased, values trimmed, sorted by name.
+// where path is the request target (path and query, as received) normalized as the official
+// @contentful/node-apps-toolkit does (getNormalizedEncodedURI), and the headers are those named
+// in x-contentful-signed-headers plus that header and x-contentful-timestamp (unix
+// milliseconds), sorted by name. Verify reads them as the toolkit's verifyRequest does in a
+// Node server: a listed name counts only as written in lowercase without spaces, a repeated
+// header's values are joined as Node joins them (", "), values are trimmed.
 const (
 	contentfulName            = "contentful"
 	contentfulSignatureHeader = "x-contentful-signature"
@@ -47,11 +48,13 @@ const (
 // "body-sha256:" and the hex SHA-256 of the raw body.
 //
 // Verify rejects, in this order: no x-contentful-signature (missing signature); a signature
-// that is not 64 lowercase hex digits (malformed signature); no or non-numeric
-// x-contentful-timestamp (missing timestamp); no x-contentful-signed-headers, or one naming a
-// header the request lacks (malformed signature); no URL forwarded (missing signature: the
-// path is signed); no key matching (signature mismatch); the timestamp more than the
-// tolerance from Now in either direction (the toolkit checks only age, default 30 s).
+// that is not 64 lowercase hex digits, or one sent twice (malformed signature); no
+// x-contentful-timestamp, or one not starting with digits, read as JavaScript's parseInt does
+// (missing timestamp); no x-contentful-signed-headers, one with fewer than two comma-separated
+// entries, or one naming a header the request lacks (malformed signature); no URL forwarded
+// (missing signature: the path is signed); no key matching (signature mismatch); the timestamp
+// more than the tolerance from Now in either direction (the toolkit checks only age, default
+// 30 s).
 func Contentful() *Protocol {
 	return &Protocol{
 		Name:             contentfulName,
@@ -85,24 +88,16 @@ func parseContentfulSecret(secret string) ([]byte, error) {
 	return []byte(secret), nil
 }
 
-// contentfulPath is the path and query of raw as sent, normalized like the toolkit's
-// getNormalizedEncodedURI: split at '?' (text after a second '?' is dropped, as JavaScript's
-// destructuring of split does), the query escaped with querystring.escape, the whole with
-// encodeURI.
+// contentfulPath is the request target of raw (what a Node server's req.url holds, which the
+// toolkit's verifyRequest is given) normalized like the toolkit's getNormalizedEncodedURI:
+// split at '?' (text after a second '?' is dropped, as JavaScript's destructuring of split
+// does), the query escaped with querystring.escape, the whole with encodeURI. The target is
+// taken byte for byte: an invalid percent-escape ("%zz") and a '#' are part of it, as they
+// are of req.url, and both escapes encode '%' again.
 func contentfulPath(raw string) (string, bool) {
-	u, err := url.Parse(raw)
-	if err != nil || u.Opaque != "" {
+	uri, ok := contentfulTarget(raw)
+	if !ok {
 		return "", false
-	}
-	// The path as received, which the toolkit is given (req.url), cut from raw: EscapedPath
-	// would re-escape characters Go thinks need it ('|', '^', raw UTF-8), which encodeURI
-	// below would then escape a second time.
-	uri := rawURLPath(raw, u.Scheme)
-	if uri == "" {
-		uri = "/"
-	}
-	if u.RawQuery != "" || u.ForceQuery {
-		uri += "?" + u.RawQuery
 	}
 	parts := strings.Split(uri, "?")
 	out := parts[0]
@@ -112,24 +107,55 @@ func contentfulPath(raw string) (string, bool) {
 	return contentfulEscape(out, ";,/?:@&=+$-_.!~*'()#"), true
 }
 
-// rawURLPath is the path of raw, a URL that url.Parse accepted with the given scheme, byte for
-// byte as written: what follows the scheme and authority, up to the query or fragment.
-func rawURLPath(raw, scheme string) string {
-	if i := strings.IndexAny(raw, "?#"); i >= 0 {
-		raw = raw[:i]
-	}
-	if scheme != "" {
-		raw = raw[len(scheme)+1:]
-	}
-	// An authority follows "//" as url.Parse reads it: not in a scheme-less "///x".
-	if rest, ok := strings.CutPrefix(raw, "//"); ok && (scheme != "" || !strings.HasPrefix(rest, "/")) {
-		i := strings.IndexByte(rest, '/')
-		if i < 0 {
-			return ""
+// contentfulTarget is the request target within raw, the URL forwarded (scheme, "//",
+// authority, then the target as received) or a bare target: everything after the authority,
+// unparsed, "/" when that is empty and with a "/" added before a bare query or '#'. It refuses a
+// URL with an ASCII control character and one that is neither a path nor scheme "://"
+// ("mailto:x"): no request line carries them.
+func contentfulTarget(raw string) (string, bool) {
+	for i := 0; i < len(raw); i++ {
+		if raw[i] < 0x20 || raw[i] == 0x7f {
+			return "", false
 		}
-		return rest[i:]
 	}
-	return raw
+	rest, authority := raw, false
+	if i := strings.IndexByte(raw, ':'); i > 0 && contentfulScheme(raw[:i]) {
+		if rest = raw[i+1:]; !strings.HasPrefix(rest, "//") {
+			return "", false
+		}
+		authority = true
+	} else if !strings.HasPrefix(raw, "/") {
+		return "", false
+	} else if strings.HasPrefix(raw, "//") && !strings.HasPrefix(raw, "///") {
+		authority = true // a network-path reference, "//host/path", as url.Parse reads it
+	}
+	if authority {
+		rest = rest[2:]
+		i := strings.IndexAny(rest, "/?#")
+		if i < 0 {
+			return "/", true
+		}
+		rest = rest[i:]
+	}
+	if !strings.HasPrefix(rest, "/") {
+		rest = "/" + rest
+	}
+	return rest, true
+}
+
+// contentfulScheme reports whether s is a URL scheme: a letter, then letters, digits, '+', '-'
+// or '.'.
+func contentfulScheme(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case i > 0 && (c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
 }
 
 // contentfulEscape percent-encodes (uppercase hex) every byte of s that is not an ASCII
@@ -172,9 +198,7 @@ func contentfulCanonical(method, path string, names []string, value func(string)
 func contentfulNames(listed []string) []string {
 	set := map[string]bool{contentfulSignedHeaders: true, contentfulTimestampHeader: true}
 	for _, n := range listed {
-		if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
-			set[n] = true
-		}
+		set[n] = true
 	}
 	names := make([]string, 0, len(set))
 	for n := range set {
@@ -184,11 +208,73 @@ func contentfulNames(listed []string) []string {
 	return names
 }
 
+// contentfulListed is what the toolkit's verifyRequest signs of an x-contentful-signed-headers
+// value: its comma-separated entries, as they are, that can name a header of req.headers
+// (whose names Node lowercases), so a lowercase header name. An entry with a space or a
+// capital letter matches no header there and is not signed; neither is an empty one. ok is
+// false when the value has fewer than two entries, which the toolkit refuses.
+func contentfulListed(value string) (names []string, ok bool) {
+	entries := strings.Split(value, ",")
+	for _, e := range entries {
+		if isHeaderName(e) && e == strings.ToLower(e) {
+			names = append(names, e)
+		}
+	}
+	return names, len(entries) >= 2
+}
+
+// contentfulHeader is the value a Node server's req.headers holds for the lowercase name, as
+// the toolkit reads it (trimmed): Node joins a repeated header's values with ", ", a
+// repeated Cookie's with "; ", and keeps the first of a header that may appear once
+// (Content-Type, User-Agent, Authorization and the others of nodeSingleHeaders).
+func contentfulHeader(h Headers, name string) (string, bool) {
+	values := h.Values(name)
+	if len(values) == 0 {
+		return "", false
+	}
+	for i, v := range values {
+		values[i] = strings.Trim(v, " \t") // the optional whitespace Node's parser strips
+	}
+	v := strings.Join(values, ", ")
+	switch {
+	case nodeSingleHeaders[name]:
+		v = values[0]
+	case name == "cookie":
+		v = strings.Join(values, "; ")
+	}
+	return strings.TrimSpace(v), true
+}
+
+// nodeSingleHeaders are the headers of which Node's http server keeps the first value and
+// discards repeats (the IncomingMessage.headers documentation, checked with Node 20).
+var nodeSingleHeaders = map[string]bool{
+	"age": true, "authorization": true, "content-length": true, "content-type": true, "etag": true,
+	"expires": true, "from": true, "host": true, "if-modified-since": true, "if-unmodified-since": true,
+	"last-modified": true, "location": true, "max-forwards": true, "proxy-authorization": true,
+	"referer": true, "retry-after": true, "server": true, "user-agent": true,
+}
+
+// contentfulParseInt reads s as JavaScript's Number.parseInt(s, 10) does, which the toolkit
+// applies to x-contentful-timestamp: an optional sign, then the leading decimal digits; what
+// follows them is ignored. ok is false without digits, for a negative value and past 18 digits.
+func contentfulParseInt(s string) (int64, bool) {
+	s = strings.TrimPrefix(s, "+")
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	if n == 0 || n > 18 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(s[:n], 10, 64)
+	return v, err == nil
+}
+
 func verifyContentful(req *Request, keys []Key, p Params) (Result, error) {
 	if req == nil {
 		return Result{}, Reject(ReasonMissingSignature, "no request")
 	}
-	raw, ok := req.Headers.Get(contentfulSignatureHeader)
+	raw, ok := contentfulHeader(req.Headers, contentfulSignatureHeader)
 	if !ok {
 		return Result{}, Reject(ReasonMissingSignature, "no %s header", contentfulSignatureName)
 	}
@@ -196,16 +282,20 @@ func verifyContentful(req *Request, keys []Key, p Params) (Result, error) {
 	if !ok {
 		return Result{}, Reject(ReasonMalformedSignature, "%s is not 64 lowercase hex digits", contentfulSignatureName)
 	}
-	tsRaw, _ := req.Headers.Get(contentfulTimestampHeader)
-	ms, ok := parseUnixSeconds(strings.TrimSpace(tsRaw)) // the same digit syntax, in milliseconds
+	tsRaw, _ := contentfulHeader(req.Headers, contentfulTimestampHeader)
+	ms, ok := contentfulParseInt(tsRaw)
 	if !ok {
 		return Result{}, Reject(ReasonMissingTimestamp, "no %s header in unix milliseconds", contentfulTimestampName)
 	}
-	listed, ok := req.Headers.Get(contentfulSignedHeaders)
-	if !ok || strings.TrimSpace(listed) == "" {
+	listedRaw, ok := contentfulHeader(req.Headers, contentfulSignedHeaders)
+	if !ok || listedRaw == "" {
 		return Result{}, Reject(ReasonMalformedSignature, "no %s header", contentfulSignedName)
 	}
-	names := contentfulNames(strings.Split(listed, ","))
+	listed, ok := contentfulListed(listedRaw)
+	if !ok {
+		return Result{}, Reject(ReasonMalformedSignature, "%s names fewer than two headers", contentfulSignedName)
+	}
+	names := contentfulNames(listed)
 	for _, n := range names {
 		if _, ok := req.Headers.Get(n); !ok {
 			return Result{}, Reject(ReasonMalformedSignature, "%s names a header the request lacks", contentfulSignedName)
@@ -225,7 +315,7 @@ func verifyContentful(req *Request, keys []Key, p Params) (Result, error) {
 		case contentfulTimestampHeader:
 			return strconv.FormatInt(ms, 10)
 		}
-		v, _ := req.Headers.Get(n)
+		v, _ := contentfulHeader(req.Headers, n)
 		return v
 	}
 	keyID, ok := matchKey(keys, [][]byte{sig}, sha256.New, contentfulCanonical(req.Method, path, names, value, req.Body))
@@ -254,8 +344,8 @@ func verifyContentful(req *Request, keys []Key, p Params) (Result, error) {
 // change it, and so make the replay a new event.
 func contentfulIdentity(req *Request, signed []string) string {
 	// Trimmed, as the canonical request trims it: padding would not break the signature.
-	if key, _ := req.Headers.Get(contentfulIdempotency); slices.Contains(signed, contentfulIdempotency) {
-		if key = strings.TrimSpace(key); key != "" {
+	if key, _ := contentfulHeader(req.Headers, contentfulIdempotency); slices.Contains(signed, contentfulIdempotency) {
+		if key != "" {
 			return key
 		}
 	}
@@ -263,8 +353,8 @@ func contentfulIdentity(req *Request, signed []string) string {
 	if !slices.Contains(signed, "x-contentful-topic") {
 		return id
 	}
-	if topic, _ := req.Headers.Get("x-contentful-topic"); strings.TrimSpace(topic) != "" {
-		return strings.TrimSpace(topic) + ":" + id
+	if topic, _ := contentfulHeader(req.Headers, "x-contentful-topic"); topic != "" {
+		return topic + ":" + id
 	}
 	return id
 }

@@ -256,22 +256,27 @@ func TestContentfulVerifyRawPipeInPath(t *testing.T) {
 	checkOutcome(t, res, err, 0, "k0", req)
 }
 
-// FuzzRawURLPath: the raw path cut from a URL that url.Parse accepts decodes to the path Go
-// parsed, so it is that URL's path as written and nothing else (never the authority, query or
-// fragment).
-func FuzzRawURLPath(f *testing.F) {
-	for _, s := range []string{"https://h/a|b?x=1", "https://h", "https://u:p@[::1]:8/x%2Fy#f", "//h/p", "/p?q", "HTTPS://H/%41", "///", "https:///x"} {
+// FuzzContentfulTarget: the signed request target cut from the forwarded URL. For a URL that
+// url.Parse accepts as a hierarchical URL without a fragment, it is that URL's path as written
+// (decoding to the path Go parsed; "/" when empty) and its query, byte for byte: never the
+// authority, and nothing re-escaped.
+func FuzzContentfulTarget(f *testing.F) {
+	for _, s := range []string{"https://h/a|b?x=1", "https://h", "https://u:p@[::1]:8/x%2Fy?q", "//h/p", "/p?q", "HTTPS://H/%41", "///", "https:///x", "/a%zz/b", "/h/x#frag?q=1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
+		target, ok := contentfulTarget(raw)
 		u, err := url.Parse(raw)
-		if err != nil || u.Opaque != "" {
+		if !ok || err != nil || u.Opaque != "" || strings.Contains(raw, "#") {
 			return
 		}
-		got := rawURLPath(raw, u.Scheme)
-		dec, err := url.PathUnescape(got)
-		if err != nil || dec != u.Path {
-			t.Fatalf("rawURLPath(%q) = %q, decodes to %q (%v), want %q", raw, got, dec, err, u.Path)
+		path, query, hasQuery := strings.Cut(target, "?")
+		want := u.Path
+		if want == "" {
+			want = "/"
+		}
+		if dec, err := url.PathUnescape(path); err != nil || dec != want || query != u.RawQuery || hasQuery != (u.RawQuery != "" || u.ForceQuery) {
+			t.Fatalf("contentfulTarget(%q) = %q; url.Parse: path %q, query %q", raw, target, u.Path, u.RawQuery)
 		}
 	})
 }
