@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// The Node edge's limits (examples/node-edge/test/hopbyhop.test.js) follow these: a
+// The Node edge's limits (examples/node-edge/test/agreement.test.js) follow these: a
 // proxy's credential is not counted towards MaxHeaderBytes, Connection is towards
 // MaxHeaderCount.
 func TestHopByHopLimitsAsNodeEdge(t *testing.T) {
@@ -33,7 +33,7 @@ func TestHopByHopLimitsAsNodeEdge(t *testing.T) {
 }
 
 // The Node edge forwards an absolute-form target's host as Host as this does
-// (examples/node-edge/test/hopbyhop.test.js): net/http's r.Host, without userinfo.
+// (examples/node-edge/test/agreement.test.js): net/http's r.Host, without userinfo.
 func TestAbsoluteFormUserinfoNotInHost(t *testing.T) {
 	r, err := http.ReadRequest(bufio.NewReader(strings.NewReader("POST http://user:s3cret@target.example:8080/hooks/ep HTTP/1.1\r\nHost: other.example\r\nContent-Length: 0\r\n\r\n")))
 	if err != nil {

@@ -9,36 +9,49 @@ const grpc = require('@grpc/grpc-js');
 const { createEdge, loadHookverify } = require('../edge.js');
 const h = require('./helpers.js');
 
-describe('edge: agreement with the Go edge', { timeout: 60000 }, () => {
+/**
+ * acceptingEdge starts a fake VerifierService that answers every Verify ACCEPTED, keeping each
+ * request in calls, and an edge (createEdge with edgeOpts) in front of it, listening at url.
+ */
+async function acceptingEdge(edgeOpts) {
   const hookverify = loadHookverify();
-  let grpcServer;
-  let edge;
+  const v = { calls: [] };
+  v.grpcServer = new grpc.Server();
+  v.grpcServer.addService(hookverify.VerifierService.service, {
+    Verify(call, callback) {
+      v.calls.push(call.request);
+      callback(null, {
+        verdict: 'VERDICT_ACCEPTED', event_id: 'evt', operation_key: 'op',
+        reply: { status: 200, headers: [{ name: 'Content-Type', value: 'application/json' }], body: Buffer.from('{"status":"accepted"}') },
+      });
+    },
+  });
+  const addr = await h.bindLoopback(v.grpcServer);
+  v.edge = createEdge({ verifierAddr: addr, log: () => {}, ...edgeOpts });
+  v.url = await h.listen(v.edge);
+  v.close = async () => {
+    await h.closeServer(v.edge);
+    v.grpcServer.forceShutdown();
+  };
+  return v;
+}
+
+
+describe('edge: agreement with the Go edge', { timeout: 60000 }, () => {
+  let v;
   let edgeURL;
   let calls;
 
   before(async () => {
-    grpcServer = new grpc.Server();
-    grpcServer.addService(hookverify.VerifierService.service, {
-      Verify(call, callback) {
-        calls.push(call.request);
-        callback(null, {
-          verdict: 'VERDICT_ACCEPTED', event_id: 'evt', operation_key: 'op',
-          reply: { status: 200, headers: [{ name: 'Content-Type', value: 'application/json' }], body: Buffer.from('{"status":"accepted"}') },
-        });
-      },
-    });
-    const addr = await h.bindLoopback(grpcServer);
-    edge = createEdge({ verifierAddr: addr, log: () => {} });
-    edgeURL = await h.listen(edge);
+    v = await acceptingEdge({});
+    edgeURL = v.url;
   });
 
-  after(async () => {
-    if (edge) await h.closeServer(edge);
-    if (grpcServer) grpcServer.forceShutdown();
-  });
+  after(() => v?.close());
 
   beforeEach(() => {
-    calls = [];
+    v.calls.length = 0;
+    calls = v.calls;
   });
 
   const forwarded = (i = 0) => calls[i].headers.map((f) => `${f.name}: ${f.value}`);
@@ -101,6 +114,33 @@ describe('edge: agreement with the Go edge', { timeout: 60000 }, () => {
     assert.equal(res.body.toString(), 'ok\n');
     assert.equal(calls.length, 0);
   });
+
+  // The server's header limits, counted as the Go edge (client.Verify) counts them: hop-by-hop
+  // fields towards the count but not the bytes, since they are not forwarded; Transfer-Encoding
+  // and Trailer, which net/http removes before the Go edge sees them, towards neither.
+  test('hop-by-hop bytes do not count towards the forwarded header bytes', async () => {
+    // 255 KiB forwarded (under the server's 256 KiB), 8 KiB of a proxy's credential that is
+    // not: the Go edge forwards it.
+    const res = await h.request(`${edgeURL}/hooks/ep`, {
+      headers: ['X-Big', 'a'.repeat(255 << 10), 'Proxy-Authorization', `Basic ${'b'.repeat(8 << 10)}`],
+      body: Buffer.from('{}'),
+    });
+    assert.equal(res.status, 200, res.body.toString());
+    assert.equal(calls.length, 1);
+    assert.deepEqual(calls[0].headers.map((f) => f.name), ['Host', 'X-Big', 'Content-Length']);
+  });
+
+  test('Transfer-Encoding and Trailer do not count towards the header count', async () => {
+    // Host, 498 X-N and the Connection: close Node's client adds make 500, the limit; the Go
+    // edge never sees Transfer-Encoding or Trailer (net/http removes them).
+    const headers = [];
+    for (let i = 0; i < 498; i++) headers.push(`X-N${i}`, 'v');
+    headers.push('Transfer-Encoding', 'chunked', 'Trailer', 'X-T');
+    const res = await h.request(`${edgeURL}/hooks/ep`, { headers, body: Buffer.from('{}') });
+    assert.equal(res.status, 200, res.body.toString());
+    assert.equal(calls.length, 1);
+    assert.equal(calls[0].headers.length, 499);
+  });
 });
 
 test('publicBaseUrl: refused at creation where the Go edge refuses --public-url-base (scheme not in lower case, a broken %-escape)', () => {
@@ -115,4 +155,28 @@ test('publicBaseUrl: refused at creation where the Go edge refuses --public-url-
     const edge = createEdge({ verifierAddr: '127.0.0.1:1', publicBaseUrl: base, log: () => {} });
     edge.close();
   }
+});
+
+describe('edge: an absolute-form target with userinfo, as the Go edge', { timeout: 60000 }, () => {
+  let v;
+  let edgeURL;
+  let calls;
+
+  before(async () => {
+    v = await acceptingEdge({ publicBaseUrl: 'https://hooks.example' });
+    edgeURL = v.url;
+    calls = v.calls;
+  });
+
+  after(() => v?.close());
+
+  test('the userinfo of the target is not forwarded in Host (Go\'s r.Host is the URL\'s host)', async () => {
+    const res = await h.rawExchange(edgeURL, ['POST http://user:s3cret@target.example:8080/hooks/ep HTTP/1.1\r\nHost: other.example\r\nContent-Length: 0\r\n\r\n'], { waitMs: 3000 });
+    assert.match(res.text, /^HTTP\/1\.1 200 /);
+    assert.equal(calls.length, 1);
+    assert.equal(calls[0].url, 'https://hooks.example/hooks/ep');
+    const fields = calls[0].headers.map((f) => `${f.name}: ${f.value}`);
+    assert.deepEqual(fields, ['Host: target.example:8080', 'Content-Length: 0']);
+    assert.ok(!JSON.stringify(calls[0].headers).includes('s3cret'));
+  });
 });
