@@ -64,7 +64,8 @@ func runSign(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if signed.URL != *url {
-		// The protocol carries its credential in the URL (Mailchimp): print the URL to call.
+		// The protocol carries its credential in the URL (Mailchimp), or signs the URL without
+		// the fragment a client never sends (Contentful): print the URL to call.
 		fmt.Fprintf(e.stdout, "URL: %s\n", signed.URL)
 	}
 	for _, h := range signed.Headers {

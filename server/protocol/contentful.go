@@ -49,8 +49,9 @@ const (
 //
 // Verify rejects, in this order: no x-contentful-signature (missing signature); a signature
 // that is not 64 lowercase hex digits, or one sent twice (malformed signature); no
-// x-contentful-timestamp, or one not starting with digits, read as JavaScript's parseInt does
-// (missing timestamp); no x-contentful-signed-headers, one with fewer than two comma-separated
+// x-contentful-timestamp, or one without leading decimal digits (after an optional '+'; read
+// as JavaScript's parseInt does, what follows them ignored) or with more than 18 (missing
+// timestamp); no x-contentful-signed-headers, one with fewer than two comma-separated
 // entries, or one naming a header the request lacks (malformed signature); no URL forwarded
 // (missing signature: the path is signed); no key matching (signature mismatch); the timestamp
 // more than the tolerance from Now in either direction (the toolkit checks only age, default
@@ -71,6 +72,7 @@ func Contentful() *Protocol {
 		ParseSecret:   parseContentfulSecret,
 		Verify:        verifyContentful,
 		Sign:          signContentful,
+		SignURL:       contentfulSignURL,
 		ExampleSecret: exampleContentfulSecret,
 	}
 }
@@ -415,6 +417,15 @@ func signContentful(in SignInput, secrets []string) (Headers, error) {
 		h = append(h, Header{Name: "X-Contentful-Idempotency-Key", Value: in.EventID})
 	}
 	return h, nil
+}
+
+// contentfulSignURL is the URL Contentful calls for in.URL: without its fragment, which an
+// HTTP client never sends, so the request target that reaches Verify (taken byte for byte,
+// as req.url in Node) holds none. Signed over the URL as given, a delivery printed by
+// `hookverify sign --url https://host/hooks/ep#x` and sent with curl was rejected.
+func contentfulSignURL(in SignInput, _ []string) (string, error) {
+	u, _, _ := strings.Cut(in.URL, "#")
+	return u, nil
 }
 
 // exampleContentfulSecret is 64 characters of hex, the length Contentful's secrets have.

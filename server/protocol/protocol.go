@@ -196,8 +196,10 @@ type Protocol struct {
 	// in.Body with the signature embedded. Nil means the body is sent as given. Callers use
 	// SignDelivery, which applies SignBody and then Sign.
 	SignBody func(in SignInput, secrets []string) ([]byte, error)
-	// SignURL, for protocols whose credential travels in the URL (Mailchimp), returns in.URL
-	// with it added. Nil means the URL is used as given.
+	// SignURL returns the URL the provider would call for in.URL: with its credential added,
+	// for protocols whose credential travels in the URL (Mailchimp), or without the fragment
+	// no HTTP client sends, for protocols that sign the request target as received
+	// (Contentful). Nil means the URL is used as given.
 	SignURL func(in SignInput, secrets []string) (string, error)
 	// ExampleSecret returns a fresh random secret for tests and the demo: signing is what Sign
 	// takes, verifying is what AddSecret takes (the same string for shared-secret schemes; the
