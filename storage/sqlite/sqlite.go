@@ -23,7 +23,7 @@
 // file take: one that opens the database after it was deleted makes a new one, and the two
 // processes then write over each other's log frames and read pages the other is rewriting.
 // Every write transaction checks first that the files at the paths are the ones open
-// (checkFiles), and fails with ErrUnavailable if not.
+// (checkFiles), and fails with ErrUnavailable if not; once the -shm went, reads do too (read).
 //
 // The file is created with mode 0600. Times are stored as INTEGER microseconds since the Unix
 // epoch in UTC; durations as INTEGER milliseconds.
@@ -102,7 +102,18 @@ type Store struct {
 	shmLost atomic.Bool
 	holding sync.Mutex
 	held    *sql.Conn
+	// shmReadCheck is when a read last looked at the -shm (read), in nanoseconds since start.
+	shmReadCheck atomic.Int64
 }
+
+// shmReadCheckEvery bounds how often reads look at the -shm: a stat on every read cost the
+// redelivery lookup a tenth of its time (BENCHMARKS.md). Writes look every time; a read
+// within this of a deletion can still go by the stale index, but wrong pages need another
+// process to have opened the database, written and restarted the log in that time too.
+const shmReadCheckEvery = 50 * time.Millisecond
+
+// started is the origin of shmReadCheck's clock (monotonic).
+var started = time.Now()
 
 var (
 	_ storage.Store              = (*Store)(nil)
@@ -342,9 +353,13 @@ func (s *Store) filesGone() error {
 // goes by this process's index: another process that opened the database since may have
 // checkpointed and restarted the log, whose frames would be copied into the wrong pages.
 //
-// Once the -shm went, no rescue runs either when the log or the database file goes later:
-// another process may have checkpointed and deleted the log, and this one's index would copy
-// stale pages over its commits.
+// Once the -shm went, no rescue runs either when the log or the database file goes later if
+// another process opened the database since: it may have checkpointed and restarted the log,
+// and this one's index would copy stale pages over its commits. While no -shm is at the path,
+// none did (any that opens the database makes one, and none can delete it again while this
+// store holds the file: holdFiles), so this one's index is the log's only one and right, and
+// the rescue runs: without it, what the deleted log held (claims answered ACCEPTED) would be
+// gone at the next start.
 func (s *Store) rescueLogFor(err error) {
 	if fe, ok := errors.AsType[filesError](err); ok && fe.shmOnly {
 		s.shmLost.Store(true)
@@ -352,7 +367,9 @@ func (s *Store) rescueLogFor(err error) {
 		return
 	}
 	if s.shmLost.Load() {
-		return
+		if _, err := os.Lstat(s.files.shmPath); !errors.Is(err, fs.ErrNotExist) {
+			return
+		}
 	}
 	s.rescueLog()
 }
@@ -487,11 +504,21 @@ func (s *Store) checkFiles() error {
 			return filesError{error: fmt.Errorf("%s was deleted or replaced while in use: new commits would be lost at the next start, so writes are refused until hookverify is restarted (%s)", f.path, f.lost)}
 		}
 	}
-	info, err := os.Stat(s.files.shmPath)
-	if errors.Is(err, fs.ErrNotExist) || err == nil && !os.SameFile(info, s.files.shm) {
-		return filesError{error: fmt.Errorf("%s was deleted or replaced while in use: a process that opens the database now takes its locks in another file than this one, and the two would overwrite each other's commits, so writes are refused until hookverify is restarted (nothing committed so far is lost: %s holds it)", s.files.shmPath, s.files.walPath), shmOnly: true}
+	return s.checkShm()
+}
+
+// checkShm is checkFiles for the -shm alone. Once it was found lost, it stays lost (shmLost).
+func (s *Store) checkShm() error {
+	if s.files.shm == nil {
+		return nil
 	}
-	return nil
+	if !s.shmLost.Load() {
+		info, err := os.Stat(s.files.shmPath)
+		if !errors.Is(err, fs.ErrNotExist) && (err != nil || os.SameFile(info, s.files.shm)) {
+			return nil
+		}
+	}
+	return filesError{error: fmt.Errorf("%s was deleted or replaced while in use: a process that opens the database now takes its locks in another file than this one, and the two would overwrite each other's commits, so writes and reads are refused until hookverify is restarted (nothing committed so far is lost: %s holds it)", s.files.shmPath, s.files.walPath), shmOnly: true}
 }
 
 // Close closes both connection pools. Later calls, Close included, return storage.ErrClosed.
@@ -586,11 +613,29 @@ func (s *Store) inWriteTxAs(ctx context.Context, claims bool, fn func(tx *sql.Tx
 }
 
 // read runs fn against the read-only pool.
+//
+// Not once the -shm was lost (checkShm): the reads go by this process's stale index, while
+// another process that opened the database since keeps its own, checkpoints into the database
+// file and restarts the log, writing its frames where the stale index finds this process's
+// pages. What they read then is another state or other pages (a delivery stored reads as not
+// found, a count as any number), so it is refused. The -shm is looked at after fn, as it may
+// go while fn reads, at most every shmReadCheckEvery; before, only a loss already known is.
 func (s *Store) read(op string, fn func(q queryer) error) error {
 	if s.closed.Load() {
 		return s.fail(op, storage.ErrClosed)
 	}
-	return s.fail(op, fn(s.reader))
+	if s.shmLost.Load() {
+		return s.fail(op, unavailable(s.checkShm()))
+	}
+	err := fn(s.reader)
+	now := int64(time.Since(started))
+	if last := s.shmReadCheck.Load(); now-last >= int64(shmReadCheckEvery) && s.shmReadCheck.CompareAndSwap(last, now) {
+		if lost := s.checkShm(); lost != nil {
+			s.rescueLogFor(lost)
+			return s.fail(op, unavailable(lost))
+		}
+	}
+	return s.fail(op, err)
 }
 
 // unavailableError marks a failure that is ErrUnavailable whatever the driver said, such as a
