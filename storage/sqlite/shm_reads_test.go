@@ -13,61 +13,15 @@ import (
 	"github.com/hookverify/hookverify/storage"
 )
 
-// shmCheckpointingChildEnv names the database a child process of TestShmCheckpointingChildProcess writes to.
-const shmCheckpointingChildEnv = "HOOKVERIFY_SHM_CHECKPOINTING_CHILD"
-
-// TestShmCheckpointingChildProcess is not a test: it is the second process of the tests below, run
-// with shmCheckpointingChildEnv set to "path from count checkpoint". It opens the store at path as
-// another hookverify command would and claims count events of 3000 bytes from evt-<from>;
-// with checkpoint 1 it then checkpoints the whole log (as the automatic checkpoint does after
-// enough commits) and claims count more, which restart the log from its first frame.
-func TestShmCheckpointingChildProcess(t *testing.T) {
-	spec := os.Getenv(shmCheckpointingChildEnv)
-	if spec == "" {
-		t.Skip("the second process of the -shm review tests")
-	}
-	var path string
-	var from, count, checkpoint int
-	if _, err := fmt.Sscan(spec, &path, &from, &count, &checkpoint); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(t.Context(), path)
-	if err != nil {
-		fmt.Println("open:", err)
-		return
-	}
-	defer s.Close()
-	claim := func(i int) {
-		if r, err := s.Claim(t.Context(), deliveryOfSize(i, 3000)); err == nil && r.Accepted {
-			fmt.Println("accepted", i)
-		} else {
-			fmt.Println("claim", i, err)
-		}
-	}
-	for i := from; i < from+count; i++ {
-		claim(i)
-	}
-	if checkpoint == 0 {
-		return
-	}
-	var busy, frames, copied int64
-	if err := s.writer.QueryRowContext(t.Context(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied); err != nil {
-		fmt.Println("checkpoint:", err)
-	}
-	for i := from + count; i < from+2*count; i++ {
-		claim(i)
-	}
-}
-
-// runShmCheckpointingChild runs TestShmCheckpointingChildProcess on path and returns the events it accepted.
+// runShmCheckpointingChild runs TestShmChildProcess on path and returns the events it accepted.
 func runShmCheckpointingChild(t *testing.T, path string, from, count int, checkpoint bool) []int {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestShmCheckpointingChildProcess$", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestShmChildProcess$", "-test.count=1")
 	mode, rounds := 0, 1
 	if checkpoint {
 		mode, rounds = 1, 2
 	}
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d %d", shmCheckpointingChildEnv, path, from, count, mode))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d %d", shmChildEnv, path, from, count, mode))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v: %s", err, out)

@@ -19,17 +19,20 @@ import (
 // shmChildEnv names the database a child process of TestShmChildProcess writes to.
 const shmChildEnv = "HOOKVERIFY_SHM_CHILD"
 
-// TestShmChildProcess is not a test: it is the second process of TestDeletedShm*, run with
-// shmChildEnv set to "path from count". It opens the store at path as another hookverify
-// command would and claims count events from evt-<from>, printing each one accepted.
+// TestShmChildProcess is not a test: it is the second process of the -shm tests, run with
+// shmChildEnv set to "path from count [checkpoint]". It opens the store at path as another
+// hookverify command would and claims count events of 3000 bytes from evt-<from>, printing
+// each one accepted; with checkpoint 1 it then checkpoints the whole log (as the automatic
+// checkpoint does after enough commits) and claims count more, which restart the log from its
+// first frame.
 func TestShmChildProcess(t *testing.T) {
-	spec := os.Getenv(shmChildEnv)
-	if spec == "" {
-		t.Skip("the second process of TestDeletedShm*")
+	spec := strings.Fields(os.Getenv(shmChildEnv))
+	if len(spec) == 0 {
+		t.Skip("the second process of the -shm tests")
 	}
 	var path string
-	var from, count int
-	if _, err := fmt.Sscan(spec, &path, &from, &count); err != nil {
+	var from, count, checkpoint int
+	if _, err := fmt.Sscan(strings.Join(append(spec, "0"), " "), &path, &from, &count, &checkpoint); err != nil {
 		t.Fatal(err)
 	}
 	s, err := Open(t.Context(), path)
@@ -38,10 +41,25 @@ func TestShmChildProcess(t *testing.T) {
 		return
 	}
 	defer s.Close()
-	for i := from; i < from+count; i++ {
+	claim := func(i int) {
 		if r, err := s.Claim(t.Context(), deliveryOfSize(i, 3000)); err == nil && r.Accepted {
 			fmt.Println("accepted", i)
+		} else {
+			fmt.Println("claim", i, err)
 		}
+	}
+	for i := from; i < from+count; i++ {
+		claim(i)
+	}
+	if checkpoint == 0 {
+		return
+	}
+	var busy, frames, copied int64
+	if err := s.writer.QueryRowContext(t.Context(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied); err != nil {
+		fmt.Println("checkpoint:", err)
+	}
+	for i := from + count; i < from+2*count; i++ {
+		claim(i)
 	}
 }
 
