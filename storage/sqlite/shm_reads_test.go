@@ -108,20 +108,7 @@ func TestShmLostReadsNotServedFromTheStaleIndex(t *testing.T) {
 // checkpoint, must be copied into the database file, as for a deleted log alone: the next
 // start finds no log.
 func TestShmLostThenLogDeleted(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "hookverify.db")
-	s, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	createStripeEndpoint(t, s, "ep-1")
-	accepted := map[int]bool{}
-	for i := range 30 {
-		if r, err := s.Claim(t.Context(), deliveryOfSize(i, 3000)); err != nil || !r.Accepted {
-			t.Fatal(r, err)
-		}
-		accepted[i] = true
-	}
+	s, path, accepted := storeWithClaims(t, 30)
 	if err := os.Remove(path + "-shm"); err != nil {
 		t.Fatal(err)
 	}

@@ -320,20 +320,7 @@ func TestDeletedShmThenABackupReads(t *testing.T) {
 // deleted log, and the health check says so, naming the file. Everything accepted before is
 // there after a restart, and a restart accepts again.
 func TestDeletedShmAlone(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "hookverify.db")
-	s, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	createStripeEndpoint(t, s, "ep-1")
-	accepted := map[int]bool{}
-	for i := range 30 {
-		if r, err := s.Claim(t.Context(), deliveryOfSize(i, 3000)); err != nil || !r.Accepted {
-			t.Fatal(r, err)
-		}
-		accepted[i] = true
-	}
+	s, path, accepted := storeWithClaims(t, 30)
 	if err := os.Remove(path + "-shm"); err != nil {
 		t.Fatal(err)
 	}
@@ -364,20 +351,7 @@ func TestDeletedShmAlone(t *testing.T) {
 // TestDeletedShmThenAnotherProcessWritesAndExits: as TestDeletedShmThenAnotherProcessWrites,
 // but the other process writes and exits before this store next looks at its files.
 func TestDeletedShmThenAnotherProcessWritesAndExits(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "hookverify.db")
-	s, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	createStripeEndpoint(t, s, "ep-1")
-	accepted := map[int]bool{}
-	for i := range 20 {
-		if r, err := s.Claim(t.Context(), deliveryOfSize(i, 3000)); err != nil || !r.Accepted {
-			t.Fatal(r, err)
-		}
-		accepted[i] = true
-	}
+	s, path, accepted := storeWithClaims(t, 20)
 	if err := os.Remove(path + "-shm"); err != nil {
 		t.Fatal(err)
 	}
@@ -416,20 +390,7 @@ func TestDeletedShmThenAnotherProcessWritesAndExits(t *testing.T) {
 // this process's stale index: at the start of a log it has checkpointed, over the other
 // process's commits. It must be refused before it writes anything.
 func TestDeletedShmThenABigTransaction(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "hookverify.db")
-	s, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	createStripeEndpoint(t, s, "ep-1")
-	accepted := map[int]bool{}
-	for i := range 20 {
-		if r, err := s.Claim(t.Context(), deliveryOfSize(i, 3000)); err != nil || !r.Accepted {
-			t.Fatal(r, err)
-		}
-		accepted[i] = true
-	}
+	s, path, accepted := storeWithClaims(t, 20)
 	// What the automatic checkpoint does after enough commits: the whole log copied.
 	if _, err := s.writer.ExecContext(t.Context(), "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
 		t.Fatal(err)
@@ -459,4 +420,25 @@ func TestDeletedShmThenABigTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAsNextStartFindsIt(t, path, accepted)
+}
+
+// storeWithClaims opens a store in a new directory (closed at the test's end), with endpoint
+// ep-1 and n claims of 3000 bytes accepted (evt-0 on), which accepted holds.
+func storeWithClaims(t *testing.T, n int) (s *Store, path string, accepted map[int]bool) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "hookverify.db")
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	createStripeEndpoint(t, s, "ep-1")
+	accepted = map[int]bool{}
+	for i := range n {
+		if r, err := s.Claim(t.Context(), deliveryOfSize(i, 3000)); err != nil || !r.Accepted {
+			t.Fatal(r, err)
+		}
+		accepted[i] = true
+	}
+	return s, path, accepted
 }
