@@ -5,38 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/hookverify/hookverify/storage"
 )
 
-// runShmCheckpointingChild runs TestShmChildProcess on path and returns the events it accepted.
+// runShmCheckpointingChild is runShmChild, failing unless the child accepted every claim.
 func runShmCheckpointingChild(t *testing.T, path string, from, count int, checkpoint bool) []int {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestShmChildProcess$", "-test.count=1")
-	mode, rounds := 0, 1
+	rounds := 1
 	if checkpoint {
-		mode, rounds = 1, 2
+		rounds = 2
 	}
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d %d", shmChildEnv, path, from, count, mode))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child: %v: %s", err, out)
-	}
-	var accepted []int
-	for _, line := range strings.Split(string(out), "\n") {
-		var i int
-		if _, err := fmt.Sscanf(line, "accepted %d", &i); err == nil {
-			accepted = append(accepted, i)
-		} else if line != "" && line != "PASS" {
-			t.Log("child:", line)
-		}
-	}
+	accepted := runShmChild(t, path, from, count, checkpoint)
 	if len(accepted) != rounds*count {
-		t.Fatalf("child accepted %d of %d: %s", len(accepted), rounds*count, out)
+		t.Fatalf("child accepted %d of %d", len(accepted), rounds*count)
 	}
 	return accepted
 }
@@ -47,13 +30,7 @@ func runShmCheckpointingChild(t *testing.T, path string, from, count int, checkp
 // finds the pages it committed. Reads here would then return other pages' content, or fail as
 // a malformed database; they must be refused as the writes are (ErrUnavailable), or be right.
 func TestShmLostReadsNotServedFromTheStaleIndex(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "hookverify.db")
-	s, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	createStripeEndpoint(t, s, "ep-1")
+	s, path, _ := storeWithClaims(t, 0)
 	// Each a body of its own, so that a page of another delivery shows.
 	want := map[int][]byte{}
 	for i := range 60 {

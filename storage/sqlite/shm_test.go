@@ -63,6 +63,32 @@ func TestShmChildProcess(t *testing.T) {
 	}
 }
 
+// runShmChild runs TestShmChildProcess on path (count claims from evt-<from>, checkpointing
+// and claiming count more if checkpoint) and returns the events it accepted.
+func runShmChild(t *testing.T, path string, from, count int, checkpoint bool) []int {
+	t.Helper()
+	mode := 0
+	if checkpoint {
+		mode = 1
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestShmChildProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d %d", shmChildEnv, path, from, count, mode))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v: %s", err, out)
+	}
+	var accepted []int
+	for _, line := range strings.Split(string(out), "\n") {
+		var i int
+		if _, err := fmt.Sscanf(line, "accepted %d", &i); err == nil {
+			accepted = append(accepted, i)
+		} else if line != "" && line != "PASS" {
+			t.Log("child:", line)
+		}
+	}
+	return accepted
+}
+
 // TestDeletedShmThenAnotherProcessWrites: the -shm file (SQLite's wal-index, which also holds
 // the WAL's locks) is deleted while the store runs; another process then opens the database (a
 // second instance, a token or endpoint command): it creates a new -shm, so the two processes
@@ -247,13 +273,7 @@ func TestShmReaderProcess(t *testing.T) {
 // holds its read lock where the store does not look, so nothing may overwrite the pages and log
 // frames its snapshot reads: what it reads must be sound and the same throughout.
 func TestDeletedShmThenABackupReads(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "hookverify.db")
-	s, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	createStripeEndpoint(t, s, "ep-1")
+	s, path, _ := storeWithClaims(t, 0)
 	// Checkpoints every few commits rather than every 1000 pages: the same checkpoints and
 	// restarts of the log as under a steady load, sooner.
 	if _, err := s.writer.ExecContext(t.Context(), "PRAGMA wal_autocheckpoint = 20"); err != nil {
@@ -355,17 +375,8 @@ func TestDeletedShmThenAnotherProcessWritesAndExits(t *testing.T) {
 	if err := os.Remove(path + "-shm"); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestShmChildProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), shmChildEnv+"="+path+" 1000 300")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		var i int
-		if _, err := fmt.Sscanf(line, "accepted %d", &i); err == nil {
-			accepted[i] = true
-		}
+	for _, i := range runShmChild(t, path, 1000, 300, false) {
+		accepted[i] = true
 	}
 	t.Logf("the other process accepted %d", len(accepted)-20)
 	for _, f := range []string{"-wal", "-shm"} {
@@ -398,20 +409,11 @@ func TestDeletedShmThenABigTransaction(t *testing.T) {
 	if err := os.Remove(path + "-shm"); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestShmChildProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), shmChildEnv+"="+path+" 1000 5")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		var i int
-		if _, err := fmt.Sscanf(line, "accepted %d", &i); err == nil {
-			accepted[i] = true
-		}
+	for _, i := range runShmChild(t, path, 1000, 5, false) {
+		accepted[i] = true
 	}
 	if len(accepted) != 25 {
-		t.Fatalf("the other process: %s", out)
+		t.Fatalf("the other process accepted %d of 5", len(accepted)-20)
 	}
 	if r, err := s.Claim(t.Context(), deliveryOfSize(100, 6<<20)); !errors.Is(err, storage.ErrUnavailable) {
 		t.Errorf("a big claim after the -shm was deleted = %+v, %v; want ErrUnavailable", r, err)
