@@ -107,20 +107,7 @@ func moveAsideNoReplace(path string) (string, error) {
 		if i > 1 {
 			aside = fmt.Sprintf("%s-%d", base, i)
 		}
-		err := linkFile(path, aside)
-		if err == nil {
-			if err := os.Remove(path); err != nil {
-				return "", err
-			}
-			return aside, nil
-		}
-		if errors.Is(err, os.ErrExist) {
-			continue
-		}
-		if errors.Is(err, os.ErrNotExist) {
-			return "", nil
-		}
-		switch err := renameNoReplace(path, aside); {
+		switch err := moveNoReplace(path, aside); {
 		case err == nil:
 			return aside, nil
 		case errors.Is(err, os.ErrExist):

@@ -189,29 +189,21 @@ func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
 	if err := writeKeyFile(tmp, key); err != nil {
 		return nil, false, err
 	}
-	switch linkErr := linkFile(tmp.Name(), path); {
-	case errors.Is(linkErr, os.ErrExist):
+	switch err := moveNoReplace(tmp.Name(), path); {
+	case err == nil:
+	case errors.Is(err, os.ErrExist):
 		// Another process created the file meanwhile: read theirs instead of overwriting.
 		key, err = ReadKeyFile(path)
 		return key, false, err
-	case linkErr != nil:
-		// A file system without hard links (vfat, many FUSE and network mounts): a rename
-		// that refuses to replace an existing file (renameat2 RENAME_NOREPLACE on Linux,
-		// renamex_np RENAME_EXCL on macOS) gives the same guarantee, the whole file or none.
-		switch err := renameNoReplace(tmp.Name(), path); {
-		case err == nil:
-		case errors.Is(err, os.ErrExist):
-			key, err = ReadKeyFile(path)
+	case errors.Is(err, errNoReplaceUnsupported):
+		// Neither a hard link nor a rename that refuses to replace: create the file in place,
+		// as O_EXCL allows. A crash while filling it leaves it empty (the next start says so;
+		// remove it then).
+		if key, created, err = createKeyFileInPlace(path, key); err != nil || !created {
 			return key, false, err
-		case errors.Is(err, errNoReplaceUnsupported):
-			// Neither: create the file in place, as O_EXCL allows. A crash while filling it
-			// leaves it empty (the next start says so; remove it then).
-			if key, created, err = createKeyFileInPlace(path, key); err != nil || !created {
-				return key, false, err
-			}
-		default:
-			return nil, false, fmt.Errorf("secretbox: creating master key file: %w (and link: %w)", err, linkErr)
 		}
+	default:
+		return nil, false, fmt.Errorf("secretbox: creating master key file: %w", err)
 	}
 	// The file's name lives in the directory: without this, a crash could lose the file after
 	// secrets were sealed under its key, and the next start would generate another key.
@@ -300,6 +292,28 @@ func createKeyFileInPlace(path string, key []byte) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	return key, true, nil
+}
+
+// moveNoReplace moves src to dst unless dst exists (then an error wrapping os.ErrExist, src
+// left): a hard link, then src removed, which like O_EXCL never replaces a file another
+// process made meanwhile; or, on a file system without hard links (vfat, many FUSE and network
+// mounts), a rename that refuses to replace (renameat2 RENAME_NOREPLACE on Linux, renamex_np
+// RENAME_EXCL on macOS). errNoReplaceUnsupported where neither works; an error wrapping
+// os.ErrNotExist when src is gone.
+func moveNoReplace(src, dst string) error {
+	linkErr := linkFile(src, dst)
+	switch {
+	case linkErr == nil:
+		return os.Remove(src)
+	case errors.Is(linkErr, os.ErrExist), errors.Is(linkErr, os.ErrNotExist):
+		return linkErr
+	}
+	switch err := renameNoReplace(src, dst); {
+	case err == nil, errors.Is(err, os.ErrExist), errors.Is(err, os.ErrNotExist), errors.Is(err, errNoReplaceUnsupported):
+		return err
+	default:
+		return fmt.Errorf("%w (and link: %w)", err, linkErr)
+	}
 }
 
 // errNoReplaceUnsupported: renameNoReplace cannot work on this system or file system.
