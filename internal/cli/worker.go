@@ -300,6 +300,10 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 			err = fmt.Errorf("stopped by the worker's shutdown: %w", err)
 		case overran && err != nil:
 			err = fmt.Errorf("ran longer than --max-run %s: %w", w.maxRun, err)
+		case overran:
+			// Stopped before it finished: exit status 0 after its SIGTERM (a graceful shutdown
+			// handler) does not say its work was done, and acked, the delivery would be lost.
+			err = fmt.Errorf("ran longer than --max-run %s: stopped (exit status 0 after SIGTERM)", w.maxRun)
 		}
 		return err, stopped
 	}
@@ -339,7 +343,11 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 			stopping, stopped = nil, true
 			terminate()
 		case <-overrun:
-			overrun, overran = nil, true
+			if runErr, ok := exited(); ok {
+				return finished(runErr) // it ended on its own, within --max-run
+			}
+			// Stopped by the worker's shutdown first, its exit 0 acks as on any shutdown.
+			overrun, overran = nil, !stopped
 			terminate()
 		case <-kill:
 			signalGroup(cmd.Process, syscall.SIGKILL)

@@ -787,3 +787,60 @@ func TestWorkerMaxRunStopsAHungCommand(t *testing.T) {
 		t.Errorf("the overrun's nack gave its attempt back; a hung command must spend its attempts")
 	}
 }
+
+// TestWorkerMaxRunNacksACommandThatExitsZeroOnSIGTERM: README says --max-run "gives it SIGTERM
+// after D, SIGKILL after --grace, and nacks its delivery as failed, spending the attempt". A
+// command that handles SIGTERM by exiting 0 (a graceful shutdown handler) has not done its
+// work: acked, the delivery was lost.
+func TestWorkerMaxRunNacksACommandThatExitsZeroOnSIGTERM(t *testing.T) {
+	f := &fakeInbox{}
+	remote := startFakeInbox(t, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wait, out := runWorkerAsync(ctx, append(append([]string{"--visibility", "30s", "--max-run", "300ms", "--grace", "5s"}, remote...),
+		"--", "sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.05; done"))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if acks, nacks, _ := f.snapshot(); len(acks)+len(nacks) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not settled 10 s after a 300ms --max-run; worker output %q", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if _, finished := wait(10 * time.Second); !finished {
+		t.Fatal("worker did not stop")
+	}
+	acks, nacks, _ := f.snapshot()
+	if len(acks) != 0 || len(nacks) != 1 || !strings.Contains(nacks[0], "--max-run 300ms") {
+		t.Errorf("acks %v, nacks %q; want one nack saying the command ran longer than --max-run", acks, nacks)
+	}
+	if f.givenBackCount() != 0 {
+		t.Errorf("the overrun's nack gave its attempt back")
+	}
+}
+
+// TestWorkerShutdownBeforeMaxRunStillAcksExitZero: a command stopped by the worker's shutdown
+// first, which exits 0 within --grace, is acked as on any shutdown, even if --max-run passes
+// meanwhile (the exit 0 answers the shutdown's SIGTERM, not the overrun's).
+func TestWorkerShutdownBeforeMaxRunStillAcksExitZero(t *testing.T) {
+	f := &fakeInbox{}
+	remote := startFakeInbox(t, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := t.TempDir() + "/started"
+	wait, out := runWorkerAsync(ctx, append(append([]string{"--visibility", "30s", "--max-run", "600ms", "--grace", "5s"}, remote...),
+		"--", "sh", "-c", "trap 'sleep 1; exit 0' TERM; touch "+started+"; while :; do sleep 0.05; done"))
+	if !waitForFile(t, started, 10*time.Second) {
+		t.Fatalf("command did not start; output %q", out.String())
+	}
+	cancel()
+	if _, finished := wait(15 * time.Second); !finished {
+		t.Fatal("worker did not stop")
+	}
+	if acks, nacks, _ := f.snapshot(); len(acks) != 1 || len(nacks) != 0 {
+		t.Errorf("acks %v, nacks %q; want one ack", acks, nacks)
+	}
+}
