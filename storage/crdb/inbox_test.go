@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -779,5 +780,95 @@ func TestConcurrentSweepsShareTheWork(t *testing.T) {
 	}
 	if total != (storage.SweepResult{InboxDeleted: n, ClaimsDeleted: n}) {
 		t.Fatalf("concurrent sweeps deleted %+v, want %d of each", total, n)
+	}
+}
+
+// TestConcurrentLeaseLanesNeverOverlap: with several lease lanes (separate
+// transactions at once) and workers that ack some deliveries and abandon the others, on a
+// clock that moves on with every reading, no delivery is leased again before its last lease
+// ended, none acked is leased again, and every delivery ends acked or dead.
+func TestConcurrentLeaseLanesNeverOverlap(t *testing.T) {
+	s := open(t, pgtest.Shared(t).NewDatabase(t))
+	s.SetLeaseConcurrency(4)
+	ctx := t.Context()
+	var mu sync.Mutex
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(time.Millisecond)
+		return clock
+	}
+	const deliveries, maxAttempts, visibility = 60, 4, 40 * time.Millisecond
+	for i := range deliveries {
+		id := fmt.Sprintf("in-%03d", i)
+		d := storage.Delivery{InboxID: id, Scope: "ep-1", EventID: "evt-" + id, EndpointID: "ep-1", OperationKey: "op-" + id,
+			SecretID: "sec-1", Method: "POST", URL: "https://h.example/", Body: []byte("{}"), ReceivedAt: now()}
+		if r, err := s.Claim(ctx, d); err != nil || !r.Accepted {
+			t.Fatalf("Claim: %+v %v", r, err)
+		}
+	}
+	type leaseSpan struct {
+		start, until time.Time
+		acked        bool
+	}
+	var spansMu sync.Mutex
+	spans := map[string][]leaseSpan{}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for i := 0; i < 200; i++ {
+				res, err := s.Lease(ctx, storage.LeaseRequest{Max: 3, Visibility: visibility, MaxAttempts: maxAttempts,
+					LeaseToken: fmt.Sprintf("tok-%d-%d", w, i), Clock: now})
+				if err != nil {
+					t.Errorf("Lease: %v", err)
+					return
+				}
+				for _, d := range res.Deliveries {
+					span := leaseSpan{start: d.LeasedUntil.Add(-visibility), until: d.LeasedUntil}
+					if rng.IntN(3) == 0 {
+						at := now()
+						err := s.Ack(ctx, d.InboxID, d.LeaseToken, at)
+						switch {
+						case err == nil:
+							span.acked = true
+							if !at.Before(d.LeasedUntil) {
+								t.Errorf("%s acked at %s, after its lease ended at %s", d.InboxID, at, d.LeasedUntil)
+							}
+						case !errors.Is(err, storage.ErrLeaseLost):
+							t.Errorf("Ack %s: %v", d.InboxID, err)
+						}
+					}
+					spansMu.Lock()
+					spans[d.InboxID] = append(spans[d.InboxID], span)
+					spansMu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	takeovers := 0
+	for _, list := range spans {
+		takeovers += len(list) - 1
+	}
+	if takeovers == 0 {
+		t.Fatalf("no lease was taken over: the test shows nothing")
+	}
+	for id, list := range spans {
+		slices.SortFunc(list, func(a, b leaseSpan) int { return a.start.Compare(b.start) })
+		for i := 1; i < len(list); i++ {
+			if list[i].start.Before(list[i-1].until) {
+				t.Errorf("%s leased at %s while its lease until %s was live", id, list[i].start, list[i-1].until)
+			}
+			if list[i-1].acked {
+				t.Errorf("%s leased again after an ack", id)
+			}
+		}
+		if len(list) > maxAttempts {
+			t.Errorf("%s leased %d times, more than %d attempts", id, len(list), maxAttempts)
+		}
 	}
 }

@@ -120,6 +120,12 @@ func wantStats(t *testing.T, s storage.Store, what string, want ...storage.Endpo
 func testInbox(t *testing.T, h harness) {
 	t0 := at(time.Hour)
 
+	t.Run("random operations follow the model of the inbox's rules", func(t *testing.T) {
+		for seed := uint64(1); seed <= 3; seed++ {
+			t.Run(fmt.Sprint(seed), func(t *testing.T) { followInboxModel(t, claimStore(t, h), seed, 600) })
+		}
+	})
+
 	t.Run("lease hands out the oldest first, up to Max, counting an attempt", func(t *testing.T) {
 		s := inboxFixture(t, h)
 		var ds []storage.Delivery
