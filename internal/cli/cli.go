@@ -2,6 +2,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -134,10 +135,28 @@ func newFlags(e env, name string) *flag.FlagSet {
 // parseFlags parses and rejects stray positional arguments. -h returns flag.ErrHelp, which
 // exits 0: the help was asked for.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	out := fs.Output()
+	var refusal bytes.Buffer
+	if readsSecret[fs.Name()] {
+		// The flag package repeats an unknown flag whole ("flag provided but not defined:
+		// -..."), and a secret typed where standard input was meant is one when it begins with
+		// "-" (a URL-safe base64 secret does 1 time in 64): held back until it is known which.
+		fs.SetOutput(&refusal)
+	}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			out.Write(refusal.Bytes())
 			return flag.ErrHelp
 		}
+		if msg := err.Error(); readsSecret[fs.Name()] &&
+			(strings.HasPrefix(msg, "flag provided but not defined") || strings.HasPrefix(msg, "bad flag syntax")) {
+			fmt.Fprintf(out, "unknown flag (not shown: it may be a secret); this command reads the secret from standard input: printf %%s \"$SECRET\" | %s ...\n", fs.Name())
+			fs.Usage()
+			return errUsage
+		}
+		out.Write(refusal.Bytes())
 		return errUsage
 	}
 	if fs.NArg() > 0 {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/hookverify/hookverify/internal/ident"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
+	"github.com/hookverify/hookverify/server/protocol"
 )
 
 // remoteFlags are shared by every command that talks to a running server.
@@ -299,6 +301,10 @@ type endpointFlags struct {
 	maxBody                   int64
 	disabled                  bool
 	options                   multiFlag
+	// optionStdin names the option whose value is read from standard input (a credential:
+	// Meta's verify_token), and stdinValue is that value once read.
+	optionStdin multiFlag
+	stdinValue  string
 }
 
 // register declares the flags of endpoint create, or with update those of endpoint update: a
@@ -314,12 +320,55 @@ func (f *endpointFlags) register(fs *flag.FlagSet, update bool) {
 		fs.StringVar(&f.dedupeScope, "dedupe-scope", "", "dedupe scope shared with other endpoints (default: the id; fixed once created)")
 		fs.BoolVar(&f.disabled, "disabled", false, "reject every delivery with ENDPOINT_DISABLED")
 		fs.Var(&f.options, "option", "protocol option key=value (repeatable)")
+		fs.Var(&f.optionStdin, "option-stdin", optionStdinHelp)
 		return
 	}
 	fs.DurationVar(&f.tolerance, "tolerance", 0, "new timestamp tolerance, e.g. 5m; 0 returns to the provider's default (default: unchanged)")
 	fs.Int64Var(&f.maxBody, "max-body-bytes", 0, "new largest accepted body; 0 returns to the default, 1 MiB (default: unchanged)")
 	fs.BoolVar(&f.disabled, "disabled", false, "--disabled rejects every delivery with ENDPOINT_DISABLED, --disabled=false accepts them again (default: unchanged)")
 	fs.Var(&f.options, "option", "protocol option key=value (repeatable); given once or more, the options given replace all stored ones (default: unchanged)")
+	fs.Var(&f.optionStdin, "option-stdin", optionStdinHelp+"; counts as an --option given")
+}
+
+// optionStdinHelp describes --option-stdin.
+const optionStdinHelp = "protocol option KEY whose value is read from standard input, one line: a credential such as Meta's verify_token, kept out of process listings and shell history"
+
+// readOptionStdin reads the value of --option-stdin's option from standard input, as
+// readStdinLine reads a secret. Its refusals are usage errors: the option is given on the
+// command line only when it has a value.
+func (f *endpointFlags) readOptionStdin(e env) error {
+	if len(f.optionStdin) == 0 {
+		return nil
+	}
+	key := f.optionStdin[0]
+	value, err := readStdinLine(e, key)
+	switch {
+	case errors.Is(err, errNoStdinValue):
+		return usagef("--option-stdin %s: no value on standard input (pipe it in: printf %%s \"$VALUE\" | hookverify endpoint ... --option-stdin %s)", key, key)
+	case errors.Is(err, errStdinLines):
+		// The value is not quoted: it is a credential.
+		return usagef("--option-stdin %s: the value on standard input is more than one line: give one value, on one line", key)
+	case err != nil:
+		return fmt.Errorf("--option-stdin %s: %w", key, err)
+	}
+	f.stdinValue = value
+	return nil
+}
+
+// warnCredentialOnCommandLine says on standard error when an --option given on the command line
+// is one of provider's credentials: it was visible to every local user in the process list,
+// and is in the shell's history. The value is not repeated.
+func warnCredentialOnCommandLine(e env, provider string, options []string) {
+	p, ok := protocol.Default().Lookup(provider)
+	if !ok {
+		return
+	}
+	for _, kv := range options {
+		k, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(p.CredentialOptions, k) {
+			fmt.Fprintf(e.stderr, "warning: --option %s is a credential, and on the command line it shows in process listings and shell history: give it with --option-stdin %s (printf %%s \"$VALUE\" | hookverify endpoint ... --option-stdin %s)\n", k, k, k)
+		}
+	}
 }
 
 // check refuses, as usage errors before any call, settings the server would refuse under its
@@ -331,14 +380,30 @@ func (f *endpointFlags) check(e env, fs *flag.FlagSet) error {
 	); err != nil {
 		return err
 	}
+	switch {
+	case len(f.optionStdin) > 1:
+		return usagef("--option-stdin given %d times: standard input holds one value; give the other options with --option", len(f.optionStdin))
+	case len(f.optionStdin) == 1 && (f.optionStdin[0] == "" || strings.Contains(f.optionStdin[0], "=")):
+		// The value is not quoted: after "=" it may be the credential itself.
+		return usagef("--option-stdin takes the option's KEY alone (e.g. --option-stdin verify_token); its value is read from standard input")
+	case len(f.optionStdin) == 1:
+		for _, kv := range f.options {
+			if k, _, _ := strings.Cut(kv, "="); k == f.optionStdin[0] {
+				return usagef("--option-stdin %s and --option %s=...: give it once", k, k)
+			}
+		}
+	}
 	return f.apply(fs, &hookverifyv1.Endpoint{})
 }
 
 // apply copies the flags that were set on the command line onto ep.
 func (f *endpointFlags) apply(fs *flag.FlagSet, ep *hookverifyv1.Endpoint) error {
 	var err error
+	optionsGiven := false
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
+		case "option-stdin":
+			optionsGiven = true
 		case "provider":
 			ep.Provider = f.provider
 		case "tolerance":
@@ -350,18 +415,28 @@ func (f *endpointFlags) apply(fs *flag.FlagSet, ep *hookverifyv1.Endpoint) error
 		case "disabled":
 			ep.Disabled = f.disabled
 		case "option":
-			ep.Options = map[string]string{}
+			optionsGiven = true
 			for _, kv := range f.options {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" {
+				if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
 					err = usagef("--option %q: want key=value", kv)
 					return
 				}
-				ep.Options[k] = v
 			}
 		}
 	})
-	return err
+	if err != nil || !optionsGiven {
+		return err
+	}
+	// --option and --option-stdin together are the options given, which replace all others.
+	ep.Options = map[string]string{}
+	for _, kv := range f.options {
+		k, v, _ := strings.Cut(kv, "=")
+		ep.Options[k] = v
+	}
+	if len(f.optionStdin) == 1 {
+		ep.Options[f.optionStdin[0]] = f.stdinValue
+	}
+	return nil
 }
 
 func runEndpoint(ctx context.Context, e env, args []string) error {
@@ -396,6 +471,10 @@ func endpointCreate(ctx context.Context, e env, args []string) error {
 	if err := f.check(e, fs); err != nil {
 		return err
 	}
+	if err := f.readOptionStdin(e); err != nil {
+		return err
+	}
+	warnCredentialOnCommandLine(e, f.provider, f.options)
 	ep := &hookverifyv1.Endpoint{Id: f.id}
 	if err := f.apply(fs, ep); err != nil {
 		return err
@@ -464,6 +543,9 @@ func endpointUpdate(ctx context.Context, e env, args []string) error {
 	if err := f.check(e, fs); err != nil {
 		return err
 	}
+	if err := f.readOptionStdin(e); err != nil {
+		return err
+	}
 	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
 		for attempt := 1; ; attempt++ {
 			got, err := c.Admin.GetEndpoint(ctx, &hookverifyv1.GetEndpointRequest{Id: f.id})
@@ -471,6 +553,9 @@ func endpointUpdate(ctx context.Context, e env, args []string) error {
 				return nil, err
 			}
 			ep := got.GetEndpoint()
+			if attempt == 1 {
+				warnCredentialOnCommandLine(e, ep.GetProvider(), f.options)
+			}
 			if err := f.apply(fs, ep); err != nil {
 				return nil, err
 			}
@@ -503,25 +588,45 @@ func runSecret(ctx context.Context, e env, args []string) error {
 // refused: no secret holds one (SendGrid's key is given without PEM armor), and two secrets
 // pasted as one (the old and the new) would be stored as a third that matches nothing.
 func readSecret(e env) (string, error) {
+	secret, err := readStdinLine(e, "secret")
+	switch {
+	case errors.Is(err, errNoStdinValue):
+		return "", errors.New("no secret on standard input (pipe it in: printf %s \"$SECRET\" | hookverify secret add ...)")
+	case errors.Is(err, errStdinLines):
+		// The secret itself is not quoted: it may be a real one.
+		return "", errors.New("the secret on standard input is more than one line: give one secret, on one line (add a second one with another 'secret add')")
+	}
+	return secret, err
+}
+
+// errNoStdinValue and errStdinLines are readStdinLine's refusals: nothing given, and more
+// than one line.
+var (
+	errNoStdinValue = errors.New("nothing on standard input")
+	errStdinLines   = errors.New("more than one line on standard input")
+)
+
+// readStdinLine reads one value given on standard input, as readSecret describes, prompting
+// for what when standard input is a terminal.
+func readStdinLine(e env, what string) (string, error) {
 	if f, ok := e.stdin.(*os.File); ok {
 		if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
-			fmt.Fprint(e.stderr, "secret (end with Enter, then Ctrl-D): ")
+			fmt.Fprintf(e.stderr, "%s (end with Enter, then Ctrl-D): ", what)
 		}
 	}
 	data, err := io.ReadAll(io.LimitReader(e.stdin, 64<<10))
 	if err != nil {
-		return "", fmt.Errorf("reading the secret from standard input: %w", err)
+		return "", fmt.Errorf("reading the %s from standard input: %w", what, err)
 	}
-	secret := strings.TrimPrefix(string(data), "\ufeff")
-	secret = strings.TrimSuffix(strings.TrimSuffix(secret, "\n"), "\r")
-	if secret == "" {
-		return "", errors.New("no secret on standard input (pipe it in: printf %s \"$SECRET\" | hookverify secret add ...)")
+	value := strings.TrimPrefix(string(data), "\ufeff")
+	value = strings.TrimSuffix(strings.TrimSuffix(value, "\n"), "\r")
+	switch {
+	case value == "":
+		return "", errNoStdinValue
+	case strings.ContainsAny(value, "\r\n"):
+		return "", errStdinLines
 	}
-	if strings.ContainsAny(secret, "\r\n") {
-		// The secret itself is not quoted: it may be a real one.
-		return "", errors.New("the secret on standard input is more than one line: give one secret, on one line (add a second one with another 'secret add')")
-	}
-	return secret, nil
+	return value, nil
 }
 
 func secretAdd(ctx context.Context, e env, args []string) error {
