@@ -15,8 +15,9 @@ import (
 )
 
 // HTTPHandler serves the operational endpoints: /healthz (the process is up), /readyz (storage
-// is open, migrated and answering, and shutdown has not begun) and, with metrics configured,
-// /metrics for Prometheus.
+// is open, migrated and answering, both a ping and the inbox monitor's reads, as gRPC health
+// follows them, and shutdown has not begun) and, with metrics configured, /metrics for
+// Prometheus.
 func (s *Server) HTTPHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -32,6 +33,13 @@ func (s *Server) HTTPHandler() http.Handler {
 		st, err := s.storage()
 		if err != nil {
 			http.Error(w, "storage not open yet", http.StatusServiceUnavailable)
+			return
+		}
+		if !s.storageAnswersMonitor() {
+			// The inbox monitor's last read failed, or has not answered for too long (a lock,
+			// a statement the database refuses): gRPC health says NOT_SERVING, and so does
+			// this, though a ping may still pass.
+			http.Error(w, "storage does not answer the inbox monitor", http.StatusServiceUnavailable)
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)

@@ -200,11 +200,17 @@ func (m *Metrics) observeClaimCacheHit() {
 	}
 }
 
-func (m *Metrics) interceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+// interceptor counts and times every call. A handler that panics is counted as INTERNAL, what
+// recoverInterceptor (outside this one) answers it, and its panic goes on to that one.
+func (m *Metrics) interceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 	start := time.Now()
-	resp, err := handler(ctx, req)
-	m.rpcs.WithLabelValues(info.FullMethod, status.Code(err).String()).Inc()
-	m.rpcLatency.WithLabelValues(info.FullMethod).Observe(time.Since(start).Seconds())
+	code := codes.Internal
+	defer func() {
+		m.rpcs.WithLabelValues(info.FullMethod, code.String()).Inc()
+		m.rpcLatency.WithLabelValues(info.FullMethod).Observe(time.Since(start).Seconds())
+	}()
+	resp, err = handler(ctx, req)
+	code = status.Code(err)
 	return resp, err
 }
 

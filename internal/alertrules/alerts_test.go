@@ -329,13 +329,22 @@ func checkRules(rf ruleFile, decls map[string]metricDecl, values map[string][]st
 			alerts = append(alerts, ch)
 		}
 	}
-	// Each table row maps to the one alert whose expression selects the first metric it names.
+	// Each table row maps to the one alert whose expression selects the first metric it names:
+	// first of all (an alert may read another row's metric beside its own, as the oldest-age
+	// alert reads the stats timestamp to set stale instances aside), else anywhere.
 	mapped := map[string]string{}
 	for _, row := range rows {
 		var found []checked
 		for _, a := range alerts {
-			if slices.Contains(a.metrics, row.metrics[0]) {
+			if len(a.metrics) > 0 && a.metrics[0] == row.metrics[0] {
 				found = append(found, a)
+			}
+		}
+		if len(found) == 0 {
+			for _, a := range alerts {
+				if slices.Contains(a.metrics, row.metrics[0]) {
+					found = append(found, a)
+				}
 			}
 		}
 		if len(found) != 1 {
