@@ -81,7 +81,7 @@ func NewMetrics() *Metrics {
 			Help:    "Time to commit one batch of claims, committed or not. Its rate of sum is the share of time the claim pipeline is busy (up to 4 on CockroachDB, which commits four lanes at once).",
 			Buckets: latencyBuckets}),
 		batchFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_storage_claim_batch_failures_total",
-			Help: "Claim batches that did not commit. Their claims were answered UNAVAILABLE, after one more try in a later batch on SQLite."}),
+			Help: "Claim batches that did not commit. Their claims were answered UNAVAILABLE, but on SQLite, where each claim is tried once more in a later batch, which may commit it."}),
 		rpcs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_grpc_requests_total",
 			Help: "gRPC calls by method and status code."}, []string{"method", "code"}),
 		rpcLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hookverify_grpc_request_duration_seconds",
