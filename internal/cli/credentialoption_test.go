@@ -53,12 +53,19 @@ func TestCredentialOptionFromStandardInput(t *testing.T) {
 		t.Errorf("endpoint create --option verify_token=...: exit %d, stderr %q; want 0 and a warning naming --option-stdin", code, errOut)
 	}
 
-	// Usage errors: an empty value, a key given twice, two options from one standard input.
+	// Standard input without one value: refused (exit 1, as for a secret), not quoted.
+	for _, stdin := range []string{"", token + "\n" + token + "\n"} {
+		code, out, errOut := run(t, stdin, append([]string{"endpoint", "create", "--id", "m3", "--provider", "meta", "--option-stdin", "verify_token"}, remote...)...)
+		if code != 1 || out != "" || !strings.Contains(errOut, "--option-stdin verify_token") || strings.Contains(errOut, token) {
+			t.Errorf("standard input %q: exit %d, stdout %q, stderr %q; want 1 naming --option-stdin", stdin, code, out, errOut)
+		}
+	}
+
+	// Usage errors: a key given twice, two options from one standard input, a value given to it.
 	for _, c := range []struct {
 		stdin string
 		args  []string
 	}{
-		{"", []string{"endpoint", "create", "--id", "m3", "--provider", "meta", "--option-stdin", "verify_token"}},
 		{token, []string{"endpoint", "create", "--id", "m3", "--provider", "meta", "--option-stdin", "verify_token", "--option", "verify_token=x"}},
 		{token, []string{"endpoint", "create", "--id", "m3", "--provider", "meta", "--option-stdin", "verify_token", "--option-stdin", "other"}},
 		{token, []string{"endpoint", "create", "--id", "m3", "--provider", "meta", "--option-stdin", "a=b"}},

@@ -334,8 +334,8 @@ func (f *endpointFlags) register(fs *flag.FlagSet, update bool) {
 const optionStdinHelp = "protocol option KEY whose value is read from standard input, one line: a credential such as Meta's verify_token, kept out of process listings and shell history"
 
 // readOptionStdin reads the value of --option-stdin's option from standard input, as
-// readStdinLine reads a secret. Its refusals are usage errors: the option is given on the
-// command line only when it has a value.
+// readStdinLine reads a secret. Its refusals exit 1, as readSecret's do: what standard input
+// holds is no part of the command line.
 func (f *endpointFlags) readOptionStdin(e env) error {
 	if len(f.optionStdin) == 0 {
 		return nil
@@ -344,10 +344,10 @@ func (f *endpointFlags) readOptionStdin(e env) error {
 	value, err := readStdinLine(e, key)
 	switch {
 	case errors.Is(err, errNoStdinValue):
-		return usagef("--option-stdin %s: no value on standard input (pipe it in: printf %%s \"$VALUE\" | hookverify endpoint ... --option-stdin %s)", key, key)
+		return fmt.Errorf("--option-stdin %s: no value on standard input (pipe it in: printf %%s \"$VALUE\" | hookverify endpoint ... --option-stdin %s)", key, key)
 	case errors.Is(err, errStdinLines):
 		// The value is not quoted: it is a credential.
-		return usagef("--option-stdin %s: the value on standard input is more than one line: give one value, on one line", key)
+		return fmt.Errorf("--option-stdin %s: the value on standard input is more than one line: give one value, on one line", key)
 	case err != nil:
 		return fmt.Errorf("--option-stdin %s: %w", key, err)
 	}
