@@ -262,3 +262,36 @@ func TestRetiringARetiredSecretRecordsNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestRetiredSecretStaysRetiredAcrossAClockStepBack: README's threat model tells whoever finds
+// a secret stolen to retire it, and secret retire "stops a secret now"; retirement was kept as
+// a time, compared with the clock at each delivery, so after the server's clock stepped back
+// past the retirement (an NTP step, a VM restored from a snapshot: on the embedded store the
+// machine's clock is the only one) the retired secret authenticated deliveries again, until
+// the clock caught up. A secret's not_after is a time by design; a retirement is an act.
+func TestRetiredSecretStaysRetiredAcrossAClockStepBack(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b)
+		p := stripeProvider
+		kept, keptID := e.setup(t, p, "stepback")
+		stolen := p.newSecret()
+		stolenID := e.addSecret(t, "stepback", stolen)
+		if got := e.accept(t, e.deliver(t, p, "stepback", eventID(p), stolen)).GetSecretId(); got != stolenID {
+			t.Fatalf("secret_id %s, want %s", got, stolenID)
+		}
+		e.clock.Advance(time.Minute)
+		if _, err := e.admin.RetireSecret(t.Context(), &hookverifyv1.RetireSecretRequest{EndpointId: "stepback", SecretId: stolenID}); err != nil {
+			t.Fatal(err)
+		}
+		e.reject(t, e.deliver(t, p, "stepback", eventID(p), stolen), mismatch)
+
+		e.clock.Advance(-time.Hour) // the clock steps back an hour
+		e.reject(t, e.deliver(t, p, "stepback", eventID(p), stolen), mismatch)
+		if got := e.accept(t, e.deliver(t, p, "stepback", eventID(p), kept)).GetSecretId(); got != keptID {
+			t.Fatalf("secret_id %s, want %s", got, keptID)
+		}
+		// Reloaded from the store (another instance's view, or this one's after its TTL).
+		other := e.start(t, e.store)
+		other.reject(t, e.deliver(t, p, "stepback", eventID(p), stolen), mismatch)
+	})
+}

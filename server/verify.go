@@ -36,16 +36,21 @@ func (s *Server) Verify(ctx context.Context, req *hookverifyv1.VerifyRequest) (*
 	resp, err := s.verify(ctx, req, &labels)
 	if err == nil {
 		s.metrics.observeVerdict(labels.endpoint, labels.provider, resp, time.Since(start))
-		if id := resp.GetSecretId(); id != "" {
-			s.uses.note(labels.endpoint, id, s.clock())
-			s.metrics.observeSecretUse(labels.endpoint, id)
-		}
+	}
+	// Every authentication is a use of its secret, whatever came of the delivery after it (a
+	// full inbox, a store that did not commit, an event id that cannot be claimed): the provider
+	// signs with that secret, and a secret that looked quiet for want of those would be retired
+	// without secret retire's warning, and the provider's retries rejected as forged.
+	if id := labels.secretID; id != "" {
+		s.uses.note(labels.endpoint, id, s.clock())
+		s.metrics.observeSecretUse(labels.endpoint, id)
 	}
 	return resp, err
 }
 
-// verifyLabels are the metric labels of one Verify call, known once the endpoint is found.
-type verifyLabels struct{ endpoint, provider string }
+// verifyLabels are the metric labels of one Verify call, known once the endpoint is found, and
+// the secret that authenticated the delivery, once one did.
+type verifyLabels struct{ endpoint, provider, secretID string }
 
 func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, labels *verifyLabels) (*hookverifyv1.VerifyResponse, error) {
 	if err := validateVerifyRequest(req); err != nil {
@@ -147,6 +152,7 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 		s.log.ErrorContext(ctx, "protocol failure", "endpoint", endpoint.ID, "provider", endpoint.Provider, "err", err)
 		return nil, status.Error(codes.Internal, "verification failed unexpectedly")
 	}
+	labels.secretID = result.KeyID
 	if result.Handshake != nil {
 		return handshakeResponse(result), nil
 	}

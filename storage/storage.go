@@ -125,8 +125,9 @@ type SecretStore interface {
 	// secret id, or for a zero expireAt, which would read back as "no end" and so extend the
 	// secrets instead. check is as in AddSecret: a refusal writes nothing, and ends no secret.
 	RotateSecret(ctx context.Context, s Secret, expireAt time.Time, check SecretCheck) ([]Secret, error)
-	// RetireSecret marks the secret retired at the given time, if it is not retired already,
-	// and returns it as stored. ErrNotFound if no such secret belongs to the endpoint;
+	// RetireSecret marks the secret retired, recording the given time, if it is not retired
+	// already, and returns it as stored. A retired secret has ended (Secret.EndedAt) from then
+	// on, whatever the clock says. ErrNotFound if no such secret belongs to the endpoint;
 	// ErrInvalid for a zero time, which would read back as "not retired".
 	RetireSecret(ctx context.Context, endpointID, secretID string, at time.Time) (Secret, error)
 	// ListSecrets returns every secret of the endpoint, retired ones included, ordered by
@@ -222,9 +223,12 @@ func (s Secret) ValidAt(t time.Time) bool {
 
 // EndedAt reports whether the secret will never authenticate from t on: retired, past its
 // NotAfter, or with a window that ends before it starts (one scheduled for later has not
-// ended).
+// ended). A retirement ends it whatever t is: it is an act ("stop this secret now", a stolen
+// one), kept with the time it was done, not a time like NotAfter; compared with the clock, a
+// retired secret would authenticate again after the clock stepped back past it (an NTP step,
+// a VM restored from a snapshot), and on an instance whose clock is behind.
 func (s Secret) EndedAt(t time.Time) bool {
-	return (!s.RetiredAt.IsZero() && !t.Before(s.RetiredAt)) || (!s.NotAfter.IsZero() && !t.Before(s.NotAfter)) ||
+	return !s.RetiredAt.IsZero() || (!s.NotAfter.IsZero() && !t.Before(s.NotAfter)) ||
 		(!s.NotAfter.IsZero() && !s.NotBefore.IsZero() && !s.NotAfter.After(s.NotBefore))
 }
 
