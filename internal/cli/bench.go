@@ -58,6 +58,11 @@ func runBench(ctx context.Context, e env, args []string) error {
 	// NaN ran a closed loop unannounced, and rates whose interval overflowed a Duration or
 	// rounded to zero started calls without end.
 	rateOK := *rate == 0 || *rate >= minBenchRate && *rate <= maxBenchRate
+	// A phase of no time ran no call and printed an empty table, after creating and priming
+	// an endpoint on the server.
+	if *duration <= 0 {
+		return usagef("--duration %v: want a positive duration, e.g. 10s", *duration)
+	}
 	if *workers < 1 || *bodyBytes < 16 || *bodyBytes > client.MaxBodyCeiling || !rateOK || *drain < 0 || *leaseSize < 1 || *leaseSize > 100 {
 		return usagef("--workers must be at least 1, --body-bytes from 16 to %d, --rate 0 or from %g to %g, --drain not negative and --lease-size from 1 to 100", client.MaxBodyCeiling, minBenchRate, maxBenchRate)
 	}
@@ -188,6 +193,9 @@ func runBench(ctx context.Context, e env, args []string) error {
 	} else if *baseline && baseRate > 0 {
 		fmt.Fprintln(e.stdout, "\nratio to the no-op gRPC baseline (calls/s):")
 		for _, v := range res.verdicts() {
+			if isErrorLabel(v) {
+				continue // failed calls are not throughput
+			}
 			fmt.Fprintf(e.stdout, "  %-10s %.2fx\n", v, res.rate(v)/baseRate)
 		}
 		fmt.Fprintf(e.stdout, "  %-10s %.2fx\n", "all", res.rate("")/baseRate)
@@ -372,6 +380,14 @@ type benchResult struct {
 	// loop), and started how many of them a worker took up; those not among the latencies
 	// were not answered by its end.
 	due, started int
+	// late is, in a closed loop, how many calls of each label were answered after the phase's
+	// end: they count in the percentiles, not in the rate. cut is how many calls were still
+	// unanswered grace after the end (or at Ctrl-C), and are in neither.
+	late  map[string]int
+	cut   int
+	grace time.Duration
+	// sendLate is, in an open loop, how late after its due time the schedule sent each call.
+	sendLate []time.Duration
 }
 
 // loadShape is how drive calls: how many callers, for how long, and at what fixed rate (zero
@@ -380,6 +396,8 @@ type loadShape struct {
 	workers  int
 	duration time.Duration
 	rate     float64
+	// grace is how long past the end the calls under way are waited for (0: phaseGrace).
+	grace time.Duration
 }
 
 // The rates an open loop accepts: the interval between calls, a Duration, stays from 1 µs to
@@ -413,38 +431,39 @@ func (l loadShape) callsDueWithin(d time.Duration) int {
 // loop each worker calls again as soon as it is answered. At a fixed rate the calls are started
 // on a schedule instead, handed to whichever worker is free, and each latency counts from the
 // call's scheduled start, so that time spent waiting for a free worker (the server falling
-// behind) is counted rather than hidden; a call started in the phase is answered even after
-// its end (up to openLoopGrace), since the calls in flight at the end are the slowest and
-// leaving them out would flatter the percentiles; calls due but not answered are counted in
-// due and started (printBehind).
+// behind) is counted rather than hidden; calls due but not answered are counted in due and
+// started (printBehind). Either way a call under way at the phase's end is answered even after
+// it (up to load.grace), and its latency counted, since the calls in flight at the end are the
+// slowest and leaving them out would flatter the percentiles (a stall spanning the end vanished
+// altogether); those of a closed loop count in the percentiles but not in the rate, which is of
+// the answers within the phase. Calls still unanswered then are cut, and counted in cut.
 func drive(parent context.Context, load loadShape, call func(ctx context.Context, worker int, r *mrand.Rand) (label string, items int, err error)) *benchResult {
 	ctx, cancel := context.WithTimeout(parent, load.duration)
 	defer cancel()
-	// callCtx is the calls': the phase's in a closed loop, which cuts the calls under way at
-	// its end (its rate counts the phase's answers only); in an open loop it lasts
-	// openLoopGrace longer.
-	callCtx := ctx
-	if load.rate > 0 {
-		var cancelCalls context.CancelFunc
-		callCtx, cancelCalls = context.WithTimeout(parent, load.duration+openLoopGrace)
-		defer cancelCalls()
+	grace := load.grace
+	if grace <= 0 {
+		grace = phaseGrace
 	}
+	// callCtx is the calls': the phase's and grace longer.
+	callCtx, cancelCalls := context.WithTimeout(parent, load.duration+grace)
+	defer cancelCalls()
 	var mu sync.Mutex
-	res := &benchResult{latencies: map[string][]time.Duration{}}
+	res := &benchResult{latencies: map[string][]time.Duration{}, late: map[string]int{}, grace: grace}
 	var wg sync.WaitGroup
 	start := time.Now()
 	end, _ := ctx.Deadline()
 	var schedule chan time.Time
 	if load.rate > 0 {
 		schedule = make(chan time.Time, 1<<16)
-		wg.Go(func() { feed(ctx, schedule, start, end, load.dueAt) })
+		wg.Go(func() { feedNoting(ctx, schedule, start, end, load.dueAt, &res.sendLate) })
 		res.due = load.callsDueWithin(end.Sub(start))
 	}
 	for w := range load.workers {
 		wg.Go(func() {
 			r := mrand.New(mrand.NewPCG(uint64(w), uint64(start.UnixNano())))
 			local := map[string][]time.Duration{}
-			errs, items, started := 0, 0, 0
+			late := map[string]int{}
+			errs, items, started, cut := 0, 0, 0, 0
 			for ctx.Err() == nil {
 				t0 := time.Now()
 				if schedule != nil {
@@ -455,25 +474,41 @@ func drive(parent context.Context, load loadShape, call func(ctx context.Context
 					started++
 				}
 				label, n, err := call(callCtx, w, r)
-				if callCtx.Err() != nil || (schedule == nil && !time.Now().Before(end)) {
-					// A call cut short by the end of the phase (or of the grace, or Ctrl-C) is
-					// not counted. gRPC may fail it with DeadlineExceeded before the context
-					// reports its end.
+				if callCtx.Err() != nil {
+					// A call cut short by the end of the grace (or Ctrl-C) has no latency to
+					// count. gRPC may fail it with DeadlineExceeded before the context reports
+					// its end.
+					if label != "" {
+						cut++
+					}
 					break
 				}
+				// In a closed loop an answer after the end is not the phase's throughput.
+				after := schedule == nil && !time.Now().Before(end)
 				if label == "" {
+					if after {
+						break
+					}
 					continue // a pause of the caller's own (drainer), not a call
 				}
 				if err != nil {
 					errs++
 				}
-				items += n
 				local[label] = append(local[label], time.Since(t0))
+				if after {
+					late[label]++
+					break
+				}
+				items += n
 			}
 			mu.Lock()
 			for k, v := range local {
 				res.latencies[k] = append(res.latencies[k], v...)
 			}
+			for k, n := range late {
+				res.late[k] += n
+			}
+			res.cut += cut
 			res.errors += errs
 			res.items += items
 			res.started += started
@@ -481,11 +516,9 @@ func drive(parent context.Context, load loadShape, call func(ctx context.Context
 		})
 	}
 	wg.Wait()
-	res.elapsed = time.Since(start)
-	if load.rate > 0 {
-		// The answers after the end are the phase's calls: its rate is over the phase alone.
-		res.elapsed = min(res.elapsed, load.duration)
-	}
+	// The rate is over the phase alone, not the grace after it: in an open loop the answers
+	// after the end are the phase's calls; in a closed loop they are left out of it (late).
+	res.elapsed = min(time.Since(start), load.duration)
 	if load.rate > 0 && errors.Is(ctx.Err(), context.Canceled) {
 		// Stopped before its end (Ctrl-C): only the calls due until then were due at all, or
 		// the bench would report the rest of the phase as calls the server never answered.
@@ -494,21 +527,31 @@ func drive(parent context.Context, load loadShape, call func(ctx context.Context
 	return res
 }
 
-// openLoopGrace is how long past an open loop's end its calls under way are waited for.
-const openLoopGrace = 10 * time.Second
+// phaseGrace is how long past a phase's end its calls under way are waited for.
+const phaseGrace = 10 * time.Second
 
 // feed sends the scheduled start time of every call due (at start + dueAt(k), k = 0, 1, ...)
-// before end, until ctx ends, then closes schedule. It wakes every millisecond and sends all
-// calls due by then.
+// before end, until ctx ends, then closes schedule. It wakes when the next call is due and sends
+// all calls due by then. (It woke on a 1 ms ticker, which sent each call up to 1 ms late,
+// however precise the timers: lateness counted in the call's latency, as if the server's.)
 func feed(ctx context.Context, schedule chan<- time.Time, start, end time.Time, dueAt func(k int64) time.Duration) {
+	feedNoting(ctx, schedule, start, end, dueAt, nil)
+}
+
+// feedNoting is feed, appending to sendLate (when not nil) how late it sent each call, after its
+// due time: the load generator's own lateness, which the call's latency counts.
+func feedNoting(ctx context.Context, schedule chan<- time.Time, start, end time.Time, dueAt func(k int64) time.Duration, sendLate *[]time.Duration) {
 	defer close(schedule)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for k := int64(0); ; {
 		due := start.Add(dueAt(k))
 		for !due.After(time.Now()) {
 			if !due.Before(end) {
 				return // the phase's calls are all sent
+			}
+			if sendLate != nil {
+				*sendLate = append(*sendLate, time.Since(due))
 			}
 			select {
 			case schedule <- due:
@@ -518,20 +561,40 @@ func feed(ctx context.Context, schedule chan<- time.Time, start, end time.Time, 
 			k++
 			due = start.Add(dueAt(k))
 		}
+		timer.Reset(time.Until(due))
 		select {
-		case <-tick.C:
+		case <-timer.C:
 		case <-ctx.Done():
 			return
 		}
 	}
 }
 
-// printBehind says, for an open loop, how many calls due in the phase were not answered by its
-// end: the percentiles are of the answered calls only, so without it a server answering a
-// third of the schedule would look as if it kept up. It says nothing while every call due was
-// taken up by a worker (give or take the schedule's millisecond ticks): then only the calls
-// in flight at the end, a normal latency's worth, went unanswered.
+// printSchedule says, for an open loop, where its latencies count from, and how late the load
+// generator itself sent the calls after they were due: that lateness is in every latency, and
+// is not the server's.
+func (r *benchResult) printSchedule(w io.Writer, what string) {
+	if len(r.sendLate) == 0 {
+		return
+	}
+	late := slices.Sorted(slices.Values(r.sendLate))
+	fmt.Fprintf(w, "\nopen loop (%s): latencies count from each call's scheduled start, waiting for a free worker included; the load generator itself sent the calls a median %s (p99 %s) after they were due, which they include as well\n",
+		what, pct(late, 50), pct(late, 99))
+}
+
+// printBehind says how many calls were cut unanswered (either loop), and, for an open loop,
+// where its latencies count from (printSchedule) and how many calls due in the phase were not
+// answered by its end: the percentiles are of the answered calls only, so without it a server
+// answering a third of the schedule would look as if it kept up. It says nothing of the latter
+// while every call due was taken up by a worker (give or take 1 %): then only the calls in
+// flight at the end, a normal latency's worth, went unanswered.
 func (r *benchResult) printBehind(w io.Writer, what string) {
+	r.printSchedule(w, what)
+	if r.cut > 0 {
+		// Left out of every figure: a server that answered nothing printed an empty table.
+		fmt.Fprintf(w, "\n%s: %d calls cut before they were answered (still under way %s after the phase's end, or at an interrupt): left out of the figures above\n",
+			what, r.cut, r.grace)
+	}
 	if r.due == 0 || r.due-r.started <= max(1, r.due/100) {
 		return
 	}
@@ -552,24 +615,30 @@ func (r *benchResult) verdicts() []string {
 	return out
 }
 
-// rate is the calls per second of one label, or of all calls for "".
+// rate is the calls per second of one label, or for "" of all calls answered without an
+// error: failed calls have rows of their own, but counted as answers they inflated the no-op
+// baseline (the denominator of every ratio) and the "all" ratio whenever calls failed fast.
+// A closed loop's calls answered after its end count in the percentiles, not in the rate.
 func (r *benchResult) rate(label string) float64 {
 	n := 0
 	for k, v := range r.latencies {
-		if label == "" || k == label {
-			n += len(v)
+		if label == "" && !isErrorLabel(k) || k == label {
+			n += len(v) - r.late[k]
 		}
 	}
 	return float64(n) / r.elapsed.Seconds()
 }
 
-// print writes one row per label and returns the overall rate.
+// isErrorLabel reports whether a result's label is that of failed calls.
+func isErrorLabel(label string) bool { return strings.HasPrefix(label, "error:") }
+
+// print writes one row per label and returns the rate of the calls answered without an error.
 func (r *benchResult) print(w *tabwriter.Writer) float64 {
 	for _, label := range r.verdicts() {
 		lat := r.latencies[label]
 		slices.Sort(lat)
 		errs := 0
-		if strings.HasPrefix(label, "error:") {
+		if isErrorLabel(label) {
 			errs = len(lat)
 		}
 		fmt.Fprintf(w, "%s\t%d\t%.0f\t%s\t%s\t%s\t%d\t\n", label, len(lat), r.rate(label), pct(lat, 50), pct(lat, 90), pct(lat, 99), errs)
