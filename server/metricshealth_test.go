@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -108,61 +109,46 @@ func mhCounters(t *testing.T, m *server.Metrics, name string) map[string]float64
 // TestVerdictCounts: each Verify answer is counted once, under its own verdict: an
 // accepted event as accepted, its redelivery (from the store and from the claim cache) as
 // duplicate, a forged one as rejected with its reason, and a call refused for backpressure or
-// a store failure not as a verdict at all.
+// a store failure not as a verdict at all. With the claim cache off, the redelivery under
+// backpressure is answered from the store's claim.
 func TestVerdictCounts(t *testing.T) {
-	metrics := server.NewMetrics()
-	e := newEnvWith(t, backends[0], func(o *server.Options) { o.Metrics = metrics; o.MaxPendingPerEndpoint = 1 })
-	secret, _ := e.setup(t, githubProvider, "ep")
-	first := e.deliver(t, githubProvider, "ep", "evt-1", secret)
-	firstResp := e.accept(t, first)
-	e.duplicate(t, first, firstResp)
-	e.reject(t, e.deliver(t, githubProvider, "ep", "evt-2", "wrong-secret-wrong-secret"), hookverifyv1.RejectReason_REJECT_REASON_SIGNATURE_MISMATCH)
-	e.srv.RefreshInboxDepth(t.Context())
-	// The inbox holds one unfinished delivery, the limit: a new event is refused, a redelivery
-	// answered DUPLICATE.
-	_, err := e.call(t, e.deliver(t, githubProvider, "ep", "evt-3", secret))
-	wantCode(t, err, codes.ResourceExhausted)
-	e.duplicate(t, first, firstResp)
+	for _, cache := range []bool{true, false} {
+		t.Run(fmt.Sprintf("claim cache %v", cache), func(t *testing.T) {
+			metrics := server.NewMetrics()
+			e := newEnvWith(t, backends[0], func(o *server.Options) {
+				o.Metrics = metrics
+				o.MaxPendingPerEndpoint = 1
+				if !cache {
+					o.ClaimCacheSize = -1
+				}
+			})
+			secret, _ := e.setup(t, githubProvider, "ep")
+			first := e.deliver(t, githubProvider, "ep", "evt-1", secret)
+			firstResp := e.accept(t, first)
+			e.duplicate(t, first, firstResp)
+			e.reject(t, e.deliver(t, githubProvider, "ep", "evt-2", "wrong-secret-wrong-secret"), hookverifyv1.RejectReason_REJECT_REASON_SIGNATURE_MISMATCH)
+			e.srv.RefreshInboxDepth(t.Context())
+			// The inbox holds one unfinished delivery, the limit: a new event is refused, a
+			// redelivery answered DUPLICATE.
+			_, err := e.call(t, e.deliver(t, githubProvider, "ep", "evt-3", secret))
+			wantCode(t, err, codes.ResourceExhausted)
+			e.duplicate(t, first, firstResp)
 
-	got := mhCounters(t, metrics, "hookverify_verdicts_total")
-	want := map[string]float64{
-		"endpoint=ep,provider=github,reason=,verdict=accepted":                   1,
-		"endpoint=ep,provider=github,reason=,verdict=duplicate":                  2,
-		"endpoint=ep,provider=github,reason=signature_mismatch,verdict=rejected": 1,
-	}
-	if !maps.Equal(got, want) {
-		t.Errorf("hookverify_verdicts_total = %v, want %v", got, want)
-	}
-	if bp := mhCounters(t, metrics, "hookverify_backpressure_total"); bp["endpoint=ep"] != 1 {
-		t.Errorf("hookverify_backpressure_total = %v, want ep at 1", bp)
-	}
-}
-
-// TestVerdictCountsWithoutClaimCache: the same as TestVerdictCounts with the claim
-// cache off, so that the redelivery under backpressure is answered from the store's claim.
-func TestVerdictCountsWithoutClaimCache(t *testing.T) {
-	metrics := server.NewMetrics()
-	e := newEnvWith(t, backends[0], func(o *server.Options) {
-		o.Metrics = metrics
-		o.MaxPendingPerEndpoint = 1
-		o.ClaimCacheSize = -1
-	})
-	secret, _ := e.setup(t, githubProvider, "ep")
-	first := e.deliver(t, githubProvider, "ep", "evt-1", secret)
-	firstResp := e.accept(t, first)
-	e.srv.RefreshInboxDepth(t.Context())
-	_, err := e.call(t, e.deliver(t, githubProvider, "ep", "evt-3", secret))
-	wantCode(t, err, codes.ResourceExhausted)
-	e.duplicate(t, first, firstResp)
-	got := mhCounters(t, metrics, "hookverify_verdicts_total")
-	want := map[string]float64{
-		"endpoint=ep,provider=github,reason=,verdict=accepted":  1,
-		"endpoint=ep,provider=github,reason=,verdict=duplicate": 1,
-	}
-	if !maps.Equal(got, want) {
-		t.Errorf("hookverify_verdicts_total = %v, want %v", got, want)
-	}
-	if hits := mhCounters(t, metrics, "hookverify_claim_cache_hits_total"); hits[""] != 0 {
-		t.Errorf("claim cache hits with the cache off: %v", hits)
+			got := mhCounters(t, metrics, "hookverify_verdicts_total")
+			want := map[string]float64{
+				"endpoint=ep,provider=github,reason=,verdict=accepted":                   1,
+				"endpoint=ep,provider=github,reason=,verdict=duplicate":                  2,
+				"endpoint=ep,provider=github,reason=signature_mismatch,verdict=rejected": 1,
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("hookverify_verdicts_total = %v, want %v", got, want)
+			}
+			if bp := mhCounters(t, metrics, "hookverify_backpressure_total"); bp["endpoint=ep"] != 1 {
+				t.Errorf("hookverify_backpressure_total = %v, want ep at 1", bp)
+			}
+			if hits := mhCounters(t, metrics, "hookverify_claim_cache_hits_total"); !cache && hits[""] != 0 {
+				t.Errorf("claim cache hits with the cache off: %v", hits)
+			}
+		})
 	}
 }
