@@ -343,3 +343,23 @@ func TestStorageDown(t *testing.T) {
 		wantHealth(t, e.instance, healthpb.HealthCheckResponse_SERVING)
 	})
 }
+
+// TestOperationKeyDerivationIsPinned holds server.OperationKey to the derivation README
+// documents ("op_" and the first 16 bytes, in lowercase hex, of SHA-256("hookverify operation
+// key v1" NUL scope NUL event id)), on values computed outside Go (sha256sum). The other tests
+// compare answers with server.OperationKey itself, so a changed derivation passed them all,
+// while workers and downstream systems that derive or store keys would see other keys after an
+// upgrade.
+func TestOperationKeyDerivationIsPinned(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ scope, eventID, want string }{
+		// printf 'hookverify operation key v1\0shop\0evt_1NG8Du2eZvKYlo2CqrgwL4bX' | sha256sum
+		{"shop", "evt_1NG8Du2eZvKYlo2CqrgwL4bX", "op_eddd45d9a9e5b0dc93eacec0cf146df1"},
+		// printf 'hookverify operation key v1\0\0' | sha256sum
+		{"", "", "op_ddd0ce00d3e0b802fefaf9679f5e3054"},
+	} {
+		if got := server.OperationKey(c.scope, c.eventID); got != c.want {
+			t.Errorf("OperationKey(%q, %q) = %s, want %s (README, \"Operation key derivation\")", c.scope, c.eventID, got, c.want)
+		}
+	}
+}

@@ -16,8 +16,8 @@ import (
 
 // TestCredentialsAreNotStored checks every protocol whose deliveries carry the secret itself
 // (a token, Basic credentials, a URL parameter), found by looking for the secret in what its
-// own Sign sends: once accepted, the delivery workers lease (as stored) holds the secret in no
-// header and not in its URL, and says where it was redacted; one stored with the secret, as a
+// own Sign sends: once accepted, neither the database nor the delivery workers lease holds the
+// secret in a header or its URL, and the lease says where it was redacted; one stored with the secret, as a
 // release before redaction stored it, is handed out redacted, leased and as a dead letter.
 func TestCredentialsAreNotStored(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
@@ -88,6 +88,20 @@ func TestCredentialsAreNotStored(t *testing.T) {
 			}
 			if !redacted {
 				t.Errorf("%s: nothing stored says where the credential was", c.name)
+			}
+			// And in the database itself: Lease redacts what it hands out (for rows an older
+			// release stored), so a Verify that stored the secret would pass the checks above.
+			stored, err := e.store.GetDelivery(t.Context(), d.GetInboxId())
+			if err != nil {
+				t.Fatalf("%s: GetDelivery: %v", c.name, err)
+			}
+			if carries(stored.URL) {
+				t.Errorf("%s: the database holds the secret in the URL: %s", c.name, stored.URL)
+			}
+			for _, h := range stored.Headers {
+				if carries(h.Value) {
+					t.Errorf("%s: the database holds the secret in header %s", c.name, h.Name)
+				}
 			}
 			if _, err := e.inbox.Ack(t.Context(), &hookverifyv1.AckRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken()}); err != nil {
 				t.Fatalf("%s: Ack: %v", c.name, err)

@@ -897,14 +897,14 @@ func TestVerifyProtoDocumentsEveryStatus(t *testing.T) {
 	huge.Body = make([]byte, server.MaxRecvMsgSize) // refused by gRPC before Verify runs
 	_, err = in.call(t, huge, grpc.MaxCallSendMsgSize(2*server.MaxRecvMsgSize))
 	note(err)
-	if hasRetryInfo(err) {
+	if _, hinted := retryHint(err); hinted {
 		t.Errorf("the refusal of a message above the receive limit carries RetryInfo: %v", err)
 	}
 	in.accept(t, delivery("hid", "first"))
 	in.srv.RefreshInboxDepth(t.Context())          // the inbox now holds MaxPendingTotal
 	_, err = in.call(t, delivery("hid", "second")) // backpressure
 	note(err)
-	if status.Code(err) != codes.ResourceExhausted || !hasRetryInfo(err) {
+	if _, hinted := retryHint(err); status.Code(err) != codes.ResourceExhausted || !hinted {
 		t.Errorf("backpressure answered %v, want RESOURCE_EXHAUSTED with RetryInfo", err)
 	}
 	in.srv.SetStore(nil) // storage gone
@@ -939,16 +939,16 @@ func canonicalCode(c codes.Code) string {
 	return strings.ToUpper(b.String())
 }
 
-// hasRetryInfo reports whether err carries a google.rpc.RetryInfo detail: what tells an edge
-// hookverify's backpressure from gRPC refusing a message above its receive limit, both
-// RESOURCE_EXHAUSTED.
-func hasRetryInfo(err error) bool {
+// retryHint returns the delay of err's google.rpc.RetryInfo detail, and whether it has one:
+// what tells an edge hookverify's backpressure from gRPC refusing a message above its receive
+// limit, both RESOURCE_EXHAUSTED.
+func retryHint(err error) (time.Duration, bool) {
 	for _, d := range status.Convert(err).Details() {
-		if _, ok := d.(*errdetails.RetryInfo); ok {
-			return true
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			return ri.GetRetryDelay().AsDuration(), true
 		}
 	}
-	return false
+	return 0, false
 }
 
 // withRequest returns a copy of req changed by change.
