@@ -32,6 +32,13 @@ const maxIDLength = ident.MaxLength
 // maxSecretBytes bounds a secret as given; provider secrets are far shorter, public keys too.
 const maxSecretBytes = 8 << 10
 
+// maxOptionsBytes bounds an endpoint's options, keys and values together. Without a bound
+// (the server takes messages of 32 MiB) an endpoint passed a client's 4 MiB receive limit, and
+// so did the audit event of an update, which lists the options before and after: every
+// ListAuditEvents page reaching it failed, for every such caller, for good. At 1 MiB an
+// endpoint, and any audit event, fits one answer (a public_url, the long option, is a URL).
+const maxOptionsBytes = 1 << 20
+
 // validID reports whether s may be an endpoint id or a dedupe scope (ident.Valid).
 func validID(s string) bool { return ident.Valid(s) }
 
@@ -150,13 +157,16 @@ func (s *Server) UpdateEndpoint(ctx context.Context, req *hookverifyv1.UpdateEnd
 	if in.GetId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "endpoint id is required")
 	}
-	var ifUpdatedAt time.Time
+	// A pointer, not the zero time, says "no update_time": an endpoint stored without an
+	// update time reads back as 0001-01-01T00:00:00Z, and sent back, that is a precondition too.
+	var ifUpdatedAt *time.Time
 	if ts := in.GetUpdateTime(); ts != nil {
 		if !ts.IsValid() {
 			return nil, status.Error(codes.InvalidArgument, "update_time is not a valid timestamp")
 		}
 		// Stored times have microsecond precision; clock() already truncates.
-		ifUpdatedAt = ts.AsTime().UTC().Truncate(time.Microsecond)
+		t := ts.AsTime().UTC().Truncate(time.Microsecond)
+		ifUpdatedAt = &t
 	}
 	// The detail is filled in by the store from the endpoint as it is when the change is
 	// written (ModifyEndpoint), not as it was read before.
@@ -237,8 +247,8 @@ func (s *Server) secretsUnreadableUnder(current storage.Endpoint, secrets []stor
 
 // updatedEndpoint is UpdateEndpoint's change: the settings in replacing current's, validated.
 // It runs in the store's transaction, on the endpoint as stored then, and only computes.
-func (s *Server) updatedEndpoint(current storage.Endpoint, in *hookverifyv1.Endpoint, ifUpdatedAt, now time.Time) (storage.Endpoint, error) {
-	if !ifUpdatedAt.IsZero() && !ifUpdatedAt.Equal(current.UpdatedAt) {
+func (s *Server) updatedEndpoint(current storage.Endpoint, in *hookverifyv1.Endpoint, ifUpdatedAt *time.Time, now time.Time) (storage.Endpoint, error) {
+	if ifUpdatedAt != nil && !ifUpdatedAt.Equal(current.UpdatedAt) {
 		return storage.Endpoint{}, status.Errorf(codes.Aborted, "endpoint %q changed since the read this update was made from (update_time %s, now %s): read it again and reapply the change, or send no update_time to replace it regardless",
 			current.ID, ifUpdatedAt.Format(time.RFC3339Nano), current.UpdatedAt.Format(time.RFC3339Nano))
 	}
@@ -523,6 +533,13 @@ func (s *Server) endpointFromProto(in *hookverifyv1.Endpoint) (storage.Endpoint,
 	}
 	if e.Options == nil {
 		e.Options = map[string]string{}
+	}
+	size := 0
+	for k, v := range e.Options {
+		size += len(k) + len(v)
+	}
+	if size > maxOptionsBytes {
+		return storage.Endpoint{}, status.Errorf(codes.InvalidArgument, "options take %d bytes, more than the %d an endpoint may hold", size, maxOptionsBytes)
 	}
 	if tol := in.GetTimestampTolerance(); tol != nil {
 		if !tol.IsValid() || tol.AsDuration() < 0 || tol.AsDuration() > MaxTolerance {

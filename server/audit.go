@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -179,6 +180,16 @@ func (s *Server) ListAuditEvents(ctx context.Context, req *hookverifyv1.ListAudi
 	}
 	// Each filter a list of its own, so that a start_time passed as end_time is another listing.
 	hash := setsHash(endpoint, since, until)
+	if req.GetEndTime() != nil && filter.Until.IsZero() {
+		// Before the first instant a Timestamp holds: no event. Passed on, the stores would read
+		// the zero time as no bound and list every one.
+		if token := req.GetPageToken(); token != "" {
+			if _, err := auditPages.parse(token, hash); err != nil {
+				return nil, err
+			}
+		}
+		return &hookverifyv1.ListAuditEventsResponse{}, nil
+	}
 	if token := req.GetPageToken(); token != "" {
 		place, err := auditPages.parse(token, hash)
 		if err != nil {
@@ -200,7 +211,7 @@ func (s *Server) ListAuditEvents(ctx context.Context, req *hookverifyv1.ListAudi
 	for i, ev := range events {
 		list[i] = &hookverifyv1.AuditEvent{
 			Id: ev.ID, Time: timestamppb.New(ev.At), Actor: ev.Actor, Action: ev.Action,
-			EndpointId: ev.EndpointID, SecretId: ev.SecretID, Detail: ev.Detail,
+			EndpointId: ev.EndpointID, SecretId: ev.SecretID, Detail: cutDetail(ev.Detail),
 		}
 	}
 	// An event's detail lists an endpoint's options, which can be long: the page ends before
@@ -212,6 +223,25 @@ func (s *Server) ListAuditEvents(ctx context.Context, req *hookverifyv1.ListAudi
 		resp.NextPageToken = auditPages.token(hash, timedPlace(last.At, last.ID))
 	}
 	return resp, nil
+}
+
+// maxDetailAnswer bounds an event's detail in a ListAuditEvents answer. Events are written
+// within it (endpoint options are bounded, maxOptionsBytes), but one about an endpoint whose
+// options were stored before that bound could pass a client's 4 MiB receive limit alone, and
+// then every page reaching it failed for good, hiding every later event.
+const maxDetailAnswer = 3 << 20
+
+// cutDetail returns detail, or for one longer than maxDetailAnswer its start, cut at a UTF-8
+// boundary, and how long it is in the trail.
+func cutDetail(detail string) string {
+	if len(detail) <= maxDetailAnswer {
+		return detail
+	}
+	end := maxDetailAnswer
+	for end > 0 && !utf8.RuneStart(detail[end]) {
+		end--
+	}
+	return detail[:end] + fmt.Sprintf(" ... (cut here: the detail recorded is %d bytes)", len(detail))
 }
 
 // ceilMicro returns t rounded up to a whole microsecond.
