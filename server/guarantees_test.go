@@ -98,7 +98,7 @@ func TestAuthenticatedButRefusedDeliveryCountsAsAUse(t *testing.T) {
 		if err := e.srv.FlushSecretUses(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		if got := reviewSecretUseCount(t, m, secretID); got != 2 {
+		if got := secretUses(t, m)[secretID]; got != 2 {
 			t.Errorf("hookverify_secret_verifications_total for the secret = %g, want 2 (the refused delivery was authenticated)", got)
 		}
 		secrets, err := e.store.ListSecrets(t.Context(), "full")
@@ -109,28 +109,6 @@ func TestAuthenticatedButRefusedDeliveryCountsAsAUse(t *testing.T) {
 			t.Errorf("last_used_time = %v, want %v (the refused delivery's authentication)", secrets[0].LastUsedAt, e.clock.Now())
 		}
 	})
-}
-
-// reviewSecretUseCount returns hookverify_secret_verifications_total of the secret.
-func reviewSecretUseCount(t *testing.T, m *server.Metrics, secretID string) float64 {
-	t.Helper()
-	families, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "hookverify_secret_verifications_total" {
-			continue
-		}
-		for _, series := range f.GetMetric() {
-			for _, l := range series.GetLabel() {
-				if l.GetName() == "secret_id" && l.GetValue() == secretID {
-					return series.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }
 
 // TestEventAfterItsWindowWithALongerInboxRetention: README ("The dedupe window is finite"):

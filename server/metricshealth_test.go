@@ -82,9 +82,9 @@ func TestReadyzAndHealthOnDeletedSQLiteFiles(t *testing.T) {
 	}
 }
 
-// mhCounters returns every series of the counter family name, keyed by its labels as
+// counterSeries returns every series of the counter family name, keyed by its labels as
 // "k=v,k=v" (sorted by label name, as the registry gives them).
-func mhCounters(t *testing.T, m *server.Metrics, name string) map[string]float64 {
+func counterSeries(t *testing.T, m *server.Metrics, name string) map[string]float64 {
 	t.Helper()
 	families, err := m.Registry.Gather()
 	if err != nil {
@@ -134,7 +134,7 @@ func TestVerdictCounts(t *testing.T) {
 			wantCode(t, err, codes.ResourceExhausted)
 			e.duplicate(t, first, firstResp)
 
-			got := mhCounters(t, metrics, "hookverify_verdicts_total")
+			got := counterSeries(t, metrics, "hookverify_verdicts_total")
 			want := map[string]float64{
 				"endpoint=ep,provider=github,reason=,verdict=accepted":                   1,
 				"endpoint=ep,provider=github,reason=,verdict=duplicate":                  2,
@@ -143,12 +143,27 @@ func TestVerdictCounts(t *testing.T) {
 			if !maps.Equal(got, want) {
 				t.Errorf("hookverify_verdicts_total = %v, want %v", got, want)
 			}
-			if bp := mhCounters(t, metrics, "hookverify_backpressure_total"); bp["endpoint=ep"] != 1 {
+			if bp := counterSeries(t, metrics, "hookverify_backpressure_total"); bp["endpoint=ep"] != 1 {
 				t.Errorf("hookverify_backpressure_total = %v, want ep at 1", bp)
 			}
-			if hits := mhCounters(t, metrics, "hookverify_claim_cache_hits_total"); !cache && hits[""] != 0 {
+			if hits := counterSeries(t, metrics, "hookverify_claim_cache_hits_total"); !cache && hits[""] != 0 {
 				t.Errorf("claim cache hits with the cache off: %v", hits)
 			}
 		})
 	}
+}
+
+// secretUses returns hookverify_secret_verifications_total by secret id (0 for a secret with no
+// series).
+func secretUses(t *testing.T, m *server.Metrics) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for labels, v := range counterSeries(t, m, "hookverify_secret_verifications_total") {
+		for _, l := range strings.Split(labels, ",") {
+			if id, ok := strings.CutPrefix(l, "secret_id="); ok {
+				out[id] = v
+			}
+		}
+	}
+	return out
 }

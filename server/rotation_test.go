@@ -152,23 +152,7 @@ func TestSecretVerificationSeriesStartAtZero(t *testing.T) {
 		newID := rotated.GetSecret().GetId()
 		in.accept(t, e.deliver(t, p, "series", eventID(p), old))
 
-		got := map[string]float64{}
-		families, err := m.Registry.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range families {
-			if f.GetName() != "hookverify_secret_verifications_total" {
-				continue
-			}
-			for _, series := range f.GetMetric() {
-				for _, l := range series.GetLabel() {
-					if l.GetName() == "secret_id" {
-						got[l.GetValue()] = series.GetCounter().GetValue()
-					}
-				}
-			}
-		}
+		got := secretUses(t, m)
 		if v, ok := got[newID]; !ok || v != 0 {
 			t.Errorf("the new secret's series = %g (exported: %v), want 0 before its first use; all: %v", v, ok, got)
 		}

@@ -154,6 +154,11 @@ func (s *Server) verify(ctx context.Context, req *hookverifyv1.VerifyRequest, la
 	}
 	labels.secretID = result.KeyID
 	if result.Handshake != nil {
+		if result.HandshakeSecret != "" {
+			if err := s.keepHandshakeSecret(ctx, cached, result.HandshakeSecret, now); err != nil {
+				return nil, err
+			}
+		}
 		return handshakeResponse(result), nil
 	}
 	if reason, detail := checkEventID(result.EventID); detail != "" {

@@ -2,7 +2,9 @@ package protocol
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"net/http"
+	"time"
 )
 
 // Asana signs the raw body with HMAC-SHA256 keyed with the webhook's secret and sends the hex
@@ -28,10 +30,10 @@ var (
 // Asana returns the protocol for Asana webhooks.
 //
 // Registering the secret: the handshake is answered by this protocol (200, X-Hook-Secret echoed)
-// without a key, because the secret does not exist before it. The reply goes back through the
-// edge, which is the only place the secret can be read: the operator copies X-Hook-Secret from
-// that handshake reply (or the edge's log of it) and adds it to the endpoint as its secret.
-// Until then events are rejected as signature mismatches, and Asana retries them.
+// without a key, because the secret does not exist before it, and the secret is handed to the
+// server (Result.HandshakeSecret), which keeps it for an endpoint whose
+// HandshakeSecretUntilOption is still ahead and that has no secret in force. Asana shows the
+// secret nowhere else: its create-webhook answer does not hold it, and the edges log no header.
 //
 // A request carrying X-Hook-Secret and no X-Hook-Signature is the handshake; its secret must be
 // 1 to 256 visible ASCII characters (malformed signature otherwise, so nothing odd is echoed).
@@ -50,11 +52,12 @@ func Asana() *Protocol {
 			"was not re-read here). A retry resends the same body, and no timestamp is signed, so " +
 			"there is no tolerance; the body hash makes the retry a duplicate. Heartbeats " +
 			"({\"events\":[]}) all hash alike, which is harmless.",
-		ParseSecret:   parseAsanaSecret,
-		Verify:        verifyAsana,
-		Sign:          signAsana,
-		ExampleSecret: sharedExample(""),
-		ExampleBody:   asanaExampleBody,
+		ParseSecret:     parseAsanaSecret,
+		ValidateOptions: validateHandshakeSecretOption,
+		Verify:          verifyAsana,
+		Sign:            signAsana,
+		ExampleSecret:   sharedExample(""),
+		ExampleBody:     asanaExampleBody,
 	}
 }
 
@@ -84,7 +87,27 @@ func asanaHandshake(secret string) (Result, error) {
 			return Result{}, Reject(ReasonMalformedSignature, "%s has a character that is not visible ASCII", asanaSecretHeader)
 		}
 	}
-	return Result{Handshake: &Reply{Status: http.StatusOK, Headers: Headers{{Name: asanaSecretHeader, Value: secret}}}}, nil
+	return Result{Handshake: &Reply{Status: http.StatusOK, Headers: Headers{{Name: asanaSecretHeader, Value: secret}}}, HandshakeSecret: secret}, nil
+}
+
+// HandshakeSecretUntilOption names the endpoint option that asks the server to keep the secret
+// a provider hands over in its handshake (Result.HandshakeSecret: Asana's X-Hook-Secret), up
+// to the RFC 3339 time it holds and while the endpoint has no secret in force. Anyone who
+// knows the URL can send such a handshake, so the window should be the few minutes in which
+// the operator creates the webhook.
+const HandshakeSecretUntilOption = "handshake_secret_until"
+
+// validateHandshakeSecretOption takes only HandshakeSecretUntilOption, an RFC 3339 time.
+func validateHandshakeSecretOption(options map[string]string) error {
+	for k, v := range options {
+		if k != HandshakeSecretUntilOption {
+			return fmt.Errorf("unknown option %q (the only one is %s)", k, HandshakeSecretUntilOption)
+		}
+		if _, err := time.Parse(time.RFC3339, v); err != nil {
+			return fmt.Errorf("%s must be an RFC 3339 time, such as 2026-12-06T10:30:00Z", HandshakeSecretUntilOption)
+		}
+	}
+	return nil
 }
 
 // signAsana produces the X-Hook-Signature header. A webhook has one secret, so only secrets[0]

@@ -103,6 +103,11 @@ type Result struct {
 	// this reply and is neither claimed nor stored. A protocol whose provider signs its
 	// handshake must authenticate it before returning one.
 	Handshake *Reply
+	// HandshakeSecret is the secret a provider hands the receiver in its handshake, to sign
+	// its later deliveries with (Asana's X-Hook-Secret): unauthenticated by the provider's
+	// design, so the server keeps it only for an endpoint that asked to be given one
+	// (HandshakeSecretUntilOption) and has no secret in force.
+	HandshakeSecret string
 	// SuccessReply, when set, is the reply to this delivery once accepted or found a
 	// duplicate, in place of Protocol.SuccessReply: for a provider whose kinds of delivery
 	// ask for different acknowledgements (Discord: 204 for a Webhook Event).
