@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"time"
 )
@@ -102,11 +101,7 @@ func frontappHandshake(keyID, challenge string) (Result, error) {
 			return Result{}, Reject(ReasonMalformedPayload, "%s has a character that is not visible ASCII", frontappChallengeHeader)
 		}
 	}
-	return Result{KeyID: keyID, Handshake: &Reply{
-		Status:  http.StatusOK,
-		Headers: Headers{{Name: "Content-Type", Value: "text/plain; charset=utf-8"}},
-		Body:    []byte(challenge),
-	}}, nil
+	return Result{KeyID: keyID, Handshake: echoReply(challenge)}, nil
 }
 
 // frontappEventID is payload.id when the body has one, else the body's hash.

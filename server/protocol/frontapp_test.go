@@ -40,7 +40,8 @@ func TestFrontAppChallenge(t *testing.T) {
 	keys := keysFor(t, p, frontappVectorKey)
 	req := frontappRequest(frontappVectorMs, frontappVectorSig, frontappVectorBody, "x-front-challenge", "d8f7a6e5c4b3")
 	res, err := p.Verify(req, keys, Params{Now: fixedNow})
-	if err != nil || res.Handshake == nil || res.Handshake.Status != 200 || string(res.Handshake.Body) != "d8f7a6e5c4b3" || res.KeyID != "k0" || res.EventID != "" {
+	if err != nil || res.Handshake == nil || res.Handshake.Status != 200 || string(res.Handshake.Body) != "d8f7a6e5c4b3" || res.KeyID != "k0" || res.EventID != "" ||
+		header(&Request{Headers: res.Handshake.Headers}, "X-Content-Type-Options") != "nosniff" {
 		t.Fatalf("challenge = %+v, %v", res, err)
 	}
 	for _, tc := range []struct {

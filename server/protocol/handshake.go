@@ -36,8 +36,3 @@ func echoReply(s string) *Reply {
 func jsonReply(body []byte) *Reply {
 	return &Reply{Status: 200, Headers: Headers{{Name: "Content-Type", Value: "application/json"}}, Body: body}
 }
-
-// textReply is a 200 text/plain reply with body.
-func textReply(body string) *Reply {
-	return &Reply{Status: 200, Headers: Headers{{Name: "Content-Type", Value: "text/plain; charset=utf-8"}}, Body: []byte(body)}
-}

@@ -224,7 +224,7 @@ func slackIdentity(body []byte) (Result, error) {
 		if !ok || challenge == "" {
 			return Result{}, Reject(ReasonMalformedPayload, "url_verification has no challenge string")
 		}
-		return Result{Handshake: textReply(challenge)}, nil
+		return Result{Handshake: echoReply(challenge)}, nil
 	}
 	id, present, ok := jsonString(top, "event_id")
 	switch {

@@ -136,7 +136,8 @@ func TestSlackURLVerification(t *testing.T) {
 			t.Fatalf("result %+v, want an authenticated handshake", res)
 		}
 		h := res.Handshake
-		if h.Status != 200 || string(h.Body) != "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P" || !strings.HasPrefix(header(&Request{Headers: h.Headers}, "Content-Type"), "text/plain") {
+		if h.Status != 200 || string(h.Body) != "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P" || !strings.HasPrefix(header(&Request{Headers: h.Headers}, "Content-Type"), "text/plain") ||
+			header(&Request{Headers: h.Headers}, "X-Content-Type-Options") != "nosniff" {
 			t.Fatalf("reply %d %v %q", h.Status, h.Headers, h.Body)
 		}
 	})

@@ -179,7 +179,7 @@ func verifyTwitch(req *Request, keys []Key, p Params) (Result, error) {
 		if !ok || challenge == "" {
 			return Result{}, Reject(ReasonMalformedPayload, `challenge request body has no "challenge" string`)
 		}
-		return Result{KeyID: keyID, Handshake: textReply(challenge)}, nil
+		return Result{KeyID: keyID, Handshake: echoReply(challenge)}, nil
 	}
 	return Result{KeyID: keyID, EventID: id}, nil
 }

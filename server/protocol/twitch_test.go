@@ -134,7 +134,8 @@ func TestTwitchCallbackVerification(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := res.Handshake
-		if h == nil || res.KeyID != "k0" || res.EventID != "" || h.Status != 200 || string(h.Body) != "pogchamp-kappa-360noscope-vohiyo" || !strings.HasPrefix(header(&Request{Headers: h.Headers}, "Content-Type"), "text/plain") {
+		if h == nil || res.KeyID != "k0" || res.EventID != "" || h.Status != 200 || string(h.Body) != "pogchamp-kappa-360noscope-vohiyo" || !strings.HasPrefix(header(&Request{Headers: h.Headers}, "Content-Type"), "text/plain") ||
+			header(&Request{Headers: h.Headers}, "X-Content-Type-Options") != "nosniff" {
 			t.Fatalf("result %+v", res)
 		}
 	})
