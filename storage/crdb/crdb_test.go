@@ -197,11 +197,21 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 // migrated. Only sequential work is safe on it: see TestExecuteTxHidesCommitFailureOnPostgreSQL.
 func cockroachPathStore(t *testing.T, url string) *Store {
 	t.Helper()
+	return tracedCockroachPathStore(t, url, nil)
+}
+
+// tracedCockroachPathStore is cockroachPathStore with the pool's statements traced by tracer
+// (none when nil).
+func tracedCockroachPathStore(t *testing.T, url string, tracer pgx.QueryTracer) *Store {
+	t.Helper()
 	config, err := newPoolConfig(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	config.MaxConns = 2
+	if tracer != nil {
+		config.ConnConfig.Tracer = tracer
+	}
 	p, err := newPool(t.Context(), config)
 	if err != nil {
 		t.Fatal(err)

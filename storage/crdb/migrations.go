@@ -222,8 +222,9 @@ const migrationLockKey int64 = 0x686f6f6b76657269
 // queue and each step is applied and recorded atomically. CockroachDB has no advisory locks
 // and prefers schema changes outside explicit transactions, so there each step runs on its
 // own and relies on idempotency: IF NOT EXISTS makes a repeated or concurrent step harmless
-// and ON CONFLICT records its version once. A step interrupted before being recorded simply
-// runs again next time.
+// and ON CONFLICT records its version once; the versions are read again before each pending
+// step, so that a run never repeats a step another run recorded meanwhile (see
+// migrateCockroachDB). A step interrupted before being recorded simply runs again next time.
 func (s *Store) Migrate(ctx context.Context) error {
 	steps := slices.Clone(migrations)
 	if s.engine == EngineCockroachDB {
@@ -294,6 +295,26 @@ func (s *Store) migrateCockroachDB(ctx context.Context, steps []migration) error
 		return fmt.Errorf("crdb: migrate: %w", err)
 	}
 	for _, m := range steps {
+		if applied[m.version] {
+			continue
+		}
+		// Another instance may have migrated since the versions were read (nothing serialises
+		// the runs here), and a step run again after a later one (a step may undo an earlier
+		// one: 26 drops 24's index, 28 drops 6's) would bring back what that later step
+		// removed, for good if this process then stops before running the later step again.
+		// So the versions are read again before each pending step, and one recorded since is
+		// skipped. (The window left is one step's: runs that start together run each step
+		// together, which IF NOT EXISTS makes harmless.)
+		err := s.single(ctx, "migrate: read versions", func(ctx context.Context, conn *pgx.Conn) (err error) {
+			applied, err = appliedVersions(ctx, conn)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if err := refuseNewerSchema(applied); err != nil {
+			return fmt.Errorf("crdb: migrate: %w", err)
+		}
 		if applied[m.version] {
 			continue
 		}
