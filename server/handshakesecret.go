@@ -7,6 +7,9 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/hookverify/hookverify/server/protocol"
 	"github.com/hookverify/hookverify/storage"
 )
@@ -21,7 +24,9 @@ import (
 // as stored (ModifyEndpoint): of two handshakes at once, on any instances, one alone keeps
 // its secret. A failure is an error, so that the handshake is not answered: the provider then
 // fails the webhook's creation rather than sign with a secret nobody holds, and the operator
-// asks again (a failure after the request was consumed leaves no secret and no request).
+// asks again (a failure after the request was consumed leaves no secret and no request). The
+// error is one edges do not retry (keepFailed): retried, the call found the request consumed
+// and echoed the handshake, keeping nothing.
 func (s *Server) keepHandshakeSecret(ctx context.Context, cached *cachedEndpoint, secret string, now time.Time) error {
 	e := cached.endpoint
 	inForce := func(secrets []storage.Secret) bool {
@@ -44,7 +49,9 @@ func (s *Server) keepHandshakeSecret(ctx context.Context, cached *cachedEndpoint
 	}
 	errNotWanted := errors.New("the endpoint does not ask for a handshake's secret")
 	_, err = st.ModifyEndpoint(consumeCtx, e.ID, func(current storage.Endpoint, secrets []storage.Secret) (storage.Endpoint, string, error) {
-		if !handshakeSecretWanted(current, now) || inForce(secrets) {
+		// A disabled endpoint takes nothing, though the cache this call read it from may not
+		// know yet (disabled through another instance, within --cache-ttl).
+		if current.Disabled || !handshakeSecretWanted(current, now) || inForce(secrets) {
 			return storage.Endpoint{}, "", errNotWanted
 		}
 		next := current
@@ -57,7 +64,7 @@ func (s *Server) keepHandshakeSecret(ctx context.Context, cached *cachedEndpoint
 	case errors.Is(err, errNotWanted), errors.Is(err, storage.ErrNotFound):
 		return nil
 	case err != nil:
-		return s.storageStatus(ctx, "keep the handshake's secret", err)
+		return keepFailed(s.storageStatus(ctx, "keep the handshake's secret", err))
 	}
 	s.cache.invalidate(e.ID)
 	s.endpointRows.invalidate(e.ID)
@@ -66,7 +73,7 @@ func (s *Server) keepHandshakeSecret(ctx context.Context, cached *cachedEndpoint
 		return err
 	}
 	if err := st.AddSecret(addCtx, sec, nil); err != nil {
-		return s.storageStatus(ctx, "keep the handshake's secret", err)
+		return keepFailed(s.storageStatus(ctx, "keep the handshake's secret", err))
 	}
 	s.cache.invalidate(e.ID)
 	s.log.InfoContext(ctx, "secret taken from the provider's handshake", "endpoint", e.ID, "secret_id", sec.ID, "fingerprint", sec.Fingerprint)
@@ -77,4 +84,18 @@ func (s *Server) keepHandshakeSecret(ctx context.Context, cached *cachedEndpoint
 func handshakeSecretWanted(e storage.Endpoint, now time.Time) bool {
 	until, err := time.Parse(time.RFC3339, e.Options[protocol.HandshakeSecretUntilOption])
 	return err == nil && now.Before(until)
+}
+
+// keepFailed turns the UNAVAILABLE of a store that failed while keeping a handshake's secret
+// into INTERNAL, which edges do not retry (client.RetryPolicy, docs/clients.md) and answer
+// 500. The request may have been consumed already (by the call that failed, or by a commit
+// whose answer was lost), and a retry would then find no request and echo the handshake: the
+// provider would create its webhook signing with a secret that nobody holds and that it shows
+// nowhere else. Not answered, the creation fails at the provider, and the operator asks again.
+func keepFailed(err error) error {
+	if status.Code(err) != codes.Unavailable {
+		return err
+	}
+	return status.Errorf(codes.Internal, "%s; the handshake is not answered, so that the provider does not create a webhook whose secret was not kept: set %s again if it is gone, and create the webhook again",
+		status.Convert(err).Message(), protocol.HandshakeSecretUntilOption)
 }

@@ -152,7 +152,12 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		}
 		if msg := err.Error(); readsSecret[fs.Name()] &&
 			(strings.HasPrefix(msg, "flag provided but not defined") || strings.HasPrefix(msg, "bad flag syntax")) {
-			fmt.Fprintf(out, "unknown flag (not shown: it may be a secret); this command reads the secret from standard input: printf %%s \"$SECRET\" | %s ...\n", fs.Name())
+			if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok && flagLike(name) {
+				// A mistyped flag, named: no secret is a short run of lowercase letters.
+				fmt.Fprintf(out, "unknown flag %s\n", name)
+			} else {
+				fmt.Fprintf(out, "unknown flag (not shown: it may be a secret); %s\n", secretFromStdinHint(fs.Name()))
+			}
 			fs.Usage()
 			return errUsage
 		}
@@ -163,7 +168,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		if readsSecret[fs.Name()] {
 			// The stray argument is most likely the secret itself, typed where standard input
 			// was meant: not repeated into a terminal's scrollback or a CI log.
-			fmt.Fprintf(fs.Output(), "unexpected argument (not shown: it may be a secret); this command reads the secret from standard input: printf %%s \"$SECRET\" | %s ...\n", fs.Name())
+			fmt.Fprintf(fs.Output(), "unexpected argument (not shown: it may be a secret); %s\n", secretFromStdinHint(fs.Name()))
 		} else {
 			fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
 		}
@@ -175,7 +180,34 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 
 // readsSecret names the commands that read a secret or a token from standard input, whose
 // stray arguments parseFlags does not repeat.
-var readsSecret = map[string]bool{"hookverify secret add": true, "hookverify secret rotate": true, "hookverify secret fingerprint": true, "hookverify token revoke": true}
+var readsSecret = map[string]bool{"hookverify secret add": true, "hookverify secret rotate": true, "hookverify secret fingerprint": true, "hookverify token revoke": true,
+	// --option-stdin reads a credential option (Meta's verify_token); one typed after
+	// --option KEY, or after --option-stdin KEY, is a stray argument.
+	"hookverify endpoint create": true, "hookverify endpoint update": true}
+
+// flagLike reports whether name (as the flag package quotes it, "-name") looks like a flag
+// mistyped rather than a secret: a dash or two, then at most 30 lowercase letters and hyphens.
+// Secrets hold digits, capitals or more characters: a random one of this form is unlikely.
+func flagLike(name string) bool {
+	rest := strings.TrimPrefix(strings.TrimPrefix(name, "-"), "-")
+	if rest == "" || len(rest) > 30 || rest[0] == '-' {
+		return false
+	}
+	for _, c := range rest {
+		if (c < 'a' || c > 'z') && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// secretFromStdinHint says how the command takes its secret from standard input.
+func secretFromStdinHint(command string) string {
+	if strings.HasPrefix(command, "hookverify endpoint ") {
+		return fmt.Sprintf("a credential option is read from standard input: printf %%s \"$VALUE\" | %s ... --option-stdin KEY", command)
+	}
+	return fmt.Sprintf("this command reads the secret from standard input: printf %%s \"$SECRET\" | %s ...", command)
+}
 
 // multiFlag collects a repeatable string flag.
 type multiFlag []string

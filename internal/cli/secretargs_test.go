@@ -27,9 +27,19 @@ func TestSecretTypedAsAnUnknownFlagIsNotRepeated(t *testing.T) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2, the argument not shown, and where the secret goes", args, code, out, errOut)
 		}
 	}
-	// A flag misspelled is still a usage error; the flags are listed to find the right one.
-	if code, _, errOut := run(t, "", "secret", "add", "--endpiont", "e"); code != 2 || !strings.Contains(errOut, "-endpoint string") {
-		t.Errorf("secret add --endpiont: exit %d, stderr %q; want 2 and the flags listed", code, errOut)
+	// A flag misspelled is still a usage error, named (a short run of lowercase letters is no
+	// secret), and the flags are listed to find the right one; on endpoint create and update
+	// (which read a credential option from standard input) too.
+	for _, args := range [][]string{{"secret", "add", "--endpiont", "e"}, {"endpoint", "update", "--id", "e", "--provider", "x"}} {
+		misspelt := args[len(args)-2]
+		if code, _, errOut := run(t, "", args...); code != 2 || !strings.Contains(errOut, "unknown flag "+misspelt[1:]) || !strings.Contains(errOut, "-id string") && !strings.Contains(errOut, "-endpoint string") {
+			t.Errorf("%q: exit %d, stderr %q; want 2, the flag named and the flags listed", args, code, errOut)
+		}
+	}
+	// A stray argument after --option KEY (the value typed apart) is not repeated.
+	const token = "EAAGm0PX4ZCpsBAKZCZCl2OeS0"
+	if code, _, errOut := run(t, "", "endpoint", "create", "--id", "m", "--provider", "meta", "--option", "verify_token", token); code != 2 || strings.Contains(errOut, token) {
+		t.Errorf("endpoint create with a stray value: exit %d, stderr %q; want 2, not repeated", code, errOut)
 	}
 	if code, _, errOut := run(t, "", "endpoint", "list", "--bogus"); code != 2 || !strings.Contains(errOut, "bogus") {
 		t.Errorf("endpoint list --bogus: exit %d, stderr %q; want 2 naming it", code, errOut)

@@ -294,18 +294,21 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 		defer timer.Stop()
 		overrun = timer.C
 	}
+	// finished settles the command's end. An overrun stays one if the worker's shutdown comes
+	// while the command is stopping (within --grace): the run was cut for running too long, and
+	// its attempt is spent, or a command that always hangs kept an attempt at every deploy.
 	finished := func(err error) (error, bool) {
 		switch {
-		case stopped && err != nil:
-			err = fmt.Errorf("stopped by the worker's shutdown: %w", err)
 		case overran && err != nil:
 			err = fmt.Errorf("ran longer than --max-run %s: %w", w.maxRun, err)
 		case overran:
 			// Stopped before it finished: exit status 0 after its SIGTERM (a graceful shutdown
 			// handler) does not say its work was done, and acked, the delivery would be lost.
 			err = fmt.Errorf("ran longer than --max-run %s: stopped (exit status 0 after SIGTERM)", w.maxRun)
+		case stopped && err != nil:
+			err = fmt.Errorf("stopped by the worker's shutdown: %w", err)
 		}
-		return err, stopped
+		return err, stopped && !overran
 	}
 	// exited reports the command's end when it has already come: an extension call runs in
 	// this loop, so a command that ends while the call hangs is seen only after it, and one

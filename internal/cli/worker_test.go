@@ -844,3 +844,33 @@ func TestWorkerShutdownBeforeMaxRunStillAcksExitZero(t *testing.T) {
 		t.Errorf("acks %v, nacks %q; want one ack", acks, nacks)
 	}
 }
+
+// TestWorkerMaxRunThenShutdownSpendsTheAttempt: README says --max-run "gives it SIGTERM
+// after D, SIGKILL after --grace, and nacks its delivery as failed, spending the attempt". A
+// worker shutdown that comes after the overrun's SIGTERM, while the command is still stopping
+// (within --grace), does not make the overrun a shutdown: the run was cut for running too long,
+// and a command that always hangs must still use its attempts up, not have one given back
+// whenever a deploy falls within its grace.
+func TestWorkerMaxRunThenShutdownSpendsTheAttempt(t *testing.T) {
+	f := &fakeInbox{}
+	remote := startFakeInbox(t, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	termed := t.TempDir() + "/termed"
+	wait, out := runWorkerAsync(ctx, append(append([]string{"--visibility", "30s", "--max-run", "300ms", "--grace", "5s"}, remote...),
+		"--", "sh", "-c", "trap 'touch "+termed+"; sleep 1; exit 0' TERM; while :; do sleep 0.05; done"))
+	if !waitForFile(t, termed, 10*time.Second) {
+		t.Fatalf("the command got no SIGTERM from --max-run; output %q", out.String())
+	}
+	cancel() // the worker's shutdown, while the overrun command is still stopping
+	if _, finished := wait(15 * time.Second); !finished {
+		t.Fatal("worker did not stop")
+	}
+	acks, nacks, _ := f.snapshot()
+	if len(acks) != 0 || len(nacks) != 1 || !strings.Contains(nacks[0], "--max-run 300ms") {
+		t.Errorf("acks %v, nacks %q; want one nack saying the command ran longer than --max-run", acks, nacks)
+	}
+	if f.givenBackCount() != 0 {
+		t.Errorf("the overrun's nack gave its attempt back because a shutdown came during its --grace")
+	}
+}
