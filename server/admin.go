@@ -567,6 +567,14 @@ func (s *Server) endpointFromProto(in *hookverifyv1.Endpoint) (storage.Endpoint,
 	if err := validateOptions(prov, e.Options); err != nil {
 		return storage.Endpoint{}, err
 	}
+	if v, ok := e.Options[protocol.HandshakeSecretUntilOption]; ok {
+		// Parsed by the protocol's ValidateOptions. Anyone who knows the URL can hand over a
+		// secret while the window is open, so a mistyped year must not leave it open.
+		if until, err := time.Parse(time.RFC3339, v); err == nil && until.After(s.clock().Add(maxHandshakeSecretWindow)) {
+			return storage.Endpoint{}, status.Errorf(codes.InvalidArgument, "option %s: %s is more than %s ahead of the server's clock: give the few minutes in which the webhook is created",
+				protocol.HandshakeSecretUntilOption, v, maxHandshakeSecretWindow)
+		}
+	}
 	// From here on the endpoint holds credential options only as digests, so neither the
 	// database, the audit trail nor the response ever sees them as given.
 	e.Options = prov.DigestCredentialOptions(e.Options)

@@ -80,6 +80,11 @@ func (s *Server) keepHandshakeSecret(ctx context.Context, cached *cachedEndpoint
 	return nil
 }
 
+// maxHandshakeSecretWindow bounds how far ahead protocol.HandshakeSecretUntilOption may be
+// set: the webhook is created within minutes, and while the window is open anyone who knows
+// the URL can hand over a secret.
+const maxHandshakeSecretWindow = time.Hour
+
 // handshakeSecretWanted reports whether e asks for the secret of a handshake at now.
 func handshakeSecretWanted(e storage.Endpoint, now time.Time) bool {
 	until, err := time.Parse(time.RFC3339, e.Options[protocol.HandshakeSecretUntilOption])

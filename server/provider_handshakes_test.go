@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/protocol"
@@ -171,6 +173,10 @@ func TestAsanaHandshakeSecretKeptWhenAsked(t *testing.T) {
 			return req
 		}
 
+		// A window more than an hour ahead (a mistyped year, say) is refused.
+		_, err := e.admin.CreateEndpoint(t.Context(), &hookverifyv1.CreateEndpointRequest{Endpoint: &hookverifyv1.Endpoint{Id: "far", Provider: "asana",
+			Options: map[string]string{protocol.HandshakeSecretUntilOption: e.clock.Now().Add(61 * time.Minute).Format(time.RFC3339)}}})
+		wantCode(t, err, codes.InvalidArgument)
 		e.createEndpoint(t, &hookverifyv1.Endpoint{Id: "asked", Provider: "asana", Options: map[string]string{protocol.HandshakeSecretUntilOption: until}})
 		handshake(t, "asked", real)
 		kept := secrets(t, "asked")
