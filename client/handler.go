@@ -12,9 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/hookverify/hookverify/internal/ascii"
 	"github.com/hookverify/hookverify/internal/budget"
 	"github.com/hookverify/hookverify/internal/hopbyhop"
 	"github.com/hookverify/hookverify/internal/ident"
@@ -338,10 +340,11 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 	}
 	// The reply's headers replace those a middleware set under the same names (a default
 	// Content-Type, say), so that the provider gets the reply as it is, not two values.
-	for _, f := range reply.GetHeaders() {
+	fields := replyFields(reply.GetHeaders())
+	for _, f := range fields {
 		w.Header().Del(f.GetName())
 	}
-	for _, f := range reply.GetHeaders() {
+	for _, f := range fields {
 		w.Header().Add(f.GetName(), f.GetValue())
 	}
 	if _, ok := w.Header()["Content-Type"]; !ok && len(reply.GetBody()) > 0 {
@@ -353,6 +356,24 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) Outcome {
 	_, _ = w.Write(reply.GetBody())
 	o.Status = int(reply.GetStatus())
 	return o
+}
+
+// replyFields are the reply's header fields the handler can send as they are: not those that
+// frame the message or describe the connection (Content-Length and the hop-by-hop fields,
+// Transfer-Encoding among them), which net/http sets for the answer it writes, nor one whose
+// name or value HTTP cannot carry. Written as the reply gave them, a Content-Length other than
+// the body's cut the answer short, a Transfer-Encoding made net/http send a second one, and a
+// control character in a value (net/http replaces only CR and LF) made the answer a malformed
+// message: the provider read no status and retried a delivery already answered.
+func replyFields(in []*hookverifyv1.HeaderField) []*hookverifyv1.HeaderField {
+	out := make([]*hookverifyv1.HeaderField, 0, len(in))
+	for _, f := range in {
+		if httpguts.ValidHeaderFieldName(f.GetName()) && httpguts.ValidHeaderFieldValue(f.GetValue()) &&
+			!hopbyhop.Is(f.GetName()) && !ascii.EqualFold(f.GetName(), "Content-Length") {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // refuseFull answers a request that would take the bodies held at once past the handler's

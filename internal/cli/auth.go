@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"google.golang.org/grpc/credentials"
 
@@ -310,12 +311,12 @@ func readCertScopes(path string) (map[string][]server.Scope, error) {
 	out := map[string][]server.Scope{}
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
+		line := trimCertScopesLine(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		scopes, subject, ok := strings.Cut(line, " ")
-		subject = strings.TrimSpace(subject)
+		subject = strings.TrimLeft(subject, " \t")
 		if !ok || subject == "" {
 			return nil, fmt.Errorf("--cert-scopes %s:%d: want SCOPE[,SCOPE...] SUBJECT", path, n)
 		}
@@ -338,6 +339,27 @@ func readCertScopes(path string) (map[string][]server.Scope, error) {
 		return nil, fmt.Errorf("--cert-scopes: %w", err)
 	}
 	return out, nil
+}
+
+// trimCertScopesLine takes off a --cert-scopes line what cannot be part of it: white space
+// before it, and after it a CR (a file with CRLF line ends), then the spaces that no escape
+// keeps. A subject as Go prints it never starts with white space (it starts
+// with an attribute type), and ends with a space only escaped ("CN=edge\ "); but it can end
+// with a tab, a no-break space or another Unicode space, which Go does not escape. Trimmed as
+// strings.TrimSpace trims, such a line named another subject than the one written
+// ("CN=edge\" for "CN=edge\ ", "CN=edge" for "CN=edge" and a no-break space): the certificate
+// it was written for got no scope, and one with the shorter subject got them.
+func trimCertScopesLine(line string) string {
+	line = strings.TrimLeftFunc(line, unicode.IsSpace)
+	line = strings.TrimSuffix(line, "\r")
+	for strings.HasSuffix(line, " ") {
+		escapes := len(line) - 1 - len(strings.TrimRight(line[:len(line)-1], "\\"))
+		if escapes%2 == 1 {
+			break // an escaped space: part of the last value
+		}
+		line = line[:len(line)-1]
+	}
+	return line
 }
 
 // prepareTokens stores the bootstrap admin token if one is given and no admin token was ever

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -302,7 +303,10 @@ func FuzzReadCertScopes(f *testing.F) {
 			return
 		}
 		for subject, scopes := range m {
-			if subject == "" || subject != strings.TrimSpace(subject) || strings.ContainsAny(subject, "\n") {
+			// Trailing white space other than an unescaped space may be the subject's own (Go
+			// does not escape a tab or a no-break space ending a value).
+			if subject == "" || subject != strings.TrimLeftFunc(subject, unicode.IsSpace) || strings.ContainsAny(subject, "\n") ||
+				strings.HasSuffix(subject, "\r") || strings.HasSuffix(subject, " ") && !strings.HasSuffix(subject, "\\ ") {
 				t.Fatalf("subject %q", subject)
 			}
 			for _, s := range scopes {

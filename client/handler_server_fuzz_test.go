@@ -1,0 +1,123 @@
+package client_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hookverify/hookverify/client"
+	"github.com/hookverify/hookverify/internal/testpki"
+	"github.com/hookverify/hookverify/server"
+	"github.com/hookverify/hookverify/server/protocol"
+	"github.com/hookverify/hookverify/storage/sqlite"
+)
+
+// lockedBuffer is a log destination shared by the handler's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) take() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.b.String()
+	l.b.Reset()
+	return s
+}
+
+// FuzzHandlerToServer: whatever a request from the network looks like, the edge must not
+// answer it as an edge misconfiguration (500 and an ERROR log line, which pages an operator):
+// what the handler forwards, the server must take as a well-formed VerifyRequest (its
+// INVALID_ARGUMENT is the edge's fault). FuzzHandlerHTTPRequest runs the handler against a fake
+// verifier with the default settings; this runs it against a real server (SQLite, no
+// endpoints), under each URL setting of the edge: the Host, a public URL base, and
+// X-Forwarded-Proto trusted. Properties: no panic; never a 500 nor an ERROR log line; the
+// provider gets the server's 400 for an endpoint it does not know, or the handler's own 4xx
+// for a request it cannot forward.
+func FuzzHandlerToServer(f *testing.F) {
+	srv, err := server.New(server.Options{Keyring: testpki.Keyring(f), Protocols: protocol.Default(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	st, err := sqlite.Open(context.Background(), filepath.Join(f.TempDir(), "hookverify.db"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	srv.SetStore(st)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	g := srv.NewGRPCServer()
+	go g.Serve(lis)
+	f.Cleanup(func() { g.Stop(); st.Close() })
+
+	logs := &lockedBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelError}))
+	settings := [][]client.Option{
+		nil,
+		{client.WithPublicURLBase("https://public.example.com/base")},
+		{client.WithTrustForwardedProto()},
+	}
+	var served atomic.Bool
+	observe := func(*http.Request, client.Outcome) { served.Store(true) }
+	var muxes []*http.ServeMux
+	for _, opts := range settings {
+		conn := dial(f, lis.Addr().String(), append(opts, client.WithMaxBodyBytes(1<<12), client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))...)
+		mux := http.NewServeMux()
+		mux.Handle("/hooks/{endpoint}", client.Handler(conn, client.WithLogger(log), client.WithObserver(observe)))
+		muxes = append(muxes, mux)
+	}
+
+	f.Add([]byte("POST /hooks/shop-stripe?x=1 HTTP/1.1\r\nHost: hooks.example.com\r\nStripe-Signature: t=1,v1=ab\r\nContent-Length: 14\r\n\r\n{\"id\":\"evt_1\"}"), uint8(0))
+	f.Add([]byte("POST http://hooks.example.com/hooks/ep?x HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"), uint8(1))
+	f.Add([]byte("POST HTTP://H/hooks/ep HTTP/1.1\r\nHost: h\r\nX-Forwarded-Proto: HTTPS, http\r\n\r\n"), uint8(2))
+	f.Add([]byte("GET /hooks/ep?hub.challenge=1 HTTP/1.0\r\n\r\n"), uint8(0))
+	f.Add([]byte("PUT /hooks/ep HTTP/1.1\r\nHost: [::1]:80\r\nA: \r\n\r\n"), uint8(1))
+	f.Add([]byte("POST /hooks/ep HTTP/1.1\r\nHost: a%41b\r\n\r\n"), uint8(0))
+	f.Add([]byte("DELETE /hooks/e%00p HTTP/1.1\r\nHost: h:\r\n\r\n"), uint8(2))
+	f.Fuzz(func(t *testing.T, raw []byte, setting uint8) {
+		r, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
+		if err != nil {
+			return // net/http answers 400 itself
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.RemoteAddr = "192.0.2.1:1234"
+		logs.take()
+		served.Store(false)
+		w := httptest.NewRecorder()
+		muxes[int(setting)%len(muxes)].ServeHTTP(w, r)
+		if line := logs.take(); w.Code == http.StatusInternalServerError || strings.Contains(line, "level=ERROR") {
+			t.Fatalf("setting %d: %q %q (Host %q) answered %d %q, as an edge misconfiguration:\n%s",
+				int(setting)%len(muxes), r.Method, r.RequestURI, r.Host, w.Code, w.Body.String(), line)
+		}
+		if !served.Load() {
+			return // the mux's own answer (a redirect to the clean path, 404, 405)
+		}
+		if w.Code < 400 || w.Code > 499 {
+			t.Fatalf("setting %d: %q %q (Host %q), to a server without endpoints, answered %d %q",
+				int(setting)%len(muxes), r.Method, r.RequestURI, r.Host, w.Code, w.Body.String())
+		}
+	})
+}
