@@ -1490,8 +1490,19 @@ function writeReply(res, resp, { requestId, endpointId, log }) {
   const body = reply.body || Buffer.alloc(0);
   const flat = [];
   for (const h of reply.headers || []) {
-    if (h.name.toLowerCase() === 'content-length' || h.name.toLowerCase() === 'transfer-encoding') continue;
-    flat.push(h.name, Buffer.from(h.value, 'utf8').toString('latin1'));
+    // As the Go edge (client.Handler's replyFields): Content-Length and the hop-by-hop fields
+    // are the edge's own to set, and a field HTTP cannot carry (a control character in its
+    // value) is left out rather than fail the answer, which every retry would fail again.
+    const name = h.name.toLowerCase();
+    if (name === 'content-length' || HOP_BY_HOP.has(name)) continue;
+    const value = Buffer.from(h.value, 'utf8').toString('latin1');
+    try {
+      http.validateHeaderName(h.name);
+      http.validateHeaderValue(h.name, value);
+    } catch {
+      continue;
+    }
+    flat.push(h.name, value);
   }
   // A server must not send Content-Length with a 204 (RFC 9110 8.6), nor Node a body.
   if (status !== 204) flat.push('Content-Length', String(body.length));

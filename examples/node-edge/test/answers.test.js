@@ -176,6 +176,26 @@ describe('edge answers', { timeout: 60000 }, () => {
     }
   });
 
+  test('reply fields the edge cannot send as given are left out, and the answer still goes (as the Go edge)', async () => {
+    answer = (call, cb) => cb(null, {
+      ...accepted(),
+      reply: {
+        status: 200, body: Buffer.from('{"status":"accepted"}'),
+        headers: [
+          { name: 'X-Kept', value: 'yes' }, { name: 'X-Control', value: 'a\x10b' }, { name: 'Bad Name', value: 'v' },
+          { name: 'Content-Length', value: '3' }, { name: 'Transfer-Encoding', value: 'gzip' }, { name: 'Connection', value: 'upgrade' },
+        ],
+      },
+    });
+    const { text } = await raw(['hooks.example.com']);
+    answer = null;
+    assert.match(text, /^HTTP\/1\.1 200 /);
+    assert.match(text, /\r\nx-kept: yes\r\n/i);
+    assert.match(text, /\r\ncontent-length: 21\r\n/i);
+    assert.doesNotMatch(text, /x-control|bad name|transfer-encoding|upgrade/i);
+    assert.match(text, /\{"status":"accepted"\}$/);
+  });
+
   test('a 204 reply carries no Content-Length', async () => {
     answer = (call, cb) => cb(null, accepted(204));
     const { text } = await raw(['hooks.example.com']);
