@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -21,26 +20,6 @@ import (
 	"github.com/hookverify/hookverify/server/protocol"
 	"github.com/hookverify/hookverify/storage/sqlite"
 )
-
-// lockedBuffer is a log destination shared by the handler's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) take() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.b.String()
-	l.b.Reset()
-	return s
-}
 
 // FuzzHandlerToServer: whatever a request from the network looks like, the edge must not
 // answer it as an edge misconfiguration (500 and an ERROR log line, which pages an operator):
@@ -69,7 +48,7 @@ func FuzzHandlerToServer(f *testing.F) {
 	go g.Serve(lis)
 	f.Cleanup(func() { g.Stop(); st.Close() })
 
-	logs := &lockedBuffer{}
+	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelError}))
 	settings := [][]client.Option{
 		nil,

@@ -111,6 +111,15 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
+// take returns what was written since the last take, and forgets it.
+func (b *syncBuffer) take() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.buf.String()
+	b.buf.Reset()
+	return s
+}
+
 // TestHandlerAgainstARealServer sends signed Stripe deliveries over HTTP through Handler to a
 // real hookverify server and checks each answer, and the stored inbox record.
 func TestHandlerAgainstARealServer(t *testing.T) {

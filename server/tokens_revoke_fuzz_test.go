@@ -3,8 +3,6 @@ package server_test
 import (
 	"bytes"
 	"context"
-	"log/slog"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,8 +12,6 @@ import (
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
-	"github.com/hookverify/hookverify/server/protocol"
-	"github.com/hookverify/hookverify/storage/sqlite"
 )
 
 // tokenIDForm is the form of the ids the server gives tokens.
@@ -32,22 +28,8 @@ var tokenIDForm = regexp.MustCompile(`^tok_[0-9a-f]{16}$`)
 //     id (tok_ and 16 hex digits): a token pasted short or mangled must not be repeated.
 func FuzzRevokeTokenID(f *testing.F) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(f.TempDir(), "tokens.db"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { _ = st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		f.Fatal(err)
-	}
-	_, kr := mustKeyring(f)
-	logs := &syncBuffer{}
-	srv, err := server.New(server.Options{Keyring: kr, Protocols: protocol.Default(),
-		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Now: (&clock{now: epoch}).Now})
-	if err != nil {
-		f.Fatal(err)
-	}
-	srv.SetStore(st)
+	fs := newFuzzServer(f)
+	srv, st, logs := fs.srv, fs.store, fs.logs
 
 	for mode := range uint8(6) {
 		f.Add(mode, "", uint16(5), byte('A'))

@@ -35,6 +35,7 @@ import (
 
 // fuzzServer is a server on a SQLite file for a fuzz target, shared by its inputs.
 type fuzzServer struct {
+	srv      *server.Server
 	store    storage.Store
 	logs     *syncBuffer
 	admin    hookverifyv1.AdminServiceClient
@@ -78,7 +79,7 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { _ = conn.Close() })
-	return &fuzzServer{store: st, logs: logs, admin: hookverifyv1.NewAdminServiceClient(conn), verifier: hookverifyv1.NewVerifierServiceClient(conn),
+	return &fuzzServer{srv: srv, store: st, logs: logs, admin: hookverifyv1.NewAdminServiceClient(conn), verifier: hookverifyv1.NewVerifierServiceClient(conn),
 		inbox: hookverifyv1.NewInboxServiceClient(conn)}
 }
 

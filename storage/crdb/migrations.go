@@ -284,15 +284,21 @@ func (s *Store) migrateCockroachDB(ctx context.Context, steps []migration) error
 		return err
 	}
 	var applied map[int64]bool
-	err = s.single(ctx, "migrate: read versions", func(ctx context.Context, conn *pgx.Conn) (err error) {
-		applied, err = appliedVersions(ctx, conn)
-		return err
-	})
-	if err != nil {
-		return err
+	readApplied := func() error {
+		err := s.single(ctx, "migrate: read versions", func(ctx context.Context, conn *pgx.Conn) (err error) {
+			applied, err = appliedVersions(ctx, conn)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if err := refuseNewerSchema(applied); err != nil {
+			return fmt.Errorf("crdb: migrate: %w", err)
+		}
+		return nil
 	}
-	if err := refuseNewerSchema(applied); err != nil {
-		return fmt.Errorf("crdb: migrate: %w", err)
+	if err := readApplied(); err != nil {
+		return err
 	}
 	for _, m := range steps {
 		if applied[m.version] {
@@ -305,15 +311,8 @@ func (s *Store) migrateCockroachDB(ctx context.Context, steps []migration) error
 		// So the versions are read again before each pending step, and one recorded since is
 		// skipped. (The window left is one step's: runs that start together run each step
 		// together, which IF NOT EXISTS makes harmless.)
-		err := s.single(ctx, "migrate: read versions", func(ctx context.Context, conn *pgx.Conn) (err error) {
-			applied, err = appliedVersions(ctx, conn)
+		if err := readApplied(); err != nil {
 			return err
-		})
-		if err != nil {
-			return err
-		}
-		if err := refuseNewerSchema(applied); err != nil {
-			return fmt.Errorf("crdb: migrate: %w", err)
 		}
 		if applied[m.version] {
 			continue
