@@ -3,22 +3,15 @@ package client_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/hookverify/hookverify/client"
-	"github.com/hookverify/hookverify/internal/testpki"
-	"github.com/hookverify/hookverify/server"
-	"github.com/hookverify/hookverify/server/protocol"
-	"github.com/hookverify/hookverify/storage/sqlite"
 )
 
 // FuzzHandlerToServer: whatever a request from the network looks like, the edge must not
@@ -31,23 +24,7 @@ import (
 // provider gets the server's 400 for an endpoint it does not know, or the handler's own 4xx
 // for a request it cannot forward.
 func FuzzHandlerToServer(f *testing.F) {
-	srv, err := server.New(server.Options{Keyring: testpki.Keyring(f), Protocols: protocol.Default(), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		f.Fatal(err)
-	}
-	st, err := sqlite.Open(context.Background(), filepath.Join(f.TempDir(), "hookverify.db"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	srv.SetStore(st)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		f.Fatal(err)
-	}
-	g := srv.NewGRPCServer()
-	go g.Serve(lis)
-	f.Cleanup(func() { g.Stop(); st.Close() })
-
+	hv := startHookverify(f)
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelError}))
 	settings := [][]client.Option{
@@ -59,7 +36,7 @@ func FuzzHandlerToServer(f *testing.F) {
 	observe := func(*http.Request, client.Outcome) { served.Store(true) }
 	var muxes []*http.ServeMux
 	for _, opts := range settings {
-		conn := dial(f, lis.Addr().String(), append(opts, client.WithMaxBodyBytes(1<<12), client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))...)
+		conn := dial(f, hv.addr, append(opts, client.WithMaxBodyBytes(1<<12), client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))...)
 		mux := http.NewServeMux()
 		mux.Handle("/hooks/{endpoint}", client.Handler(conn, client.WithLogger(log), client.WithObserver(observe)))
 		muxes = append(muxes, mux)

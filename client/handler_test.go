@@ -45,7 +45,7 @@ type hookverifyServer struct {
 	stop  func()
 }
 
-func startHookverify(t *testing.T, opts ...grpc.ServerOption) *hookverifyServer {
+func startHookverify(t testing.TB, opts ...grpc.ServerOption) *hookverifyServer {
 	t.Helper()
 	keyring := testpki.Keyring(t)
 	srv, err := server.New(server.Options{Keyring: keyring, Protocols: protocol.Default(), Logger: slog.New(slog.DiscardHandler)})
