@@ -69,6 +69,21 @@ func startHookverify(t testing.TB, opts ...grpc.ServerOption) *hookverifyServer 
 	return &hookverifyServer{addr: lis.Addr().String(), store: st, stop: stop}
 }
 
+// requestFromWire reads raw as net/http's server would, from a client at 192.0.2.1, with its
+// body, read whole; ok is false for bytes net/http answers 400 itself.
+func requestFromWire(raw []byte) (r *http.Request, body []byte, ok bool) {
+	r, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
+	if err != nil {
+		return nil, nil, false
+	}
+	if body, err = io.ReadAll(r.Body); err != nil {
+		return nil, nil, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.RemoteAddr = "192.0.2.1:1234"
+	return r, body, true
+}
+
 // outcomes collects what the handler's observer saw.
 type outcomes struct {
 	mu  sync.Mutex
@@ -591,16 +606,10 @@ func FuzzHandlerHTTPRequest(f *testing.F) {
 	f.Add([]byte("POST http://other.example/hooks/ep HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"))
 	f.Add([]byte("POST /hooks/ep HTTP/1.1\r\nHost: h\r\nContent-Length: 5000\r\n\r\n" + strings.Repeat("x", 5000)))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		r, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
-		if err != nil {
+		r, body, ok := requestFromWire(raw)
+		if !ok {
 			return // net/http answers 400 itself
 		}
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.RemoteAddr = "192.0.2.1:1234"
 		mu.Lock()
 		last = nil
 		mu.Unlock()
