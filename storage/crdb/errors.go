@@ -18,6 +18,7 @@ const (
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
 	codeProtocolViolation    = "08P01"
+	codeLockNotAvailable     = "55P03"
 	// codeStatementCompletionUnknown is how CockroachDB reports that it cannot tell whether a
 	// transaction committed.
 	codeStatementCompletionUnknown = "40003"
@@ -63,7 +64,7 @@ func isUnavailable(err error) bool {
 		strings.HasPrefix(code, "53"), // insufficient resources
 		strings.HasPrefix(code, "57"), // operator intervention: shutdown, query canceled
 		strings.HasPrefix(code, "58"), // system error
-		code == "55P03":               // lock not available
+		code == codeLockNotAvailable:  // lock not available
 		return true
 	}
 	return false

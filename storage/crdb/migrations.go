@@ -2,8 +2,11 @@ package crdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -234,40 +237,84 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return s.migratePostgreSQL(ctx, append(steps, postgresOnlyMigrations...))
 }
 
+// migrationLockTimeout bounds how long a PostgreSQL migration statement waits for a table's
+// lock (lock_timeout), and migrationLockPause how long the migration then waits before it
+// tries again, at first; the pause doubles up to migrationLockPauseMax. A step that alters or
+// indexes a table waits for the transactions using it to end, and PostgreSQL queues every
+// later lock on the table behind the waiting step: unbounded, one long transaction (a report,
+// a pg_dump) held up every claim, lease and read of the inbox for as long as it ran. Bounded,
+// they wait this long at most, now and then, and the migration applies once the table is free.
+const (
+	migrationLockTimeout  = 200 * time.Millisecond
+	migrationLockPause    = 500 * time.Millisecond
+	migrationLockPauseMax = 10 * time.Second
+)
+
+// errMigrationLockBusy marks a migration attempt that gave way to a lock (lock_timeout); the
+// storage sentinel keeps inTx from retrying it at once, as it would a lost connection.
+var errMigrationLockBusy = fmt.Errorf("%w: a table the migration alters is in use (lock_timeout)", storage.ErrUnavailable)
+
 func (s *Store) migratePostgreSQL(ctx context.Context, steps []migration) error {
+	pause := migrationLockPause
+	for {
+		err := s.migratePostgreSQLOnce(ctx, steps)
+		if !errors.Is(err, errMigrationLockBusy) {
+			return err
+		}
+		if err := sleep(ctx, pause/2+rand.N(pause/2+1)); err != nil {
+			return fmt.Errorf("crdb: migrate: %w: %w (waiting for a table in use: %w)", storage.ErrUnavailable, err, errMigrationLockBusy)
+		}
+		pause = min(2*pause, migrationLockPauseMax)
+	}
+}
+
+func (s *Store) migratePostgreSQLOnce(ctx context.Context, steps []migration) error {
 	// READ COMMITTED so that each statement, run after the lock is granted, sees what the
 	// previous holder committed; a snapshot taken before the wait would not.
 	opts := txOptions{isolation: pgx.ReadCommitted, idempotent: true}
 	return s.inTx(ctx, "migrate", opts, func(ctx context.Context, tx pgx.Tx) error {
+		// The advisory lock is waited for without a bound: another instance migrating.
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLockKey); err != nil {
 			return fmt.Errorf("lock: %w", err)
 		}
-		if err := ensureMigrationsTable(ctx, tx); err != nil {
-			return err
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", migrationLockTimeout.Milliseconds())); err != nil {
+			return fmt.Errorf("set lock_timeout: %w", err)
 		}
-		if err := retireInboxCountTriggers(ctx, tx); err != nil {
-			return err
+		err := s.migrateInTx(ctx, tx, steps)
+		if sqlState(err) == codeLockNotAvailable {
+			return fmt.Errorf("%w: %w", errMigrationLockBusy, err)
 		}
-		applied, err := appliedVersions(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if err := refuseNewerSchema(applied); err != nil {
-			return err
-		}
-		for _, m := range steps {
-			if applied[m.version] {
-				continue
-			}
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return fmt.Errorf("migration %d (%s): %w", m.version, m.description, err)
-			}
-			if _, err := tx.Exec(ctx, recordMigration, m.version, m.description); err != nil {
-				return fmt.Errorf("record migration %d: %w", m.version, err)
-			}
-		}
-		return nil
+		return err
 	})
+}
+
+// migrateInTx is the work of one PostgreSQL migration transaction, under its advisory lock.
+func (s *Store) migrateInTx(ctx context.Context, tx pgx.Tx, steps []migration) error {
+	if err := ensureMigrationsTable(ctx, tx); err != nil {
+		return err
+	}
+	if err := retireInboxCountTriggers(ctx, tx); err != nil {
+		return err
+	}
+	applied, err := appliedVersions(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if err := refuseNewerSchema(applied); err != nil {
+		return err
+	}
+	for _, m := range steps {
+		if applied[m.version] {
+			continue
+		}
+		if _, err := tx.Exec(ctx, m.sql); err != nil {
+			return fmt.Errorf("migration %d (%s): %w", m.version, m.description, err)
+		}
+		if _, err := tx.Exec(ctx, recordMigration, m.version, m.description); err != nil {
+			return fmt.Errorf("record migration %d: %w", m.version, err)
+		}
+	}
+	return nil
 }
 
 func (s *Store) migrateCockroachDB(ctx context.Context, steps []migration) error {
