@@ -70,7 +70,7 @@ func NewMetrics() *Metrics {
 		secretUses: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_secret_verifications_total",
 			Help: "Deliveries authenticated, by endpoint and the secret that matched: shows when an old secret has gone quiet before retiring it."}, []string{"endpoint", "secret_id"}),
 		verifyLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookverify_verify_duration_seconds",
-			Help: "Verify latency, answered calls only.", Buckets: latencyBuckets}),
+			Help: "Verify latency: answered calls, and calls their caller gave up on (cancelled, or past their deadline), timed until they ended.", Buckets: latencyBuckets}),
 		claimLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookverify_storage_claim_duration_seconds",
 			Help: "Time to commit a claim and its inbox record.", Buckets: latencyBuckets}),
 		claimCacheHit: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_claim_cache_hits_total",
@@ -97,7 +97,7 @@ func NewMetrics() *Metrics {
 		inboxStatsAt: prometheus.NewGauge(prometheus.GaugeOpts{Name: "hookverify_inbox_stats_last_success_timestamp_seconds",
 			Help: "When the inbox monitor last read the inbox statistics, in Unix seconds (0 until it first does): the inbox gauges and the backpressure snapshot are that old. Alert when time() minus this stays well above the scrape interval (e.g. over 60 s for 2 minutes): the monitor reads every second, less often while reads are slow."}),
 		redeliveries: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_redeliveries_total",
-			Help: "Deliveries leased again after a lease expired or a nack."}),
+			Help: "Deliveries leased again after a lease expired or a nack that spent an attempt (one given back with a not_attempted nack is leased again on the same attempt, and not counted)."}),
 		leaseExpiries: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_lease_expiries_total",
 			Help: "Leases that expired without ack, nack or extension (a worker crashed, hung or overran), counted when the next lease takes the delivery over or dead-letters it."}),
 		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_inbox_dead_lettered_total",
@@ -203,12 +203,21 @@ func (m *Metrics) observeClaimCacheHit() {
 
 // interceptor counts and times every call. A handler that panics is counted as INTERNAL, what
 // recoverInterceptor (outside this one) answers it, and its panic goes on to that one.
+//
+// A Verify its caller gave up on (CANCELLED, DEADLINE_EXCEEDED) is timed in
+// hookverify_verify_duration_seconds too, which Verify itself observes for answered calls only:
+// the calls an edge cuts off at its deadline are the slowest, and a latency alert on the
+// answered rest stayed quiet while every slow delivery timed out.
 func (m *Metrics) interceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 	start := time.Now()
 	code := codes.Internal
 	defer func() {
+		took := time.Since(start).Seconds()
 		m.rpcs.WithLabelValues(info.FullMethod, code.String()).Inc()
-		m.rpcLatency.WithLabelValues(info.FullMethod).Observe(time.Since(start).Seconds())
+		m.rpcLatency.WithLabelValues(info.FullMethod).Observe(took)
+		if info.FullMethod == hookverifyv1.VerifierService_Verify_FullMethodName && err != nil && (code == codes.Canceled || code == codes.DeadlineExceeded) {
+			m.verifyLatency.Observe(took)
+		}
 	}()
 	resp, err = handler(ctx, req)
 	code = status.Code(err)

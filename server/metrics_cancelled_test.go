@@ -1,0 +1,126 @@
+package server_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
+	"github.com/hookverify/hookverify/server"
+	"github.com/hookverify/hookverify/storage"
+)
+
+// hangingClaimStore is a store whose claims do not answer until the caller gives up (a
+// database that has slowed past the edge's deadline).
+type hangingClaimStore struct{ storage.Store }
+
+func (s hangingClaimStore) Claim(ctx context.Context, _ storage.Delivery) (storage.ClaimResult, error) {
+	<-ctx.Done()
+	return storage.ClaimResult{}, ctx.Err()
+}
+
+// histogramCount returns the sample count and sum of the histogram family name.
+func histogramCount(t *testing.T, m *server.Metrics, name string) (uint64, float64) {
+	t.Helper()
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			h := f.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum()
+		}
+	}
+	return 0, 0
+}
+
+// TestVerifyLatencyCountsCallsTheCallerGaveUpOn: HookverifyLatency alerts on the p99 of
+// hookverify_verify_duration_seconds ("providers time out"), which counted answered calls
+// only. A Verify that an edge cancels, or whose deadline (the edge's --verifier-timeout, 8 s
+// by default) passes, is exactly one that was too slow, and went unmeasured: with every slow
+// call cut off at the edge's deadline, the p99 was computed from the fast rest and the alert
+// stayed quiet while providers got 503s. Such a call is measured until it ends.
+func TestVerifyLatencyCountsCallsTheCallerGaveUpOn(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		code codes.Code
+		ctx  func(context.Context) (context.Context, context.CancelFunc)
+	}{
+		{"deadline", codes.DeadlineExceeded, func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(ctx, 200*time.Millisecond)
+		}},
+		{"cancelled", codes.Canceled, func(ctx context.Context) (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(ctx)
+			time.AfterFunc(200*time.Millisecond, cancel)
+			return ctx, cancel
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := backends[0]
+			dsn := b.newDatabase(t)
+			st := openStore(t, b, dsn)
+			e := newEnvOn(t, b, dsn, st)
+			secret, _ := e.setup(t, stripeProvider, "shop")
+			m := server.NewMetrics()
+			e.options = func(o *server.Options) { o.Metrics = m }
+			in := e.start(t, hangingClaimStore{st})
+
+			ctx, cancel := tc.ctx(t.Context())
+			defer cancel()
+			_, err := in.verifier.Verify(ctx, e.deliver(t, stripeProvider, "shop", eventID(stripeProvider), secret))
+			wantCode(t, err, tc.code)
+			// The server's handler ends a moment after the client has its error.
+			var n uint64
+			var sum float64
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if n, sum = histogramCount(t, m, "hookverify_verify_duration_seconds"); n > 0 {
+					break
+				}
+			}
+			if n != 1 || sum < 0.15 {
+				t.Errorf("hookverify_verify_duration_seconds after one Verify the caller gave up on at 200 ms: %d samples, sum %.3f s; want 1 sample of about 0.2 s", n, sum)
+			}
+		})
+	}
+}
+
+// TestRedeliveriesHelpMatchesGivenBack: hookverify_inbox_redeliveries_total said it counted
+// deliveries "leased again after a lease expired or a nack", but a delivery given back with a
+// not_attempted nack is leased again on the same attempt and is not counted (no attempt was
+// spent, the work was not done: it is no redelivery of work that may have run). The help must
+// not promise what the count leaves out.
+func TestRedeliveriesHelpMatchesGivenBack(t *testing.T) {
+	t.Parallel()
+	m := server.NewMetrics()
+	e := newEnvWith(t, backends[0], func(o *server.Options) { o.Metrics = m })
+	acceptSome(t, e, "work", 1)
+	d := lease(t, e, 1, time.Minute)[0]
+	if _, err := e.inbox.Nack(t.Context(), &hookverifyv1.NackRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken(),
+		RetryAfter: durationpb.New(0), NotAttempted: true}); err != nil {
+		t.Fatal(err)
+	}
+	if again := lease(t, e, 1, time.Minute); len(again) != 1 {
+		t.Fatalf("lease after giving back = %v", again)
+	}
+	counted := counterSeries(t, m, "hookverify_inbox_redeliveries_total")[""]
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := ""
+	for _, f := range families {
+		if f.GetName() == "hookverify_inbox_redeliveries_total" {
+			help = f.GetHelp()
+		}
+	}
+	if counted == 0 && !strings.Contains(help, "not_attempted") {
+		t.Errorf("a delivery given back (not_attempted) and leased again is not counted, but the help says nothing of it: %q", help)
+	}
+}
