@@ -18,7 +18,9 @@ import (
 // X-Hook-Secret, which Asana shows nowhere else) to the endpoint, when the endpoint asks for
 // one (protocol.HandshakeSecretUntilOption, still ahead of now) and has no secret in force or
 // scheduled. Otherwise it does nothing: the handshake is unauthenticated by the provider's
-// design, so a secret from any other handshake would let its sender forge deliveries.
+// design, so a secret from any other handshake would let its sender forge deliveries. An
+// endpoint with no secret in force whose cached copy does not ask is read as stored first, so
+// that an option set through another instance is seen at once, not after --cache-ttl.
 //
 // The request is consumed first, in one transaction that reads the endpoint and its secrets
 // as stored (ModifyEndpoint): of two handshakes at once, on any instances, one alone keeps
@@ -32,14 +34,34 @@ func (s *Server) keepHandshakeSecret(ctx context.Context, cached *cachedEndpoint
 	inForce := func(secrets []storage.Secret) bool {
 		return slices.ContainsFunc(secrets, func(sec storage.Secret) bool { return !sec.EndedAt(now) })
 	}
-	if !handshakeSecretWanted(e, now) {
-		return nil
-	}
-	sec, err := s.sealSecret(e, secret)
+	st, err := s.storage()
 	if err != nil {
 		return err
 	}
-	st, err := s.storage()
+	if !handshakeSecretWanted(e, now) {
+		cachedInForce := slices.ContainsFunc(cached.keys, func(k cachedKey) bool { return !k.secret.EndedAt(now) })
+		if cachedInForce {
+			return nil
+		}
+		// The cache may have read the endpoint before the operator set the option through
+		// another instance (within --cache-ttl): answered from it, the handshake would be
+		// echoed and its secret not kept, and Asana would sign with a secret nobody holds. An
+		// endpoint with no secret in force is read as stored instead. Handshakes are rare, and
+		// one forged to an endpoint in use (a secret in force) still costs no store read.
+		fresh, err := st.GetEndpoint(ctx, e.ID)
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			return nil
+		case err != nil:
+			// Nothing consumed yet: UNAVAILABLE, which edges retry, is safe here.
+			return s.storageStatus(ctx, "read the endpoint of a handshake", err)
+		}
+		if !handshakeSecretWanted(fresh, now) {
+			return nil
+		}
+		e = fresh
+	}
+	sec, err := s.sealSecret(e, secret)
 	if err != nil {
 		return err
 	}
