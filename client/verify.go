@@ -322,15 +322,15 @@ func validIPLiteral(s string) bool {
 	return err == nil && addr.Is6() && addr.Zone() == ""
 }
 
-// validRegName reports whether s is made of RFC 3986 reg-name characters: unreserved,
-// sub-delims and complete percent-encodings.
+// validRegName reports whether s is made of RFC 3986 reg-name characters: unreserved and
+// sub-delims. RFC 3986 lets a reg-name hold percent-encodings too, but no provider sends one:
+// the host names the edge as the provider's HTTP client resolved it, a DNS name (an IDN as its
+// xn-- form) or an IP address, and clients decode or refuse an escape in a host. Forwarded
+// ("Host: a%41b"), it made a URL that Go's url.Parse refuses, which the server stored and its
+// URL-reading protocols (handshakes, Braintree, Nylas, Mailchimp) rejected as malformed.
 func validRegName(s string) bool {
 	for i := 0; i < len(s); i++ {
-		switch {
-		case isUnreservedOrSubDelim(s[i]):
-		case s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
-			i += 2
-		default:
+		if !isUnreservedOrSubDelim(s[i]) {
 			return false
 		}
 	}
@@ -339,8 +339,4 @@ func validRegName(s string) bool {
 
 func isUnreservedOrSubDelim(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~!$&'()*+,;=", c) >= 0
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }

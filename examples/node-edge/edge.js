@@ -760,15 +760,20 @@ function beyondServerLimits(headers, url, host) {
   return null;
 }
 
-// RFC 3986 reg-name: unreserved, sub-delims and complete percent-encodings (IPv4 addresses too).
-const REG_NAME = /^(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})+$/;
+// RFC 3986 reg-name (IPv4 addresses too): unreserved and sub-delims, but no percent-encodings.
+// RFC 3986 allows them, but no provider sends one ("Host: a%41b"): the host names the edge as
+// the provider's HTTP client resolved it, a DNS name (an IDN as its xn-- form) or an IP address,
+// and clients decode or refuse an escape in a host. Forwarded, it made a URL that Go's url.Parse
+// refuses, which hookverify stored and its URL-reading protocols rejected as malformed. The Go
+// edge (client.Handler) refuses it too.
+const REG_NAME = /^[A-Za-z0-9\-._~!$&'()*+,;=]+$/;
 // RFC 3986 IPvFuture, between the brackets of an IP-literal.
 const IPV_FUTURE = /^[vV][0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+$/;
 
 /**
  * validHost says whether a Host value (RFC 9110 7.2: uri-host [ ":" port ]) names a host, as
  * the Go edge's check does: an IP-literal (an IPv6 address without a zone, or IPvFuture) or a
- * non-empty reg-name (RFC 3986 3.2.2), then an optional port of digits ("host:" is allowed, RFC
+ * non-empty reg-name (RFC 3986 3.2.2) without percent-encodings, then an optional port of digits ("host:" is allowed, RFC
  * 3986 3.2.3).
  */
 function validHost(hostport) {

@@ -175,7 +175,7 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 	if err := handle(mux, "GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })); err != nil {
 		return err
 	}
-	servers := []*http.Server{newEdgeServer(cfg, accessLog(log, refuseUncleanPaths(mux, strings.HasSuffix(cfg.route, "/{$}"))), log)}
+	servers := []*http.Server{newEdgeServer(cfg, accessLog(log, refuseUncleanPaths(mux, cfg.route)), log)}
 	if cfg.metricsListen == "" {
 		if err := handle(mux, "GET /metrics", metrics); err != nil {
 			return err
@@ -183,7 +183,7 @@ func serveEdge(ctx context.Context, log *slog.Logger, cfg edgeConfig) error {
 	} else {
 		metricsMux := http.NewServeMux()
 		metricsMux.Handle("GET /metrics", metrics)
-		servers = append(servers, newEdgeServer(cfg, refuseUncleanPaths(metricsMux, false), log))
+		servers = append(servers, newEdgeServer(cfg, refuseUncleanPaths(metricsMux, ""), log))
 	}
 	if cfg.tlsCert != "" {
 		// Read again when the files change: providers' webhooks reach the edge over the
@@ -353,9 +353,15 @@ func newEdgeServer(cfg edgeConfig, h http.Handler, log *slog.Logger) *http.Serve
 // Likewise a path mux would redirect to itself with a slash added ("/in/ep" to "/in/ep/" under a
 // --route "/in/{endpoint}/{$}"): mux.Handler then names a pattern ending in "/{$}" (or, before
 // Go 1.26, the target path) for a path that does not end in "/", which no such pattern matches.
-// Only a mux with such a pattern (slashRoute) asks it, since the question costs another match
-// on every request.
-func refuseUncleanPaths(mux *http.ServeMux, slashRoute bool) http.Handler {
+//
+// A request mux sends anywhere but route (the webhook handler, which reads the body or closes
+// the connection itself) is answered without its body being read: its 404 (a path no route
+// takes), 405 (/healthz with another method), /healthz and /metrics close the HTTP/1
+// connection of a request with a body. Otherwise net/http would read up to 256 KiB of the body
+// before sending the answer, and a body that stalled held it until --read-timeout, when it was
+// most often lost.
+func refuseUncleanPaths(mux *http.ServeMux, route string) http.Handler {
+	slashRoute := strings.HasSuffix(route, "/{$}")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The path ServeMux cleans and matches: the escaped one ("%2E%2E" is no dot segment).
 		p := r.URL.EscapedPath()
@@ -364,12 +370,14 @@ func refuseUncleanPaths(mux *http.ServeMux, slashRoute bool) http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		if slashRoute && !strings.HasSuffix(p, "/") {
-			if _, pattern := mux.Handler(r); strings.HasSuffix(pattern, "/") || strings.HasSuffix(pattern, "/{$}") {
-				hopbyhop.CloseUnread(w, r)
-				http.NotFound(w, r)
-				return
-			}
+		_, pattern := mux.Handler(r)
+		if slashRoute && !strings.HasSuffix(p, "/") && (strings.HasSuffix(pattern, "/") || strings.HasSuffix(pattern, "/{$}")) {
+			hopbyhop.CloseUnread(w, r)
+			http.NotFound(w, r)
+			return
+		}
+		if route == "" || pattern != route {
+			hopbyhop.CloseUnread(w, r)
 		}
 		mux.ServeHTTP(w, r)
 	})

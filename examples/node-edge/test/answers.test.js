@@ -129,7 +129,7 @@ describe('edge answers', { timeout: 60000 }, () => {
   test('a Host that is not host[:port] gets 400 without a call and without an error log', async () => {
     const bad = [
       'a b', 'a\tb', 'héllo.example', 'user@hooks.example.com', 'a:b:c', 'host:8x', ':8080', '[notv6]', '[1.2.3.4]',
-      '[::1', '::1', '[::1]x', '[::1]:x', '[fe80::1%eth0]', 'a%zz', 'a%4', 'a]b', 'a[b', 'a\\b', 'a"b', 'a<b', 'a|b',
+      '[::1', '::1', '[::1]x', '[::1]:x', '[fe80::1%eth0]', 'a%zz', 'a%4', '%41bc', 'a]b', 'a[b', 'a\\b', 'a"b', 'a<b', 'a|b',
       'a^b', 'a`b', 'a{b', '/x', 'x/y', 'x?y', 'x#y',
     ];
     for (const host of bad) {
@@ -165,7 +165,7 @@ describe('edge answers', { timeout: 60000 }, () => {
   test('a host[:port] is forwarded as the URL\'s host, as received', async () => {
     const good = [
       'hooks.example.com', 'hooks.example.com:8443', 'HOOKS.Example.COM.', '127.0.0.1:80', '[::1]', '[::1]:8080',
-      '[2001:db8::ffff:1.2.3.4]', '[v1.x:y]', 'xn--bcher-kva.example', 'a-b_c~d', '%41bc', "!$&'()*+,;=", 'hooks.example.com:',
+      '[2001:db8::ffff:1.2.3.4]', '[v1.x:y]', 'xn--bcher-kva.example', 'a-b_c~d', "!$&'()*+,;=", 'hooks.example.com:',
     ];
     for (const host of good) {
       calls = [];
