@@ -67,6 +67,7 @@ func (s *Server) CreateEndpoint(ctx context.Context, req *hookverifyv1.CreateEnd
 	s.cache.invalidate(e.ID)
 	s.endpointRows.invalidate(e.ID)
 	s.log.InfoContext(ctx, "endpoint created", "endpoint", e.ID, "provider", e.Provider)
+	s.warnToleranceOverWindow(ctx, e)
 	return &hookverifyv1.CreateEndpointResponse{Endpoint: s.endpointToProto(e)}, nil
 }
 
@@ -202,6 +203,7 @@ func (s *Server) UpdateEndpoint(ctx context.Context, req *hookverifyv1.UpdateEnd
 	s.cache.invalidate(e.ID)
 	s.endpointRows.invalidate(e.ID)
 	s.log.InfoContext(ctx, "endpoint updated", "endpoint", e.ID, "disabled", e.Disabled)
+	s.warnToleranceOverWindow(ctx, e)
 	return &hookverifyv1.UpdateEndpointResponse{Endpoint: s.endpointToProto(e)}, nil
 }
 
@@ -649,6 +651,65 @@ func defaultTolerance(p *protocol.Protocol) time.Duration {
 		return p.DefaultTolerance
 	}
 	return DefaultTolerance
+}
+
+// appliedTolerance is how far from the server's clock, either way, the signed timestamp of a
+// delivery to e may be and still verify, and where that tolerance is set; ok is false when e's
+// protocol checks no timestamp (for generic-hmac, when its template signs none).
+func (s *Server) appliedTolerance(e storage.Endpoint) (tol time.Duration, from string, ok bool) {
+	prov, found := s.protocols.Lookup(e.Provider)
+	if !found {
+		return 0, "", false
+	}
+	tol, from, ok = e.TimestampTolerance, "timestamp_tolerance", prov.SignsTimestamp
+	if tol <= 0 {
+		tol = defaultTolerance(prov)
+	}
+	if prov.OptionTolerance != nil {
+		var optTol time.Duration
+		if optTol, ok = prov.OptionTolerance(e.Options); optTol > 0 {
+			tol, from = optTol, "option tolerance"
+		}
+	}
+	return tol, from, ok
+}
+
+// warnToleranceOverWindow logs e, and reports true, when a delivery to it verifies for longer
+// than its claim is kept: a signed timestamp verifies from up to the tolerance ahead of the
+// clock to up to the tolerance behind it, so for up to twice the tolerance, and a replay that
+// arrives after the sweeper deleted its claim is ACCEPTED again. Nothing is refused: the
+// operator chooses. Options are not logged (some are credentials).
+func (s *Server) warnToleranceOverWindow(ctx context.Context, e storage.Endpoint) bool {
+	tol, from, ok := s.appliedTolerance(e)
+	if !ok || 2*tol <= s.dedupeWindow {
+		return false
+	}
+	s.log.WarnContext(ctx, "an endpoint's timestamp tolerance is more than half the dedupe window: its deliveries verify for up to twice the tolerance, and a replay that arrives after its claim is deleted is ACCEPTED again; lengthen --dedupe-window or shorten the tolerance",
+		"endpoint", e.ID, "provider", e.Provider, "tolerance", tol.String(), "tolerance_from", from, "dedupe_window", s.dedupeWindow.String())
+	return true
+}
+
+// WarnTolerancesOverDedupeWindow logs the endpoints of st whose deliveries verify for longer
+// than this server keeps claims (see warnToleranceOverWindow), one line each, and returns how
+// many, for a start to say what an operator would otherwise learn only from a replay
+// accepted twice.
+func (s *Server) WarnTolerancesOverDedupeWindow(ctx context.Context, st storage.Store) (int, error) {
+	n, after := 0, ""
+	for {
+		page, err := st.ListEndpointsPage(ctx, after, maxEndpointPage)
+		if err != nil {
+			return n, err
+		}
+		for _, e := range page {
+			if s.warnToleranceOverWindow(ctx, e) {
+				n++
+			}
+		}
+		if len(page) < maxEndpointPage {
+			return n, nil
+		}
+		after = page[len(page)-1].ID
+	}
 }
 
 // endpointToProto is the endpoint as callers see it, credential options as digests only.

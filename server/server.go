@@ -117,6 +117,9 @@ type Server struct {
 	// endpoint's settings (see endpointRow); same TTL as cache.
 	endpointRows *refreshCache[string, endpointRowEntry]
 	claims       *claimCache
+	// dedupeWindow is Options.DedupeWindow with its default: how long claims are kept, against
+	// which endpoints' tolerances are checked (warnToleranceOverWindow).
+	dedupeWindow time.Duration
 	uses         *secretUses
 	auth         *authenticator
 	// unopenedKeyLog bounds the ERROR logged while a secret in force is sealed under a master
@@ -208,6 +211,10 @@ func New(opts Options) (*Server, error) {
 	s.endpointRows = newRefreshCache[string, endpointRowEntry](cacheTTL, maxCachedEndpoints)
 	// cmp.Or: an unset (zero) option takes the default.
 	s.claims = newClaimCache(cmp.Or(opts.ClaimCacheSize, DefaultClaimCacheSize), cmp.Or(opts.ClaimCacheTTL, DefaultClaimCacheTTL), opts.DedupeWindow)
+	s.dedupeWindow = opts.DedupeWindow
+	if s.dedupeWindow <= 0 {
+		s.dedupeWindow = DefaultDedupeWindow
+	}
 	s.maxPendingPerEndpoint, s.maxPendingTotal = opts.MaxPendingPerEndpoint, opts.MaxPendingTotal
 	s.verifyBytes = newByteBudget(opts.MaxVerifyBytesInFlight)
 	s.maxAttempts = opts.MaxAttempts

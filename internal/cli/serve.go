@@ -307,7 +307,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.maxPendingPerEndpoint, "max-pending-per-endpoint", 0, "unfinished deliveries per endpoint at which new events get RESOURCE_EXHAUSTED (0: no limit)")
 	fs.Int64Var(&c.maxPendingTotal, "max-pending-total", 0, "unfinished deliveries in all at which new events get RESOURCE_EXHAUSTED (0: no limit)")
 	fs.Int64Var(&c.maxVerifyBytes, "max-verify-bytes", server.DefaultMaxVerifyBytesInFlight, "bytes of Verify requests held at once, waiting for their claims, above which calls get RESOURCE_EXHAUSTED with a 1 s retry hint (the heap holds about twice this; 0: no limit)")
-	fs.DurationVar(&c.retention.DedupeWindow, "dedupe-window", 30*24*time.Hour, "how long claims are kept; must outlast every provider's retries (a warning below 72h)")
+	fs.DurationVar(&c.retention.DedupeWindow, "dedupe-window", 30*24*time.Hour, "how long claims are kept; must outlast every provider's retries (a warning below 72h) and twice every endpoint's timestamp tolerance (a warning per endpoint)")
 	fs.DurationVar(&c.retention.AckedRetention, "inbox-retention", 7*24*time.Hour, "how long acked inbox records are kept")
 	fs.DurationVar(&c.cacheTTL, "cache-ttl", server.DefaultCacheTTL, "bound on how long an endpoint or secret change made through another instance takes to reach this one (rotation, retirement); changes made here apply at once")
 	fs.IntVar(&c.claimCacheSize, "claim-cache", server.DefaultClaimCacheSize, "how many committed claims to remember, answering redeliveries of them without a database read (0: off)")
@@ -610,6 +610,7 @@ func startServerWith(ctx context.Context, log *slog.Logger, sc serveConfig, keyr
 				r.store <- st
 				log.Info("storage ready")
 				r.background.Go(func() { warnUnreadableSecrets(ctx, log, srv, st) })
+				r.background.Go(func() { warnTolerancesOverWindow(ctx, log, srv, st) })
 				r.background.Add(4)
 				go func() { defer r.background.Done(); srv.RunClockSync(ctx) }()
 				go func() { defer r.background.Done(); srv.RunInboxMonitor(ctx, time.Second) }()
@@ -761,6 +762,15 @@ func setAsideGeneratedKey(gk *generatedKey) (string, error) {
 		gk.hold = nil
 	}
 	return aside, err
+}
+
+// warnTolerancesOverWindow has the server log, at start, each stored endpoint whose timestamp
+// tolerance is more than half --dedupe-window: a replay within the tolerance that arrives after
+// its claim is swept is ACCEPTED again (server.WarnTolerancesOverDedupeWindow).
+func warnTolerancesOverWindow(ctx context.Context, log *slog.Logger, srv *server.Server, st storage.Store) {
+	if _, err := srv.WarnTolerancesOverDedupeWindow(ctx, st); err != nil && ctx.Err() == nil {
+		log.Warn("could not check the stored endpoints' timestamp tolerances against --dedupe-window", "err", err)
+	}
 }
 
 // warnUnreadableSecrets logs, once the store is open, how many secrets in force are sealed

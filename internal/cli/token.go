@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -35,9 +39,39 @@ func tokenCreate(ctx context.Context, e env, args []string) error {
 	if *name == "" || len(scopes) == 0 {
 		return usagef("--name and at least one --scope are required")
 	}
-	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
-		return c.Tokens.CreateToken(ctx, &hookverifyv1.CreateTokenRequest{Name: *name, Scopes: scopes})
-	})
+	// A broken pipe on standard output would otherwise kill the process in the write, before
+	// it could revoke the token it failed to show: caught, the write fails with EPIPE instead.
+	brokenPipe := make(chan os.Signal, 1)
+	signal.Notify(brokenPipe, syscall.SIGPIPE)
+	defer signal.Stop(brokenPipe)
+	conn, err := r.dial()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	callCtx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	created, err := conn.Tokens.CreateToken(callCtx, &hookverifyv1.CreateTokenRequest{Name: *name, Scopes: scopes})
+	if err != nil {
+		return err
+	}
+	if err := printJSON(e.stdout, created); err != nil {
+		return revokeUnseen(ctx, r.timeout, conn, created.GetToken().GetId(), err)
+	}
+	return nil
+}
+
+// revokeUnseen revokes the token id that token create made but could not print (printErr): the
+// server keeps only its hash, so nobody holds it, yet it would stay live, to be found
+// in token list as a working credential nobody holds. Run even after an interrupt, since the
+// token exists either way.
+func revokeUnseen(ctx context.Context, timeout time.Duration, conn *client.Conn, id string, printErr error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	if _, err := conn.Tokens.RevokeToken(ctx, &hookverifyv1.RevokeTokenRequest{Id: id}); err != nil {
+		return fmt.Errorf("printing the new token failed (%w), and revoking it failed too (%v): token %s is live and nobody saw its secret; revoke it by hand: hookverify token revoke --id %s", printErr, err, id, id)
+	}
+	return fmt.Errorf("printing the new token failed (%w): token %s was revoked, since nobody saw its secret; create it again", printErr, id)
 }
 
 func tokenList(ctx context.Context, e env, args []string) error {

@@ -118,6 +118,7 @@ func GenericHMAC() *Protocol {
 		ParseSecret:     parseGenericHMACSecret,
 		ValidateOptions: validateGenericHMACOptions,
 		CheckSecret:     checkGenericHMACSecret,
+		OptionTolerance: genericHMACTolerance,
 		Verify:          verifyGenericHMAC,
 		Sign:            signGenericHMAC,
 		ExampleSecret:   sharedExample(""),
@@ -313,6 +314,16 @@ func validateGenericHMACOptions(options map[string]string) error {
 			genericHMACMaxTolerance, genericOptTolerance)
 	}
 	return nil
+}
+
+// genericHMACTolerance is Protocol.OptionTolerance: a timestamp is checked only when the
+// template signs {timestamp}, within option tolerance (capped as Verify caps it) if set.
+func genericHMACTolerance(options map[string]string) (time.Duration, bool) {
+	c, err := parseGenericHMACConfig(options)
+	if err != nil || !c.usesTS {
+		return 0, false
+	}
+	return min(c.tolerance, genericHMACMaxTolerance), true
 }
 
 // parseGenericHMACConfig applies defaults and checks the options. Every error names the option.

@@ -143,6 +143,11 @@ type Protocol struct {
 	SignsTimestamp bool
 	// DefaultTolerance applies when the endpoint sets none (zero when SignsTimestamp is false).
 	DefaultTolerance time.Duration
+	// OptionTolerance, when set, says for a protocol whose options decide it (generic-hmac's
+	// template) whether a delivery to an endpoint with these options has a signed timestamp
+	// checked, and within what tolerance an option sets (zero: the endpoint's). It overrides
+	// SignsTimestamp. Options the protocol would refuse check none.
+	OptionTolerance func(options map[string]string) (tolerance time.Duration, signsTimestamp bool)
 	// IdentitySource says where the event identity comes from.
 	IdentitySource string
 	// StaticCredential says the provider sends a fixed credential (a token, basic auth) instead
