@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,7 +39,8 @@ import (
 // fail that way are tried again (acks and nacks while the lease lasts). On SIGTERM or SIGINT a
 // running command gets SIGTERM, then SIGKILL after --grace; its delivery is acked if it exited
 // 0 and nacked for an immediate retry otherwise, its attempt given back (not_attempted), before
-// the worker exits.
+// the worker exits. A second SIGTERM or SIGINT stops the waiting: the command is killed at
+// once, the calls under way are cut, and its delivery gets one last short try to be settled.
 func runWorker(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "worker")
 	var r remoteFlags
@@ -48,7 +50,7 @@ func runWorker(ctx context.Context, e env, args []string) error {
 	visibility := fs.Duration("visibility", server.DefaultVisibility, "lease duration (1s to 12h), extended while the command runs")
 	retryAfter := fs.Duration("retry-after", time.Minute, "delay before a failed delivery is retried (0 to 12h)")
 	idle := fs.Duration("idle", time.Second, "wait when the inbox is empty")
-	grace := fs.Duration("grace", 10*time.Second, "on SIGTERM or SIGINT, how long a running command has after its own SIGTERM before it is killed")
+	grace := fs.Duration("grace", 10*time.Second, "on SIGTERM or SIGINT, how long a running command has after its own SIGTERM before it is killed (a second signal kills it at once)")
 	maxRun := fs.Duration("max-run", 0, "the longest a command may run (0: no limit); then it gets SIGTERM, SIGKILL after --grace, and its delivery is nacked as failed")
 	once := fs.Bool("once", false, "exit when the inbox has nothing leasable instead of waiting; exit 1 if the server fails or a delivery could not be acked or nacked (its lease lost included)")
 	if err := fs.Parse(args); err != nil {
@@ -86,8 +88,11 @@ func runWorker(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer conn.Close()
+	hard, stopWatching := secondSignal(ctx)
+	defer stopWatching()
 	w := &worker{e: e, inbox: hookverifyv1.NewInboxServiceClient(conn.GRPC()), command: command,
-		filter: f, visibility: *visibility, retryAfter: *retryAfter, grace: *grace, maxRun: *maxRun, callTimeout: r.timeout}
+		filter: f, visibility: *visibility, retryAfter: *retryAfter, grace: *grace, maxRun: *maxRun, callTimeout: r.timeout,
+		hard: hard}
 	unsettled := 0
 	for ctx.Err() == nil {
 		d, deadline, err := w.lease(ctx, *once)
@@ -117,7 +122,7 @@ func runWorker(ctx context.Context, e env, args []string) error {
 		} else {
 			runErr, stopped = w.run(ctx, d, &deadline)
 		}
-		if err := w.settle(ctx, d, deadline, runErr, stopped); err != nil {
+		if err := w.settle(d, deadline, runErr, stopped); err != nil {
 			unsettled++
 			why := "it runs again once its lease ends"
 			if errors.Is(err, errLeaseLost) {
@@ -148,6 +153,54 @@ type worker struct {
 	maxRun time.Duration
 	// warned holds the --endpoint ids already reported as naming no endpoint.
 	warned map[string]bool
+	// hard ends at the worker's second SIGTERM or SIGINT (ctx, at the first): the operator
+	// wants it to stop waiting, for a command's --grace or for a server (nil: never).
+	hard context.Context
+}
+
+// lastCallBound bounds the one call a delivery still gets to be settled after the second
+// signal: enough for a server that answers, short for one that does not.
+const lastCallBound = time.Second
+
+// secondSignal returns a context that ends at the process's second SIGTERM or SIGINT, the
+// first being the one that ends ctx (Main's), and a function that stops watching. Main's
+// handler keeps catching both signals after the first, so without this a second one did
+// nothing, and a command ignoring its SIGTERM held the worker for the whole --grace.
+func secondSignal(ctx context.Context) (context.Context, func()) {
+	hard, cut := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	seen := 0
+	if ctx.Err() != nil {
+		seen = 1 // the first came before this watch began
+	}
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-sigs:
+				if seen++; seen >= 2 {
+					cut()
+					return
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return hard, func() {
+		signal.Stop(sigs)
+		close(done)
+		cut()
+	}
+}
+
+// hardCtx is w.hard, or a context that never ends when there is none.
+func (w *worker) hardCtx() context.Context {
+	if w.hard == nil {
+		return context.Background()
+	}
+	return w.hard
 }
 
 // warnUnknown says, once per id, that an --endpoint names no endpoint: to the worker, an
@@ -217,8 +270,9 @@ func (w *worker) lease(ctx context.Context, once bool) (*hookverifyv1.InboxDeliv
 		// leased a delivery already, its answer on the way, and abandoned, that delivery would
 		// wait out its whole lease unrun, an attempt spent (on its last attempt it would go
 		// to the dead letters never run). The call gets --grace to answer, as a running
-		// command does, and what it leases is given back (runWorker).
-		callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(w.callTimeout, w.visibility))
+		// command does, and what it leases is given back (runWorker); a second signal cuts
+		// it at once.
+		callCtx, cancel := context.WithTimeout(w.hardCtx(), min(w.callTimeout, w.visibility))
 		stopCall := context.AfterFunc(ctx, func() { time.AfterFunc(w.grace, cancel) })
 		resp, err := w.inbox.Lease(callCtx, req)
 		stopCall()
@@ -310,10 +364,10 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 		}
 		return err, stopped && !overran
 	}
-	// exited reports the command's end when it has already come: an extension call runs in
-	// this loop, so a command that ends while the call hangs is seen only after it, and one
-	// that finished within its lease is settled (the server refuses the ack if the lease is
-	// really gone) rather than counted as lost, its work done and then done again.
+	// exited reports the command's end when it has already come: when it coincides with the
+	// lease's end, an extension's refusal or --max-run, a command that finished within its
+	// lease is settled (the server refuses the ack if the lease is really gone) rather than
+	// counted as lost, its work done and then done again.
 	exited := func() (err error, ok bool) {
 		select {
 		case err := <-done:
@@ -322,7 +376,25 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 			return nil, false
 		}
 	}
+	// An extension call runs beside this loop, not in it: one that hangs (up to the lease's
+	// end) held back the worker's shutdown, the command's SIGTERM coming only when the call
+	// ended, by when the lease was taken for lost and the command killed without its
+	// --grace; and it held back --max-run, the SIGKILL after --grace and the second signal.
+	// A call under way when run returns is cut, and waited for.
+	type extension struct {
+		until time.Time
+		err   error
+	}
+	var extending chan extension
+	extendCtx, cancelExtend := context.WithCancel(w.hardCtx())
+	defer func() {
+		cancelExtend()
+		if extending != nil {
+			<-extending
+		}
+	}()
 	stopping := ctx.Done()
+	cut := w.hardCtx().Done()
 	var kill <-chan time.Time
 	var killTimer *time.Timer
 	defer func() {
@@ -345,6 +417,10 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 		case <-stopping:
 			stopping, stopped = nil, true
 			terminate()
+		case <-cut:
+			// The worker's second signal: the command is not waited for any longer.
+			cut, stopped = nil, true
+			signalGroup(cmd.Process, syscall.SIGKILL)
 		case <-overrun:
 			if runErr, ok := exited(); ok {
 				return finished(runErr) // it ended on its own, within --max-run
@@ -356,16 +432,24 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 			signalGroup(cmd.Process, syscall.SIGKILL)
 		case <-extendTimer.C:
 			// A stopping worker keeps its lease while the command finishes.
-			before := *deadline
-			if err := w.extend(context.WithoutCancel(ctx), d, deadline); err != nil {
+			ch, current := make(chan extension, 1), *deadline
+			extending = ch
+			go func() {
+				until, err := w.extend(extendCtx, d, current)
+				ch <- extension{until, err}
+			}()
+		case x := <-extending:
+			extending = nil
+			if x.err != nil {
 				if runErr, ok := exited(); ok {
 					return finished(runErr)
 				}
 				signalGroup(cmd.Process, syscall.SIGKILL)
 				<-done
-				return fmt.Errorf("%w: %w", errLeaseLost, err), stopped
+				return fmt.Errorf("%w: %w", errLeaseLost, x.err), stopped
 			}
-			if deadline.After(before) {
+			if x.until.After(*deadline) {
+				*deadline = x.until
 				extendTimer.Reset(due())
 				leaseEnd.Reset(time.Until(*deadline))
 			} else {
@@ -433,17 +517,18 @@ func commandEnv(d *hookverifyv1.InboxDelivery) []string {
 	)
 }
 
-// extend extends d's lease. It fails when the lease is lost: the server says so, or the lease
-// ran out while the server could not be reached. A transient failure with time left is
-// logged, and the next tick tries again.
-func (w *worker) extend(ctx context.Context, d *hookverifyv1.InboxDelivery, deadline *time.Time) error {
+// extend extends d's lease, which ends at deadline, and returns its new end (deadline itself
+// when the call failed transiently with time left: logged, and the next tick tries again). It
+// fails when the lease is lost: the server says so, or the lease ran out while the server
+// could not be reached.
+func (w *worker) extend(ctx context.Context, d *hookverifyv1.InboxDelivery, deadline time.Time) (time.Time, error) {
 	start := time.Now()
 	// The call gets no more than the lease has left: one that hangs past the lease's end
 	// (an overloaded server, packets dropped) would otherwise keep the command running while
 	// another worker may have the delivery.
 	callDeadline := start.Add(w.callTimeout)
 	if deadline.Before(callDeadline) {
-		callDeadline = *deadline
+		callDeadline = deadline
 	}
 	callCtx, cancel := context.WithDeadline(ctx, callDeadline)
 	_, err := w.inbox.ExtendLease(callCtx, &hookverifyv1.ExtendLeaseRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken(),
@@ -451,28 +536,30 @@ func (w *worker) extend(ctx context.Context, d *hookverifyv1.InboxDelivery, dead
 	cancel()
 	switch {
 	case err == nil:
-		*deadline = start.Add(w.visibility)
-		return nil
+		return start.Add(w.visibility), nil
+	case ctx.Err() != nil:
+		return deadline, nil // cut short: run has returned, or the worker's second signal came
 	case !transient(err):
-		return err
-	case !time.Now().Before(*deadline):
-		return fmt.Errorf("the lease ended while the server could not extend it: %w", err)
+		return deadline, err
+	case !time.Now().Before(deadline):
+		return deadline, fmt.Errorf("the lease ended while the server could not extend it: %w", err)
 	}
 	fmt.Fprintf(w.e.stderr, "worker: extend lease of %s: %v (trying again)\n", d.GetInboxId(), err)
-	return nil
+	return deadline, nil
 }
 
 // settle acks d if its command succeeded and nacks it otherwise: for an immediate retry when
 // the worker's shutdown stopped it, after --retry-after when it failed. Transient failures are
-// tried again while the lease lasts; the worker's shutdown does not cut this short. A lease
-// lost while the command ran settles nothing and returns runErr.
-func (w *worker) settle(ctx context.Context, d *hookverifyv1.InboxDelivery, deadline time.Time, runErr error, stopped bool) error {
-	ctx = context.WithoutCancel(ctx)
+// tried again while the lease lasts; the worker's shutdown does not cut this short, its second
+// signal does: the call under way is cut, and one last call, of at most lastCallBound, is
+// made. A lease lost while the command ran settles nothing and returns runErr.
+func (w *worker) settle(d *hookverifyv1.InboxDelivery, deadline time.Time, runErr error, stopped bool) error {
+	nack := runErr != nil
 	call := func(ctx context.Context) error {
 		_, err := w.inbox.Ack(ctx, &hookverifyv1.AckRequest{InboxId: d.GetInboxId(), LeaseToken: d.GetLeaseToken()})
 		return err
 	}
-	if runErr != nil {
+	if nack {
 		fmt.Fprintf(w.e.stderr, "worker: delivery %s (event %s, attempt %d) failed: %v\n", d.GetInboxId(), d.GetEventId(), d.GetAttempts(), runErr)
 		if errors.Is(runErr, errLeaseLost) {
 			// Not ours to settle any more, and not done: the delivery runs again. Reported as
@@ -495,9 +582,17 @@ func (w *worker) settle(ctx context.Context, d *hookverifyv1.InboxDelivery, dead
 			return err
 		}
 	}
-	var earlier error
+	hard := w.hardCtx()
+	// answerLost holds an earlier attempt's failure that may have come after the call went
+	// through: its answer lost on the way (UNAVAILABLE: a connection dropped), or not awaited
+	// (a timeout, the second signal).
+	var answerLost error
 	for attempt := 1; ; attempt++ {
-		callCtx, cancel := context.WithTimeout(ctx, w.callTimeout)
+		parent, timeout, last := hard, w.callTimeout, hard.Err() != nil
+		if last {
+			parent, timeout = context.Background(), min(w.callTimeout, lastCallBound)
+		}
+		callCtx, cancel := context.WithTimeout(parent, timeout)
 		err := call(callCtx)
 		cancel()
 		switch {
@@ -508,19 +603,34 @@ func (w *worker) settle(ctx context.Context, d *hookverifyv1.InboxDelivery, dead
 			// another worker's after this lease ended. Either way the work is done.
 			fmt.Fprintf(w.e.stderr, "worker: delivery %s was already acked (%v)\n", d.GetInboxId(), status.Convert(err).Message())
 			return nil
-		case earlier != nil && status.Code(err) == codes.FailedPrecondition:
-			// The lease is gone, perhaps settled by the attempt whose answer was lost.
-			return fmt.Errorf("%w, after %v (an earlier attempt may have gone through)", err, earlier)
+		case nack && answerLost != nil && status.Code(err) == codes.FailedPrecondition:
+			// The nack ended the lease: the attempt whose answer was lost went through, most
+			// likely. Had it not, the lease ends unreleased and the delivery runs again all the
+			// same: not lost either way, and not a failure to report. (A retried ack that went
+			// through is told apart, ALREADY_ACKED; one refused so is a lease really lost.)
+			fmt.Fprintf(w.e.stderr, "worker: delivery %s: the lease is gone after a nack whose answer was lost (%v); taken as nacked\n", d.GetInboxId(), answerLost)
+			return nil
+		case !last && hard.Err() != nil && (transient(err) || status.Code(err) == codes.Canceled):
+			// Cut by the worker's second signal: one last, short, try below.
 		case !transient(err):
 			return err
 		}
-		earlier = err
+		if last {
+			return fmt.Errorf("%w (the worker's second signal stopped the retries)", err)
+		}
+		switch status.Code(err) {
+		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+			answerLost = err
+		}
+		if hard.Err() != nil {
+			continue
+		}
 		wait := backoff(attempt)
 		if time.Now().Add(wait).After(deadline) {
 			return fmt.Errorf("%w (the lease ends before another attempt)", err)
 		}
 		fmt.Fprintf(w.e.stderr, "worker: settle %s: %v (trying again)\n", d.GetInboxId(), err)
-		sleep(ctx, wait)
+		sleep(hard, wait)
 	}
 }
 
