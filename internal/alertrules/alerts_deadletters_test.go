@@ -4,45 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
 )
-
-// TestDeadLettersAlertSetsStaleInstancesAside: an instance whose inbox reads fail keeps
-// exporting the hookverify_inbox_dead it last read. Aggregated with max alone, its old count
-// kept HookverifyDeadLetters firing after the dead letters were discarded or requeued (which
-// the other instances, reading fresh, show). Like the oldest-age alert, the dead-letters alert
-// must read the stats timestamp to tell fresh instances from stale ones.
-func TestDeadLettersAlertSetsStaleInstancesAside(t *testing.T) {
-	root := moduleRoot(t)
-	decls := declaredMetrics(t, root)
-	found := false
-	for _, g := range loadRules(t, root).Groups {
-		for _, r := range g.Rules {
-			v, checked := checkExpr(r.Expr, decls, labelValues())
-			var bases []string
-			for _, name := range v.metrics {
-				if base, _, ok := checked.baseMetric(name); ok {
-					bases = append(bases, base)
-				}
-			}
-			if !slices.Contains(bases, "hookverify_inbox_dead") {
-				continue
-			}
-			found = true
-			if !slices.Contains(bases, "hookverify_inbox_stats_last_success_timestamp_seconds") {
-				t.Errorf("alert %q selects hookverify_inbox_dead but not the stats timestamp: a stale instance's old count keeps it firing", r.Alert)
-			}
-		}
-	}
-	if !found {
-		t.Error("no alert selects hookverify_inbox_dead")
-	}
-}
 
 // inboxStaleRuleTests are promtool rule unit tests of the two alerts on inbox gauges, with two
 // instances on one database: a reads fresh, b's reads fail from some point on (it keeps its
