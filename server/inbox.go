@@ -60,33 +60,66 @@ func (s *Server) inbox() (storage.InboxStore, error) {
 	return ib, nil
 }
 
-// DeadLetterExhausted moves the pending deliveries that have no attempts left under this
-// server's MaxAttempts to the dead letters, and returns how many it moved. There are such
+// DeadLetterExhausted moves the deliveries that have no attempts left under this server's
+// MaxAttempts to the dead letters, and returns how many it moved: first the leased ones whose
+// lease has run out (deadLetterExpiredLeases), then the pending ones. There are pending such
 // deliveries only when MaxAttempts was lowered since they were nacked; no lease would ever
 // take them, yet they would count as pending for ever (stats, backpressure). Their last error
 // says why. Run it once the store is open, before serving; RunRetention runs it again every
 // exhaustedCheckInterval. It reads every pending delivery.
 func (s *Server) DeadLetterExhausted(ctx context.Context, st storage.InboxStore) (int64, error) {
+	moved, err := s.deadLetterExpiredLeases(ctx, st)
+	if err != nil {
+		return moved, err
+	}
 	req := storage.ExhaustedRequest{
 		MaxAttempts: s.maxAttempts,
 		Reason:      fmt.Sprintf("attempts used up: --max-attempts lowered to %d", s.maxAttempts),
 		Batch:       exhaustedBatch,
 		Now:         s.clock(),
 	}
+	var lowered int64
+	for {
+		n, err := st.DeadLetterExhausted(ctx, req)
+		lowered += n
+		s.metrics.observeExhausted(n)
+		if err != nil {
+			return moved + lowered, fmt.Errorf("dead-letter deliveries with no attempts left: %w", err)
+		}
+		if n < int64(req.Batch) {
+			break
+		}
+	}
+	if lowered > 0 {
+		s.log.WarnContext(ctx, "pending deliveries with no attempts left under --max-attempts moved to the dead letters",
+			"deliveries", lowered, "max_attempts", s.maxAttempts)
+	}
+	return moved + lowered, nil
+}
+
+// deadLetterExpiredLeases moves the leased deliveries whose last attempt's lease has run out
+// to the dead letters, as a lease would (last error "lease expired; ..."), and returns how
+// many it moved. A lease does so only for the endpoints and scopes it asks for: once no
+// worker leases an endpoint any more (its workers stopped, or filtered to other endpoints),
+// such a delivery stayed leased for ever, never listed as a dead letter, so that an operator
+// could neither requeue nor discard it. It reads only the leased deliveries, so RunRetention
+// runs it at every sweep.
+func (s *Server) deadLetterExpiredLeases(ctx context.Context, st storage.InboxStore) (int64, error) {
+	req := storage.ExhaustedRequest{MaxAttempts: s.maxAttempts, ExpiredLeases: true, Batch: exhaustedBatch, Now: s.clock()}
 	var moved int64
 	for {
 		n, err := st.DeadLetterExhausted(ctx, req)
 		moved += n
-		s.metrics.observeExhausted(n)
+		s.metrics.observeExpiredToDead(n)
 		if err != nil {
-			return moved, fmt.Errorf("dead-letter deliveries with no attempts left: %w", err)
+			return moved, fmt.Errorf("dead-letter expired last leases: %w", err)
 		}
 		if n < int64(req.Batch) {
 			break
 		}
 	}
 	if moved > 0 {
-		s.log.WarnContext(ctx, "pending deliveries with no attempts left under --max-attempts moved to the dead letters",
+		s.log.WarnContext(ctx, "deliveries whose last attempt's lease ran out, with no lease to take them over, moved to the dead letters",
 			"deliveries", moved, "max_attempts", s.maxAttempts)
 	}
 	return moved, nil

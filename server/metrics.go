@@ -99,7 +99,7 @@ func NewMetrics() *Metrics {
 		redeliveries: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_redeliveries_total",
 			Help: "Deliveries leased again after a lease expired or a nack that spent an attempt (one given back with a not_attempted nack is leased again on the same attempt, and not counted)."}),
 		leaseExpiries: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_lease_expiries_total",
-			Help: "Leases that expired without ack, nack or extension (a worker crashed, hung or overran), counted when the next lease takes the delivery over or dead-letters it."}),
+			Help: "Leases that expired without ack, nack or extension (a worker crashed, hung or overran), counted when the next lease takes the delivery over or dead-letters it, or when the server dead-letters an expired last attempt no lease took."}),
 		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_inbox_dead_lettered_total",
 			Help: "Deliveries moved to the dead letters, by cause: a nack on the last attempt (nack), the last attempt's lease expiring (lease_expired), or a start with a max attempts lower than a pending delivery had used (max_attempts_lowered)."}, []string{"cause"}),
 		acks: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_acks_total",
@@ -236,9 +236,15 @@ func (m *Metrics) observeLease(result storage.LeaseResult) {
 			m.leaseExpiries.Inc()
 		}
 	}
-	if result.ExpiredToDead > 0 {
-		m.leaseExpiries.Add(float64(result.ExpiredToDead))
-		m.deadLettered.WithLabelValues("lease_expired").Add(float64(result.ExpiredToDead))
+	m.observeExpiredToDead(result.ExpiredToDead)
+}
+
+// observeExpiredToDead counts n deliveries moved to dead because their last attempt's lease
+// expired, by a lease or by the server's check (deadLetterExpiredLeases).
+func (m *Metrics) observeExpiredToDead(n int64) {
+	if m != nil && n > 0 {
+		m.leaseExpiries.Add(float64(n))
+		m.deadLettered.WithLabelValues("lease_expired").Add(float64(n))
 	}
 }
 

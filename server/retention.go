@@ -51,8 +51,11 @@ const exhaustedCheckInterval = time.Hour
 // its delivery is acked or discarded.
 const fullClaimsSweepInterval = time.Hour
 
-// RunRetention sweeps on every interval until ctx ends, and runs DeadLetterExhausted every
-// exhaustedCheckInterval. Several instances may sweep at once: each batch is its own
+// RunRetention sweeps on every interval until ctx ends, dead-letters the expired last leases
+// no lease has taken (deadLetterExpiredLeases) at every sweep, and runs DeadLetterExhausted
+// every exhaustedCheckInterval. The expired leases are checked at every sweep, not hourly:
+// the check reads only leased deliveries, and a delivery it moves has had no worker since its
+// lease ran out, which the operator should see as a dead letter as soon as it can be. Several instances may sweep at once: each batch is its own
 // statement, and deleting an already deleted row is a no-op.
 func (s *Server) RunRetention(ctx context.Context, r Retention) {
 	r = r.withDefaults()
@@ -88,6 +91,11 @@ func (s *Server) RunRetention(ctx context.Context, r Retention) {
 				} else {
 					lastExhaustedCheck = now
 				}
+			}
+		} else if ib, err := s.inbox(); err == nil {
+			// DeadLetterExhausted, above, does this first.
+			if _, err := s.deadLetterExpiredLeases(ctx, ib); err != nil && ctx.Err() == nil {
+				s.log.WarnContext(ctx, "dead-lettering expired last leases failed; will retry", "err", err)
 			}
 		}
 		select {

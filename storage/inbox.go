@@ -27,7 +27,7 @@ type InboxStore interface {
 	// expired; last error: ...": the worker's nack of an earlier attempt says what failed, and
 	// an operator needs it). Returns no error and no deliveries when nothing is leasable. The result also says which leases had
 	// expired: an expiry is only noticed by the Lease call that takes the delivery over or
-	// dead-letters it. ErrInvalid, leasing nothing, if req.Max or req.MaxAttempts is below 1,
+	// dead-letters it (or, for a last attempt, by DeadLetterExhausted with ExpiredLeases). ErrInvalid, leasing nothing, if req.Max or req.MaxAttempts is below 1,
 	// req.Visibility is not above zero or req.LeaseToken is empty.
 	Lease(ctx context.Context, req LeaseRequest) (LeaseResult, error)
 	// Ack marks a leased delivery done. ErrNotFound if the inbox id does not exist;
@@ -82,6 +82,17 @@ type InboxStore interface {
 	// deliveries with attempts left, and dead-letters expired leases, never pending ones, so
 	// without this they would stay pending for ever, leasable by no one yet counted as work.
 	// It reads every pending delivery: it is meant for a server's start, not for each lease.
+	//
+	// With req.ExpiredLeases it moves, instead, up to req.Batch leased deliveries whose lease
+	// ended at or before req.Now and which have used req.MaxAttempts attempts or more, exactly
+	// as Lease dead-letters them: each one's last error becomes "lease expired" followed by the
+	// error it held before, if not empty ("lease expired; last error: ..."; req.Reason is not
+	// used). Lease does so only for the deliveries its filter matches, so an expired last lease
+	// of an endpoint no worker leases any more (its workers stopped, or filtered to other
+	// endpoints) would otherwise stay leased for ever: not listed as a dead letter, neither
+	// requeued nor discarded. It reads only leased deliveries (as many as the workers hold, plus
+	// such leases), so it may run often. Pending deliveries are then left alone.
+	//
 	// ErrInvalid if req.MaxAttempts or req.Batch is below 1.
 	DeadLetterExhausted(ctx context.Context, req ExhaustedRequest) (int64, error)
 	// DeliveryEndpoints returns the endpoint id of each inbox record among the ids, keyed by
@@ -219,11 +230,14 @@ func (r ExtendRequest) Time() time.Time { return timeFrom(r.Clock, r.Now) }
 
 // ExhaustedRequest describes one DeadLetterExhausted call.
 type ExhaustedRequest struct {
-	// MaxAttempts is the limit in force: pending deliveries with this many attempts or more
-	// have none left.
+	// MaxAttempts is the limit in force: deliveries with this many attempts or more have none
+	// left.
 	MaxAttempts int
 	// Reason is the last error the dead deliveries are given, saying why they gave up.
 	Reason string
+	// ExpiredLeases moves the leased deliveries whose lease has ended with no attempts left,
+	// as Lease would, instead of the pending ones (see InboxStore.DeadLetterExhausted).
+	ExpiredLeases bool
 	// Batch is how many deliveries to move at most (at least 1).
 	Batch int
 	Now   time.Time
@@ -283,8 +297,9 @@ type EndpointInboxStats struct {
 	OldestPendingAt time.Time
 	// EarliestLeaseEnd is the earliest LeasedUntil among the leased deliveries (zero if none).
 	// A lease that has run out leaves its delivery leased, and counted in Leased, until a
-	// next Lease takes it over; the delivery has waited for a worker since then, which only
-	// this shows when no worker is left to lease it.
+	// next Lease takes it over (or, on its last attempt, Lease or DeadLetterExhausted with
+	// ExpiredLeases moves it to dead); the delivery has waited for a worker since then, which
+	// only this shows when no worker is left to lease it.
 	EarliestLeaseEnd time.Time
 }
 

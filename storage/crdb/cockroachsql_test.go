@@ -25,19 +25,20 @@ var cockroachOnlySQL = regexp.MustCompile(`(?i)\b(DELETE|UPDATE)\b[^()]*\bLIMIT\
 func TestCockroachDBStatementsAvoidEngineSpecificSQL(t *testing.T) {
 	t.Parallel()
 	common := map[string]string{
-		"createMigrationsTable":  createMigrationsTable,
-		"migrationsTableExists":  migrationsTableExists,
-		"recordMigration":        recordMigration,
-		"claimSQL":               claimSQL,
-		"existingClaimSQL":       existingClaimSQL,
-		"claimBatchSQL":          claimBatchSQL,
-		"existingClaimsSQL":      existingClaimsSQL,
-		"requeueSQL":             requeueSQL,
-		"discardSQL":             discardSQL,
-		"deadLetterExhaustedSQL": deadLetterExhaustedSQL,
-		"sweepAckedSQL":          sweepAckedSQL,
-		"sweepClaimsSQL":         sweepClaimsSQL,
-		"ackBatchSQL":            ackBatchSQL,
+		"createMigrationsTable":     createMigrationsTable,
+		"migrationsTableExists":     migrationsTableExists,
+		"recordMigration":           recordMigration,
+		"claimSQL":                  claimSQL,
+		"existingClaimSQL":          existingClaimSQL,
+		"claimBatchSQL":             claimBatchSQL,
+		"existingClaimsSQL":         existingClaimsSQL,
+		"requeueSQL":                requeueSQL,
+		"discardSQL":                discardSQL,
+		"deadLetterExhaustedSQL":    deadLetterExhaustedSQL,
+		"deadLetterExpiredBatchSQL": deadLetterExpiredBatchSQL,
+		"sweepAckedSQL":             sweepAckedSQL,
+		"sweepClaimsSQL":            sweepClaimsSQL,
+		"ackBatchSQL":               ackBatchSQL,
 	}
 	for _, m := range migrations {
 		common["migration "+m.description] = m.sql

@@ -885,8 +885,23 @@ const deadLetterExhaustedSQL = `WITH picked AS (
 	FROM picked
 	WHERE id = picked_id AND state = 'pending' AND attempts >= $3`
 
+// deadLetterExpiredBatchSQL moves up to $3 leased deliveries whose lease ended by $1 and which
+// used $2 attempts or more to dead, as deadLetterExpired does for a lease, whatever their
+// endpoint (storage.ExhaustedRequest.ExpiredLeases). Picked in a CTE, with rows another
+// transaction holds skipped, as in deadLetterExhaustedSQL: a lease or an extension may be
+// ending them. The UPDATE checks the state and the lease's end again.
+const deadLetterExpiredBatchSQL = `WITH picked AS (
+		SELECT id AS picked_id FROM inbox WHERE state = 'leased' AND leased_until <= $1 AND attempts >= $2
+		LIMIT $3 FOR UPDATE SKIP LOCKED
+	)
+	UPDATE inbox SET state = 'dead', dead_at = $1, lease_token = NULL, leased_until = NULL,
+		last_error = 'lease expired' || COALESCE('; last error: ' || NULLIF(last_error, ''), '')
+	FROM picked
+	WHERE id = picked_id AND state = 'leased' AND leased_until <= $1 AND attempts >= $2`
+
 // DeadLetterExhausted moves up to req.Batch pending deliveries with no attempts left under
-// req.MaxAttempts to dead, in one statement.
+// req.MaxAttempts to dead, in one statement; with req.ExpiredLeases, up to req.Batch expired
+// leases with no attempts left (deadLetterExpiredBatchSQL).
 //
 // The statement is run as Requeue's is, not through single, which runs it again when the
 // connection broke after it was sent: that second run moved another batch and reported only
@@ -903,7 +918,13 @@ func (s *Store) DeadLetterExhausted(ctx context.Context, req storage.ExhaustedRe
 	move := func(ctx context.Context, db interface {
 		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	}) error {
-		tag, err := db.Exec(ctx, deadLetterExhaustedSQL, req.Now, req.Reason, int64(req.MaxAttempts), int64(req.Batch))
+		var tag pgconn.CommandTag
+		var err error
+		if req.ExpiredLeases {
+			tag, err = db.Exec(ctx, deadLetterExpiredBatchSQL, req.Now, int64(req.MaxAttempts), int64(req.Batch))
+		} else {
+			tag, err = db.Exec(ctx, deadLetterExhaustedSQL, req.Now, req.Reason, int64(req.MaxAttempts), int64(req.Batch))
+		}
 		moved = tag.RowsAffected()
 		return err
 	}

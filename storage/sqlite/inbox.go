@@ -584,7 +584,8 @@ func (s *Store) Discard(ctx context.Context, inboxID, reason string, now time.Ti
 
 // DeadLetterExhausted moves up to req.Batch pending deliveries with no attempts left under
 // req.MaxAttempts to dead, in one write transaction that also takes them off their
-// endpoints' pending counts.
+// endpoints' pending counts. With req.ExpiredLeases it moves expired leases with no attempts
+// left instead, as a lease does (deadLetterExpired), and no pending count changes.
 func (s *Store) DeadLetterExhausted(ctx context.Context, req storage.ExhaustedRequest) (int64, error) {
 	switch {
 	case req.MaxAttempts < 1:
@@ -593,6 +594,17 @@ func (s *Store) DeadLetterExhausted(ctx context.Context, req storage.ExhaustedRe
 		return 0, s.fail("dead-letter exhausted", fmt.Errorf("%w: Batch %d, want at least 1", storage.ErrInvalid, req.Batch))
 	}
 	var moved int64
+	if req.ExpiredLeases {
+		err := s.write(ctx, "dead-letter expired leases", func(tx *sql.Tx) error {
+			var err error
+			moved, err = execAffected(tx.ExecContext(ctx, deadLetterExpiredBatchSQL, micros(req.Now), req.MaxAttempts, req.Batch))
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+		return moved, nil
+	}
 	err := s.write(ctx, "dead-letter exhausted", func(tx *sql.Tx) error {
 		moved = 0
 		rows, err := tx.QueryContext(ctx, `UPDATE inbox SET state = 'dead', dead_at = ?1,
@@ -622,6 +634,21 @@ func (s *Store) DeadLetterExhausted(ctx context.Context, req storage.ExhaustedRe
 		return 0, err
 	}
 	return moved, nil
+}
+
+// deadLetterExpiredBatchSQL moves up to ?3 leased deliveries whose lease ended by ?1 and
+// which used ?2 attempts or more to dead, as deadLetterExpired does for a lease, whatever
+// their endpoint (storage.ExhaustedRequest.ExpiredLeases).
+const deadLetterExpiredBatchSQL = `UPDATE inbox SET state = 'dead', dead_at = ?1, lease_token = NULL,
+	leased_until = NULL, last_error = 'lease expired' || coalesce('; last error: ' || nullif(last_error, ''), '')
+	WHERE id IN (SELECT id FROM inbox WHERE state = 'leased' AND leased_until <= ?1 AND attempts >= ?2 LIMIT ?3)`
+
+// execAffected returns how many rows the statement whose result it is given changed.
+func execAffected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // addPending adds to the pending count of each endpoint (inbox_pending, migration 25) in tx,

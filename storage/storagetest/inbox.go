@@ -543,6 +543,77 @@ func testInbox(t *testing.T, h harness) {
 		}
 	})
 
+	// A worker died on a delivery's last attempt, and no lease asks for its endpoint any more
+	// (its workers stopped, or filtered to other endpoints): Lease never dead-letters it, so
+	// DeadLetterExhausted with ExpiredLeases must, whatever its endpoint, exactly as Lease
+	// would, and leave alone live leases, expired ones with attempts left, and pending ones.
+	t.Run("expired last leases move to dead whatever their endpoint, as a lease moves them", func(t *testing.T) {
+		s := inboxFixture(t, h)
+		deliver(t, s, "ep-1", "ep-1", "nacked", at(1*time.Second))
+		silent := deliver(t, s, "ep-2", "ep-2", "silent", at(2*time.Second))
+		deliver(t, s, "ep-1", "ep-1", "live", at(3*time.Second))
+		deliver(t, s, "ep-1", "ep-1", "spent", at(4*time.Second))
+		deliver(t, s, "ep-3", "ep-3", "early", at(5*time.Second))
+		first := leaseReq("tok-1", t0, 10)
+		wantIDs(t, lease(t, s, first), "first lease", "nacked", "silent", "live", "spent", "early")
+		nack(t, s, "nacked", "tok-1", t0, 3, t0)
+		nack(t, s, "spent", "tok-1", t0, 3, t0)
+		// The second lease, of ep-1 and ep-2 only, takes over "silent" and "live" and leases
+		// the nacked ones: all four on their second attempt. "early", of ep-3, keeps its expired
+		// first lease, with attempts left.
+		second := leaseReq("tok-2", t0.Add(first.Visibility), 10)
+		second.EndpointIDs = []string{"ep-1", "ep-2"}
+		wantIDs(t, lease(t, s, second), "second lease", "silent", "live", "nacked", "spent")
+		nack(t, s, "spent", "tok-2", second.Now, 3, second.Now)
+		ended := second.Now.Add(second.Visibility)
+		liveUntil := ended.Add(time.Hour)
+		must(t, extendTo(t, s, "live", "tok-2", liveUntil, second.Now), "ExtendLease live")
+
+		req := storage.ExhaustedRequest{MaxAttempts: 2, ExpiredLeases: true, Reason: "not used", Batch: 1, Now: ended.Add(-time.Millisecond)}
+		n, err := s.DeadLetterExhausted(t.Context(), req)
+		must(t, err, "DeadLetterExhausted of expired leases before they end")
+		if n != 0 {
+			t.Fatalf("DeadLetterExhausted of expired leases a millisecond before they end moved %d, want 0", n)
+		}
+		req.Now = ended
+		for i, want := range []int64{1, 1, 0} {
+			n, err := s.DeadLetterExhausted(t.Context(), req)
+			must(t, err, "DeadLetterExhausted of expired leases")
+			if n != want {
+				t.Fatalf("DeadLetterExhausted of expired leases, call %d, moved %d, want %d", i+1, n, want)
+			}
+		}
+		got := deadLetters(t, s, storage.InboxFilter{}, 10)
+		wantIDs(t, got, "dead letters", "silent", "nacked")
+		wantSame(t, storage.LeasedDelivery{Delivery: silent, State: storage.StateDead, Attempts: 2, VisibleAt: silent.ReceivedAt,
+			LastError: "lease expired"}, got[0], "the silent dead letter")
+		if d := got[1]; d.State != storage.StateDead || d.Attempts != 2 || d.LeaseToken != "" || !d.LeasedUntil.IsZero() ||
+			d.LastError != "lease expired; last error: failed: tok-1" {
+			t.Errorf("dead letter nacked: state %q, attempts %d, lease %q until %s, last error %q; want dead, 2, none, %q",
+				d.State, d.Attempts, d.LeaseToken, fmtTime(d.LeasedUntil), d.LastError, "lease expired; last error: failed: tok-1")
+		}
+		wantStats(t, s, "stats",
+			storage.EndpointInboxStats{EndpointID: "ep-1", Pending: 1, Leased: 1, Dead: 1, OldestPendingAt: second.Now, EarliestLeaseEnd: liveUntil},
+			storage.EndpointInboxStats{EndpointID: "ep-2", Dead: 1},
+			storage.EndpointInboxStats{EndpointID: "ep-3", Leased: 1, EarliestLeaseEnd: t0.Add(first.Visibility)})
+		wantErr(t, s.Ack(t.Context(), "silent", "tok-2", ended), storage.ErrLeaseLost, "Ack of a dead-lettered expired lease")
+		must(t, s.Ack(t.Context(), "live", "tok-2", ended), "Ack of the live lease")
+
+		// A lease after finds nothing left to dead-letter, and takes "early" over.
+		third := leaseReq("tok-3", ended, 10)
+		third.MaxAttempts = 2
+		res := leaseResult(t, s, third)
+		wantIDs(t, res.Deliveries, "lease after", "early")
+		if res.ExpiredToDead != 0 || !res.Deliveries[0].PreviousLeaseExpired {
+			t.Errorf("lease after: %d moved to dead, early taken over from an expired lease %v; want 0, true",
+				res.ExpiredToDead, res.Deliveries[0].PreviousLeaseExpired)
+		}
+		// Requeued, a dead-lettered expired lease is leasable again.
+		must(t, s.Requeue(t.Context(), "silent", ended), "Requeue silent")
+		third.LeaseToken = "tok-4"
+		wantIDs(t, lease(t, s, third), "lease after the requeue", "silent")
+	})
+
 	t.Run("dead letters are listed within maxBytes, the oldest whatever its size", func(t *testing.T) {
 		s := inboxFixture(t, h)
 		sizes := claimSized(t, s, 3000, 1000, 1000, 1000)
