@@ -306,6 +306,7 @@ func (s *Server) Nack(ctx context.Context, req *hookverifyv1.NackRequest) (*hook
 		if err := ib.GiveBack(ctx, req.GetInboxId(), req.GetLeaseToken(), now.Add(retryAfter), req.GetError(), now); err != nil {
 			return nil, leaseStatus(ctx, s, "nack", err)
 		}
+		s.metrics.observeGiveBack()
 		return &hookverifyv1.NackResponse{}, nil
 	}
 	dead, err := ib.Nack(ctx, req.GetInboxId(), req.GetLeaseToken(), now.Add(retryAfter), s.maxAttempts, req.GetError(), now)

@@ -41,6 +41,7 @@ type Metrics struct {
 	leaseExpiries     prometheus.Counter
 	deadLettered      *prometheus.CounterVec
 	acks              prometheus.Counter
+	nacks             *prometheus.CounterVec
 	backpressure      *prometheus.CounterVec
 	verifyBytesFull   prometheus.Counter
 	sweptInbox        prometheus.Counter
@@ -104,6 +105,8 @@ func NewMetrics() *Metrics {
 			Help: "Deliveries moved to the dead letters, by cause: a nack on the last attempt (nack), the last attempt's lease expiring (lease_expired), or a start with a max attempts lower than a pending delivery had used (max_attempts_lowered)."}, []string{"cause"}),
 		acks: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_acks_total",
 			Help: "Deliveries acked by workers."}),
+		nacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_inbox_nacks_total",
+			Help: "Deliveries nacked by workers, by outcome: to be retried (retry), moved to the dead letters on the last attempt (dead_lettered), or given back unrun with not_attempted, the attempt not spent (given_back). A worker that gives back every delivery it leases (one stopping in a loop) shows only here."}, []string{"outcome"}),
 		backpressure: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_backpressure_total",
 			Help: "New deliveries refused with RESOURCE_EXHAUSTED because an inbox limit was reached, by endpoint."}, []string{"endpoint"}),
 		verifyBytesFull: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_verify_bytes_refusals_total",
@@ -118,7 +121,7 @@ func NewMetrics() *Metrics {
 			Help: "Calls refused UNAUTHENTICATED or PERMISSION_DENIED, by code and method."}, []string{"code", "method"}),
 	}
 	r.MustRegister(m.handshakeFailures, m.verdicts, m.secretUses, m.verifyLatency, m.claimLatency, m.claimCacheHit, m.batchClaims, m.batchLatency, m.batchFailures, m.rpcs, m.rpcLatency, m.inboxPending, m.inboxLeased,
-		m.inboxDead, m.inboxOldest, m.inboxStatsAt, m.redeliveries, m.leaseExpiries, m.deadLettered, m.acks, m.backpressure, m.verifyBytesFull, m.sweptInbox, m.sweptClaims, m.authFailures,
+		m.inboxDead, m.inboxOldest, m.inboxStatsAt, m.redeliveries, m.leaseExpiries, m.deadLettered, m.acks, m.nacks, m.backpressure, m.verifyBytesFull, m.sweptInbox, m.sweptClaims, m.authFailures,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	// Every cause is exported from the start, at 0: increase() and rate() need a sample before
 	// the rise, and a series that first appeared at 1 would show no increase at all. (What
@@ -126,6 +129,9 @@ func NewMetrics() *Metrics {
 	// first scrape, so increase() misses it even so: hookverify_inbox_dead and the log show it.)
 	for _, cause := range []string{"nack", "lease_expired", "max_attempts_lowered"} {
 		m.deadLettered.WithLabelValues(cause)
+	}
+	for _, outcome := range []string{"retry", "dead_lettered", "given_back"} {
+		m.nacks.WithLabelValues(outcome)
 	}
 	// So is UNAVAILABLE for every method README's alert watches it on: a store outage that
 	// fails one call, then none, is otherwise a series that appears at 1 and that rate() over
@@ -255,8 +261,19 @@ func (m *Metrics) observeAck() {
 }
 
 func (m *Metrics) observeNack(dead bool) {
-	if m != nil && dead {
+	switch {
+	case m == nil:
+	case dead:
 		m.deadLettered.WithLabelValues("nack").Inc()
+		m.nacks.WithLabelValues("dead_lettered").Inc()
+	default:
+		m.nacks.WithLabelValues("retry").Inc()
+	}
+}
+
+func (m *Metrics) observeGiveBack() {
+	if m != nil {
+		m.nacks.WithLabelValues("given_back").Inc()
 	}
 }
 

@@ -41,3 +41,35 @@ func TestNackNotAttemptedKeepsTheLastAttempt(t *testing.T) {
 		}
 	})
 }
+
+// TestNacksCountedByOutcome: nacks were counted only when they dead-lettered, so a worker
+// failing every delivery (retried later) showed in no counter until the last attempts, and one
+// giving back every delivery it leased (a worker stopping in a loop: no attempt spent) in
+// none at all. Each nack now counts by its outcome; one refused (a stale lease) does not.
+func TestNacksCountedByOutcome(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := newEnvWith(t, b, func(o *server.Options) { o.MaxAttempts, o.Metrics = 2, server.NewMetrics() })
+		acceptSome(t, e, "work", 1)
+		wantMetrics(t, e.srv, `hookverify_inbox_nacks_total{outcome="retry"} 0`, `hookverify_inbox_nacks_total{outcome="given_back"} 0`,
+			`hookverify_inbox_nacks_total{outcome="dead_lettered"} 0`)
+		nack := func(notAttempted bool) *hookverifyv1.InboxDelivery {
+			t.Helper()
+			d := lease(t, e, 1, time.Minute)
+			if len(d) != 1 {
+				t.Fatalf("leased %d, want 1", len(d))
+			}
+			if _, err := e.inbox.Nack(t.Context(), &hookverifyv1.NackRequest{InboxId: d[0].GetInboxId(), LeaseToken: d[0].GetLeaseToken(),
+				RetryAfter: durationpb.New(0), Error: "failed", NotAttempted: notAttempted}); err != nil {
+				t.Fatalf("Nack: %v", err)
+			}
+			return d[0]
+		}
+		first := nack(false) // attempt 1 of 2: retried
+		nack(true)           // attempt 2, given back unrun
+		nack(false)          // attempt 2 again: the last, dead-lettered
+		_, err := e.inbox.Nack(t.Context(), &hookverifyv1.NackRequest{InboxId: first.GetInboxId(), LeaseToken: first.GetLeaseToken()})
+		wantCode(t, err, codes.FailedPrecondition)
+		wantMetrics(t, e.srv, `hookverify_inbox_nacks_total{outcome="retry"} 1`, `hookverify_inbox_nacks_total{outcome="given_back"} 1`,
+			`hookverify_inbox_nacks_total{outcome="dead_lettered"} 1`, `hookverify_inbox_dead_lettered_total{cause="nack"} 1`)
+	})
+}
