@@ -319,7 +319,8 @@ func (s *Store) checkJournalMode(ctx context.Context) error {
 }
 
 // Ping reads the database file, not just the connection, so that a lost or unreadable file
-// is reported.
+// is reported, and checks, without writing, that its file system takes writes
+// (CheckWritable): reads still answer on one read-only or full, while every claim fails.
 func (s *Store) Ping(ctx context.Context) error {
 	if s.closed.Load() {
 		return s.fail("ping", storage.ErrClosed)
@@ -331,6 +332,24 @@ func (s *Store) Ping(ctx context.Context) error {
 	// The reads above still work on a deleted file, which SQLite keeps open.
 	if err := s.filesGone(); err != nil {
 		return s.fail("ping", unavailable(err))
+	}
+	if err := fsRefusesWrites(s.path); err != nil {
+		return s.fail("ping", unavailable(err))
+	}
+	return nil
+}
+
+// CheckWritable returns ErrUnavailable when the file system holding the database is read-only
+// or full (on Linux; elsewhere it only reports a closed store). Reads, the inbox statistics
+// among them, answer then while every claim fails, so the server's inbox monitor asks this
+// too: health says NOT_SERVING until the file system takes writes again. It writes nothing
+// and costs one statfs.
+func (s *Store) CheckWritable() error {
+	if s.closed.Load() {
+		return s.fail("check writable", storage.ErrClosed)
+	}
+	if err := fsRefusesWrites(s.path); err != nil {
+		return s.fail("check writable", unavailable(err))
 	}
 	return nil
 }
