@@ -66,7 +66,8 @@ func runBench(ctx context.Context, e env, args []string) error {
 	if *workers < 1 || *bodyBytes < 16 || *bodyBytes > client.MaxBodyCeiling || !rateOK || *drain < 0 || *leaseSize < 1 || *leaseSize > 100 {
 		return usagef("--workers must be at least 1, --body-bytes from 16 to %d, --rate 0 or from %g to %g, --drain not negative and --lease-size from 1 to 100", client.MaxBodyCeiling, minBenchRate, maxBenchRate)
 	}
-	load := loadShape{workers: *workers, duration: *duration, rate: *rate}
+	// --timeout, every client command's deadline for its call, is each measured call's too.
+	load := loadShape{workers: *workers, duration: *duration, rate: *rate, callTimeout: remote.timeout}
 	// The token needs the admin scope (the bench creates its own endpoint) and verify on it.
 	conn, err := remote.dial(client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))
 	if err != nil {
@@ -106,8 +107,18 @@ func runBench(ctx context.Context, e env, args []string) error {
 	primed := make([]*hookverifyv1.VerifyRequest, 64)
 	for i := range primed {
 		primed[i] = request(fmt.Sprintf("prime-%d", i), secret)
-		if _, err := conn.Verifier.Verify(setupCtx, primed[i]); err != nil {
+		resp, err := conn.Verifier.Verify(setupCtx, primed[i])
+		if err != nil {
 			return fmt.Errorf("priming: %w", err)
+		}
+		// The primed events are the phase's redeliveries: if the server did not accept them,
+		// its "dup" rows would measure rejections (or whatever it did) under another name.
+		if v := resp.GetVerdict(); v != hookverifyv1.Verdict_VERDICT_ACCEPTED {
+			what := v.String()
+			if v == hookverifyv1.Verdict_VERDICT_REJECTED {
+				what += " (" + resp.GetRejectReason().String() + ": " + resp.GetDetail() + ")"
+			}
+			return fmt.Errorf("priming: the server answered %s to the bench's own signed delivery of new event %q on its new endpoint %s, want VERDICT_ACCEPTED: its figures would not be of the calls they name", what, fmt.Sprintf("prime-%d", i), endpointID)
 		}
 	}
 	forged := request("forged", "not-the-secret")
@@ -168,12 +179,20 @@ func runBench(ctx context.Context, e env, args []string) error {
 	var res, drained *benchResult
 	var phase sync.WaitGroup
 	phase.Go(func() { res = drive(ctx, load, produce) })
+	var drainers *benchDrainer
 	if *drain > 0 {
+		drainers = newDrainer(inbox, endpointID, *drain, *leaseSize, *ackEach)
 		phase.Go(func() {
-			drained = drive(ctx, loadShape{workers: *drain, duration: load.duration}, drainer(inbox, endpointID, *drain, *leaseSize, *ackEach))
+			drained = drive(ctx, loadShape{workers: *drain, duration: load.duration, callTimeout: load.callTimeout}, drainers.call)
 		})
 	}
 	phase.Wait()
+	givenBack, givenBackErr := 0, error(nil)
+	if drainers != nil {
+		// Before the backlog is read: what the drain workers held unacked is pending again.
+		// Even after Ctrl-C, which is when they most likely hold some.
+		givenBack, givenBackErr = drainers.giveBack(context.WithoutCancel(ctx), remote.timeout)
+	}
 	res.print(out)
 	if drained != nil {
 		drained.print(out)
@@ -185,6 +204,17 @@ func runBench(ctx context.Context, e env, args []string) error {
 	res.printBehind(e.stdout, "verify")
 	if drained != nil {
 		fmt.Fprintf(e.stdout, "\ndrained: %d deliveries acked, %.0f/s\n", drained.items, float64(drained.items)/drained.elapsed.Seconds())
+		// The drain workers' calls under way at the end are answered after it (a closed loop):
+		// their acks are not the phase's rate, but those deliveries left the inbox all the same.
+		if drained.lateItems > 0 {
+			fmt.Fprintf(e.stdout, "drained after the phase's end: %d more acked by calls answered after it, in neither the line above nor the backlog below\n", drained.lateItems)
+		}
+		if givenBack > 0 {
+			fmt.Fprintf(e.stdout, "given back: %d deliveries the drain workers had leased and not acked at the end, pending again (nacked without counting an attempt)\n", givenBack)
+		}
+		if givenBackErr != nil {
+			fmt.Fprintf(e.stdout, "given back: not every delivery the drain workers held at the end (%v): those stay leased until their visibility timeout (a minute), counted as leased below\n", status.Convert(givenBackErr).Message())
+		}
 	}
 	if *baseline && *rate > 0 {
 		// Both ran on the same schedule: each answered at most the rate, so the ratio of their
@@ -261,11 +291,56 @@ func randomEventID(r *mrand.Rand) string {
 // endpoint's deliveries ("lease"; "lease (empty)" when there was none, after which it waits
 // 10 ms as a polling worker would, a pause not counted as a call) and then acks them all with
 // one AckMany call ("ack-many"), or with ackEach one Ack call each ("ack"). Either way each call reports how many deliveries
-// it acked, and their rate in the result's items is the rate the inbox drains.
+// it acked, and their rate in the result's items is the rate the inbox drains. What the
+// workers hold leased and unacked when the phase ends is given back by benchDrainer.giveBack.
 func drainer(inbox hookverifyv1.InboxServiceClient, endpointID string, workers, leaseSize int, ackEach bool) func(context.Context, int, *mrand.Rand) (string, int, error) {
-	leased := make([][]*hookverifyv1.InboxDelivery, workers) // each worker's own
-	idle := make([]bool, workers)                            // each worker's last lease was empty
-	return func(ctx context.Context, w int, _ *mrand.Rand) (string, int, error) {
+	return newDrainer(inbox, endpointID, workers, leaseSize, ackEach).call
+}
+
+// benchDrainer is drainer's state: the deliveries each worker holds leased and not yet acked.
+type benchDrainer struct {
+	call   func(context.Context, int, *mrand.Rand) (string, int, error)
+	inbox  hookverifyv1.InboxServiceClient
+	leased [][]*hookverifyv1.InboxDelivery // each worker's own
+}
+
+// giveBack nacks, to be leasable again at once and without counting an attempt, every
+// delivery the workers leased and had not acked when the phase ended (a lease answered just
+// before the end, or after it): left leased, they were held by nobody for the visibility
+// timeout (a minute), neither drained nor pending, and the backlog line showed them leased as
+// if a worker were at them. It returns how many it gave back, and the first error. Call it
+// once drive has returned.
+func (d *benchDrainer) giveBack(ctx context.Context, timeout time.Duration) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	given, first := 0, error(nil)
+	for w, held := range d.leased {
+		d.leased[w] = nil
+		wg.Go(func() {
+			for _, del := range held {
+				_, err := d.inbox.Nack(ctx, &hookverifyv1.NackRequest{InboxId: del.GetInboxId(), LeaseToken: del.GetLeaseToken(),
+					RetryAfter: durationpb.New(0), NotAttempted: true, Error: "hookverify bench: phase ended before the ack"})
+				mu.Lock()
+				if err == nil {
+					given++
+				} else if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return given, first
+}
+
+func newDrainer(inbox hookverifyv1.InboxServiceClient, endpointID string, workers, leaseSize int, ackEach bool) *benchDrainer {
+	d := &benchDrainer{inbox: inbox, leased: make([][]*hookverifyv1.InboxDelivery, workers)}
+	leased := d.leased
+	idle := make([]bool, workers) // each worker's last lease was empty
+	d.call = func(ctx context.Context, w int, _ *mrand.Rand) (string, int, error) {
 		if idle[w] {
 			// The pause after an empty lease is the bench's own, not the server's: a call of
 			// its own that drive does not count, so that the "lease (empty)" row times the
@@ -317,6 +392,7 @@ func drainer(inbox hookverifyv1.InboxServiceClient, endpointID string, workers, 
 		}
 		return label, acked, failed
 	}
+	return d
 }
 
 // printBacklog prints what the phase left in the bench endpoint's inbox: the deliveries
@@ -386,6 +462,9 @@ type benchResult struct {
 	late  map[string]int
 	cut   int
 	grace time.Duration
+	// lateItems is, in a closed loop, the items of the calls answered after the phase's end
+	// (deliveries acked then, for drain workers): done, but not in items or its rate.
+	lateItems int
 	// sendLate is, in an open loop, how late after its due time the schedule sent each call.
 	sendLate []time.Duration
 }
@@ -398,6 +477,10 @@ type loadShape struct {
 	rate     float64
 	// grace is how long past the end the calls under way are waited for (0: phaseGrace).
 	grace time.Duration
+	// callTimeout is each call's own deadline (0: none but the phase's and its grace): a call
+	// not answered within it fails, as a provider gives up on a delivery, and the worker calls
+	// again, rather than being held silently to the end of the grace.
+	callTimeout time.Duration
 }
 
 // The rates an open loop accepts: the interval between calls, a Duration, stays from 1 µs to
@@ -436,7 +519,9 @@ func (l loadShape) callsDueWithin(d time.Duration) int {
 // it (up to load.grace), and its latency counted, since the calls in flight at the end are the
 // slowest and leaving them out would flatter the percentiles (a stall spanning the end vanished
 // altogether); those of a closed loop count in the percentiles but not in the rate, which is of
-// the answers within the phase. Calls still unanswered then are cut, and counted in cut.
+// the answers within the phase (their items, in lateItems). Calls still unanswered then are
+// cut, and counted in cut. With load.callTimeout each call also has that deadline of its own,
+// and one not answered within it is an error row like any failed call.
 func drive(parent context.Context, load loadShape, call func(ctx context.Context, worker int, r *mrand.Rand) (label string, items int, err error)) *benchResult {
 	ctx, cancel := context.WithTimeout(parent, load.duration)
 	defer cancel()
@@ -447,6 +532,7 @@ func drive(parent context.Context, load loadShape, call func(ctx context.Context
 	// callCtx is the calls': the phase's and grace longer.
 	callCtx, cancelCalls := context.WithTimeout(parent, load.duration+grace)
 	defer cancelCalls()
+	callEnd, _ := callCtx.Deadline()
 	var mu sync.Mutex
 	res := &benchResult{latencies: map[string][]time.Duration{}, late: map[string]int{}, grace: grace}
 	var wg sync.WaitGroup
@@ -463,7 +549,7 @@ func drive(parent context.Context, load loadShape, call func(ctx context.Context
 			r := mrand.New(mrand.NewPCG(uint64(w), uint64(start.UnixNano())))
 			local := map[string][]time.Duration{}
 			late := map[string]int{}
-			errs, items, started, cut := 0, 0, 0, 0
+			errs, items, lateItems, started, cut := 0, 0, 0, 0, 0
 			for ctx.Err() == nil {
 				t0 := time.Now()
 				if schedule != nil {
@@ -473,7 +559,16 @@ func drive(parent context.Context, load loadShape, call func(ctx context.Context
 					}
 					started++
 				}
-				label, n, err := call(callCtx, w, r)
+				cctx, cancelCall := callCtx, context.CancelFunc(nil)
+				if load.callTimeout > 0 && time.Now().Add(load.callTimeout).Before(callEnd) {
+					// Only when it ends before the grace does: a timer per call costs the load
+					// generator, and a deadline past the grace's changes nothing.
+					cctx, cancelCall = context.WithTimeout(callCtx, load.callTimeout)
+				}
+				label, n, err := call(cctx, w, r)
+				if cancelCall != nil {
+					cancelCall()
+				}
 				if callCtx.Err() != nil {
 					// A call cut short by the end of the grace (or Ctrl-C) has no latency to
 					// count. gRPC may fail it with DeadlineExceeded before the context reports
@@ -497,6 +592,7 @@ func drive(parent context.Context, load loadShape, call func(ctx context.Context
 				local[label] = append(local[label], time.Since(t0))
 				if after {
 					late[label]++
+					lateItems += n
 					break
 				}
 				items += n
@@ -511,6 +607,7 @@ func drive(parent context.Context, load loadShape, call func(ctx context.Context
 			res.cut += cut
 			res.errors += errs
 			res.items += items
+			res.lateItems += lateItems
 			res.started += started
 			mu.Unlock()
 		})
