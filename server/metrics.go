@@ -98,7 +98,7 @@ func NewMetrics() *Metrics {
 		inboxStatsAt: prometheus.NewGauge(prometheus.GaugeOpts{Name: "hookverify_inbox_stats_last_success_timestamp_seconds",
 			Help: "When the inbox monitor last read the inbox statistics, in Unix seconds (0 until it first does): the inbox gauges and the backpressure snapshot are that old. Alert when time() minus this stays well above the scrape interval (e.g. over 60 s for 2 minutes): the monitor reads every second, less often while reads are slow."}),
 		redeliveries: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_redeliveries_total",
-			Help: "Deliveries leased again after a lease expired or a nack that spent an attempt (one given back with a not_attempted nack is leased again on the same attempt, and not counted)."}),
+			Help: "Leases of a delivery on its second attempt or later: after a lease expired or a nack. One given back with a not_attempted nack is leased again on the same attempt: not counted if that is its first, counted again if it is a later one."}),
 		leaseExpiries: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookverify_inbox_lease_expiries_total",
 			Help: "Leases that expired without ack, nack or extension (a worker crashed, hung or overran), counted when the next lease takes the delivery over or dead-letters it, or when the server dead-letters an expired last attempt no lease took."}),
 		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookverify_inbox_dead_lettered_total",

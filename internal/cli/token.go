@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -39,6 +40,11 @@ func tokenCreate(ctx context.Context, e env, args []string) error {
 	if *name == "" || len(scopes) == 0 {
 		return usagef("--name and at least one --scope are required")
 	}
+	if discarded(e.stdout) {
+		// Checked before the token exists: written there, its secret, shown only once, would be
+		// lost, and the token left live with nobody holding it.
+		return errors.New("standard output is /dev/null (or was closed, which Go's runtime replaces with /dev/null): the token's secret is shown only once and would be lost, so no token was created; send standard output to a file or a terminal")
+	}
 	// A broken pipe on standard output would otherwise kill the process in the write, before
 	// it could revoke the token it failed to show: caught, the write fails with EPIPE instead.
 	brokenPipe := make(chan os.Signal, 1)
@@ -59,6 +65,22 @@ func tokenCreate(ctx context.Context, e env, args []string) error {
 		return revokeUnseen(ctx, r.timeout, conn, created.GetToken().GetId(), err)
 	}
 	return nil
+}
+
+// discarded reports whether w is the null device: standard output sent to /dev/null, or
+// closed when the process started (Go's runtime opens /dev/null in place of a closed standard
+// descriptor, so that writes to it succeed).
+func discarded(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	got, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err == nil && os.SameFile(got, null)
 }
 
 // revokeUnseen revokes the token id that token create made but could not print (printErr): the

@@ -28,9 +28,9 @@ var mayUseReserved = os.Geteuid() == 0
 
 // fsRefusesWrites returns why the file system holding path cannot take a commit, or nil:
 // mounted or remounted read-only (ext4's errors=remount-ro after an I/O error), or less than
-// minFreeBytes free. Reads go on working then while every claim fails. One statfs, no write:
-// it runs at every Ping and inbox monitor read. A statfs that fails says nothing here (a
-// missing file is checkFiles' to report).
+// minFreeBytes free (when it reports its size at all). Reads go on working then while every
+// claim fails. One statfs, no write: it runs at every Ping and inbox monitor read. A statfs
+// that fails says nothing here (a missing file is checkFiles' to report).
 func fsRefusesWrites(path string) error {
 	var st unix.Statfs_t
 	if err := statfs(path, &st); err != nil {
@@ -38,6 +38,13 @@ func fsRefusesWrites(path string) error {
 	}
 	if st.Flags&unix.ST_RDONLY != 0 {
 		return fmt.Errorf("the file system holding %s is read-only (mounted so, or remounted after an I/O error), so every write fails: check it and remount it read-write", path)
+	}
+	if st.Blocks == 0 {
+		// A file system that reports no size (a FUSE file system without a statfs handler,
+		// whose library answers zeros; some network and pseudo file systems) says nothing of
+		// its free space: read as 0 bytes free, it kept the server not ready while every
+		// write succeeded. Only its failed writes can tell.
+		return nil
 	}
 	blocks := st.Bavail
 	if mayUseReserved {
