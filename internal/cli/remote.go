@@ -785,7 +785,7 @@ func runVerify(ctx context.Context, e env, args []string) error {
 	method := fs.String("method", "POST", "HTTP method the provider used")
 	url := fs.String("url", "https://hooks.example.com/", "absolute URL the provider called")
 	var headers multiFlag
-	fs.Var(&headers, "H", "header 'Name: value' (repeatable, order kept)")
+	fs.Var(&headers, "H", "header 'Name: value' (repeatable, order kept; a value of several lines, as sign prints them, is one header a line)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -798,11 +798,16 @@ func runVerify(ctx context.Context, e env, args []string) error {
 	}
 	req := &hookverifyv1.VerifyRequest{EndpointId: *endpoint, Body: body, Method: *method, Url: *url}
 	for _, h := range headers {
-		name, value, ok := strings.Cut(h, ":")
-		if !ok || strings.TrimSpace(name) == "" {
-			return usagef("-H %q: want 'Name: value'", h)
+		// `verify -H "$(hookverify sign ...)"` passes every header sign printed, one a line: a
+		// line break cannot be part of a header value on the wire, so each line is a header.
+		for _, line := range strings.Split(strings.TrimRight(h, "\r\n"), "\n") {
+			line = strings.TrimSuffix(line, "\r")
+			name, value, ok := strings.Cut(line, ":")
+			if !ok || strings.TrimSpace(name) == "" {
+				return usagef("-H %q: want 'Name: value' (one header a line)", h)
+			}
+			req.Headers = append(req.Headers, &hookverifyv1.HeaderField{Name: strings.TrimSpace(name), Value: strings.TrimLeft(value, " \t")})
 		}
-		req.Headers = append(req.Headers, &hookverifyv1.HeaderField{Name: strings.TrimSpace(name), Value: strings.TrimLeft(value, " \t")})
 	}
 	return r.call(ctx, e, func(ctx context.Context, c *client.Conn) (proto.Message, error) {
 		return c.Verifier.Verify(ctx, req)
