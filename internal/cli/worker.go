@@ -168,12 +168,15 @@ const lastCallBound = time.Second
 // nothing, and a command ignoring its SIGTERM held the worker for the whole --grace.
 func secondSignal(ctx context.Context) (context.Context, func()) {
 	hard, cut := context.WithCancel(context.Background())
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// ctx is looked at before the watch begins: a first signal that came before it counts
+	// once, and one that comes between the two is not counted at all (a third signal is then
+	// needed), where in the other order it counted twice and cut the command's --grace.
 	seen := 0
 	if ctx.Err() != nil {
 		seen = 1 // the first came before this watch began
 	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() {
 		for {
