@@ -83,6 +83,7 @@ func Builtin() []*Protocol {
 		SendGrid(),
 		Okta(),
 		Mailchimp(),
+		Vercel(),
 	}
 }
 
