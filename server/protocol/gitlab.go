@@ -63,7 +63,9 @@ func GitLab() *Protocol {
 		SignsTimestamp:   true,
 		DefaultTolerance: gitlabDefaultTolerance,
 		IdentitySource: "signed deliveries: the signed webhook-id (equal to Idempotency-Key); token deliveries: the Idempotency-Key " +
-			"header (the same when a delivery is resent), else X-Gitlab-Event-UUID (GitLab versions before Idempotency-Key)",
+			"header (the same when a delivery is resent), else X-Gitlab-Event-UUID + \":\" + sha256 of the raw body " +
+			"(\"<uuid>:body-sha256:<hex>\"; GitLab versions before Idempotency-Key, where webhooks fired by a request " +
+			"from a webhook receiver share the UUID)",
 		StaticCredential: true,
 		DocsURL:          "https://docs.gitlab.com/user/project/integrations/webhooks/",
 		Retries: "GitLab does not retry failed webhooks automatically (it counts failures and auto-disables the hook); a " +
@@ -190,10 +192,17 @@ func verifyGitLabToken(req *Request, token string, keys []Key) (Result, error) {
 	if keyID == "" {
 		return Result{}, rejectNoMatch(gitlabTokenHeader, 0, keys)
 	}
-	for _, h := range []string{gitlabIdempotencyHeader, gitlabEventUUIDHeader} {
-		if id, _ := req.Headers.Get(h); id != "" {
-			return Result{KeyID: keyID, EventID: id, CredentialHeader: gitlabTokenHeader}, nil
-		}
+	if id, _ := req.Headers.Get(gitlabIdempotencyHeader); id != "" {
+		return Result{KeyID: keyID, EventID: id, CredentialHeader: gitlabTokenHeader}, nil
+	}
+	// X-Gitlab-Event-UUID is not an event id: when an API request carries the X-Gitlab-Event-UUID
+	// of the webhook it answers, GitLab sends that same UUID on every webhook the request fires
+	// ("Recursive webhooks have the same value for this header", GitLab's webhook docs;
+	// lib/gitlab/web_hooks/recursion_detection/uuid.rb), so a receiver that passes the header on
+	// when it comments and closes an issue gets the note and issue events under one UUID. The
+	// body's hash beside it keeps those apart, while the same delivery sent twice stays one event.
+	if uuid, _ := req.Headers.Get(gitlabEventUUIDHeader); uuid != "" {
+		return Result{KeyID: keyID, EventID: uuid + ":" + bodySHA256ID(req.Body), CredentialHeader: gitlabTokenHeader}, nil
 	}
 	return Result{}, Reject(ReasonMissingEventID, "no %s or %s header", gitlabIdempotencyHeader, gitlabEventUUIDHeader)
 }

@@ -99,7 +99,7 @@ func TestGitLabVerify(t *testing.T) {
 		{name: "token: rotation, second key", req: gitlabTokenRequest(gitlabToken, idem), keys: []string{"old-token", gitlabToken}, wantKey: "k1", wantEvent: gitlabUUID},
 		{name: "token: empty", req: gitlabTokenRequest("", idem), keys: []string{gitlabToken}, wantReason: ReasonMalformedSignature},
 		{name: "token: no keys", req: gitlabTokenRequest(gitlabToken, idem), wantReason: ReasonSignatureMismatch},
-		{name: "token: Event-UUID when no Idempotency-Key", req: gitlabTokenRequest(gitlabToken, Header{Name: "X-Gitlab-Event-UUID", Value: "uuid-2"}), keys: []string{gitlabToken}, wantKey: "k0", wantEvent: "uuid-2"},
+		{name: "token: Event-UUID when no Idempotency-Key", req: gitlabTokenRequest(gitlabToken, Header{Name: "X-Gitlab-Event-UUID", Value: "uuid-2"}), keys: []string{gitlabToken}, wantKey: "k0", wantEvent: "uuid-2:" + bodySHA256ID([]byte(`{"object_kind":"push"}`))},
 		{name: "token: Idempotency-Key preferred", req: gitlabTokenRequest(gitlabToken, Header{Name: "X-Gitlab-Event-UUID", Value: "uuid-2"}, idem), keys: []string{gitlabToken}, wantKey: "k0", wantEvent: gitlabUUID},
 		{name: "token: no identity", req: gitlabTokenRequest(gitlabToken), keys: []string{gitlabToken}, wantReason: ReasonMissingEventID},
 		{name: "token: refused when the endpoint requires signatures", req: gitlabTokenRequest(gitlabToken, idem), keys: []string{gitlabToken}, params: Params{Now: fixedNow, Options: map[string]string{"require_signature": "true"}}, wantReason: ReasonMissingSignature},

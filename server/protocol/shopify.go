@@ -20,8 +20,9 @@ import (
 // X-Shopify-Webhook-Id "a unique composite key per delivery. Use to identify and deduplicate
 // individual deliveries", and verify-deliveries says to "ignore duplicate deliveries using
 // X-Shopify-Webhook-Id": it is kept on retries, so it is the identity. Deliveries without it
-// fall back to X-Shopify-Event-Id. Two subscriptions to one topic at one URL then give two
-// deliveries, each accepted once.
+// fall back to X-Shopify-Event-Id qualified by X-Shopify-Topic, so that the topics of one action
+// stay apart. Two subscriptions to one topic at one URL then give two deliveries, each accepted
+// once.
 //
 // Shopify Events (https://shopify.dev/docs/apps/build/events/verify-deliveries), configured
 // beside webhooks in the same app and meant to replace them, signs the same way with the same
@@ -49,7 +50,7 @@ func Shopify() *Protocol {
 		Name:            "shopify",
 		DisplayName:     "Shopify",
 		SignatureScheme: "HMAC-SHA256 (base64) of the raw body, X-Shopify-Hmac-Sha256 (Shopify-Hmac-Sha256 for Shopify Events)",
-		IdentitySource:  "X-Shopify-Webhook-Id header (the delivery; same on retries; Shopify-Webhook-Id for Shopify Events), else X-Shopify-Event-Id (shared by every topic one merchant action fires, so not the first choice)",
+		IdentitySource:  "X-Shopify-Webhook-Id header (the delivery; same on retries; Shopify-Webhook-Id for Shopify Events), else X-Shopify-Event-Id + \":\" + X-Shopify-Topic (the Event-Id is shared by every topic one merchant action fires; without a topic header, + \":body-sha256:<hex>\" of the raw body)",
 		DocsURL:         "https://shopify.dev/docs/apps/build/webhooks/verify-deliveries",
 		Retries: "Shopify retries a failed delivery (no 2xx within 5 s) 8 times over 4 hours with " +
 			"exponential backoff, with the original payload and the original HMAC " +
@@ -69,11 +70,30 @@ func verifyShopify(req *Request, keys []Key, _ Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	id, err := headerIdentity(req.Headers, "X-Shopify-Webhook-Id", "Shopify-Webhook-Id", "X-Shopify-Event-Id")
+	id, err := shopifyIdentity(req)
 	if err != nil {
 		return Result{}, err
 	}
 	return Result{KeyID: keyID, EventID: id}, nil
+}
+
+// shopifyIdentity is the delivery's webhook id, else its X-Shopify-Event-Id qualified by the
+// topic: one merchant action fires every topic it touches under one Event-Id, often with the
+// same body (orders/create and orders/updated), so the Event-Id alone would merge them, while
+// "<event id>:<topic>" still makes a repeat of one topic a duplicate. Without a topic header the
+// body's hash qualifies it instead ("<event id>:body-sha256:<hex>").
+func shopifyIdentity(req *Request) (string, error) {
+	if id, err := headerIdentity(req.Headers, "X-Shopify-Webhook-Id", "Shopify-Webhook-Id"); err == nil {
+		return id, nil
+	}
+	event, err := headerIdentity(req.Headers, "X-Shopify-Event-Id")
+	if err != nil {
+		return "", Reject(ReasonMissingEventID, "no X-Shopify-Webhook-Id, Shopify-Webhook-Id or X-Shopify-Event-Id header")
+	}
+	if topic, err := headerIdentity(req.Headers, "X-Shopify-Topic", "Shopify-Topic"); err == nil {
+		return event + ":" + topic, nil
+	}
+	return event + ":" + bodySHA256ID(req.Body), nil
 }
 
 // signShopify sends the HMAC of the first secret (Shopify signs with one secret at a time),

@@ -29,9 +29,9 @@ func TestShopifyVerify(t *testing.T) {
 	cs := fx.cases(t)
 	cs = append(cs,
 		verifyCase{name: "independent HMAC accepted", req: withHeader(good, "X-Shopify-Hmac-Sha256", indep), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: shopifyEventID},
-		verifyCase{name: "event id is the fallback identity", req: withHeader(withoutHeader(good, "X-Shopify-Webhook-Id"), "X-Shopify-Event-Id", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"},
+		verifyCase{name: "event id is the fallback identity", req: withHeader(withoutHeader(good, "X-Shopify-Webhook-Id"), "X-Shopify-Event-Id", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043:" + bodySHA256ID([]byte(shopifyBody))},
 		verifyCase{name: "webhook id preferred over event id", req: withHeader(good, "X-Shopify-Event-Id", "other"), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: shopifyEventID},
-		verifyCase{name: "empty webhook id falls back", req: withHeader(withHeader(good, "X-Shopify-Webhook-Id", ""), "X-Shopify-Event-Id", "ev-1"), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: "ev-1"},
+		verifyCase{name: "empty webhook id falls back", req: withHeader(withHeader(good, "X-Shopify-Webhook-Id", ""), "X-Shopify-Event-Id", "ev-1"), keys: []string{shopifySecret}, wantKey: "k0", wantEvent: "ev-1:" + bodySHA256ID([]byte(shopifyBody))},
 		verifyCase{name: "old timestamp does not matter (nothing is timed)", req: good, keys: []string{shopifySecret}, params: Params{Now: fixedNow.Add(30 * 24 * time.Hour)}, wantKey: "k0", wantEvent: shopifyEventID},
 	)
 	runVerifyCases(t, p, cs)
