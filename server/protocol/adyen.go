@@ -17,9 +17,10 @@ import (
 // Adyen's standard webhooks (payments) carry one HMAC per NotificationRequestItem, in
 // additionalData.hmacSignature: base64 HMAC-SHA256, keyed with the hex-DECODED HMAC key, of the
 // colon-join of pspReference, originalReference, merchantAccountCode, merchantReference,
-// amount.value, amount.currency, eventCode and success (absent fields as empty strings; no
-// escaping of ':' or '\' in the values, as Adyen's libraries and their colon/backslash test
-// webhooks show). Only those eight fields are signed.
+// amount.value, amount.currency, eventCode and success (absent fields as empty strings, except
+// an absent amount.value, which Adyen's libraries sign as "" or "0": both are accepted, see
+// adyenSignedForms; no escaping of ':' or '\' in the values, as Adyen's libraries and their
+// colon/backslash test webhooks show). Only those eight fields are signed.
 const (
 	adyenName          = "adyen"
 	adyenMaxPlainID    = 256
@@ -57,7 +58,9 @@ func Adyen() *Protocol {
 		SignsTimestamp:  false,
 		IdentitySource: "the signed fields of each item (pspReference:originalReference:merchantAccountCode:merchantReference:" +
 			"value:currency:eventCode:success, which contains Adyen's pspReference+eventCode+success duplicate key); several " +
-			"items are one identity \"items-sha256:<hex>\" of their sorted signed strings",
+			"items are one identity \"items-sha256:<hex>\" of their sorted signed strings; an absent amount.value is signed as " +
+			"\"\" by Adyen's Java/Node/PHP/Ruby libraries and as \"0\" by its Go library, so both are accepted and the identity " +
+			"is the string that verified",
 		StaticCredential: true,
 		DocsURL:          "https://docs.adyen.com/development-resources/webhooks/secure-webhooks/verify-hmac-signatures",
 		Retries: "Adyen retries a notification that is not acknowledged (it expects HTTP 2xx with body \"[accepted]\") three " +
@@ -108,8 +111,10 @@ func exampleAdyenBody(eventID string) []byte {
 
 // adyenItem is one parsed NotificationRequestItem.
 type adyenItem struct {
-	// data is the signed string; pspReference and eventCode are needed for the identity.
-	data, pspReference, eventCode string
+	// forms are the strings the signature may cover (adyenSignedForms); pspReference and
+	// eventCode are needed for the identity.
+	forms                   []string
+	pspReference, eventCode string
 	// signature is the decoded hmacSignature.
 	signature []byte
 }
@@ -150,9 +155,21 @@ func adyenField(obj map[string]json.RawMessage, key string) (string, bool) {
 
 // adyenSigned builds an item's signed string. ok is false when a field has the wrong type.
 // amount.value must be an integer (minor units), written in canonical decimal as Adyen's
-// libraries do; an absent amount signs as empty value and currency. success may be the string
+// libraries do; an absent or null amount or amount.value signs as an empty value (see
+// adyenSignedForms for the other form), an absent currency as empty. success may be the string
 // "true"/"false" (what Adyen sends) or a JSON boolean.
 func adyenSigned(item map[string]json.RawMessage) (string, bool) {
+	forms, ok := adyenSignedForms(item)
+	return forms[0], ok
+}
+
+// adyenSignedForms returns the strings an item's signature may cover, the canonical one first.
+// Adyen's libraries disagree on an absent amount.value: the Java, Ruby, PHP and Node libraries
+// sign it as "" (null/nil/undefined joined), adyen-go-api-library as "0" (the zero value of its
+// Amount struct). Both are written only by the HMAC key's holder; the "0" form of an item is
+// exactly the string of the same item with value 0, so accepting it lets no one change what a
+// signature says beyond dropping a value of 0, and the identity is the form that verified.
+func adyenSignedForms(item map[string]json.RawMessage) ([]string, bool) {
 	var fields [8]string
 	ok := true
 	for i, k := range []string{"pspReference", "originalReference", "merchantAccountCode", "merchantReference"} {
@@ -160,19 +177,21 @@ func adyenSigned(item map[string]json.RawMessage) (string, bool) {
 		fields[i], fine = adyenField(item, k)
 		ok = ok && fine
 	}
+	valueAbsent := true
 	if amount := jsonObjectField(item, "amount"); amount != nil {
-		if raw, has := amount["value"]; has {
+		if raw, has := amount["value"]; has && string(bytes.TrimSpace(raw)) != "null" {
 			v, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
 			if err != nil {
-				return "", false
+				return []string{""}, false
 			}
 			fields[4] = strconv.FormatInt(v, 10)
+			valueAbsent = false
 		}
 		var fine bool
 		fields[5], fine = adyenField(amount, "currency")
 		ok = ok && fine
 	} else if raw, has := item["amount"]; has && string(bytes.TrimSpace(raw)) != "null" {
-		return "", false
+		return []string{""}, false
 	}
 	var fine bool
 	fields[6], fine = adyenField(item, "eventCode")
@@ -183,7 +202,12 @@ func adyenSigned(item map[string]json.RawMessage) (string, bool) {
 		fields[7], fine = adyenField(item, "success")
 		ok = ok && fine
 	}
-	return strings.Join(fields[:], ":"), ok
+	forms := []string{strings.Join(fields[:], ":")}
+	if valueAbsent {
+		fields[4] = "0"
+		forms = append(forms, strings.Join(fields[:], ":"))
+	}
+	return forms, ok
 }
 
 // adyenMessage writes the signed string.
@@ -201,7 +225,7 @@ func verifyAdyen(req *Request, keys []Key, _ Params) (Result, error) {
 	}
 	items := make([]adyenItem, len(raw))
 	for i, it := range raw {
-		data, ok := adyenSigned(it)
+		forms, ok := adyenSignedForms(it)
 		add := jsonObjectField(it, "additionalData")
 		sigText, present, isString := jsonString(add, adyenSignatureKey)
 		if !present {
@@ -214,16 +238,24 @@ func verifyAdyen(req *Request, keys []Key, _ Params) (Result, error) {
 		}
 		psp, _ := adyenField(it, "pspReference")
 		code, _ := adyenField(it, "eventCode")
-		items[i] = adyenItem{data: data, pspReference: psp, eventCode: code, signature: sig}
+		items[i] = adyenItem{forms: forms, pspReference: psp, eventCode: code, signature: sig}
 	}
 	keyID := ""
+	signedStrings := make([]string, len(items))
 	for _, k := range keys {
 		if len(k.Material) == 0 {
 			continue
 		}
 		all := true
-		for _, it := range items {
-			if _, ok := matchKey([]Key{k}, [][]byte{it.signature}, sha256.New, adyenMessage(it.data)); !ok {
+		for i, it := range items {
+			signedStrings[i] = ""
+			for _, form := range it.forms {
+				if _, ok := matchKey([]Key{k}, [][]byte{it.signature}, sha256.New, adyenMessage(form)); ok {
+					signedStrings[i] = form
+					break
+				}
+			}
+			if signedStrings[i] == "" {
 				all = false
 				break
 			}
@@ -236,12 +268,10 @@ func verifyAdyen(req *Request, keys []Key, _ Params) (Result, error) {
 	if keyID == "" {
 		return Result{}, rejectNoMatch("additionalData.hmacSignature", 0, keys)
 	}
-	signedStrings := make([]string, len(items))
 	for i, it := range items {
 		if it.pspReference == "" || it.eventCode == "" {
 			return Result{}, Reject(ReasonMissingEventID, "notification item %d has no pspReference or eventCode", i)
 		}
-		signedStrings[i] = it.data
 	}
 	if len(signedStrings) == 1 && len(signedStrings[0]) <= adyenMaxPlainID {
 		return Result{KeyID: keyID, EventID: signedStrings[0]}, nil
