@@ -785,7 +785,7 @@ func runVerify(ctx context.Context, e env, args []string) error {
 	method := fs.String("method", "POST", "HTTP method the provider used")
 	url := fs.String("url", "https://hooks.example.com/", "absolute URL the provider called")
 	var headers multiFlag
-	fs.Var(&headers, "H", "header 'Name: value' (repeatable, order kept; a value of several lines, as sign prints them, is one header a line)")
+	fs.Var(&headers, "H", "header 'Name: value' (repeatable, order kept; a value of several lines, as sign prints them, is one header a line; sign's URL: line goes to --url)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -804,7 +804,15 @@ func runVerify(ctx context.Context, e env, args []string) error {
 			line = strings.TrimSuffix(line, "\r")
 			name, value, ok := strings.Cut(line, ":")
 			if !ok || strings.TrimSpace(name) == "" {
-				return usagef("-H %q: want 'Name: value' (one header a line)", h)
+				// Only the line at fault is quoted: the others may carry a credential (sign
+				// prints GitLab's X-Gitlab-Token, shared-token's header, as they are sent).
+				return usagef("-H line %q: want 'Name: value' (one header a line)", line)
+			}
+			if strings.TrimSpace(name) == "URL" {
+				// sign's "URL: ..." line (Mailchimp's credential is in it; Contentful's has the
+				// fragment cut) is the URL to call, not a header: sent as one, the delivery
+				// was rejected for want of what the URL holds. Not quoted: it may hold the secret.
+				return usagef("-H: a URL line is the URL sign says to call, not a header: give it with --url")
 			}
 			req.Headers = append(req.Headers, &hookverifyv1.HeaderField{Name: strings.TrimSpace(name), Value: strings.TrimLeft(value, " \t")})
 		}
