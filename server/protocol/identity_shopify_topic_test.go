@@ -1,0 +1,54 @@
+package protocol
+
+import (
+	"testing"
+)
+
+// TestShopifyEventIDFallbackReadsShopifyTopic: the Event-Id fallback takes the topic from
+// X-Shopify-Topic or, as the Shopify Events headers are named, Shopify-Topic. With only the
+// latter, two topics of one action (often with the same body) must still stay apart; read as
+// "no topic", they fell back to the body's hash and were merged.
+// TestShopifyEventIDFallbackKeepsTopicsApart sends X-Shopify-Topic only.
+func TestShopifyEventIDFallbackReadsShopifyTopic(t *testing.T) {
+	t.Parallel()
+	p := Shopify()
+	keys := keysFor(t, p, shopifySecret)
+	delivery := func(topic string) *Request {
+		req := signed(t, p, SignInput{Body: []byte(shopifyBody), EventID: "unused", Timestamp: fixedNow}, shopifySecret)
+		req = withoutHeader(req, "X-Shopify-Webhook-Id")
+		req = withoutHeader(req, "X-Shopify-Topic")
+		req = withHeader(req, "X-Shopify-Event-Id", shopifyEventID)
+		return withHeader(req, "Shopify-Topic", topic)
+	}
+	id := func(req *Request) string { return eventIDOf(t, p, keys, req, fixedNow) }
+	created, updated := id(delivery("orders/create")), id(delivery("orders/updated"))
+	if created == updated {
+		t.Errorf("with Shopify-Topic, orders/create and orders/updated of one action share the identity %q", created)
+	}
+	if again := id(delivery("orders/create")); again != created {
+		t.Errorf("a repeat of one topic got %q, want %q", again, created)
+	}
+}
+
+// TestShopifyEventIDFallbackWithoutATopic: without any topic header, the Event-Id is qualified
+// by the body's hash (IdentitySource: "<event id>:body-sha256:<hex>"): two different bodies
+// under one Event-Id are two events, the same body twice one.
+func TestShopifyEventIDFallbackWithoutATopic(t *testing.T) {
+	t.Parallel()
+	p := Shopify()
+	keys := keysFor(t, p, shopifySecret)
+	delivery := func(body string) *Request {
+		req := signed(t, p, SignInput{Body: []byte(body), EventID: "unused", Timestamp: fixedNow}, shopifySecret)
+		req = withoutHeader(req, "X-Shopify-Webhook-Id")
+		req = withoutHeader(req, "X-Shopify-Topic")
+		return withHeader(req, "X-Shopify-Event-Id", shopifyEventID)
+	}
+	id := func(req *Request) string { return eventIDOf(t, p, keys, req, fixedNow) }
+	a, b := id(delivery(`{"id":1,"topic":"orders/create"}`)), id(delivery(`{"id":1,"topic":"orders/updated"}`))
+	if a == b {
+		t.Errorf("two bodies under one Event-Id and no topic share the identity %q", a)
+	}
+	if again := id(delivery(`{"id":1,"topic":"orders/create"}`)); again != a {
+		t.Errorf("the same delivery twice got %q and %q", a, again)
+	}
+}
