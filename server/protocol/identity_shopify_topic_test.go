@@ -52,3 +52,27 @@ func TestShopifyEventIDFallbackWithoutATopic(t *testing.T) {
 		t.Errorf("the same delivery twice got %q and %q", a, again)
 	}
 }
+
+// TestShopifyEventIDFallbackKeepsObjectsApart: one merchant action on many objects (a bulk edit
+// of orders) may fire one topic for each under one X-Shopify-Event-Id; keyed on the Event-Id
+// and topic alone, every order after the first was a duplicate and lost. The body's hash keeps
+// them apart, and a retry, which resends the original payload, stays one event.
+func TestShopifyEventIDFallbackKeepsObjectsApart(t *testing.T) {
+	t.Parallel()
+	p := Shopify()
+	keys := keysFor(t, p, shopifySecret)
+	id := func(body string) string {
+		req := signed(t, p, SignInput{Body: []byte(body), EventID: "unused", Timestamp: fixedNow}, shopifySecret)
+		req = withoutHeader(req, "X-Shopify-Webhook-Id")
+		req = withHeader(req, "X-Shopify-Event-Id", shopifyEventID)
+		req = withHeader(req, "X-Shopify-Topic", "orders/updated")
+		return eventIDOf(t, p, keys, req, fixedNow)
+	}
+	first, second := id(`{"id":1,"note":"bulk"}`), id(`{"id":2,"note":"bulk"}`)
+	if first == second {
+		t.Errorf("orders/updated of two orders under one Event-Id share the identity %q: the second would be lost", first)
+	}
+	if again := id(`{"id":1,"note":"bulk"}`); again != first {
+		t.Errorf("a retry of one order got %q, then %q", first, again)
+	}
+}

@@ -20,8 +20,8 @@ import (
 // X-Shopify-Webhook-Id "a unique composite key per delivery. Use to identify and deduplicate
 // individual deliveries", and verify-deliveries says to "ignore duplicate deliveries using
 // X-Shopify-Webhook-Id": it is kept on retries, so it is the identity. Deliveries without it
-// fall back to X-Shopify-Event-Id qualified by X-Shopify-Topic, so that the topics of one action
-// stay apart. Two subscriptions to one topic at one URL then give two deliveries, each accepted
+// fall back to X-Shopify-Event-Id qualified by X-Shopify-Topic and the body's hash, so that the
+// topics and objects of one action stay apart. Two subscriptions to one topic at one URL then give two deliveries, each accepted
 // once.
 //
 // Shopify Events (https://shopify.dev/docs/apps/build/events/verify-deliveries), configured
@@ -50,7 +50,7 @@ func Shopify() *Protocol {
 		Name:            "shopify",
 		DisplayName:     "Shopify",
 		SignatureScheme: "HMAC-SHA256 (base64) of the raw body, X-Shopify-Hmac-Sha256 (Shopify-Hmac-Sha256 for Shopify Events)",
-		IdentitySource:  "X-Shopify-Webhook-Id header (the delivery; same on retries; Shopify-Webhook-Id for Shopify Events), else X-Shopify-Event-Id + \":\" + X-Shopify-Topic (the Event-Id is shared by every topic one merchant action fires; without a topic header, + \":body-sha256:<hex>\" of the raw body)",
+		IdentitySource:  "X-Shopify-Webhook-Id header (the delivery; same on retries; Shopify-Webhook-Id for Shopify Events), else X-Shopify-Event-Id + \":\" + X-Shopify-Topic + \":body-sha256:<hex>\" of the raw body (the Event-Id is shared by every topic, and every object, one merchant action touches; a retry resends the original payload; without a topic header, the Event-Id and the body hash)",
 		DocsURL:         "https://shopify.dev/docs/apps/build/webhooks/verify-deliveries",
 		Retries: "Shopify retries a failed delivery (no 2xx within 5 s) 8 times over 4 hours with " +
 			"exponential backoff, with the original payload and the original HMAC " +
@@ -78,10 +78,12 @@ func verifyShopify(req *Request, keys []Key, _ Params) (Result, error) {
 }
 
 // shopifyIdentity is the delivery's webhook id, else its X-Shopify-Event-Id qualified by the
-// topic: one merchant action fires every topic it touches under one Event-Id, often with the
-// same body (orders/create and orders/updated), so the Event-Id alone would merge them, while
-// "<event id>:<topic>" still makes a repeat of one topic a duplicate. Without a topic header the
-// body's hash qualifies it instead ("<event id>:body-sha256:<hex>").
+// topic and the body's hash: one merchant action fires every topic it touches under one
+// Event-Id, often with the same body (orders/create and orders/updated), and an action on many
+// objects (a bulk edit of orders) may fire one topic for each under that Event-Id, so the
+// Event-Id alone, or with the topic, would merge them; a retry carries the original payload
+// under the same topic, so "<event id>:<topic>:body-sha256:<hex>" still makes it a duplicate.
+// Without a topic header, "<event id>:body-sha256:<hex>".
 func shopifyIdentity(req *Request) (string, error) {
 	if id, err := headerIdentity(req.Headers, "X-Shopify-Webhook-Id", "Shopify-Webhook-Id"); err == nil {
 		return id, nil
@@ -91,7 +93,7 @@ func shopifyIdentity(req *Request) (string, error) {
 		return "", Reject(ReasonMissingEventID, "no X-Shopify-Webhook-Id, Shopify-Webhook-Id or X-Shopify-Event-Id header")
 	}
 	if topic, err := headerIdentity(req.Headers, "X-Shopify-Topic", "Shopify-Topic"); err == nil {
-		return event + ":" + topic, nil
+		return event + ":" + topic + ":" + bodySHA256ID(req.Body), nil
 	}
 	return event + ":" + bodySHA256ID(req.Body), nil
 }
