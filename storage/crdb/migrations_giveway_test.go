@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/hookverify/hookverify/internal/pgtest"
 )
 
 // TestMigrationGivesWayForAsLongAsALongTransactionLasts: the migration's bound on a table lock
@@ -17,38 +15,8 @@ import (
 // must answer promptly, and the transaction lasts well past a few lock timeouts.
 func TestMigrationGivesWayForAsLongAsALongTransactionLasts(t *testing.T) {
 	t.Parallel()
-	url := pgtest.Shared(t).NewDatabase(t)
 	ctx := t.Context()
-	s, err := Open(ctx, url)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	mustClaim(t, s, delivery("evt-0", "in-0"), true)
-
-	admin := connect(t, url)
-	exec(t, admin, `DELETE FROM schema_migrations WHERE version = 7`)
-	holder := connect(t, url)
-	exec(t, holder, `BEGIN`)
-	exec(t, holder, `SELECT count(*) FROM inbox`)
-
-	migrated := make(chan error, 1)
-	go func() { migrated <- s.Migrate(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var waiting bool
-		err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE relation = 'inbox'::regclass AND NOT granted)`).Scan(&waiting)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if waiting {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the migration never waited for the inbox's lock")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	s, admin, holder, migrated := migrateBehindALongTransaction(t)
 
 	// For 3 s (many lock timeouts and more than a few immediate retries), claims answer
 	// promptly and the migration neither applies nor gives up.

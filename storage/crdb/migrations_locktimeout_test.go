@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hookverify/hookverify/internal/pgtest"
 )
 
@@ -16,42 +18,8 @@ import (
 // short lock_timeout, tried again after a pause), and apply once the transaction ends.
 func TestMigrationBehindALongTransactionLetsIntakeThrough(t *testing.T) {
 	t.Parallel()
-	url := pgtest.Shared(t).NewDatabase(t)
 	ctx := t.Context()
-	s, err := Open(ctx, url)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	mustClaim(t, s, delivery("evt-0", "in-0"), true)
-
-	// Step 7 (ALTER TABLE inbox ...) pending again, as after an upgrade.
-	admin := connect(t, url)
-	exec(t, admin, `DELETE FROM schema_migrations WHERE version = 7`)
-
-	// A long transaction reading the inbox.
-	holder := connect(t, url)
-	exec(t, holder, `BEGIN`)
-	exec(t, holder, `SELECT count(*) FROM inbox`)
-
-	migrated := make(chan error, 1)
-	go func() { migrated <- s.Migrate(ctx) }()
-	// Until the migration's step waits for its lock.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var waiting bool
-		err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE relation = 'inbox'::regclass AND NOT granted)`).Scan(&waiting)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if waiting {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the migration never waited for the inbox's lock")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	s, admin, holder, migrated := migrateBehindALongTransaction(t)
 
 	// Intake and reads go on meanwhile.
 	for i, id := range []string{"in-1", "in-2", "in-3"} {
@@ -112,4 +80,44 @@ func TestMigrationBehindALongTransactionEndsWithItsContext(t *testing.T) {
 		t.Fatalf("Migrate took %v to see its context end", took)
 	}
 	exec(t, holder, `ROLLBACK`)
+}
+
+// migrateBehindALongTransaction opens a store on a new database with one claim in it, makes
+// step 7 (ALTER TABLE inbox ...) pending again, as after an upgrade, starts a long transaction
+// reading the inbox (holder), then Migrate in the background (its answer on migrated), and
+// returns once the migration's step waits for the inbox's lock.
+func migrateBehindALongTransaction(t *testing.T) (s *Store, admin, holder *pgx.Conn, migrated chan error) {
+	t.Helper()
+	url := pgtest.Shared(t).NewDatabase(t)
+	ctx := t.Context()
+	s, err := Open(ctx, url)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	mustClaim(t, s, delivery("evt-0", "in-0"), true)
+
+	admin = connect(t, url)
+	exec(t, admin, `DELETE FROM schema_migrations WHERE version = 7`)
+	holder = connect(t, url)
+	exec(t, holder, `BEGIN`)
+	exec(t, holder, `SELECT count(*) FROM inbox`)
+
+	migrated = make(chan error, 1)
+	go func() { migrated <- s.Migrate(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting bool
+		err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE relation = 'inbox'::regclass AND NOT granted)`).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			return s, admin, holder, migrated
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the migration never waited for the inbox's lock")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
