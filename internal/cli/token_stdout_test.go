@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -36,18 +35,8 @@ func TestTokenCreateWithStandardOutputClosed(t *testing.T) {
 			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 				t.Errorf("token create %s: %v (want exit status 1); stderr %q", tc.redirect, err, errOut.String())
 			}
-			code, out, stderr := run(t, "", "token", "list", "--server", addr)
-			if code != 0 {
-				t.Fatalf("token list: exit %d, %q", code, stderr)
-			}
-			var listed struct {
-				Tokens []struct{ ID, Name, RevokedAt string }
-			}
-			if err := json.Unmarshal([]byte(out), &listed); err != nil {
-				t.Fatalf("token list printed %q (%v)", out, err)
-			}
-			for _, tok := range listed.Tokens {
-				if tok.Name == name && tok.RevokedAt == "" {
+			for _, tok := range tokensNamed(t, addr, name) {
+				if tok.RevokedAt == "" {
 					t.Errorf("token %s, printed with standard output %s, is live and nobody saw its secret; stderr %q", tok.ID, tc.redirect, errOut.String())
 				}
 			}

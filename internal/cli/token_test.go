@@ -38,35 +38,17 @@ func TestTokenCreateRevokesATokenItCouldNotPrint(t *testing.T) {
 	if !strings.Contains(errOut.String(), "revoked") {
 		t.Errorf("stderr %q does not say the token was revoked", errOut.String())
 	}
-	code, out, stderr := run(t, "", "token", "list", "--server", addr)
-	if code != 0 {
-		t.Fatalf("token list: exit %d, %q", code, stderr)
+	unseen := tokensNamed(t, addr, "unseen")
+	if len(unseen) == 0 {
+		t.Fatal("token list has no token named unseen")
 	}
-	var listed struct {
-		Tokens []struct {
-			ID        string
-			Name      string
-			RevokedAt string
-		}
-	}
-	if err := json.Unmarshal([]byte(out), &listed); err != nil {
-		t.Fatalf("token list printed %q (%v)", out, err)
-	}
-	found := false
-	for _, tok := range listed.Tokens {
-		if tok.Name != "unseen" {
-			continue
-		}
-		found = true
+	for _, tok := range unseen {
 		if tok.RevokedAt == "" {
 			t.Errorf("token %s, whose secret was never printed, is still live", tok.ID)
 		}
 		if !strings.Contains(errOut.String(), tok.ID) {
 			t.Errorf("stderr %q does not name token %s", errOut.String(), tok.ID)
 		}
-	}
-	if !found {
-		t.Fatalf("token list has no token named unseen:\n%s", out)
 	}
 }
 
@@ -147,19 +129,33 @@ func TestTokenCreateRevokesOnABrokenPipe(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 		t.Errorf("token create into a broken pipe: %v (want exit status 1); stderr %q", err, errOut.String())
 	}
+	for _, tok := range tokensNamed(t, addr, "piped") {
+		if tok.RevokedAt == "" {
+			t.Errorf("token %s, printed into a broken pipe, is still live; stderr %q", tok.ID, errOut.String())
+		}
+	}
+}
+
+// listedToken is a token as token list prints it.
+type listedToken struct{ ID, Name, RevokedAt string }
+
+// tokensNamed lists the tokens of the server at addr with `token list` and returns those named
+// name.
+func tokensNamed(t *testing.T, addr, name string) []listedToken {
+	t.Helper()
 	code, out, stderr := run(t, "", "token", "list", "--server", addr)
 	if code != 0 {
 		t.Fatalf("token list: exit %d, %q", code, stderr)
 	}
-	var listed struct {
-		Tokens []struct{ ID, Name, RevokedAt string }
-	}
+	var listed struct{ Tokens []listedToken }
 	if err := json.Unmarshal([]byte(out), &listed); err != nil {
 		t.Fatalf("token list printed %q (%v)", out, err)
 	}
+	var named []listedToken
 	for _, tok := range listed.Tokens {
-		if tok.Name == "piped" && tok.RevokedAt == "" {
-			t.Errorf("token %s, printed into a broken pipe, is still live; stderr %q", tok.ID, errOut.String())
+		if tok.Name == name {
+			named = append(named, tok)
 		}
 	}
+	return named
 }
