@@ -1,12 +1,8 @@
 package cli
 
 import (
-	"bufio"
-	"io"
-	"net"
 	"net/http"
 	"testing"
-	"time"
 )
 
 // TestEdgeAnswersUncleanPathsBeforeTheirBody: refuseUncleanPaths' own 404s (a path that is not
@@ -27,22 +23,6 @@ func TestEdgeAnswersUncleanPathsBeforeTheirBody(t *testing.T) {
 		{plainAddr, "POST /hooks/a/../ep HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n"},
 		{slashAddr, "POST /in/ep HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n{}"},
 	} {
-		c, err := net.Dial("tcp", tc.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
-		_, _ = io.WriteString(c, tc.head)
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Errorf("%q: no answer while the body stalls: %v", tc.head, err)
-			c.Close()
-			continue
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusNotFound || !resp.Close {
-			t.Errorf("%q: %d, Connection: close %v; want 404 and close", tc.head, resp.StatusCode, resp.Close)
-		}
-		c.Close()
+		wantAnsweredBeforeTheBody(t, tc.addr, tc.head, http.StatusNotFound)
 	}
 }
