@@ -134,11 +134,11 @@ func (s *Server) refreshInbox(ctx context.Context, interval, stall time.Duration
 			defer close(stopped)
 			s.watchRead(h, stall, interval, stop)
 		}()
-		stats, err = readInboxStats(ctx, h)
+		stats, err = h.InboxStats(ctx)
 		close(stop)
 		<-stopped // so that it cannot report NOT_SERVING after this read's answer
 	} else {
-		stats, err = readInboxStats(ctx, h)
+		stats, err = h.InboxStats(ctx)
 	}
 	took = time.Since(start)
 	now := s.clock()
@@ -169,26 +169,6 @@ func (s *Server) refreshInbox(ctx context.Context, interval, stall time.Duration
 	s.inboxSnap.Store(snap)
 	s.setStorageAnswering(h, true)
 	return took, true
-}
-
-// writeChecker is a store that can tell, without writing, that its writes fail now: the
-// SQLite store on a read-only or full file system (sqlite.Store.CheckWritable), where its
-// reads, the inbox statistics among them, still answer while every claim fails.
-type writeChecker interface{ CheckWritable() error }
-
-// readInboxStats is the monitor's read of h: the inbox statistics, failed too when h says its
-// writes fail, so that health says NOT_SERVING then, and SERVING again once they do not.
-func readInboxStats(ctx context.Context, h *storeHolder) ([]storage.EndpointInboxStats, error) {
-	stats, err := h.InboxStats(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if w, ok := h.Store.(writeChecker); ok {
-		if err := w.CheckWritable(); err != nil {
-			return nil, err
-		}
-	}
-	return stats, nil
 }
 
 // inboxUnread is what a read of the inbox statistics from h that failed at now does: health

@@ -682,8 +682,9 @@ func (s *Store) addPending(ctx context.Context, tx *sql.Tx, byEndpoint map[strin
 // no worker left to take them over). One statement: one consistent snapshot.
 func (s *Store) InboxStats(ctx context.Context) ([]storage.EndpointInboxStats, error) {
 	// The server's monitor reads the stats every second, and its health follows them: a store
-	// whose files were deleted under it can read but not write, and must not look healthy.
-	if err := s.filesGone(); err != nil {
+	// whose files were deleted under it, or on a file system read-only or full, can read but
+	// not write, and must not look healthy.
+	if err := s.cannotWrite(); err != nil {
 		return nil, s.fail("inbox stats", unavailable(err))
 	}
 	byEndpoint := map[string]*storage.EndpointInboxStats{}

@@ -319,8 +319,7 @@ func (s *Store) checkJournalMode(ctx context.Context) error {
 }
 
 // Ping reads the database file, not just the connection, so that a lost or unreadable file
-// is reported, and checks, without writing, that its file system takes writes
-// (CheckWritable): reads still answer on one read-only or full, while every claim fails.
+// is reported, and checks that it can still take writes (cannotWrite).
 func (s *Store) Ping(ctx context.Context) error {
 	if s.closed.Load() {
 		return s.fail("ping", storage.ErrClosed)
@@ -329,29 +328,21 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := s.reader.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations").Scan(&n); err != nil {
 		return s.fail("ping", unavailable(err))
 	}
-	// The reads above still work on a deleted file, which SQLite keeps open.
-	if err := s.filesGone(); err != nil {
-		return s.fail("ping", unavailable(err))
-	}
-	if err := fsRefusesWrites(s.path); err != nil {
+	if err := s.cannotWrite(); err != nil {
 		return s.fail("ping", unavailable(err))
 	}
 	return nil
 }
 
-// CheckWritable returns ErrUnavailable when the file system holding the database is read-only
-// or full (on Linux; elsewhere it only reports a closed store). Reads, the inbox statistics
-// among them, answer then while every claim fails, so the server's inbox monitor asks this
-// too: health says NOT_SERVING until the file system takes writes again. It writes nothing
-// and costs one statfs.
-func (s *Store) CheckWritable() error {
-	if s.closed.Load() {
-		return s.fail("check writable", storage.ErrClosed)
+// cannotWrite says why the store's writes would fail now while its reads still answer, for the
+// health check and the inbox monitor's read (InboxStats), whose answers health follows: the
+// files deleted under it (SQLite keeps them open), or, without writing anything, a file system
+// read-only or full (fsRefusesWrites: one statfs).
+func (s *Store) cannotWrite() error {
+	if err := s.filesGone(); err != nil {
+		return err
 	}
-	if err := fsRefusesWrites(s.path); err != nil {
-		return s.fail("check writable", unavailable(err))
-	}
-	return nil
+	return fsRefusesWrites(s.path)
 }
 
 // filesGone is checkFiles for a caller that does not hold the writer (a read, the health
