@@ -46,27 +46,15 @@ func rawExchange(t *testing.T, srv *httptest.Server, raw string) (int, string) {
 // WithPublicURLBase the Host makes no URL and is forwarded as received.
 func TestHandlerRefusesAPercentEscapeInTheURLHost(t *testing.T) {
 	t.Parallel()
-	f := newFakeServer()
-	addr := f.start(t)
-	quiet := client.WithLogger(slog.New(slog.DiscardHandler))
-	srv := httptest.NewServer(client.Handler(dial(t, addr), client.EndpointFromPath("/hooks/"), quiet))
-	defer srv.Close()
-	for _, raw := range []string{
+	f, addr, srv := hostEdge(t)
+	wantUnreadableHosts(t, f, srv,
 		"POST /hooks/ep HTTP/1.1\r\nHost: a%41b\r\nContent-Length: 2\r\n\r\n{}",
 		"POST /hooks/ep HTTP/1.1\r\nHost: hooks%2eexample.com:8443\r\nContent-Length: 2\r\n\r\n{}",
 		"POST /hooks/ep HTTP/1.1\r\nHost: b%C3%BCcher.example\r\nContent-Length: 2\r\n\r\n{}",
 		"POST http://b%C3%BCcher.example/hooks/ep HTTP/1.1\r\nHost: a.example\r\nContent-Length: 2\r\n\r\n{}",
-	} {
-		status, body := rawExchange(t, srv, raw)
-		if status != http.StatusBadRequest || body != `{"status":"rejected","reason":"unreadable_request"}` {
-			t.Errorf("%q: %d %s; want 400 unreadable_request", raw, status, body)
-		}
-	}
-	if n := f.count("Verify"); n != 0 {
-		t.Errorf("Verify called %d times", n)
-	}
+	)
 
-	public := httptest.NewServer(client.Handler(dial(t, addr, client.WithPublicURLBase("https://hooks.example.com")), client.EndpointFromPath("/hooks/"), quiet))
+	public := httptest.NewServer(client.Handler(dial(t, addr, client.WithPublicURLBase("https://hooks.example.com")), client.EndpointFromPath("/hooks/"), client.WithLogger(slog.New(slog.DiscardHandler))))
 	defer public.Close()
 	if status, _ := rawExchange(t, public, "POST /hooks/ep HTTP/1.1\r\nHost: a%41b\r\nContent-Length: 2\r\n\r\n{}"); status != http.StatusOK {
 		t.Errorf("behind a public URL base: %d, want 200", status)
@@ -75,5 +63,31 @@ func TestHandlerRefusesAPercentEscapeInTheURLHost(t *testing.T) {
 	defer f.mu.Unlock()
 	if len(f.requests) != 1 || f.requests[0].GetUrl() != "https://hooks.example.com/hooks/ep" {
 		t.Errorf("behind a public URL base, forwarded %v", f.requests)
+	}
+}
+
+// hostEdge starts a fake server and a client.Handler on it that logs nothing, for raw
+// requests with hosts; it returns the fake server, its address and the handler's server.
+func hostEdge(t *testing.T) (*fakeServer, string, *httptest.Server) {
+	t.Helper()
+	f := newFakeServer()
+	addr := f.start(t)
+	srv := httptest.NewServer(client.Handler(dial(t, addr), client.EndpointFromPath("/hooks/"), client.WithLogger(slog.New(slog.DiscardHandler))))
+	t.Cleanup(srv.Close)
+	return f, addr, srv
+}
+
+// wantUnreadableHosts sends each raw request to srv and checks that every one is answered 400
+// unreadable_request and that f got no Verify call.
+func wantUnreadableHosts(t *testing.T, f *fakeServer, srv *httptest.Server, raws ...string) {
+	t.Helper()
+	for _, raw := range raws {
+		status, body := rawExchange(t, srv, raw)
+		if status != http.StatusBadRequest || body != `{"status":"rejected","reason":"unreadable_request"}` {
+			t.Errorf("%q: %d %s; want 400 unreadable_request", raw, status, body)
+		}
+	}
+	if n := f.count("Verify"); n != 0 {
+		t.Errorf("Verify called %d times", n)
 	}
 }

@@ -694,22 +694,17 @@ func (s *Server) warnToleranceOverWindow(ctx context.Context, e storage.Endpoint
 // many, for a start to say what an operator would otherwise learn only from a replay
 // accepted twice.
 func (s *Server) WarnTolerancesOverDedupeWindow(ctx context.Context, st storage.Store) (int, error) {
-	n, after := 0, ""
-	for {
-		page, err := st.ListEndpointsPage(ctx, after, maxEndpointPage)
-		if err != nil {
-			return n, err
-		}
-		for _, e := range page {
-			if s.warnToleranceOverWindow(ctx, e) {
-				n++
-			}
-		}
-		if len(page) < maxEndpointPage {
-			return n, nil
-		}
-		after = page[len(page)-1].ID
+	endpoints, err := st.ListEndpoints(ctx)
+	if err != nil {
+		return 0, err
 	}
+	n := 0
+	for _, e := range endpoints {
+		if s.warnToleranceOverWindow(ctx, e) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // endpointToProto is the endpoint as callers see it, credential options as digests only.

@@ -39,8 +39,7 @@ func (s *Server) keepHandshakeSecret(ctx context.Context, cached *cachedEndpoint
 		return err
 	}
 	if !handshakeSecretWanted(e, now) {
-		cachedInForce := slices.ContainsFunc(cached.keys, func(k cachedKey) bool { return !k.secret.EndedAt(now) })
-		if cachedInForce {
+		if slices.ContainsFunc(cached.keys, func(k cachedKey) bool { return !k.secret.EndedAt(now) }) {
 			return nil
 		}
 		// The cache may have read the endpoint before the operator set the option through

@@ -55,8 +55,9 @@ const fullClaimsSweepInterval = time.Hour
 // no lease has taken (deadLetterExpiredLeases) at every sweep, and runs DeadLetterExhausted
 // every exhaustedCheckInterval. The expired leases are checked at every sweep, not hourly:
 // the check reads only leased deliveries, and a delivery it moves has had no worker since its
-// lease ran out, which the operator should see as a dead letter as soon as it can be. Several instances may sweep at once: each batch is its own
-// statement, and deleting an already deleted row is a no-op.
+// lease ran out, which the operator should see as a dead letter as soon as it can be. Several
+// instances may sweep at once: each batch is its own statement, and deleting an already
+// deleted row is a no-op.
 func (s *Server) RunRetention(ctx context.Context, r Retention) {
 	r = r.withDefaults()
 	ticker := time.NewTicker(r.Interval)

@@ -210,11 +210,11 @@ func New(opts Options) (*Server, error) {
 	s.cache = newEndpointCache(cacheTTL)
 	s.endpointRows = newRefreshCache[string, endpointRowEntry](cacheTTL, maxCachedEndpoints)
 	// cmp.Or: an unset (zero) option takes the default.
-	s.claims = newClaimCache(cmp.Or(opts.ClaimCacheSize, DefaultClaimCacheSize), cmp.Or(opts.ClaimCacheTTL, DefaultClaimCacheTTL), opts.DedupeWindow)
 	s.dedupeWindow = opts.DedupeWindow
 	if s.dedupeWindow <= 0 {
 		s.dedupeWindow = DefaultDedupeWindow
 	}
+	s.claims = newClaimCache(cmp.Or(opts.ClaimCacheSize, DefaultClaimCacheSize), cmp.Or(opts.ClaimCacheTTL, DefaultClaimCacheTTL), s.dedupeWindow)
 	s.maxPendingPerEndpoint, s.maxPendingTotal = opts.MaxPendingPerEndpoint, opts.MaxPendingTotal
 	s.verifyBytes = newByteBudget(opts.MaxVerifyBytesInFlight)
 	s.maxAttempts = opts.MaxAttempts

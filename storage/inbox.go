@@ -25,10 +25,11 @@ type InboxStore interface {
 	// has expired and which has used req.MaxAttempts attempts moves to dead, its last error
 	// becoming "lease expired" followed by the error it held before, if not empty ("lease
 	// expired; last error: ...": the worker's nack of an earlier attempt says what failed, and
-	// an operator needs it). Returns no error and no deliveries when nothing is leasable. The result also says which leases had
-	// expired: an expiry is only noticed by the Lease call that takes the delivery over or
-	// dead-letters it (or, for a last attempt, by DeadLetterExhausted with ExpiredLeases). ErrInvalid, leasing nothing, if req.Max or req.MaxAttempts is below 1,
-	// req.Visibility is not above zero or req.LeaseToken is empty.
+	// an operator needs it). Returns no error and no deliveries when nothing is leasable. The
+	// result also says which leases had expired: an expiry is only noticed by the Lease call
+	// that takes the delivery over or dead-letters it (or, for a last attempt, by
+	// DeadLetterExhausted with ExpiredLeases). ErrInvalid, leasing nothing, if req.Max or
+	// req.MaxAttempts is below 1, req.Visibility is not above zero or req.LeaseToken is empty.
 	Lease(ctx context.Context, req LeaseRequest) (LeaseResult, error)
 	// Ack marks a leased delivery done. ErrNotFound if the inbox id does not exist;
 	// ErrLeaseLost if it is not leased under this token any more (expired and re-leased, or

@@ -154,7 +154,7 @@ type worker struct {
 	// warned holds the --endpoint ids already reported as naming no endpoint.
 	warned map[string]bool
 	// hard ends at the worker's second SIGTERM or SIGINT (ctx, at the first): the operator
-	// wants it to stop waiting, for a command's --grace or for a server (nil: never).
+	// wants it to stop waiting, for a command's --grace or for a server.
 	hard context.Context
 }
 
@@ -196,14 +196,6 @@ func secondSignal(ctx context.Context) (context.Context, func()) {
 		close(done)
 		cut()
 	}
-}
-
-// hardCtx is w.hard, or a context that never ends when there is none.
-func (w *worker) hardCtx() context.Context {
-	if w.hard == nil {
-		return context.Background()
-	}
-	return w.hard
 }
 
 // warnUnknown says, once per id, that an --endpoint names no endpoint: to the worker, an
@@ -275,7 +267,7 @@ func (w *worker) lease(ctx context.Context, once bool) (*hookverifyv1.InboxDeliv
 		// to the dead letters never run). The call gets --grace to answer, as a running
 		// command does, and what it leases is given back (runWorker); a second signal cuts
 		// it at once.
-		callCtx, cancel := context.WithTimeout(w.hardCtx(), min(w.callTimeout, w.visibility))
+		callCtx, cancel := context.WithTimeout(w.hard, min(w.callTimeout, w.visibility))
 		stopCall := context.AfterFunc(ctx, func() { time.AfterFunc(w.grace, cancel) })
 		resp, err := w.inbox.Lease(callCtx, req)
 		stopCall()
@@ -389,7 +381,7 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 		err   error
 	}
 	var extending chan extension
-	extendCtx, cancelExtend := context.WithCancel(w.hardCtx())
+	extendCtx, cancelExtend := context.WithCancel(w.hard)
 	defer func() {
 		cancelExtend()
 		if extending != nil {
@@ -397,7 +389,7 @@ func (w *worker) run(ctx context.Context, d *hookverifyv1.InboxDelivery, deadlin
 		}
 	}()
 	stopping := ctx.Done()
-	cut := w.hardCtx().Done()
+	cut := w.hard.Done()
 	var kill <-chan time.Time
 	var killTimer *time.Timer
 	defer func() {
@@ -585,7 +577,7 @@ func (w *worker) settle(d *hookverifyv1.InboxDelivery, deadline time.Time, runEr
 			return err
 		}
 	}
-	hard := w.hardCtx()
+	hard := w.hard
 	// answerLost holds an earlier attempt's failure that may have come after the call went
 	// through: its answer lost on the way (UNAVAILABLE: a connection dropped), or not awaited
 	// (a timeout, the second signal).

@@ -308,6 +308,11 @@ func (s *Store) commitLeaseBatch(ctx context.Context, batch []leaseCall) ([]stor
 	return results, errs, nil
 }
 
+// leaseExpiredError is the last error of a delivery whose last attempt's lease expired, for a
+// lease and for DeadLetterExhausted with ExpiredLeases alike: the cause, then the error the
+// delivery held before, if any (the worker's nack of an earlier attempt says what failed).
+const leaseExpiredError = `'lease expired' || COALESCE('; last error: ' || NULLIF(last_error, ''), '')`
+
 // deadLetterExpired is the first statement of a lease, and its arguments: every matching
 // delivery whose lease expired and which used its attempts moves to dead, unless another
 // transaction holds it. Skipping locked rows keeps concurrent lease batches from deadlocking:
@@ -321,7 +326,7 @@ func deadLetterExpired(req storage.LeaseRequest) (string, []any) {
 	var p params
 	now, maxAttempts := p.add(req.Now), p.add(int64(req.MaxAttempts))
 	sql := `UPDATE inbox SET state = 'dead', dead_at = ` + now + `, lease_token = NULL,
-		leased_until = NULL, last_error = 'lease expired' || COALESCE('; last error: ' || NULLIF(last_error, ''), '')
+		leased_until = NULL, last_error = ` + leaseExpiredError + `
 		WHERE id IN (SELECT id FROM inbox WHERE state = 'leased' AND leased_until <= ` + now +
 		` AND attempts >= ` + maxAttempts + filterSQL(req.InboxFilter, &p) + ` FOR UPDATE SKIP LOCKED)`
 	return sql, p
@@ -895,7 +900,7 @@ const deadLetterExpiredBatchSQL = `WITH picked AS (
 		LIMIT $3 FOR UPDATE SKIP LOCKED
 	)
 	UPDATE inbox SET state = 'dead', dead_at = $1, lease_token = NULL, leased_until = NULL,
-		last_error = 'lease expired' || COALESCE('; last error: ' || NULLIF(last_error, ''), '')
+		last_error = ` + leaseExpiredError + `
 	FROM picked
 	WHERE id = picked_id AND state = 'leased' AND leased_until <= $1 AND attempts >= $2`
 

@@ -110,13 +110,18 @@ type leaseCall struct {
 	deadSQL, pickSQL string
 }
 
+// leaseExpiredError is the last error of a delivery whose last attempt's lease expired, for a
+// lease and for DeadLetterExhausted with ExpiredLeases alike: the cause, then the error the
+// delivery held before, if any (the worker's nack of an earlier attempt says what failed).
+const leaseExpiredError = `'lease expired' || coalesce('; last error: ' || nullif(last_error, ''), '')`
+
 // deadLetterExpired returns the statement, and its arguments, that moves every delivery
 // matching req's filter whose lease expired by now and which used req.MaxAttempts attempts
 // to dead. The worker's last error is kept after the cause: it says what failed.
 func deadLetterExpired(req storage.LeaseRequest, now int64) (string, []any) {
 	args := []any{now, now, req.MaxAttempts}
 	return `UPDATE inbox SET state = 'dead', dead_at = ?, lease_token = NULL,
-		leased_until = NULL, last_error = 'lease expired' || coalesce('; last error: ' || nullif(last_error, ''), '')
+		leased_until = NULL, last_error = ` + leaseExpiredError + `
 		WHERE state = 'leased' AND leased_until <= ? AND attempts >= ?` + filterSQL(req.InboxFilter, &args), args
 }
 
@@ -640,7 +645,7 @@ func (s *Store) DeadLetterExhausted(ctx context.Context, req storage.ExhaustedRe
 // which used ?2 attempts or more to dead, as deadLetterExpired does for a lease, whatever
 // their endpoint (storage.ExhaustedRequest.ExpiredLeases).
 const deadLetterExpiredBatchSQL = `UPDATE inbox SET state = 'dead', dead_at = ?1, lease_token = NULL,
-	leased_until = NULL, last_error = 'lease expired' || coalesce('; last error: ' || nullif(last_error, ''), '')
+	leased_until = NULL, last_error = ` + leaseExpiredError + `
 	WHERE id IN (SELECT id FROM inbox WHERE state = 'leased' AND leased_until <= ?1 AND attempts >= ?2 LIMIT ?3)`
 
 // execAffected returns how many rows the statement whose result it is given changed.
