@@ -85,15 +85,7 @@ func (s failingClaimStore) Claim(context.Context, storage.Delivery) (storage.Cla
 // HookverifyLatency alerts on while every delivery failed.
 func TestVerifyLatencyLeavesFailedCallsOut(t *testing.T) {
 	t.Parallel()
-	b := backends[0]
-	dsn := b.newDatabase(t)
-	st := openStore(t, b, dsn)
-	e := newEnvOn(t, b, dsn, st)
-	secret, _ := e.setup(t, stripeProvider, "shop")
-	m := server.NewMetrics()
-	e.options = func(o *server.Options) { o.Metrics = m }
-	in := e.start(t, failingClaimStore{st})
-	_, err := in.verifier.Verify(t.Context(), e.deliver(t, stripeProvider, "shop", eventID(stripeProvider), secret))
+	m, err := verifyOnceThrough(t, context.WithCancel, func(st storage.Store) storage.Store { return failingClaimStore{st} })
 	wantCode(t, err, codes.Unavailable)
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if methodLatencyCount(t, m, hookverifyv1.VerifierService_Verify_FullMethodName) > 0 {

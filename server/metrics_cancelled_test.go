@@ -63,18 +63,7 @@ func TestVerifyLatencyCountsCallsTheCallerGaveUpOn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := backends[0]
-			dsn := b.newDatabase(t)
-			st := openStore(t, b, dsn)
-			e := newEnvOn(t, b, dsn, st)
-			secret, _ := e.setup(t, stripeProvider, "shop")
-			m := server.NewMetrics()
-			e.options = func(o *server.Options) { o.Metrics = m }
-			in := e.start(t, hangingClaimStore{st})
-
-			ctx, cancel := tc.ctx(t.Context())
-			defer cancel()
-			_, err := in.verifier.Verify(ctx, e.deliver(t, stripeProvider, "shop", eventID(stripeProvider), secret))
+			m, err := verifyOnceThrough(t, tc.ctx, func(st storage.Store) storage.Store { return hangingClaimStore{st} })
 			wantCode(t, err, tc.code)
 			// The server's handler ends a moment after the client has its error.
 			var n uint64
@@ -110,17 +99,29 @@ func TestRedeliveriesHelpMatchesGivenBack(t *testing.T) {
 		t.Fatalf("lease after giving back = %v", again)
 	}
 	counted := counterSeries(t, m, "hookverify_inbox_redeliveries_total")[""]
-	families, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	help := ""
-	for _, f := range families {
-		if f.GetName() == "hookverify_inbox_redeliveries_total" {
-			help = f.GetHelp()
-		}
-	}
+	help := metricHelp(t, m, "hookverify_inbox_redeliveries_total")
 	if counted == 0 && !strings.Contains(help, "not_attempted") {
 		t.Errorf("a delivery given back (not_attempted) and leased again is not counted, but the help says nothing of it: %q", help)
 	}
+}
+
+// verifyOnceThrough sends one signed Stripe delivery to a server on a new database whose store
+// is wrap of the real one, and returns the server's metrics and the call's error. The call's
+// context is callCtx of the test's, made just before the call, so that a deadline or a
+// cancellation it sets counts from the call and not from the setup.
+func verifyOnceThrough(t *testing.T, callCtx func(context.Context) (context.Context, context.CancelFunc), wrap func(storage.Store) storage.Store) (*server.Metrics, error) {
+	t.Helper()
+	b := backends[0]
+	dsn := b.newDatabase(t)
+	st := openStore(t, b, dsn)
+	e := newEnvOn(t, b, dsn, st)
+	secret, _ := e.setup(t, stripeProvider, "shop")
+	m := server.NewMetrics()
+	e.options = func(o *server.Options) { o.Metrics = m }
+	in := e.start(t, wrap(st))
+	req := e.deliver(t, stripeProvider, "shop", eventID(stripeProvider), secret)
+	ctx, cancel := callCtx(t.Context())
+	defer cancel()
+	_, err := in.verifier.Verify(ctx, req)
+	return m, err
 }

@@ -41,17 +41,23 @@ func TestRedeliveriesHelpOfAGiveBackOnALaterAttempt(t *testing.T) {
 		t.Fatalf("lease after giving back = %v; want the delivery on attempt 2 again", again)
 	}
 	after := counterSeries(t, m, "hookverify_inbox_redeliveries_total")[""]
+	help := metricHelp(t, m, "hookverify_inbox_redeliveries_total")
+	if after > before && !strings.Contains(help, "counted again") {
+		t.Errorf("a delivery given back on its second attempt and leased again is counted (%v to %v), but the help says otherwise: %q", before, after, help)
+	}
+}
+
+// metricHelp is the help text m gives the metric name ("" when it has none).
+func metricHelp(t *testing.T, m *server.Metrics, name string) string {
+	t.Helper()
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	help := ""
 	for _, f := range families {
-		if f.GetName() == "hookverify_inbox_redeliveries_total" {
-			help = f.GetHelp()
+		if f.GetName() == name {
+			return f.GetHelp()
 		}
 	}
-	if after > before && !strings.Contains(help, "counted again") {
-		t.Errorf("a delivery given back on its second attempt and leased again is counted (%v to %v), but the help says otherwise: %q", before, after, help)
-	}
+	return ""
 }
