@@ -316,7 +316,9 @@ func readCertScopes(path string) (map[string][]server.Scope, error) {
 			continue
 		}
 		scopes, subject, ok := strings.Cut(line, " ")
-		subject = strings.TrimLeft(subject, " \t")
+		// A subject as Go prints it starts with an attribute type, never with white space of
+		// any kind (a form feed or a no-break space after the scopes is a separator too).
+		subject = strings.TrimLeftFunc(subject, unicode.IsSpace)
 		if !ok || subject == "" {
 			return nil, fmt.Errorf("--cert-scopes %s:%d: want SCOPE[,SCOPE...] SUBJECT", path, n)
 		}
