@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hookverify/hookverify/client"
@@ -59,12 +61,29 @@ func tokenCreate(ctx context.Context, e env, args []string) error {
 	defer cancel()
 	created, err := conn.Tokens.CreateToken(callCtx, &hookverifyv1.CreateTokenRequest{Name: *name, Scopes: scopes})
 	if err != nil {
+		if outcomeUnknown(err) {
+			// The server may have created the token and lost only its answer: a live token
+			// whose secret nobody saw. Its id is unknown here, so the operator is told how to
+			// find it.
+			return fmt.Errorf("%w; the server may still have created a token named %q whose secret nobody saw: look for it with 'hookverify token list' and revoke it with 'hookverify token revoke --id ID' before creating it again", err, *name)
+		}
 		return err
 	}
 	if err := printJSON(e.stdout, created); err != nil {
 		return revokeUnseen(ctx, r.timeout, conn, created.GetToken().GetId(), err)
 	}
 	return nil
+}
+
+// outcomeUnknown reports whether a failed call may still have been carried out by the server:
+// its deadline passed or it was cancelled while under way, or the connection failed, whose
+// UNAVAILABLE gRPC also gives a request the server had already received.
+func outcomeUnknown(err error) bool {
+	switch status.Code(err) {
+	case codes.DeadlineExceeded, codes.Canceled, codes.Unavailable, codes.Unknown:
+		return true
+	}
+	return false
 }
 
 // discarded reports whether w is the null device: standard output sent to /dev/null, or

@@ -159,3 +159,47 @@ func tokensNamed(t *testing.T, addr, name string) []listedToken {
 	}
 	return named
 }
+
+// slowTokens creates the token and then never answers, as a server whose answer is lost.
+type slowTokens struct {
+	hookverifyv1.UnimplementedTokenServiceServer
+	created chan struct{}
+}
+
+func (s *slowTokens) CreateToken(ctx context.Context, _ *hookverifyv1.CreateTokenRequest) (*hookverifyv1.CreateTokenResponse, error) {
+	close(s.created)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestTokenCreateTimeoutSaysATokenMayExist: a call that times out may have created the token on
+// the server, live with a secret nobody saw; the error says so and how to find and revoke it. A
+// refusal, which created nothing, does not.
+func TestTokenCreateTimeoutSaysATokenMayExist(t *testing.T) {
+	s := &slowTokens{created: make(chan struct{})}
+	remote := serveFake(t, func(g *grpc.Server) { hookverifyv1.RegisterTokenServiceServer(g, s) })
+	var out, errOut strings.Builder
+	code := Main(append([]string{"token", "create", "--name", "ci-deploy", "--scope", "admin", "--timeout", "300ms"}, remote...),
+		strings.NewReader(""), &out, &errOut)
+	<-s.created
+	if code != 1 || !strings.Contains(errOut.String(), `may still have created a token named "ci-deploy"`) ||
+		!strings.Contains(errOut.String(), "token list") {
+		t.Errorf("timed out: exit %d, stderr %q; want 1 and a warning that the token may exist", code, errOut.String())
+	}
+
+	u := &unrevokableTokens{}
+	remote = serveFake(t, func(g *grpc.Server) { hookverifyv1.RegisterTokenServiceServer(g, refusingTokens{u}) })
+	errOut.Reset()
+	code = Main(append([]string{"token", "create", "--name", "ci-deploy", "--scope", "admin"}, remote...),
+		strings.NewReader(""), &out, &errOut)
+	if code != 1 || strings.Contains(errOut.String(), "may still have created") {
+		t.Errorf("refused: exit %d, stderr %q; want 1 without the warning", code, errOut.String())
+	}
+}
+
+// refusingTokens refuses every CreateToken as the server does a bad request.
+type refusingTokens struct{ *unrevokableTokens }
+
+func (refusingTokens) CreateToken(context.Context, *hookverifyv1.CreateTokenRequest) (*hookverifyv1.CreateTokenResponse, error) {
+	return nil, status.Error(codes.InvalidArgument, "name already in use")
+}
