@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/google/go-github/v74/github"
+	"github.com/jackc/pgx/v5"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stripe/stripe-go/v84/webhook"
 	"google.golang.org/grpc"
@@ -293,6 +294,38 @@ func TestMigrate(t *testing.T) {
 			if code, out, errOut := run(t, "", "migrate", "--database-url", url); code != 0 || !strings.Contains(out, "migrations applied") {
 				t.Fatalf("migrate #%d: exit %d %q %q", i, code, out, errOut)
 			}
+		}
+	})
+	t.Run("postgres, waiting for a table in use", func(t *testing.T) {
+		// A migration held up by another transaction says so on standard error, not silently.
+		url := pgtest.Shared(t).NewDatabase(t)
+		if code, out, errOut := run(t, "", "migrate", "--database-url", url); code != 0 {
+			t.Fatalf("migrate: exit %d %q %q", code, out, errOut)
+		}
+		holder, err := pgx.Connect(t.Context(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Close(context.Background())
+		if _, err := holder.Exec(t.Context(), `BEGIN; LOCK TABLE schema_migrations IN ACCESS EXCLUSIVE MODE`); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		errOut := &lockedBuffer{}
+		code := make(chan int, 1)
+		go func() { code <- Main([]string{"migrate", "--database-url", url}, strings.NewReader(""), &out, errOut) }()
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(errOut.String(), "migration waits") {
+			if time.Now().After(deadline) {
+				t.Fatalf("migrate behind a held table logged nothing in 10 s: %q", errOut.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if _, err := holder.Exec(t.Context(), `COMMIT`); err != nil {
+			t.Fatal(err)
+		}
+		if c := <-code; c != 0 || !strings.Contains(out.String(), "migrations applied") {
+			t.Fatalf("migrate after the table was freed: exit %d %q %q", c, out.String(), errOut.String())
 		}
 	})
 }

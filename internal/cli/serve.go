@@ -54,6 +54,8 @@ type storeConfig struct {
 	// keyHold holds the data directory's key file while this process uses its key, so that
 	// another start that generated it and fails does not move it aside (see close).
 	keyHold *secretbox.KeyFileHold
+	// log, when set, hears what the store reports while it opens (a migration's wait).
+	log *slog.Logger
 }
 
 func (c *storeConfig) register(fs *flag.FlagSet) {
@@ -66,7 +68,7 @@ func (c *storeConfig) register(fs *flag.FlagSet) {
 // openStore opens and migrates the configured store.
 func (c *storeConfig) openStore(ctx context.Context) (storage.Store, error) {
 	if c.databaseURL != "" {
-		return crdb.Open(ctx, c.databaseURL)
+		return crdb.Open(ctx, c.databaseURL, crdb.WithLogger(c.log))
 	}
 	if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data dir: %w", err)
@@ -387,6 +389,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if err := checkRetention(log, sc.retention); err != nil {
 		return err
 	}
+	cfg.log = log
 	keyring, err := cfg.keyring(log)
 	if err != nil {
 		return err
@@ -450,6 +453,11 @@ func runMigrate(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	log, err := newLogger(e.stderr, "info")
+	if err != nil {
+		return err
+	}
+	cfg.log = log
 	st, err := cfg.openStore(ctx) // Open migrates.
 	if err != nil {
 		return err

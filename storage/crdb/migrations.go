@@ -254,14 +254,29 @@ const (
 // storage sentinel keeps inTx from retrying it at once, as it would a lost connection.
 var errMigrationLockBusy = fmt.Errorf("%w: a table the migration alters is in use (lock_timeout)", storage.ErrUnavailable)
 
+// migrationWaitReport is how often, at most, a migration that waits (for a table in use, or
+// for another instance's migration) says so in the log.
+const migrationWaitReport = 5 * time.Second
+
 func (s *Store) migratePostgreSQL(ctx context.Context, steps []migration) error {
 	pause := migrationLockPause
+	start := time.Now()
+	var reported time.Time
 	for {
 		err := s.migratePostgreSQLOnce(ctx, steps)
 		if !errors.Is(err, errMigrationLockBusy) {
+			if !reported.IsZero() && err == nil {
+				s.log.Info("migration applied after waiting for a table in use", "waited", time.Since(start).Round(time.Millisecond).String())
+			}
 			return err
 		}
-		if err := sleep(ctx, pause/2+rand.N(pause/2+1)); err != nil {
+		wait := pause/2 + rand.N(pause/2+1)
+		if reported.IsZero() || time.Since(reported) >= migrationWaitReport {
+			reported = time.Now()
+			s.log.Warn("migration waits: a table it alters is in use by another transaction (a long report or pg_dump?); it gives way, so intake goes on, and tries again",
+				"waited", time.Since(start).Round(time.Millisecond).String(), "retry_in", wait.Round(time.Millisecond).String())
+		}
+		if err := sleep(ctx, wait); err != nil {
 			return fmt.Errorf("crdb: migrate: %w: %w (waiting for a table in use: %w)", storage.ErrUnavailable, err, errMigrationLockBusy)
 		}
 		pause = min(2*pause, migrationLockPauseMax)
@@ -273,14 +288,20 @@ func (s *Store) migratePostgreSQLOnce(ctx context.Context, steps []migration) er
 	// previous holder committed; a snapshot taken before the wait would not.
 	opts := txOptions{isolation: pgx.ReadCommitted, idempotent: true}
 	return s.inTx(ctx, "migrate", opts, func(ctx context.Context, tx pgx.Tx) error {
-		// The advisory lock is waited for without a bound: another instance migrating.
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLockKey); err != nil {
+		// The advisory lock is waited for without a bound: another instance migrating. A
+		// wait that lasts is reported, so that a start held up by it is not silent.
+		report := time.AfterFunc(migrationWaitReport, func() {
+			s.log.Warn("migration waits for another process's migration of this database (PostgreSQL advisory lock)", "waited", migrationWaitReport.String())
+		})
+		_, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLockKey)
+		report.Stop()
+		if err != nil {
 			return fmt.Errorf("lock: %w", err)
 		}
 		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", migrationLockTimeout.Milliseconds())); err != nil {
 			return fmt.Errorf("set lock_timeout: %w", err)
 		}
-		err := s.migrateInTx(ctx, tx, steps)
+		err = s.migrateInTx(ctx, tx, steps)
 		if sqlState(err) == codeLockNotAvailable {
 			return fmt.Errorf("%w: %w", errMigrationLockBusy, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,23 @@ type Store struct {
 	// leaseLanes bound the lease transactions running at once (SetLeaseConcurrency), one
 	// per lane, each lane group-committing the leases that wait for it; none: no bound.
 	leaseLanes []storage.Batcher[leaseCall, storage.LeaseResult]
+	// log receives what an operator should hear of while a call waits (WithLogger).
+	log *slog.Logger
+}
+
+// Option configures Open.
+type Option func(*Store)
+
+// WithLogger sends the store's reports to log: today, a migration that waits for a table
+// another transaction holds, or for another instance's migration. Without it, such a wait,
+// which holds up serve's start or migrate for as long as the other transaction runs, is
+// silent.
+func WithLogger(log *slog.Logger) Option {
+	return func(s *Store) {
+		if log != nil {
+			s.log = log
+		}
+	}
 }
 
 // claimLanes is how many claim batches may commit at once on CockroachDB, where a commit is
@@ -77,7 +95,7 @@ const defaultConnectTimeout = 10 * time.Second
 // Open connects to the database at databaseURL (a postgres:// URL or key=value string),
 // detects the engine and applies every pending migration. The pgxpool pool opens at most
 // pool_max_conns connections (10 unless the URL says otherwise).
-func Open(ctx context.Context, databaseURL string) (*Store, error) {
+func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, error) {
 	config, err := newPoolConfig(databaseURL)
 	if err != nil {
 		// The parse error can quote the URL, password included; do not pass it on.
@@ -87,7 +105,10 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("crdb: open: %w: %w", storage.ErrUnavailable, err)
 	}
-	s := &Store{pool: p}
+	s := &Store{pool: p, log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(s)
+	}
 	s.SetLeaseConcurrency(DefaultLeaseConcurrency)
 	if err := s.detectEngine(ctx); err != nil {
 		s.pool.close()
