@@ -8,11 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sort"
 	"strings"
-	"syscall"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -69,7 +66,7 @@ func usagef(format string, args ...any) error {
 
 // Main runs the command line and returns the exit status: 0 success, 1 failure, 2 usage.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	e := env{stdin: stdin, stdout: stdout, stderr: stderr}
 	cmds := commands()

@@ -13,14 +13,12 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -433,13 +431,9 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("opening storage: %w", err)
 	}
 	// A second SIGTERM or SIGINT cuts the drain short, as an operator pressing Ctrl-C again
-	// expects; Main's handler, which ended ctx at the first, keeps catching both, so that
-	// without this one a second signal did nothing.
-	again := make(chan os.Signal, 1)
-	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(again)
+	// expects.
 	log.Info("shutting down: NOT_SERVING, draining the calls under way", "bound", drainBound.String())
-	if err := running.shutdown(again); err != nil {
+	if err := running.shutdown(secondSignal(ctx)); err != nil {
 		return err
 	}
 	log.Info("stopped")
@@ -689,12 +683,12 @@ func (r *runningServer) waitReady(ctx context.Context) error {
 const drainBound = 10 * time.Second
 
 // stop is shutdown for callers that have no use for its error.
-func (r *runningServer) stop() { r.shutdown(nil) }
+func (r *runningServer) stop() { r.shutdown(context.Background()) }
 
 // shutdown reports NOT_SERVING, drains in-flight calls (cutting off those still running after
-// drainBound, or at once when cut receives), then ends the background work and closes the
-// store. It returns the store's close error: serve exits nonzero on it.
-func (r *runningServer) shutdown(cut <-chan os.Signal) error {
+// drainBound, or at once when cut ends: the second signal), then ends the background work and
+// closes the store. It returns the store's close error: serve exits nonzero on it.
+func (r *runningServer) shutdown(cut context.Context) error {
 	r.srv.Shutdown()
 	stopped := make(chan struct{})
 	go func() { r.grpc.GracefulStop(); close(stopped) }()
@@ -703,8 +697,8 @@ func (r *runningServer) shutdown(cut <-chan os.Signal) error {
 	case <-time.After(drainBound):
 		r.log.Warn("calls still running after the drain bound: cutting them off, their callers get UNAVAILABLE", "bound", drainBound.String())
 		r.grpc.Stop()
-	case sig := <-cut:
-		r.log.Warn("second signal: cutting off the calls still running, their callers get UNAVAILABLE", "signal", sig.String())
+	case <-cut.Done():
+		r.log.Warn("second signal: cutting off the calls still running, their callers get UNAVAILABLE", "signal", secondSignalName(cut))
 		r.grpc.Stop()
 	}
 	// The background work ends only now: the calls drained note the secrets they used, which

@@ -408,12 +408,12 @@ func TestSecondSignalCutsTheDrainShort(t *testing.T) {
 		answered <- err
 	}()
 	<-held.entered
-	cut := make(chan os.Signal, 1)
+	cut, secondSignalNow := context.WithCancelCause(t.Context())
 	stopped := make(chan error, 1)
 	go func() { stopped <- r.shutdown(cut) }()
 	time.Sleep(300 * time.Millisecond) // draining, the call held
 	start := time.Now()
-	cut <- os.Interrupt
+	secondSignalNow(secondSignalCause{os.Interrupt})
 	select {
 	case err := <-stopped:
 		if err != nil {
@@ -443,7 +443,7 @@ func (c closeFailingStore) Close() error {
 // ignoring the error, so a supervisor saw a clean stop.
 func TestShutdownReportsAStoreThatFailsToClose(t *testing.T) {
 	r := startServerWrapping(t, storeConfig{dataDir: t.TempDir()}, func(st storage.Store) storage.Store { return closeFailingStore{st} })
-	if err := r.shutdown(nil); err == nil || !strings.Contains(err.Error(), "checkpoint failed") {
+	if err := r.shutdown(context.Background()); err == nil || !strings.Contains(err.Error(), "checkpoint failed") {
 		t.Errorf("shutdown with a store that fails to close: %v, want its error", err)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,7 +87,7 @@ func runWorker(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer conn.Close()
-	hard, stopWatching := secondSignal(ctx)
+	hard, stopWatching := context.WithCancel(secondSignal(ctx))
 	defer stopWatching()
 	w := &worker{e: e, inbox: hookverifyv1.NewInboxServiceClient(conn.GRPC()), command: command,
 		filter: f, visibility: *visibility, retryAfter: *retryAfter, grace: *grace, maxRun: *maxRun, callTimeout: r.timeout,
@@ -161,42 +160,6 @@ type worker struct {
 // lastCallBound bounds the one call a delivery still gets to be settled after the second
 // signal: enough for a server that answers, short for one that does not.
 const lastCallBound = time.Second
-
-// secondSignal returns a context that ends at the process's second SIGTERM or SIGINT, the
-// first being the one that ends ctx (Main's), and a function that stops watching. Main's
-// handler keeps catching both signals after the first, so without this a second one did
-// nothing, and a command ignoring its SIGTERM held the worker for the whole --grace.
-func secondSignal(ctx context.Context) (context.Context, func()) {
-	hard, cut := context.WithCancel(context.Background())
-	// ctx is looked at before the watch begins: a first signal that came before it counts
-	// once, and one that comes between the two is not counted at all (a third signal is then
-	// needed), where in the other order it counted twice and cut the command's --grace.
-	seen := 0
-	if ctx.Err() != nil {
-		seen = 1 // the first came before this watch began
-	}
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-sigs:
-				if seen++; seen >= 2 {
-					cut()
-					return
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	return hard, func() {
-		signal.Stop(sigs)
-		close(done)
-		cut()
-	}
-}
 
 // warnUnknown says, once per id, that an --endpoint names no endpoint: to the worker, an
 // empty inbox and a mistyped id look alike, and it would wait for ever without a word.

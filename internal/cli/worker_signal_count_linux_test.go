@@ -10,45 +10,50 @@ import (
 	"time"
 )
 
-// TestSecondSignalCountsAFirstThatCameBeforeTheWatch: secondSignal looks at its context first,
-// so that a first signal that came before the watch began counts once: the next signal is the
-// second, and cuts. TestWorkerSecondSignal* start the watch before any signal and see only
-// the other case. Not parallel: it signals its own process (no other test runs meanwhile).
-func TestSecondSignalCountsAFirstThatCameBeforeTheWatch(t *testing.T) {
-	signalSelf := func() {
-		t.Helper()
-		if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cutWithin := func(hard context.Context, d time.Duration) bool {
+// TestSignalContextCountsEverySignalOnce: the first SIGINT or SIGTERM ends Main's context, the
+// second the context secondSignal gives serve and the worker, and nothing else does. One watch
+// counts both: there is no window (a command's own watch starting after it looked at Main's
+// context) in which a signal was caught and counted by nobody. Not parallel: it signals its
+// own process (no other test runs meanwhile).
+func TestSignalContextCountsEverySignalOnce(t *testing.T) {
+	ended := func(ctx context.Context, d time.Duration) bool {
 		select {
-		case <-hard.Done():
+		case <-ctx.Done():
 			return true
 		case <-time.After(d):
 			return false
 		}
 	}
-
-	// The first signal before the watch (ctx already ended): one more cuts.
-	first, cancel := context.WithCancel(context.Background())
-	cancel()
-	hard, stop := secondSignal(first)
-	signalSelf()
-	if !cutWithin(hard, 5*time.Second) {
-		t.Error("a first signal before the watch, then one more: not cut (the first was not counted)")
+	signalSelf := func(sig syscall.Signal) {
+		t.Helper()
+		if err := syscall.Kill(os.Getpid(), sig); err != nil {
+			t.Fatal(err)
+		}
 	}
-	stop()
-
-	// No signal before the watch: the first does not cut, the second does.
-	hard, stop = secondSignal(context.Background())
+	ctx, stop := signalContext()
 	defer stop()
-	signalSelf()
-	if cutWithin(hard, 300*time.Millisecond) {
-		t.Fatal("cut at the first signal")
+	second := secondSignal(ctx)
+	if ended(ctx, 100*time.Millisecond) || ended(second, 0) {
+		t.Fatal("ended before any signal")
 	}
-	signalSelf()
-	if !cutWithin(hard, 5*time.Second) {
-		t.Error("not cut at the second signal")
+	signalSelf(syscall.SIGTERM)
+	if !ended(ctx, 5*time.Second) {
+		t.Fatal("the first signal did not end Main's context")
+	}
+	// A watch started now, after the first signal, is the same watch: one more signal cuts.
+	if ended(secondSignal(ctx), 300*time.Millisecond) {
+		t.Fatal("the first signal ended the second signal's context too")
+	}
+	signalSelf(syscall.SIGINT)
+	if !ended(second, 5*time.Second) {
+		t.Fatal("the second signal did not end the second signal's context")
+	}
+	if got := secondSignalName(second); got != os.Interrupt.String() {
+		t.Errorf("second signal named %q, want %q", got, os.Interrupt.String())
+	}
+
+	// A context that did not come from Main has no second signal.
+	if ended(secondSignal(context.Background()), 0) {
+		t.Error("secondSignal of a context without signals has ended")
 	}
 }
