@@ -40,7 +40,10 @@ const (
 // BOX-DELIVERY-TIMESTAMP (missing timestamp: it is signed); no signature matching a key
 // (malformed signature if one header was unparseable, else signature mismatch); the timestamp
 // more than the tolerance (default 10 minutes, as Box's docs and SDKs check) away from Now in
-// either direction — Box's own check looks only at the past.
+// either direction. Box's older box-node-sdk (validateDeliveryTimestamp) checks only the past;
+// its generated SDKs (box/box-typescript-sdk-gen and box/box-java-sdk-gen,
+// WebhooksManager.validateMessage) also reject any timestamp after their own clock. The
+// symmetric tolerance here leaves room for clock skew.
 func Box() *Protocol {
 	return &Protocol{
 		Name:             boxName,

@@ -67,8 +67,11 @@ func Contentful() *Protocol {
 		NeedsURL:         true,
 		DocsURL:          "https://www.contentful.com/developers/docs/webhooks/request-verification/",
 		Retries: "Each call is signed when it is sent, with x-contentful-timestamp in milliseconds; Contentful's toolkit " +
-			"rejects requests older than 30 s by default. The 5-minute default here allows for clock skew both ways; the " +
-			"retry schedule was not confirmed, and a retry that reused an old signature would be rejected once older than the tolerance.",
+			"rejects requests older than 30 s by default. The 5-minute default here allows for clock skew both ways. " +
+			"Contentful's default retry policy makes up to 2 more attempts 30 s apart (3 attempts within about a minute); a " +
+			"custom policy (Early Access, Premium+) allows up to 99 retries over about 24 h " +
+			"(https://www.contentful.com/developers/docs/webhooks/retry-policy/). Whether a retry is signed afresh was not " +
+			"confirmed: one that reused an old signature would be rejected once older than the tolerance.",
 		ParseSecret:   parseContentfulSecret,
 		Verify:        verifyContentful,
 		Sign:          signContentful,
