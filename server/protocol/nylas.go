@@ -46,7 +46,9 @@ func Nylas() *Protocol {
 		Retries: "Nylas retries notifications that are not answered 200 promptly, with backoff, and " +
 			"marks a destination failing after repeated failures (the exact schedule is not " +
 			"documented in the sources read). Nothing time-dependent is signed, so there is no " +
-			"tolerance; the notification id makes retries duplicates.",
+			"tolerance; the notification id makes retries duplicates. Compressed delivery (a destination's " +
+			"compressed_delivery, gzip bodies) is not supported: whichever bytes Nylas signs, such a notification is " +
+			"rejected (mismatched signature, or a body that is not JSON), so leave it off for destinations sent here.",
 		ParseSecret:   parseNylasSecret,
 		Verify:        verifyNylas,
 		Sign:          signNylas,

@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"bytes"
+	"compress/gzip"
 	"strings"
 	"testing"
 )
@@ -104,4 +106,24 @@ func FuzzNylasChallenge(f *testing.F) {
 			t.Fatalf("GET accepted without a proper handshake: %+v", res)
 		}
 	})
+}
+
+// TestNylasCompressedDeliveryIsRefused: a destination with compressed_delivery sends gzip
+// bodies. Signed over the compressed bytes, such a notification still has no JSON "id" to claim,
+// and is refused as the Retries text says, never accepted under some other identity.
+func TestNylasCompressedDeliveryIsRefused(t *testing.T) {
+	t.Parallel()
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	if _, err := w.Write([]byte(nylasVectorBody)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := Nylas()
+	req := signed(t, p, SignInput{Body: gz.Bytes()}, nylasSecret)
+	req.Headers = append(req.Headers, Header{Name: "Content-Encoding", Value: "gzip"})
+	res, err := p.Verify(req, keysFor(t, p, nylasSecret), Params{})
+	checkOutcome(t, res, err, ReasonMalformedPayload, "", req)
 }
