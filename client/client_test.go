@@ -30,6 +30,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/hookverify/hookverify/client"
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	"github.com/hookverify/hookverify/internal/testpki"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
@@ -375,7 +376,7 @@ func TestTLSFilesFollowRenewal(t *testing.T) {
 	f := newFakeServer()
 	addr := f.start(t, grpc.Creds(credentials.NewTLS(mutualTLSServerConfig(t, ca))))
 	_, port, _ := net.SplitHostPort(addr)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	conn := dial(t, "localhost:"+port, client.WithTLSFiles(caFile, certFile, keyFile), client.WithRetry(client.RetryPolicy{MaxAttempts: 1}),
 		client.WithConnLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	if _, err := conn.Verifier.Verify(context.Background(), &hookverifyv1.VerifyRequest{EndpointId: "e"}); err == nil {

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/hookverify/hookverify/client"
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
 
@@ -33,7 +34,7 @@ func TestHandlerAnswersAMessageOverTheReceiveLimitWith413(t *testing.T) {
 	// A real receive limit: gRPC itself refuses the message before Verify runs.
 	small := newFakeServer()
 	conn := dial(t, small.start(t, grpc.MaxRecvMsgSize(1<<10)))
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	h := client.Handler(conn, client.EndpointFromPath("/hooks/"), client.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("POST", "/hooks/ep", bytes.NewReader(make([]byte, 4<<10))))

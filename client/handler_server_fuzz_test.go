@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hookverify/hookverify/client"
+	"github.com/hookverify/hookverify/internal/syncbuf"
 )
 
 // FuzzHandlerToServer: whatever a request from the network looks like, the edge must not
@@ -22,7 +23,7 @@ import (
 // for a request it cannot forward.
 func FuzzHandlerToServer(f *testing.F) {
 	hv := startHookverify(f)
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelError}))
 	settings := [][]client.Option{
 		nil,
@@ -51,11 +52,11 @@ func FuzzHandlerToServer(f *testing.F) {
 		if !ok {
 			return // net/http answers 400 itself
 		}
-		logs.take()
+		logs.Take()
 		served.Store(false)
 		w := httptest.NewRecorder()
 		muxes[int(setting)%len(muxes)].ServeHTTP(w, r)
-		if line := logs.take(); w.Code == http.StatusInternalServerError || strings.Contains(line, "level=ERROR") {
+		if line := logs.Take(); w.Code == http.StatusInternalServerError || strings.Contains(line, "level=ERROR") {
 			t.Fatalf("setting %d: %q %q (Host %q) answered %d %q, as an edge misconfiguration:\n%s",
 				int(setting)%len(muxes), r.Method, r.RequestURI, r.Host, w.Code, w.Body.String(), line)
 		}

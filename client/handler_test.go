@@ -30,6 +30,7 @@ import (
 
 	"github.com/hookverify/hookverify/client"
 	"github.com/hookverify/hookverify/internal/ident"
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	"github.com/hookverify/hookverify/internal/testpki"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
@@ -108,33 +109,6 @@ func (o *outcomes) last() client.Outcome {
 	return o.all[len(o.all)-1]
 }
 
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// take returns what was written since the last take, and forgets it.
-func (b *syncBuffer) take() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.buf.String()
-	b.buf.Reset()
-	return s
-}
-
 // TestHandlerAgainstARealServer sends signed Stripe deliveries over HTTP through Handler to a
 // real hookverify server and checks each answer, and the stored inbox record.
 func TestHandlerAgainstARealServer(t *testing.T) {
@@ -157,7 +131,7 @@ func TestHandlerAgainstARealServer(t *testing.T) {
 	}
 
 	var seen outcomes
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	mux := http.NewServeMux()
 	mux.Handle("/hooks/{endpoint}", client.Handler(conn, client.WithObserver(seen.observe), client.WithRetryAfter(3*time.Second),
 		client.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil)))))
@@ -301,7 +275,7 @@ func TestHandlerErrorMapping(t *testing.T) {
 		return &hookverifyv1.VerifyResponse{Verdict: hookverifyv1.Verdict_VERDICT_ACCEPTED, Reply: &hookverifyv1.HttpReply{Status: 200}}, nil
 	}
 	conn := dial(t, f.start(t), client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	h := client.Handler(conn, client.EndpointFromPath("/hooks/"), client.WithVerifyTimeout(200*time.Millisecond),
 		client.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 
@@ -539,7 +513,7 @@ func TestHandlerAnswersImpossibleEndpointIDsWith404(t *testing.T) {
 	t.Parallel()
 	hv := startHookverify(t)
 	conn := dial(t, hv.addr)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	var seen outcomes
 	h := client.Handler(conn, client.EndpointFromPathValue("endpoint"), client.WithObserver(seen.observe),
 		client.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
@@ -678,7 +652,7 @@ func TestHandlerRefusesABodyReadBeforeIt(t *testing.T) {
 	t.Parallel()
 	f := newFakeServer()
 	conn := dial(t, f.start(t))
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	var seen outcomes
 	h := client.Handler(conn, client.EndpointFromPath("/hooks/"), client.WithObserver(seen.observe),
 		client.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
@@ -795,7 +769,7 @@ func TestHandlerLogsACanceledCallTheProviderDidNotCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	h := client.Handler(conn, client.EndpointFromPath("/hooks/"), client.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	conn.Close()
 	w := httptest.NewRecorder()

@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -21,6 +20,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/hookverify/hookverify/client"
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server/protocol"
 )
@@ -104,7 +104,7 @@ type process struct {
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	exited  chan struct{}
-	logs    []*syncBuffer // one per start, for the failure report
+	logs    []*syncbuf.Buffer // one per start, for the failure report
 	starts  int
 	running bool
 }
@@ -138,7 +138,7 @@ func (p *process) start() {
 	}
 	args := append([]string{"serve", "--listen", p.addr, "--http-listen", p.httpAddr, "--log-level", "info"}, p.args...)
 	cmd := exec.Command(hookverifyBinary(t), args...)
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = os.Environ()
 	if err := cmd.Start(); err != nil {
@@ -243,24 +243,6 @@ func (p *process) dial() *client.Conn {
 		p.t.Fatalf("%s: dial: %v", p.name, err)
 	}
 	return conn
-}
-
-// syncBuffer collects a process's output.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // findLogLine returns the first JSON log line whose msg is msg.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/hookverify/hookverify/client"
 	"github.com/hookverify/hookverify/internal/pgtest"
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
 
@@ -44,7 +45,7 @@ line done
 type workerProc struct {
 	name   string
 	cmd    *exec.Cmd
-	out    *syncBuffer
+	out    *syncbuf.Buffer
 	exited chan struct{}
 }
 
@@ -136,7 +137,7 @@ func TestWorkersDrainThroughRollingRestartsAndAnOutage(t *testing.T) {
 	// The worker processes.
 	var workers []*workerProc
 	startWorker := func(name, mode string) {
-		w := &workerProc{name: name, out: &syncBuffer{}, exited: make(chan struct{})}
+		w := &workerProc{name: name, out: &syncbuf.Buffer{}, exited: make(chan struct{})}
 		w.cmd = exec.Command(hookverifyBinary(t), "worker", "--server", lb, "--visibility", "3s", "--retry-after", "0s",
 			"--idle", "100ms", "--timeout", "5s", "--grace", "5s", "--", "sh", script)
 		w.cmd.Env = append(os.Environ(), "WORKER="+name, "MODE="+mode, "RUNLOG="+runLog, "RUNDIR="+dir)

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/protocol"
@@ -54,7 +55,7 @@ func TestCertNeedsOneChainBothValidAndTrusted(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	_, kr := mustKeyring(t)
 	srv, err := server.New(server.Options{Keyring: kr, Protocols: protocol.Default(), Now: clk.Now,
-		Logger: slog.New(slog.NewJSONHandler(&syncBuffer{}, nil)),
+		Logger: slog.New(slog.NewJSONHandler(&syncbuf.Buffer{}, nil)),
 		Auth: &server.AuthConfig{
 			CertScopes: map[string][]server.Scope{edgeSubject.String(): {{Kind: server.ScopeVerify, Endpoints: "acme-*"}}},
 			TrustsClientCA: func(anchor *x509.Certificate) bool {

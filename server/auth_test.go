@@ -28,6 +28,7 @@ import (
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/protocol"
@@ -162,7 +163,7 @@ type authEnv struct {
 	store   storage.Store
 	clock   *clock
 	keyring *secretbox.Keyring
-	logs    *syncBuffer
+	logs    *syncbuf.Buffer
 	metrics *server.Metrics
 	ca      *testCA
 	addr    string
@@ -189,7 +190,7 @@ func newAuthEnv(t *testing.T) *authEnv {
 func newAuthEnvOn(t *testing.T, st storage.Store) *authEnv {
 	t.Helper()
 	_, kr := mustKeyring(t)
-	e := &authEnv{store: st, clock: &clock{now: time.Now().UTC().Truncate(time.Second)}, keyring: kr, logs: &syncBuffer{},
+	e := &authEnv{store: st, clock: &clock{now: time.Now().UTC().Truncate(time.Second)}, keyring: kr, logs: &syncbuf.Buffer{},
 		ca: newTestCA(t, "hookverify test CA"), tokens: map[string]string{}, ids: map[string]string{}, inboxIDs: map[string]string{}}
 	e.admin = "bootstrap-" + strings.Repeat("x", 40)
 	if created, err := server.EnsureBootstrapToken(t.Context(), st, e.admin, e.clock.Now); err != nil || !created {

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -26,6 +25,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hookverify/hookverify/internal/pgtest"
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/protocol"
@@ -116,24 +116,6 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger and interceptors.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
-
 // env is one test's world: a database, a clock, a keyring, a debug log and a server on it.
 type env struct {
 	*instance
@@ -145,9 +127,9 @@ type env struct {
 	// masterKey is the keyring's current key.
 	masterKey []byte
 	// logs receives every server log line, as JSON, at debug level.
-	logs *syncBuffer
+	logs *syncbuf.Buffer
 	// transcript receives every RPC response (protojson) and every error status message.
-	transcript *syncBuffer
+	transcript *syncbuf.Buffer
 	// options, when set, adjusts the server options of every instance the env starts.
 	options func(*server.Options)
 }
@@ -180,8 +162,8 @@ func newEnvOn(t *testing.T, b backend, dsn string, st storage.Store) *env {
 		clock:      &clock{now: epoch},
 		keyring:    kr,
 		masterKey:  key,
-		logs:       &syncBuffer{},
-		transcript: &syncBuffer{},
+		logs:       &syncbuf.Buffer{},
+		transcript: &syncbuf.Buffer{},
 	}
 	e.instance = e.start(t, st)
 	return e

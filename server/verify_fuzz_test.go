@@ -26,6 +26,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/server/protocol"
@@ -37,7 +38,7 @@ import (
 type fuzzServer struct {
 	srv      *server.Server
 	store    storage.Store
-	logs     *syncBuffer
+	logs     *syncbuf.Buffer
 	admin    hookverifyv1.AdminServiceClient
 	verifier hookverifyv1.VerifierServiceClient
 	inbox    hookverifyv1.InboxServiceClient
@@ -54,7 +55,7 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 		f.Fatal(err)
 	}
 	_, kr := mustKeyring(f)
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	clk := &clock{now: epoch}
 	srv, err := server.New(server.Options{
 		Keyring:   kr,

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
 	"github.com/hookverify/hookverify/storage"
@@ -122,7 +123,7 @@ func newEnvOnWith(t *testing.T, b backend, dsn string, st storage.Store, options
 	t.Helper()
 	key, kr := mustKeyring(t)
 	e := &env{backend: b, dsn: dsn, store: st, clock: &clock{now: epoch}, keyring: kr, masterKey: key,
-		logs: &syncBuffer{}, transcript: &syncBuffer{}, options: options}
+		logs: &syncbuf.Buffer{}, transcript: &syncbuf.Buffer{}, options: options}
 	e.instance = e.start(t, st)
 	return e
 }

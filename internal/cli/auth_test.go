@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/hookverify/hookverify/client"
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	"github.com/hookverify/hookverify/internal/testpki"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
@@ -349,7 +350,7 @@ func TestServeReloadsItsCertificateAndReportsFailedHandshakes(t *testing.T) {
 	ca := testpki.NewCA(t, "test CA")
 	first := ca.Issue(t, testpki.Leaf{Subject: pkix.Name{CommonName: "hookverify"}, Server: true})
 	certFile, keyFile := testpki.WriteKeyPair(t, dir, "server", first)
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	keyring := testpki.Keyring(t)
@@ -383,13 +384,13 @@ func TestServeReloadsItsCertificateAndReportsFailedHandshakes(t *testing.T) {
 	if got, want := presented(), testpki.Serial(t, renewed); got.Cmp(want) != 0 {
 		t.Fatalf("after the renewal the server presented serial %v, want the renewed %v", got, want)
 	}
-	logs.logLine(t, "reloaded the TLS files")
+	logLine(t, logs, "reloaded the TLS files")
 
 	code, _, errOut := run(t, "", "endpoint", "list", "--server", srv.addr, "--timeout", "5s")
 	if code != 1 || !strings.Contains(errOut, "--ca") {
 		t.Errorf("plaintext CLI against a TLS server: exit %d, %q; want a hint to give --ca", code, errOut)
 	}
-	failed := logs.logLine(t, "TLS handshake failed")
+	failed := logLine(t, logs, "TLS handshake failed")
 	if !strings.Contains(fmt.Sprint(failed["err"]), "does not look like a TLS handshake") || failed["remote"] == "" {
 		t.Errorf("handshake failure logged as %v", failed)
 	}

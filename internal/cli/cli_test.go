@@ -32,6 +32,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/hookverify/hookverify/internal/pgtest"
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	"github.com/hookverify/hookverify/internal/testpki"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
@@ -311,7 +312,7 @@ func TestMigrate(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		errOut := &lockedBuffer{}
+		errOut := &syncbuf.Buffer{}
 		code := make(chan int, 1)
 		go func() { code <- Main([]string{"migrate", "--database-url", url}, strings.NewReader(""), &out, errOut) }()
 		deadline := time.Now().Add(10 * time.Second)

@@ -57,7 +57,7 @@ func startStalledVerifier(t *testing.T) (*stalledVerifier, string) {
 func TestEdgeBoundsTheBytesItHoldsAtOnce(t *testing.T) {
 	v, addr := startStalledVerifier(t)
 	edge := startEdge(t, "--listen", "127.0.0.1:0", "--verifier", addr, "--max-bytes-in-flight", "1048576", "--log-level", "debug")
-	base := "http://" + edge.log.logLine(t, "edge listening")["addr"].(string)
+	base := "http://" + logLine(t, edge.log, "edge listening")["addr"].(string)
 	body := bytes.Repeat([]byte("z"), 700<<10)
 	first := make(chan error, 1)
 	go func() {
@@ -86,7 +86,7 @@ func TestEdgeBoundsTheBytesItHoldsAtOnce(t *testing.T) {
 	if metrics := get(t, base+"/metrics"); !strings.Contains(metrics, "hookverify_edge_bytes_in_flight_refusals_total 3") {
 		t.Errorf("/metrics does not count 3 refusals:\n%s", metrics)
 	}
-	line := edge.log.logLine(t, "holding the bound of request bytes at once; asking the provider to retry")
+	line := logLine(t, edge.log, "holding the bound of request bytes at once; asking the provider to retry")
 	if line["max_bytes_in_flight"] != float64(1<<20) {
 		t.Errorf("refusal log line %v", line)
 	}

@@ -21,7 +21,7 @@ func startTLSEdge(t *testing.T, extra ...string) (string, *tls.Config) {
 	args := append([]string{"--listen", "127.0.0.1:0", "--verifier", addr, "--tls-cert", certFile, "--tls-key", keyFile,
 		"--read-header-timeout", "1s", "--read-timeout", "2s", "--verifier-timeout", "3s", "--write-timeout", "4s"}, extra...)
 	edge := startEdge(t, args...)
-	return edge.log.logLine(t, "edge listening")["addr"].(string), &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost"}
+	return logLine(t, edge.log, "edge listening")["addr"].(string), &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost"}
 }
 
 // TestEdgeAnswersAStalledHTTP2BodyInTime: --read-timeout holds for HTTP/2 streams too (net/http

@@ -41,7 +41,7 @@ func rawRequest(t *testing.T, addr, method, target string) (*http.Response, stri
 func TestEdgeAnswersUncleanPaths404WithoutARedirect(t *testing.T) {
 	v, addr := startStalledVerifier(t)
 	edge := startEdge(t, "--listen", "127.0.0.1:0", "--verifier", addr)
-	listen := edge.log.logLine(t, "edge listening")["addr"].(string)
+	listen := logLine(t, edge.log, "edge listening")["addr"].(string)
 	for _, tc := range []struct{ method, target string }{
 		{"POST", "/hooks//ep"},
 		{"POST", "/hooks/./ep"},
@@ -86,7 +86,7 @@ func TestEdgeAnswersUncleanPaths404WithoutARedirect(t *testing.T) {
 func TestEdgeRouteEndingInDollarRedirectsNot(t *testing.T) {
 	v, addr := startStalledVerifier(t)
 	edge := startEdge(t, "--listen", "127.0.0.1:0", "--verifier", addr, "--route", "POST /in/{endpoint}/{$}")
-	listen := edge.log.logLine(t, "edge listening")["addr"].(string)
+	listen := logLine(t, edge.log, "edge listening")["addr"].(string)
 	for _, target := range []string{"/in/ep", "/in/ep?x=1", "http://hooks.example.com/in/ep"} {
 		resp, body := rawRequest(t, listen, "POST", target)
 		if resp.StatusCode != http.StatusNotFound || body != "404 page not found\n" || resp.Header.Get("Location") != "" {

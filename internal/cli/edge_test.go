@@ -22,35 +22,18 @@ import (
 
 	"github.com/hookverify/hookverify/client"
 	"github.com/hookverify/hookverify/internal/ratelog"
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	"github.com/hookverify/hookverify/internal/testpki"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server/protocol"
 )
 
-// lockedBuffer collects a command's log output while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// logLine returns the first JSON log line with the message, waiting for it.
-func (b *lockedBuffer) logLine(t *testing.T, msg string) map[string]any {
+// logLine returns the first JSON log line of logs with the message, waiting for it.
+func logLine(t *testing.T, logs *syncbuf.Buffer, msg string) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		sc := bufio.NewScanner(strings.NewReader(b.String()))
+		sc := bufio.NewScanner(strings.NewReader(logs.String()))
 		for sc.Scan() {
 			var line map[string]any
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line["msg"] == msg {
@@ -59,20 +42,20 @@ func (b *lockedBuffer) logLine(t *testing.T, msg string) map[string]any {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("no %q log line in:\n%s", msg, b.String())
+	t.Fatalf("no %q log line in:\n%s", msg, logs.String())
 	return nil
 }
 
 // runningEdge is `hookverify edge` started in the background.
 type runningEdge struct {
-	log  *lockedBuffer
+	log  *syncbuf.Buffer
 	stop func() error
 }
 
 func startEdge(t *testing.T, args ...string) *runningEdge {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	log := &lockedBuffer{}
+	log := &syncbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() { done <- runEdge(ctx, env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: log}, args) }()
 	var once sync.Once
@@ -136,7 +119,7 @@ func TestEdgeCommand(t *testing.T) {
 	}
 	t.Run("http with metrics on the same address", func(t *testing.T) {
 		edge := startEdge(t, "--listen", "127.0.0.1:0", "--verifier", srv.addr, "--route", "/hooks/{endpoint}")
-		base := "http://" + edge.log.logLine(t, "edge listening")["addr"].(string)
+		base := "http://" + logLine(t, edge.log, "edge listening")["addr"].(string)
 		resp, body := deliver(t, http.DefaultClient, base+"/hooks/shop", "evt_edge_cmd_1")
 		if resp.StatusCode != 200 {
 			t.Fatalf("signed delivery: %d", resp.StatusCode)
@@ -154,7 +137,7 @@ func TestEdgeCommand(t *testing.T) {
 				t.Errorf("/metrics lacks %s:\n%s", want, metrics)
 			}
 		}
-		access := edge.log.logLine(t, "request")
+		access := logLine(t, edge.log, "request")
 		for k, want := range map[string]any{"method": "POST", "path": "/hooks/shop", "endpoint": "shop", "status": 200.0, "verdict": "VERDICT_ACCEPTED"} {
 			if access[k] != want {
 				t.Errorf("access log %s = %v, want %v (%v)", k, access[k], want, access)
@@ -169,7 +152,7 @@ func TestEdgeCommand(t *testing.T) {
 		if logs := edge.log.String(); strings.Contains(logs, string(body)) || strings.Contains(logs, "v1=") {
 			t.Errorf("logs contain a body or a signature:\n%s", logs)
 		}
-		edge.log.logLine(t, "edge shutting down")
+		logLine(t, edge.log, "edge shutting down")
 	})
 
 	t.Run("https with separate metrics", func(t *testing.T) {
@@ -178,7 +161,7 @@ func TestEdgeCommand(t *testing.T) {
 		certFile, keyFile := testpki.WriteKeyPair(t, t.TempDir(), "edge", first)
 		edge := startEdge(t, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--verifier", srv.addr,
 			"--route", "POST /in/{endpoint}", "--tls-cert", certFile, "--tls-key", keyFile)
-		line := edge.log.logLine(t, "edge listening")
+		line := logLine(t, edge.log, "edge listening")
 		roots := x509.NewCertPool()
 		roots.AddCert(ca.Cert)
 		// A new connection each time, as each provider's delivery may be.
@@ -202,7 +185,7 @@ func TestEdgeCommand(t *testing.T) {
 		if got, want := resp.TLS.PeerCertificates[0].SerialNumber, testpki.Serial(t, renewed); got.Cmp(want) != 0 {
 			t.Fatalf("after the renewal the edge presented serial %v, want the renewed %v", got, want)
 		}
-		edge.log.logLine(t, "reloaded the TLS files")
+		logLine(t, edge.log, "reloaded the TLS files")
 
 		// A TCP health check (connect, close) is not logged; a client speaking plaintext is.
 		addr := line["addr"].(string)
@@ -216,7 +199,7 @@ func TestEdgeCommand(t *testing.T) {
 		if _, err := http.Get("http://" + addr + "/in/shop"); err != nil {
 			t.Fatal(err)
 		}
-		failed := edge.log.logLine(t, "TLS handshake failed")
+		failed := logLine(t, edge.log, "TLS handshake failed")
 		if failed["level"] != "WARN" || !strings.HasPrefix(fmt.Sprint(failed["remote"]), "127.0.0.1:") {
 			t.Errorf("plaintext client logged as %v", failed)
 		}
@@ -394,7 +377,7 @@ func TestEdgePublicURLBaseErrorQuotesNoCredentials(t *testing.T) {
 // TestEdgeHandshakeLogIsRateLimited: a flood of failed TLS handshakes logs one line per
 // interval, carrying how many were not logged; closes and resets before the hello, none.
 func TestEdgeHandshakeLogIsRateLimited(t *testing.T) {
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	now := time.Unix(1_700_000_000, 0)
 	w := &edgeErrorLog{log: slog.New(slog.NewJSONHandler(&out, nil)), limit: ratelog.New(edgeHandshakeLogInterval, func() time.Time { return now })}
 	errorLog := stdlog.New(w, "", 0)

@@ -15,8 +15,8 @@ func TestEdgeAnswersUncleanPathsBeforeTheirBody(t *testing.T) {
 	v.finish()
 	plain := startEdge(t, "--listen", "127.0.0.1:0", "--verifier", addr, "--read-timeout", "10s")
 	slash := startEdge(t, "--listen", "127.0.0.1:0", "--verifier", addr, "--read-timeout", "10s", "--route", "POST /in/{endpoint}/{$}")
-	plainAddr := plain.log.logLine(t, "edge listening")["addr"].(string)
-	slashAddr := slash.log.logLine(t, "edge listening")["addr"].(string)
+	plainAddr := logLine(t, plain.log, "edge listening")["addr"].(string)
+	slashAddr := logLine(t, slash.log, "edge listening")["addr"].(string)
 	for _, tc := range []struct{ addr, head string }{
 		{plainAddr, "POST /hooks//ep HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n{}"},
 		{plainAddr, "POST /hooks/./ep HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n{}"},

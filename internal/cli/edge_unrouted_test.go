@@ -22,7 +22,7 @@ func TestEdgeAnswersUnroutedRequestsBeforeTheirBody(t *testing.T) {
 	v, addr := startStalledVerifier(t)
 	v.finish()
 	edge := startEdge(t, "--listen", "127.0.0.1:0", "--verifier", addr, "--read-timeout", "10s", "--metrics-listen", "127.0.0.1:0")
-	listening := edge.log.logLine(t, "edge listening")
+	listening := logLine(t, edge.log, "edge listening")
 	listen, metrics := listening["addr"].(string), listening["metrics_addr"].(string)
 	for _, tc := range []struct {
 		addr, head string

@@ -25,7 +25,7 @@ func TestEdgeBoundsItsConnections(t *testing.T) {
 	_, addr := startStalledVerifier(t)
 	edge := startEdge(t, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--verifier", addr,
 		"--max-connections", "2", "--read-header-timeout", "1m")
-	line := edge.log.logLine(t, "edge listening")
+	line := logLine(t, edge.log, "edge listening")
 	base, metricsURL := "http://"+line["addr"].(string), "http://"+line["metrics_addr"].(string)+"/metrics"
 
 	idle := dialIdle(t, line["addr"].(string), 2)
@@ -52,7 +52,7 @@ func TestEdgeBoundsItsConnections(t *testing.T) {
 		t.Fatalf("a third connection was served while two were open at --max-connections 2 (%v)", err)
 	default:
 	}
-	edge.log.logLine(t, "holding --max-connections connections open, none idle for 1s; new ones wait to be accepted")
+	logLine(t, edge.log, "holding --max-connections connections open, none idle for 1s; new ones wait to be accepted")
 
 	idle[0].Close()
 	select {
@@ -196,7 +196,7 @@ func TestEdgeClosesAnIdleConnectionAtTheLimit(t *testing.T) {
 	v, addr := startStalledVerifier(t)
 	edge := startEdge(t, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--verifier", addr,
 		"--max-connections", "2", "--verifier-timeout", "1m", "--write-timeout", "0")
-	line := edge.log.logLine(t, "edge listening")
+	line := logLine(t, edge.log, "edge listening")
 	base, metricsURL := "http://"+line["addr"].(string), "http://"+line["metrics_addr"].(string)+"/metrics"
 	// Each client its own transport, so each holds its own connection.
 	newClient := func() *http.Client { return &http.Client{Transport: &http.Transport{}} }
@@ -294,7 +294,7 @@ func TestEdgeCountsConnectionsWithoutALimit(t *testing.T) {
 	_, addr := startStalledVerifier(t)
 	edge := startEdge(t, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--verifier", addr,
 		"--max-connections", "0", "--read-header-timeout", "1m")
-	line := edge.log.logLine(t, "edge listening")
+	line := logLine(t, edge.log, "edge listening")
 	metricsURL := "http://" + line["metrics_addr"].(string) + "/metrics"
 	conns := dialIdle(t, line["addr"].(string), 3)
 	waitForMetric(t, metricsURL, "hookverify_edge_connections_open 3")
@@ -349,7 +349,7 @@ func TestLimitedConnHalfClosesLikeTheTCPConnItWraps(t *testing.T) {
 func TestEdgeEndsAnAnswerToAnUnreadBodyWithAFIN(t *testing.T) {
 	_, addr := startStalledVerifier(t)
 	edge := startEdge(t, "--listen", "127.0.0.1:0", "--verifier", addr, "--max-body-bytes", "1024")
-	line := edge.log.logLine(t, "edge listening")
+	line := logLine(t, edge.log, "edge listening")
 	c, err := net.Dial("tcp", line["addr"].(string))
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	"github.com/hookverify/hookverify/storage"
 	"github.com/hookverify/hookverify/storage/sqlite"
 )
@@ -25,7 +26,7 @@ func TestServeRefusesAGeneratedKeyOverSealedSecrets(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		var out lockedBuffer
+		var out syncbuf.Buffer
 		err := runServe(ctx, env{stdin: strings.NewReader(""), stdout: &out, stderr: &out}, []string{
 			"--listen", "127.0.0.1:0", "--data-dir", dir,
 		})
@@ -54,7 +55,7 @@ func TestServeRefusesAGeneratedKeyOverSealedSecrets(t *testing.T) {
 	fresh := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	go func() {
 		done <- runServe(ctx, env{stdin: strings.NewReader(""), stdout: &out, stderr: &out}, []string{"--listen", "127.0.0.1:0", "--data-dir", fresh})
 	}()
@@ -108,7 +109,7 @@ func TestServeLeavesNoUncheckedGeneratedKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	err = runServe(t.Context(), env{stdin: strings.NewReader(""), stdout: &out, stderr: &out}, []string{
 		"--listen", taken.Addr().String(), "--data-dir", dir,
 	})
@@ -121,7 +122,7 @@ func TestServeLeavesNoUncheckedGeneratedKey(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var next lockedBuffer
+	var next syncbuf.Buffer
 	err = runServe(ctx, env{stdin: strings.NewReader(""), stdout: &next, stderr: &next}, []string{
 		"--listen", "127.0.0.1:0", "--data-dir", dir,
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookverify/hookverify/internal/pgtest"
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	"github.com/hookverify/hookverify/storage"
 	"github.com/hookverify/hookverify/storage/crdb"
 )
@@ -35,7 +36,7 @@ func TestServeStopsOnADatabaseThatRefusesItsConfiguration(t *testing.T) {
 	u.Path = "/hv_no_such_database"
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	start := time.Now()
 	err = runServe(ctx, env{stdin: strings.NewReader(""), stdout: &out, stderr: &out}, []string{
 		"--listen", "127.0.0.1:0", "--database-url", u.String(),
@@ -87,7 +88,7 @@ func TestServeWaitsForADatabaseCreatedAMomentLater(t *testing.T) {
 	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- runServe(ctx, env{stdin: strings.NewReader(""), stdout: &out, stderr: &out}, []string{"--listen", "127.0.0.1:0", "--database-url", dbURL})
@@ -163,7 +164,7 @@ func TestServeStopsOnAPrivilegeMissingForItsStartUpWrites(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	err = runServe(ctx, env{stdin: strings.NewReader(""), stdout: &out, stderr: &out}, []string{
 		"--listen", "127.0.0.1:0", "--database-url", u.String(),
 	})

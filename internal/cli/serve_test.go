@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc/status"
 	_ "modernc.org/sqlite"
 
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	"github.com/hookverify/hookverify/internal/testpki"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
@@ -123,7 +124,7 @@ func TestServeStopsOnAnUnusableDatabaseURL(t *testing.T) {
 	setMasterKeyEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	start := time.Now()
 	err := runServe(ctx, env{stdin: strings.NewReader(""), stdout: &out, stderr: &out}, []string{
 		"--listen", "127.0.0.1:0",
@@ -187,7 +188,7 @@ func TestServeStopsOnASchemaFromANewerRelease(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	err = runServe(ctx, env{stdin: strings.NewReader(""), stdout: &out, stderr: &out}, []string{
 		"--listen", "127.0.0.1:0", "--data-dir", dir,
 	})

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	"github.com/hookverify/hookverify/storage"
 )
 
@@ -43,7 +44,7 @@ func TestServeWarnsOfEndpointsWhoseToleranceOutlastsHalfTheWindow(t *testing.T) 
 	}
 
 	ctx, cancel := context.WithCancel(t.Context())
-	var stderr lockedBuffer
+	var stderr syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- runServe(ctx, env{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &stderr},

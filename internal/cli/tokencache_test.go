@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	"github.com/hookverify/hookverify/internal/testpki"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
@@ -73,7 +74,7 @@ func TestTokenCacheTTLZeroMeansNoCache(t *testing.T) {
 func TestServeRefusesANegativeTokenCacheTTL(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	err := runServe(ctx, env{stdin: strings.NewReader(""), stdout: &out, stderr: &out}, []string{
 		"--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--require-auth", "--token-cache-ttl", "-1s",
 	})

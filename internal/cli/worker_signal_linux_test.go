@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
 
@@ -29,12 +30,12 @@ import (
 // startWorkerProcess runs hookverify with args (a worker) as a process of its own, whose
 // signals are its own, and waits for its command to write its pid to pidFile. It returns the
 // worker, a channel its end is sent on, its output, and the command's pid.
-func startWorkerProcess(t *testing.T, args []string, pidFile string) (*exec.Cmd, chan error, *lockedBuffer, int) {
+func startWorkerProcess(t *testing.T, args []string, pidFile string) (*exec.Cmd, chan error, *syncbuf.Buffer, int) {
 	t.Helper()
 	worker := exec.Command(os.Args[0], "-test.run=^TestWorkerProcess$")
 	encoded, _ := json.Marshal(args)
 	worker.Env = append(os.Environ(), workerArgsEnv+"="+string(encoded))
-	out := &lockedBuffer{}
+	out := &syncbuf.Buffer{}
 	worker.Stdout, worker.Stderr = out, out
 	if err := worker.Start(); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/hookverify/hookverify/internal/syncbuf"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 	"github.com/hookverify/hookverify/server"
 )
@@ -167,8 +168,8 @@ func serveFake(t *testing.T, register func(*grpc.Server)) []string {
 }
 
 // runWorkerAsync runs runWorker in the background; the returned function waits for it.
-func runWorkerAsync(ctx context.Context, args []string) (wait func(d time.Duration) (err error, finished bool), out *lockedBuffer) {
-	out = &lockedBuffer{}
+func runWorkerAsync(ctx context.Context, args []string) (wait func(d time.Duration) (err error, finished bool), out *syncbuf.Buffer) {
+	out = &syncbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- runWorker(ctx, env{stdin: strings.NewReader(""), stdout: out, stderr: out}, args)

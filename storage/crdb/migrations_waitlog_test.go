@@ -1,36 +1,17 @@
 package crdb
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hookverify/hookverify/internal/pgtest"
+	"github.com/hookverify/hookverify/internal/syncbuf"
 )
 
-// lockedBuffer is a log destination that a test reads while the store writes to it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // waitForLog waits up to 10 s for logs to hold want.
-func waitForLog(t *testing.T, logs *lockedBuffer, want string) {
+func waitForLog(t *testing.T, logs *syncbuf.Buffer, want string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(logs.String(), want) {
@@ -48,7 +29,7 @@ func TestMigrationWaitsAreLogged(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	url := pgtest.Shared(t).NewDatabase(t)
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	s, err := Open(ctx, url, WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
