@@ -13,6 +13,14 @@ func claimAt(inbox string, at time.Time) storage.ClaimResult {
 	return storage.ClaimResult{Accepted: true, InboxID: inbox, OperationKey: "op_" + inbox, FirstReceivedAt: at}
 }
 
+// cacheHoldingAClaim is a claim cache with room for 10 claims, each trusted for ttl, that
+// holds the claim of event e in scope s by inbox i, first received at now.
+func cacheHoldingAClaim(ttl time.Duration, now time.Time) *claimCache {
+	c := newClaimCache(10, ttl, DefaultDedupeWindow)
+	c.put("s", "e", claimAt("i", now))
+	return c
+}
+
 func TestClaimCacheRemembersCommittedClaims(t *testing.T) {
 	now := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
 	c := newClaimCache(10, time.Hour, 48*time.Hour)
@@ -60,8 +68,7 @@ func TestClaimCacheFollowsASweepsShorterWindow(t *testing.T) {
 func TestClaimCacheTTL(t *testing.T) {
 	const ttl = 30 * time.Millisecond
 	now := time.Now()
-	c := newClaimCache(10, ttl, DefaultDedupeWindow)
-	c.put("s", "e", claimAt("i", now))
+	c := cacheHoldingAClaim(ttl, now)
 	// Fresh only if this goroutine was not held off the CPU for a TTL since the put, as it can
 	// be on a loaded machine: then nothing is concluded from the miss.
 	if _, ok := c.get("s", "e", now); !ok && time.Since(now) < ttl {
@@ -112,8 +119,7 @@ func TestClaimCacheOff(t *testing.T) {
 
 func TestClaimCacheSilentWhileTheStoreFails(t *testing.T) {
 	now := time.Now()
-	c := newClaimCache(10, time.Hour, DefaultDedupeWindow)
-	c.put("s", "e", claimAt("i", now))
+	c := cacheHoldingAClaim(time.Hour, now)
 	early := time.Now() // a call in flight when the store fails
 	time.Sleep(time.Millisecond)
 	c.storeCallEnded(time.Now(), errors.New("connection refused"))

@@ -20,10 +20,7 @@ import (
 func TestRedeliveriesUnderBackpressureRememberedToo(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
-		dsn := b.newDatabase(t)
-		st := &claimCountingStore{Store: openStore(t, b, dsn)}
-		e := newEnvOn(t, b, dsn, nil)
-		e.store = st
+		e, st := newEnvOver(t, b, newClaimCountingStore)
 		e.options = func(o *server.Options) { o.MaxPendingPerEndpoint = 2 }
 		a := e.start(t, st)
 		other := e.start(t, st)
@@ -60,6 +57,8 @@ type outageStore struct {
 	storage.Store
 	down atomic.Bool
 }
+
+func newOutageStore(st storage.Store) *outageStore { return &outageStore{Store: st} }
 
 func (o *outageStore) failing() error {
 	if o.down.Load() {
@@ -103,10 +102,7 @@ func (o *outageStore) LookupClaim(ctx context.Context, scope, eventID string) (s
 func TestEndpointReadFailureSilencesRememberedClaims(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
-		dsn := b.newDatabase(t)
-		st := &outageStore{Store: openStore(t, b, dsn)}
-		e := newEnvOn(t, b, dsn, nil)
-		e.store = st
+		e, st := newEnvOver(t, b, newOutageStore)
 		a := e.start(t, st)
 		p := githubProvider
 		secretX, _ := a.setup(t, p, "x")

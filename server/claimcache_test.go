@@ -18,6 +18,10 @@ type claimCountingStore struct {
 	claims atomic.Int64
 }
 
+func newClaimCountingStore(st storage.Store) *claimCountingStore {
+	return &claimCountingStore{Store: st}
+}
+
 func (c *claimCountingStore) Claim(ctx context.Context, d storage.Delivery) (storage.ClaimResult, error) {
 	c.claims.Add(1)
 	return c.Store.Claim(ctx, d)
@@ -36,11 +40,8 @@ func (c *claimCountingStore) LookupClaim(ctx context.Context, scope, eventID str
 func TestRedeliveriesAnsweredFromRememberedClaims(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
-		dsn := b.newDatabase(t)
-		st := &claimCountingStore{Store: openStore(t, b, dsn)}
+		e, st := newEnvOver(t, b, newClaimCountingStore)
 		metrics := server.NewMetrics()
-		e := newEnvOn(t, b, dsn, nil)
-		e.store = st
 		e.options = func(o *server.Options) { o.Metrics = metrics; o.DedupeWindow = 2 * time.Hour }
 		a := e.start(t, st)
 		e.options = nil

@@ -11,8 +11,7 @@ import (
 // while the failing one was in flight does not make the cache answer again.
 func TestClaimCacheFailureCountsFromWhenItWasSeen(t *testing.T) {
 	now := time.Now()
-	c := newClaimCache(10, time.Hour, DefaultDedupeWindow)
-	c.put("s", "e", claimAt("i", now))
+	c := cacheHoldingAClaim(time.Hour, now)
 	failingStarted := time.Now() // a slow call that will fail
 	time.Sleep(time.Millisecond)
 	okStarted := time.Now() // a call started while it is in flight, which succeeds
@@ -29,8 +28,7 @@ func TestClaimCacheFailureCountsFromWhenItWasSeen(t *testing.T) {
 func TestClaimCachePutRefreshesAnEntry(t *testing.T) {
 	const ttl = 50 * time.Millisecond
 	now := time.Now()
-	c := newClaimCache(10, ttl, DefaultDedupeWindow)
-	c.put("s", "e", claimAt("i", now))
+	c := cacheHoldingAClaim(ttl, now)
 	time.Sleep(ttl + 10*time.Millisecond)
 	if _, ok := c.get("s", "e", now); ok {
 		t.Fatal("an entry older than the TTL was trusted")
@@ -51,8 +49,7 @@ func TestClaimCachePutRefreshesAnEntry(t *testing.T) {
 // cannot be shown to have met the store after it failed.
 func TestClaimCacheSuccessMustStartAfterTheFailure(t *testing.T) {
 	now := time.Now()
-	c := newClaimCache(10, time.Hour, DefaultDedupeWindow)
-	c.put("s", "e", claimAt("i", now))
+	c := cacheHoldingAClaim(time.Hour, now)
 	c.storeCallEnded(time.Now(), errors.New("connection reset"))
 	failedAt := c.base.Add(time.Duration(c.failedAt.Load() - 1))
 	c.storeCallEnded(failedAt, nil)

@@ -169,6 +169,18 @@ func newEnvOn(t *testing.T, b backend, dsn string, st storage.Store) *env {
 	return e
 }
 
+// newEnvOver makes a fresh database on b and an env whose store is wrap of a store on it: a
+// real store some of whose calls the test counts or fails. Its first instance has no store;
+// the test starts its instances on the store returned, with the options it sets.
+func newEnvOver[S storage.Store](t *testing.T, b backend, wrap func(storage.Store) S) (*env, S) {
+	t.Helper()
+	dsn := b.newDatabase(t)
+	st := wrap(openStore(t, b, dsn))
+	e := newEnvOn(t, b, dsn, nil)
+	e.store = st
+	return e, st
+}
+
 // start runs another server.Server sharing the env's clock, keyring and log, on st (nil: no
 // store yet), and connects clients to it.
 func (e *env) start(t *testing.T, st storage.Store) *instance {

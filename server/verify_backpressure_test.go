@@ -15,10 +15,7 @@ import (
 func TestBackpressureReadFailureIsUnavailable(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
-		dsn := b.newDatabase(t)
-		st := &outageStore{Store: openStore(t, b, dsn)}
-		e := newEnvOn(t, b, dsn, nil)
-		e.store = st
+		e, st := newEnvOver(t, b, newOutageStore)
 		e.options = func(o *server.Options) { o.MaxPendingPerEndpoint = 1 }
 		a := e.start(t, st)
 		e.options = nil

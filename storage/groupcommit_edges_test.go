@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,44 +14,13 @@ import (
 // over the bound waits for the next.
 func TestClaimBatchBytesUpToTheBoundIsOneBatch(t *testing.T) {
 	t.Parallel()
-	var b ClaimBatcher
-	hold := make(chan struct{})
-	var mu sync.Mutex
-	var sizes []int
-	commit := func(batch []Delivery) ([]ClaimResult, []error, error) {
-		if batch[0].EventID == "in flight" {
-			<-hold
-		}
-		mu.Lock()
-		sizes = append(sizes, len(batch))
-		mu.Unlock()
-		return make([]ClaimResult, len(batch)), make([]error, len(batch)), nil
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { _, _ = b.Submit(t.Context(), Delivery{EventID: "in flight"}, commit) })
-	for b.batcher.Waiting() != 1 {
-		time.Sleep(time.Millisecond)
-	}
 	half := MaxClaimBatchBytes / 2
-	for i, d := range []Delivery{
+	sizes := claimBatchSizes(t, []Delivery{
 		{EventID: "a", Body: make([]byte, half-10), URL: "0123456789"}, // half, with its URL
 		{EventID: "b", Body: make([]byte, half-10), Headers: []Header{{Name: "X-Sig", Value: "12345"}}},
 		{EventID: "c", Body: []byte("x")}, // one byte over: the next batch
-	} {
-		wg.Go(func() {
-			if _, err := b.Submit(t.Context(), d, commit); err != nil {
-				t.Errorf("claim %s: %v", d.EventID, err)
-			}
-		})
-		for b.batcher.Waiting() != i+2 {
-			time.Sleep(time.Millisecond)
-		}
-	}
-	close(hold)
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	if len(sizes) != 3 || sizes[0] != 1 || sizes[1] != 2 || sizes[2] != 1 {
+	})
+	if !slices.Equal(sizes, []int{1, 2, 1}) {
 		t.Errorf("batch sizes %v, want [1 2 1]: the two claims of exactly MaxClaimBatchBytes together in one", sizes)
 	}
 }

@@ -453,6 +453,23 @@ func TestBatcherCommitPanics(t *testing.T) {
 // rather than not at all.
 func TestClaimBatchBytes(t *testing.T) {
 	t.Parallel()
+	// A third of the bound in each body, less a little for the headers: three fit, not four.
+	third := make([]byte, MaxClaimBatchBytes/3-100)
+	oversized := make([]byte, MaxClaimBatchBytes+1)
+	var deliveries []Delivery
+	for i, body := range [][]byte{third, third, third, third, third, third, third, oversized, third} {
+		deliveries = append(deliveries, Delivery{EventID: fmt.Sprint(i), Body: body, Headers: []Header{{Name: "X-Signature", Value: "v1=abc"}}})
+	}
+	if sizes, want := claimBatchSizes(t, deliveries), []int{1, 3, 3, 1, 1, 1}; !slices.Equal(sizes, want) {
+		t.Errorf("batch sizes %v, want %v", sizes, want)
+	}
+}
+
+// claimBatchSizes queues the deliveries, in their order, behind a claim whose batch is being
+// committed, lets that batch end, and returns the sizes of the batches committed, the first
+// being the one claim that held the others back: how a ClaimBatcher splits what it was given.
+func claimBatchSizes(t *testing.T, deliveries []Delivery) []int {
+	t.Helper()
 	var b ClaimBatcher
 	hold := make(chan struct{})
 	var mu sync.Mutex
@@ -471,12 +488,7 @@ func TestClaimBatchBytes(t *testing.T) {
 	for b.batcher.Waiting() != 1 {
 		time.Sleep(time.Millisecond)
 	}
-	// A third of the bound in each body, less a little for the headers: three fit, not four.
-	third := make([]byte, MaxClaimBatchBytes/3-100)
-	oversized := make([]byte, MaxClaimBatchBytes+1)
-	bodies := [][]byte{third, third, third, third, third, third, third, oversized, third}
-	for i, body := range bodies {
-		d := Delivery{EventID: fmt.Sprint(i), Body: body, Headers: []Header{{Name: "X-Signature", Value: "v1=abc"}}}
+	for i, d := range deliveries {
 		wg.Go(func() {
 			if _, err := b.Submit(t.Context(), d, commit); err != nil {
 				t.Errorf("claim %s: %v", d.EventID, err)
@@ -488,7 +500,5 @@ func TestClaimBatchBytes(t *testing.T) {
 	}
 	close(hold)
 	wg.Wait()
-	if want := []int{1, 3, 3, 1, 1, 1}; !slices.Equal(sizes, want) {
-		t.Errorf("batch sizes %v, want %v", sizes, want)
-	}
+	return sizes
 }

@@ -86,28 +86,8 @@ func TestClaimBatch(t *testing.T) {
 // bound, writes nothing, and is accepted once the lock is free.
 func TestClaimWhileAnotherProcessHoldsTheWriteLock(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "hookverify.db")
-	s, err := OpenWith(t.Context(), path, Options{BusyTimeout: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	createStripeEndpoint(t, s, "ep-1")
-	other, err := sql.Open("sqlite", dsn(path, 100*time.Millisecond, writerConn))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = other.Close() })
-	conn, err := other.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	d := storage.Delivery{InboxID: "inbox-1", Scope: "ep-1", EventID: "evt-1", EndpointID: "ep-1", OperationKey: "op-1",
-		SecretID: "sec-1", Method: "POST", URL: "https://h/x", Body: []byte("{}"), ReceivedAt: time.Unix(2, 0).UTC()}
+	s, conn := storeBehindAnotherProcessesWriteLock(t)
+	d := evt1Delivery()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if r, err := s.Claim(ctx, d); !errors.Is(err, storage.ErrUnavailable) {
@@ -183,6 +163,41 @@ func TestClaimOnAFullDisk(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// storeBehindAnotherProcessesWriteLock opens a store with a busy timeout of 100 ms and
+// endpoint ep-1, then has another connection to its file, as another process would, take the
+// write lock: the store's writes are ErrUnavailable until the test runs ROLLBACK on the
+// returned conn.
+func storeBehindAnotherProcessesWriteLock(t *testing.T) (*Store, *sql.Conn) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "hookverify.db")
+	s, err := OpenWith(t.Context(), path, Options{BusyTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	createStripeEndpoint(t, s, "ep-1")
+	other, err := sql.Open("sqlite", dsn(path, 100*time.Millisecond, writerConn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Close() })
+	conn, err := other.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	return s, conn
+}
+
+// evt1Delivery is a delivery of event evt-1 to endpoint ep-1, held by inbox-1.
+func evt1Delivery() storage.Delivery {
+	return storage.Delivery{InboxID: "inbox-1", Scope: "ep-1", EventID: "evt-1", EndpointID: "ep-1", OperationKey: "op-1",
+		SecretID: "sec-1", Method: "POST", URL: "https://h/x", Body: []byte("{}"), ReceivedAt: time.Unix(2, 0).UTC()}
+}
 
 // createStripeEndpoint stores a Stripe endpoint with the id.
 func createStripeEndpoint(t *testing.T, s *Store, id string) {

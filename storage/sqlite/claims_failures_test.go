@@ -17,26 +17,7 @@ import (
 // see a transient failure that the second attempt settles.
 func TestClaimRetriesABatchThatCouldNotBegin(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "hookverify.db")
-	s, err := OpenWith(t.Context(), path, Options{BusyTimeout: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	createStripeEndpoint(t, s, "ep-1")
-	other, err := sql.Open("sqlite", dsn(path, 100*time.Millisecond, writerConn))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = other.Close() })
-	conn, err := other.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	s, conn := storeBehindAnotherProcessesWriteLock(t)
 	// The lock is let go as soon as the first batch has failed, before the retry begins.
 	var (
 		once     sync.Once
@@ -56,9 +37,7 @@ func TestClaimRetriesABatchThatCouldNotBegin(t *testing.T) {
 			}
 		})
 	})
-	d := storage.Delivery{InboxID: "inbox-1", Scope: "ep-1", EventID: "evt-1", EndpointID: "ep-1", OperationKey: "op-1",
-		SecretID: "sec-1", Method: "POST", URL: "https://h/x", Body: []byte("{}"), ReceivedAt: time.Unix(2, 0).UTC()}
-	r, err := s.Claim(t.Context(), d)
+	r, err := s.Claim(t.Context(), evt1Delivery())
 	if err != nil || !r.Accepted || r.InboxID != "inbox-1" {
 		t.Fatalf("claim whose first attempt met the lock = %+v, %v; want accepted by its second attempt", r, err)
 	}
@@ -78,15 +57,11 @@ func TestClaimRetriesABatchThatCouldNotBegin(t *testing.T) {
 // nanoseconds.
 func TestAcceptedClaimAnswersTheStoredFirstReceipt(t *testing.T) {
 	t.Parallel()
-	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "hookverify.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := openAt(t, filepath.Join(t.TempDir(), "hookverify.db"))
 	createStripeEndpoint(t, s, "ep-1")
 	received := time.Date(2025, time.March, 14, 15, 9, 26, 535897932, time.UTC) // nanoseconds
-	d := storage.Delivery{InboxID: "inbox-1", Scope: "ep-1", EventID: "evt-1", EndpointID: "ep-1", OperationKey: "op-1",
-		Method: "POST", URL: "https://h/x", Body: []byte("{}"), ReceivedAt: received}
+	d := evt1Delivery()
+	d.ReceivedAt = received
 	first, err := s.Claim(t.Context(), d)
 	if err != nil || !first.Accepted {
 		t.Fatalf("first claim = %+v, %v", first, err)
@@ -114,11 +89,7 @@ func TestAcceptedClaimAnswersTheStoredFirstReceipt(t *testing.T) {
 func TestClaimWhoseClaimRowFailsStoresNothing(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "hookverify.db")
-	s, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := openAt(t, path)
 	createStripeEndpoint(t, s, "ep-1")
 	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
 	if err != nil {
@@ -129,8 +100,7 @@ func TestClaimWhoseClaimRowFailsStoresNothing(t *testing.T) {
 		BEGIN SELECT RAISE(ABORT, 'claims refused'); END`); err != nil {
 		t.Fatal(err)
 	}
-	d := storage.Delivery{InboxID: "inbox-1", Scope: "ep-1", EventID: "evt-1", EndpointID: "ep-1", OperationKey: "op-1",
-		Method: "POST", URL: "https://h/x", Body: []byte("{}"), ReceivedAt: time.Unix(2, 0).UTC()}
+	d := evt1Delivery()
 	if r, err := s.Claim(t.Context(), d); err == nil {
 		t.Fatalf("claim whose claim row was refused = %+v, nil; want an error", r)
 	}
@@ -154,14 +124,9 @@ func TestClaimWhoseClaimRowFailsStoresNothing(t *testing.T) {
 // attempt may settle, is tried again, so a permanent failure costs one batch, not two.
 func TestClaimOfAReusedInboxIDIsNotRetried(t *testing.T) {
 	t.Parallel()
-	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "hookverify.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := openAt(t, filepath.Join(t.TempDir(), "hookverify.db"))
 	createStripeEndpoint(t, s, "ep-1")
-	d := storage.Delivery{InboxID: "inbox-1", Scope: "ep-1", EventID: "evt-1", EndpointID: "ep-1", OperationKey: "op-1",
-		Method: "POST", URL: "https://h/x", Body: []byte("{}"), ReceivedAt: time.Unix(2, 0).UTC()}
+	d := evt1Delivery()
 	if r, err := s.Claim(t.Context(), d); err != nil || !r.Accepted {
 		t.Fatalf("first claim = %+v, %v", r, err)
 	}
