@@ -201,6 +201,7 @@ func wantStates(t *testing.T, e *env, endpoint string, want ...hookverifyv1.Secr
 // refused as the caller's mistake, and nothing is stored: a timestamp outside what
 // google.protobuf.Timestamp allows (years 1 to 9999) overflowed the stores' microsecond
 // encoding and came back as another time, and the year-1 minimum reads back as "no limit".
+// So is an empty window (not_after equal to not_before), a secret that would never be in force.
 func TestAddSecretRefusesTimesOutOfRange(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
@@ -214,6 +215,7 @@ func TestAddSecretRefusesTimesOutOfRange(t *testing.T) {
 			{"not_before far before year 1", &timestamppb.Timestamp{Seconds: -1 << 60}, nil},
 			{"not_after with nanos out of range", nil, &timestamppb.Timestamp{Seconds: e.clock.Now().Unix(), Nanos: -1}},
 			{"not_after at the zero time", nil, timestamppb.New(time.Time{})},
+			{"not_after equal to not_before", timestamppb.New(e.clock.Now().Add(time.Hour)), timestamppb.New(e.clock.Now().Add(time.Hour))},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				_, err := e.admin.AddSecret(t.Context(), &hookverifyv1.AddSecretRequest{EndpointId: "shop",
