@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"slices"
@@ -86,27 +85,15 @@ func TestAlreadyAckedOnlyForThisServicesErrorInfo(t *testing.T) {
 	}
 }
 
-// endpointReadOutage is a store whose GetEndpoint fails as when storage stops answering; every
-// other call goes to the real store.
-type endpointReadOutage struct {
-	storage.Store
-}
-
-func (s endpointReadOutage) GetEndpoint(context.Context, string) (storage.Endpoint, error) {
-	return storage.Endpoint{}, fmt.Errorf("get endpoint: %w", storage.ErrUnavailable)
-}
-
 // TestEmptyLeaseCountsUnreadEndpointsAsKnown: unknown_endpoint_ids is a hint that a worker's
 // --endpoint names nothing. An endpoint the server could not read is not known to be missing:
 // named unknown, a worker that stops (or an operator who "fixes" its flags) on that hint would
 // do so for a storage hiccup.
 func TestEmptyLeaseCountsUnreadEndpointsAsKnown(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
-		dsn := b.newDatabase(t)
-		st := endpointReadOutage{Store: openStore(t, b, dsn)}
-		e := newEnvOn(t, b, dsn, nil)
+		e, st := newEnvOver(t, b, newOutageStore)
+		st.down.Store(true)
 		e.instance = e.start(t, st)
-		e.store = st
 		resp, err := e.inbox.Lease(t.Context(), &hookverifyv1.LeaseRequest{EndpointIds: []string{"not-read"}, MaxDeliveries: 1})
 		if err != nil {
 			t.Fatalf("Lease: %v", err)

@@ -317,7 +317,8 @@ func readCertScopes(path string) (map[string][]server.Scope, error) {
 		}
 		scopes, subject, ok := strings.Cut(line, " ")
 		// A subject as Go prints it starts with an attribute type, never with white space of
-		// any kind (a form feed or a no-break space after the scopes is a separator too).
+		// any kind: after the space that ends the scopes, a form feed or a no-break space is
+		// part of the separator too.
 		subject = strings.TrimLeftFunc(subject, unicode.IsSpace)
 		if !ok || subject == "" {
 			return nil, fmt.Errorf("--cert-scopes %s:%d: want SCOPE[,SCOPE...] SUBJECT", path, n)

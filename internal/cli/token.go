@@ -65,7 +65,7 @@ func tokenCreate(ctx context.Context, e env, args []string) error {
 			// The server may have created the token and lost only its answer: a live token
 			// whose secret nobody saw. Its id is unknown here, so the operator is told how to
 			// find it.
-			return fmt.Errorf("%w; the server may still have created a token named %q whose secret nobody saw: look for it with 'hookverify token list' and revoke it with 'hookverify token revoke --id ID' before creating it again", err, *name)
+			return &hintedError{err: err, hint: fmt.Sprintf("the server may still have created a token named %q whose secret nobody saw: look for it with 'hookverify token list' and revoke it with 'hookverify token revoke --id ID' before creating it again", *name)}
 		}
 		return err
 	}
@@ -76,9 +76,16 @@ func tokenCreate(ctx context.Context, e env, args []string) error {
 }
 
 // outcomeUnknown reports whether a failed call may still have been carried out by the server:
-// its deadline passed or it was cancelled while under way, or the connection failed, whose
-// UNAVAILABLE gRPC also gives a request the server had already received.
+// its deadline passed or it was cancelled while under way, the connection failed, whose
+// UNAVAILABLE gRPC also gives a request the server had already received, or the answer was
+// not gRPC's (UNKNOWN: a proxy's error page, say). An error hintInterceptor hinted is a call
+// that never reached serve (nothing listening, a name that does not resolve, TLS refused) or
+// that serve refused: nothing was carried out, and the hint already says what to fix.
 func outcomeUnknown(err error) bool {
+	var hinted *hintedError
+	if errors.As(err, &hinted) {
+		return false
+	}
 	switch status.Code(err) {
 	case codes.DeadlineExceeded, codes.Canceled, codes.Unavailable, codes.Unknown:
 		return true

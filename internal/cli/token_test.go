@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -179,9 +181,13 @@ func TestTokenCreateTimeoutSaysATokenMayExist(t *testing.T) {
 	s := &slowTokens{created: make(chan struct{})}
 	remote := serveFake(t, func(g *grpc.Server) { hookverifyv1.RegisterTokenServiceServer(g, s) })
 	var out, errOut strings.Builder
-	code := Main(append([]string{"token", "create", "--name", "ci-deploy", "--scope", "admin", "--timeout", "300ms"}, remote...),
+	code := Main(append([]string{"token", "create", "--name", "ci-deploy", "--scope", "admin", "--timeout", "1s"}, remote...),
 		strings.NewReader(""), &out, &errOut)
-	<-s.created
+	select {
+	case <-s.created:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the server never received the call: exit %d, stderr %q", code, errOut.String())
+	}
 	if code != 1 || !strings.Contains(errOut.String(), `may still have created a token named "ci-deploy"`) ||
 		!strings.Contains(errOut.String(), "token list") {
 		t.Errorf("timed out: exit %d, stderr %q; want 1 and a warning that the token may exist", code, errOut.String())
@@ -194,6 +200,19 @@ func TestTokenCreateTimeoutSaysATokenMayExist(t *testing.T) {
 		strings.NewReader(""), &out, &errOut)
 	if code != 1 || strings.Contains(errOut.String(), "may still have created") {
 		t.Errorf("refused: exit %d, stderr %q; want 1 without the warning", code, errOut.String())
+	}
+
+	// Nothing listening: the call never reached a server, which created nothing.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	errOut.Reset()
+	code = Main([]string{"token", "create", "--name", "ci-deploy", "--scope", "admin", "--server", addr}, strings.NewReader(""), &out, &errOut)
+	if code != 1 || strings.Contains(errOut.String(), "may still have created") || !strings.Contains(errOut.String(), "nothing listens") {
+		t.Errorf("nothing listening: exit %d, stderr %q; want 1 with the hint that nothing listens, without the warning", code, errOut.String())
 	}
 }
 

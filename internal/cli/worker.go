@@ -87,8 +87,9 @@ func runWorker(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer conn.Close()
-	hard, stopWatching := context.WithCancel(secondSignal(ctx))
-	defer stopWatching()
+	// hard ends at the second signal, or when the worker returns.
+	hard, endHard := context.WithCancel(secondSignal(ctx))
+	defer endHard()
 	w := &worker{e: e, inbox: hookverifyv1.NewInboxServiceClient(conn.GRPC()), command: command,
 		filter: f, visibility: *visibility, retryAfter: *retryAfter, grace: *grace, maxRun: *maxRun, callTimeout: r.timeout,
 		hard: hard}

@@ -13,6 +13,7 @@ type Buffer struct {
 	buf bytes.Buffer
 }
 
+// Write appends p, as bytes.Buffer's Write does.
 func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
