@@ -4,6 +4,20 @@ import (
 	"testing"
 )
 
+// shopifyEventIDOnly is a Shopify delivery of body, signed, in which X-Shopify-Event-Id alone
+// names the event (no X-Shopify-Webhook-Id), with its topic in topicHeader (none when empty).
+func shopifyEventIDOnly(t *testing.T, body, topicHeader, topic string) *Request {
+	t.Helper()
+	req := signed(t, Shopify(), SignInput{Body: []byte(body), EventID: "unused", Timestamp: fixedNow}, shopifySecret)
+	req = withoutHeader(req, "X-Shopify-Webhook-Id")
+	req = withoutHeader(req, "X-Shopify-Topic")
+	req = withHeader(req, "X-Shopify-Event-Id", shopifyEventID)
+	if topicHeader != "" {
+		req = withHeader(req, topicHeader, topic)
+	}
+	return req
+}
+
 // TestShopifyEventIDFallbackReadsShopifyTopic: the Event-Id fallback takes the topic from
 // X-Shopify-Topic or, as the Shopify Events headers are named, Shopify-Topic. With only the
 // latter, two topics of one action (often with the same body) must still stay apart; read as
@@ -13,13 +27,7 @@ func TestShopifyEventIDFallbackReadsShopifyTopic(t *testing.T) {
 	t.Parallel()
 	p := Shopify()
 	keys := keysFor(t, p, shopifySecret)
-	delivery := func(topic string) *Request {
-		req := signed(t, p, SignInput{Body: []byte(shopifyBody), EventID: "unused", Timestamp: fixedNow}, shopifySecret)
-		req = withoutHeader(req, "X-Shopify-Webhook-Id")
-		req = withoutHeader(req, "X-Shopify-Topic")
-		req = withHeader(req, "X-Shopify-Event-Id", shopifyEventID)
-		return withHeader(req, "Shopify-Topic", topic)
-	}
+	delivery := func(topic string) *Request { return shopifyEventIDOnly(t, shopifyBody, "Shopify-Topic", topic) }
 	id := func(req *Request) string { return eventIDOf(t, p, keys, req, fixedNow) }
 	created, updated := id(delivery("orders/create")), id(delivery("orders/updated"))
 	if created == updated {
@@ -37,12 +45,7 @@ func TestShopifyEventIDFallbackWithoutATopic(t *testing.T) {
 	t.Parallel()
 	p := Shopify()
 	keys := keysFor(t, p, shopifySecret)
-	delivery := func(body string) *Request {
-		req := signed(t, p, SignInput{Body: []byte(body), EventID: "unused", Timestamp: fixedNow}, shopifySecret)
-		req = withoutHeader(req, "X-Shopify-Webhook-Id")
-		req = withoutHeader(req, "X-Shopify-Topic")
-		return withHeader(req, "X-Shopify-Event-Id", shopifyEventID)
-	}
+	delivery := func(body string) *Request { return shopifyEventIDOnly(t, body, "", "") }
 	id := func(req *Request) string { return eventIDOf(t, p, keys, req, fixedNow) }
 	a, b := id(delivery(`{"id":1,"topic":"orders/create"}`)), id(delivery(`{"id":1,"topic":"orders/updated"}`))
 	if a == b {
@@ -62,11 +65,7 @@ func TestShopifyEventIDFallbackKeepsObjectsApart(t *testing.T) {
 	p := Shopify()
 	keys := keysFor(t, p, shopifySecret)
 	id := func(body string) string {
-		req := signed(t, p, SignInput{Body: []byte(body), EventID: "unused", Timestamp: fixedNow}, shopifySecret)
-		req = withoutHeader(req, "X-Shopify-Webhook-Id")
-		req = withHeader(req, "X-Shopify-Event-Id", shopifyEventID)
-		req = withHeader(req, "X-Shopify-Topic", "orders/updated")
-		return eventIDOf(t, p, keys, req, fixedNow)
+		return eventIDOf(t, p, keys, shopifyEventIDOnly(t, body, "X-Shopify-Topic", "orders/updated"), fixedNow)
 	}
 	first, second := id(`{"id":1,"note":"bulk"}`), id(`{"id":2,"note":"bulk"}`)
 	if first == second {
