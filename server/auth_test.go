@@ -186,6 +186,19 @@ func newAuthEnv(t *testing.T) *authEnv {
 	return newAuthEnvOn(t, st)
 }
 
+// newAuthEnvWithOutage builds the authenticated world on a store that fails while its down
+// is set.
+func newAuthEnvWithOutage(t *testing.T) (*authEnv, *outageStore) {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "hookverify.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	outage := newOutageStore(st)
+	return newAuthEnvOn(t, outage), outage
+}
+
 // newAuthEnvOn builds the authenticated world on st, an empty, migrated store.
 func newAuthEnvOn(t *testing.T, st storage.Store) *authEnv {
 	t.Helper()

@@ -52,7 +52,8 @@ func TestRedeliveriesUnderBackpressureRememberedToo(t *testing.T) {
 	})
 }
 
-// outageStore is a real store whose endpoint reads and claims fail while down is set.
+// outageStore is a real store whose endpoint reads, claims, token lookups and delivery
+// endpoint reads fail while down is set.
 type outageStore struct {
 	storage.Store
 	down atomic.Bool
@@ -93,6 +94,20 @@ func (o *outageStore) LookupClaim(ctx context.Context, scope, eventID string) (s
 		return storage.ClaimResult{}, err
 	}
 	return o.Store.LookupClaim(ctx, scope, eventID)
+}
+
+func (o *outageStore) TokenByHash(ctx context.Context, hash []byte) (storage.Token, error) {
+	if err := o.failing(); err != nil {
+		return storage.Token{}, err
+	}
+	return o.Store.TokenByHash(ctx, hash)
+}
+
+func (o *outageStore) DeliveryEndpoints(ctx context.Context, inboxIDs []string) (map[string]string, error) {
+	if err := o.failing(); err != nil {
+		return nil, err
+	}
+	return o.Store.DeliveryEndpoints(ctx, inboxIDs)
 }
 
 // TestEndpointReadFailureSilencesRememberedClaims: a store failure met while loading an
