@@ -115,7 +115,9 @@ func TestBenchOpenLoopSaysWhereItsLatenciesCountFrom(t *testing.T) {
 	instant := func(context.Context, int, *mrand.Rand) (string, int, error) { return "accepted", 0, nil }
 	res := drive(t.Context(), loadShape{workers: 2, duration: 300 * time.Millisecond, rate: 300}, instant)
 	lat := res.latencies["accepted"]
-	if len(lat) < 80 || len(res.sendLate) != res.started {
+	// Not a bound on how many of the 90 due were answered: a busy machine (CI runs packages side
+	// by side on two cores) can starve the schedule for part of the 300 ms.
+	if len(lat) == 0 || len(res.sendLate) != res.started {
 		t.Fatalf("%d calls answered of the 90 due, %d send times noted of %d started", len(lat), len(res.sendLate), res.started)
 	}
 	slices.Sort(lat)
