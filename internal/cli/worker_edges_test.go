@@ -135,24 +135,6 @@ func TestWorkerGivesUpALeaseCallAtTheVisibilityTimeout(t *testing.T) {
 	}
 }
 
-// TestWorkerOutlastsATransientExtendFailureOnAShortLease: the first extension comes a third into
-// the lease, so that after a transient failure the next one, a third later, still comes before
-// the lease ends; a command that outlives one lease is then acked, not killed.
-func TestWorkerOutlastsATransientExtendFailureOnAShortLease(t *testing.T) {
-	f := &fakeInbox{extendErr: unavailableOnce("server restarting")}
-	remote := startFakeInbox(t, f)
-	// The retry, two thirds into the lease, has a third of it (1.5 s) to spare on a busy machine.
-	wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once", "--visibility", "4500ms"}, remote...),
-		"--", "sh", "-c", "sleep 5.25; exit 0"))
-	if _, finished := wait(20 * time.Second); !finished {
-		t.Fatal("worker did not finish")
-	}
-	acks, nacks, extends := f.snapshot()
-	if len(acks) != 1 || acks[0] != "ok" || len(nacks) != 0 {
-		t.Errorf("a 5.25 s command on a 4.5 s lease after one transient ExtendLease error: acks %v, nacks %q, extends %v; want it acked (output %q)", acks, nacks, extends, out.String())
-	}
-}
-
 // TestWorkerSpacesOutRetriesOfAFailingExtension: an extension that fails transiently is tried
 // again a third of the visibility timeout later, not at once in a loop that floods a server
 // already down.

@@ -229,20 +229,22 @@ func TestWorkerSettlesTheRunningDeliveryOnShutdown(t *testing.T) {
 // TestWorkerOutlastsATransientExtendFailure: one UNAVAILABLE answer to ExtendLease (a server
 // restart, a network blip) while the lease still has time does not stop the command; the next
 // extension goes through and the delivery is acked. Only the server saying the lease is gone,
-// or the lease running out, stops it.
+// or the lease running out, stops it. The first extension comes a third into the lease, so that
+// the retry, a third later, still comes before the lease ends: here the command outlives its
+// first lease, so it is acked only if the retry extended it in time.
 func TestWorkerOutlastsATransientExtendFailure(t *testing.T) {
 	f := &fakeInbox{extendErr: unavailableOnce("server restarting")}
 	remote := startFakeInbox(t, f)
-	// Extensions every 2 s: the first fails, the second (at 4 s, 2 s before the lease would
-	// end) goes through, and the command ends at 4.5 s.
-	wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once", "--visibility", "6s"}, remote...),
-		"--", "sh", "-c", "sleep 4.5; exit 0"))
-	if _, finished := wait(15 * time.Second); !finished {
+	// Extensions every 1.5 s: the first fails, the second (at 3 s, 1.5 s before the lease would
+	// end: time to spare on a busy machine) goes through, and the command ends at 5.25 s.
+	wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once", "--visibility", "4500ms"}, remote...),
+		"--", "sh", "-c", "sleep 5.25; exit 0"))
+	if _, finished := wait(20 * time.Second); !finished {
 		t.Fatal("worker did not finish")
 	}
 	acks, nacks, extends := f.snapshot()
 	if len(acks) != 1 || acks[0] != "ok" || len(nacks) != 0 {
-		t.Errorf("a command that succeeded was killed after one transient ExtendLease error: acks %v, nacks %q, extends %v; output %q", acks, nacks, extends, out.String())
+		t.Errorf("a 5.25 s command on a 4.5 s lease was killed after one transient ExtendLease error: acks %v, nacks %q, extends %v; output %q", acks, nacks, extends, out.String())
 	}
 }
 

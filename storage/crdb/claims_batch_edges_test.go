@@ -14,34 +14,26 @@ import (
 // the one the store keeps (microseconds), the same a redelivery of the event is answered, so
 // that the edge hears one time for one event, on both transaction paths.
 func TestClaimAnswersTheFirstReceivedTimeAsStored(t *testing.T) {
-	t.Parallel()
-	for name, newStore := range bothTransactionPaths {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			s := newStore(t)
-			if err := s.CreateEndpoint(t.Context(), endpoint("ep-1")); err != nil {
-				t.Fatal(err)
-			}
-			d := delivery("evt-ns", "inbox-ns")
-			d.ReceivedAt = base.Add(789 * time.Nanosecond)
-			first, err := s.Claim(t.Context(), d)
-			if err != nil || !first.Accepted {
-				t.Fatalf("Claim = %+v, %v; want accepted", first, err)
-			}
-			again, err := s.Claim(t.Context(), delivery("evt-ns", "inbox-ns2"))
-			if err != nil || again.Accepted {
-				t.Fatalf("redelivery = %+v, %v; want a duplicate", again, err)
-			}
-			stored, err := s.GetDelivery(t.Context(), "inbox-ns")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !first.FirstReceivedAt.Equal(stored.ReceivedAt) || !first.FirstReceivedAt.Equal(again.FirstReceivedAt) {
-				t.Fatalf("accepted claim answered first received at %v; stored %v, redelivery answered %v",
-					first.FirstReceivedAt, stored.ReceivedAt, again.FirstReceivedAt)
-			}
-		})
-	}
+	onBothTransactionPathsWithEndpoint(t, func(t *testing.T, s *Store) {
+		d := delivery("evt-ns", "inbox-ns")
+		d.ReceivedAt = base.Add(789 * time.Nanosecond)
+		first, err := s.Claim(t.Context(), d)
+		if err != nil || !first.Accepted {
+			t.Fatalf("Claim = %+v, %v; want accepted", first, err)
+		}
+		again, err := s.Claim(t.Context(), delivery("evt-ns", "inbox-ns2"))
+		if err != nil || again.Accepted {
+			t.Fatalf("redelivery = %+v, %v; want a duplicate", again, err)
+		}
+		stored, err := s.GetDelivery(t.Context(), "inbox-ns")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !first.FirstReceivedAt.Equal(stored.ReceivedAt) || !first.FirstReceivedAt.Equal(again.FirstReceivedAt) {
+			t.Fatalf("accepted claim answered first received at %v; stored %v, redelivery answered %v",
+				first.FirstReceivedAt, stored.ReceivedAt, again.FirstReceivedAt)
+		}
+	})
 }
 
 // TestClaimBatchWithAReusedInboxIDKeepsTheOthersAnswers: a batch whose inbox id reuse sends it
@@ -49,75 +41,59 @@ func TestClaimAnswersTheFirstReceivedTimeAsStored(t *testing.T) {
 // already made with the same inbox id accepted, and an event with an empty (nil) body stored
 // with its empty body, not failing the whole batch.
 func TestClaimBatchWithAReusedInboxIDKeepsTheOthersAnswers(t *testing.T) {
-	t.Parallel()
-	for name, newStore := range bothTransactionPaths {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			s := newStore(t)
-			if err := s.CreateEndpoint(t.Context(), endpoint("ep-1")); err != nil {
-				t.Fatal(err)
-			}
-			mustClaim(t, s, delivery("evt-a", "inbox-a"), true)
-			mustClaim(t, s, delivery("evt-b", "inbox-b"), true)
+	onBothTransactionPathsWithEndpoint(t, func(t *testing.T, s *Store) {
+		mustClaim(t, s, delivery("evt-a", "inbox-a"), true)
+		mustClaim(t, s, delivery("evt-b", "inbox-b"), true)
 
-			empty := delivery("evt-empty", "inbox-empty")
-			empty.Body = nil
-			batch := []storage.Delivery{
-				delivery("evt-a", "inbox-a"), // a retry of a claim that went through
-				delivery("evt-c", "inbox-b"), // another event reusing an inbox id
-				empty,
+		empty := delivery("evt-empty", "inbox-empty")
+		empty.Body = nil
+		batch := []storage.Delivery{
+			delivery("evt-a", "inbox-a"), // a retry of a claim that went through
+			delivery("evt-c", "inbox-b"), // another event reusing an inbox id
+			empty,
+		}
+		results, errs, err := s.commitClaims(batch)
+		if err != nil {
+			t.Fatalf("commitClaims: %v", err)
+		}
+		if !errors.Is(errs[1], storage.ErrAlreadyExists) {
+			t.Fatalf("claim reusing an inbox id: %+v, %v; want ErrAlreadyExists", results[1], errs[1])
+		}
+		for _, i := range []int{0, 2} {
+			if errs[i] != nil || !results[i].Accepted || results[i].InboxID != batch[i].InboxID {
+				t.Fatalf("claim %d (%s) beside the reused inbox id = %+v, %v; want accepted", i, batch[i].InboxID, results[i], errs[i])
 			}
-			results, errs, err := s.commitClaims(batch)
-			if err != nil {
-				t.Fatalf("commitClaims: %v", err)
-			}
-			if !errors.Is(errs[1], storage.ErrAlreadyExists) {
-				t.Fatalf("claim reusing an inbox id: %+v, %v; want ErrAlreadyExists", results[1], errs[1])
-			}
-			for _, i := range []int{0, 2} {
-				if errs[i] != nil || !results[i].Accepted || results[i].InboxID != batch[i].InboxID {
-					t.Fatalf("claim %d (%s) beside the reused inbox id = %+v, %v; want accepted", i, batch[i].InboxID, results[i], errs[i])
-				}
-			}
-			got, err := s.GetDelivery(t.Context(), "inbox-empty")
-			if err != nil {
-				t.Fatalf("GetDelivery of the empty body: %v", err)
-			}
-			if got.Body == nil || !bytes.Equal(got.Body, []byte{}) {
-				t.Fatalf("empty body stored as %#v", got.Body)
-			}
-		})
-	}
+		}
+		got, err := s.GetDelivery(t.Context(), "inbox-empty")
+		if err != nil {
+			t.Fatalf("GetDelivery of the empty body: %v", err)
+		}
+		if got.Body == nil || !bytes.Equal(got.Body, []byte{}) {
+			t.Fatalf("empty body stored as %#v", got.Body)
+		}
+	})
 }
 
 // TestRedeliveriesInOneClaimBatchStoreTheEventOnce: deliveries of one new event that meet in a
 // batch (a provider's redelivery racing its first delivery) store the event once, under the
 // first one's inbox id; the later ones are duplicates of it, so a worker runs it once.
 func TestRedeliveriesInOneClaimBatchStoreTheEventOnce(t *testing.T) {
-	t.Parallel()
-	for name, newStore := range bothTransactionPaths {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			s := newStore(t)
-			if err := s.CreateEndpoint(t.Context(), endpoint("ep-1")); err != nil {
-				t.Fatal(err)
+	onBothTransactionPathsWithEndpoint(t, func(t *testing.T, s *Store) {
+		batch := []storage.Delivery{delivery("evt-x", "inbox-1"), delivery("evt-x", "inbox-2"), delivery("evt-x", "inbox-3")}
+		results, errs, err := s.commitClaims(batch)
+		if err != nil {
+			t.Fatalf("commitClaims: %v", err)
+		}
+		for i := range batch {
+			if errs[i] != nil {
+				t.Fatalf("claim %d (%s): %v", i, batch[i].InboxID, errs[i])
 			}
-			batch := []storage.Delivery{delivery("evt-x", "inbox-1"), delivery("evt-x", "inbox-2"), delivery("evt-x", "inbox-3")}
-			results, errs, err := s.commitClaims(batch)
-			if err != nil {
-				t.Fatalf("commitClaims: %v", err)
+			if r := results[i]; r.Accepted != (i == 0) || r.InboxID != "inbox-1" || r.OperationKey != "op-inbox-1" {
+				t.Errorf("claim %d (%s) = %+v, want accepted %v, held by inbox-1", i, batch[i].InboxID, r, i == 0)
 			}
-			for i := range batch {
-				if errs[i] != nil {
-					t.Fatalf("claim %d (%s): %v", i, batch[i].InboxID, errs[i])
-				}
-				if r := results[i]; r.Accepted != (i == 0) || r.InboxID != "inbox-1" || r.OperationKey != "op-inbox-1" {
-					t.Errorf("claim %d (%s) = %+v, want accepted %v, held by inbox-1", i, batch[i].InboxID, r, i == 0)
-				}
-			}
-			wantCount(t, s, 1)
-		})
-	}
+		}
+		wantCount(t, s, 1)
+	})
 }
 
 // TestConflictWhileClaimingOneByOneIsRetried: in the one-claim-per-savepoint path (after a

@@ -29,59 +29,49 @@ func deadDelivery(t *testing.T, s *Store, lastError string) {
 // event without id (as without action) with ErrInvalid, and then neither settle the delivery
 // nor record anything, as every other audited write does.
 func TestSettlingADeadLetterRefusesAnAuditEventWithoutID(t *testing.T) {
-	t.Parallel()
-	for name, newStore := range bothTransactionPaths {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			s := newStore(t)
-			deadDelivery(t, s, "boom")
-			for _, ev := range []storage.AuditEvent{
-				{Action: "inbox.requeue", At: base.Add(time.Hour)},
-				{ID: "a1", At: base.Add(time.Hour)},
-			} {
-				ctx := storage.WithAuditEvent(t.Context(), ev)
-				if err := s.Requeue(ctx, "inbox-1", base.Add(time.Hour)); !errors.Is(err, storage.ErrInvalid) {
-					t.Errorf("Requeue with audit event %+v = %v, want ErrInvalid", ev, err)
-				}
-				if err := s.Discard(ctx, "inbox-1", "discarded: why", base.Add(time.Hour)); !errors.Is(err, storage.ErrInvalid) {
-					t.Errorf("Discard with audit event %+v = %v, want ErrInvalid", ev, err)
-				}
+	onBothTransactionPaths(t, func(t *testing.T, s *Store) {
+		deadDelivery(t, s, "boom")
+		for _, ev := range []storage.AuditEvent{
+			{Action: "inbox.requeue", At: base.Add(time.Hour)},
+			{ID: "a1", At: base.Add(time.Hour)},
+		} {
+			ctx := storage.WithAuditEvent(t.Context(), ev)
+			if err := s.Requeue(ctx, "inbox-1", base.Add(time.Hour)); !errors.Is(err, storage.ErrInvalid) {
+				t.Errorf("Requeue with audit event %+v = %v, want ErrInvalid", ev, err)
 			}
-			dead, _, err := s.ListDeadLetters(t.Context(), storage.InboxFilter{}, storage.DeadLetterKey{}, 10, 0)
-			if err != nil || len(dead) != 1 || dead[0].InboxID != "inbox-1" {
-				t.Fatalf("dead letters after the refused settles = %+v, %v; want inbox-1", dead, err)
+			if err := s.Discard(ctx, "inbox-1", "discarded: why", base.Add(time.Hour)); !errors.Is(err, storage.ErrInvalid) {
+				t.Errorf("Discard with audit event %+v = %v, want ErrInvalid", ev, err)
 			}
-			events, err := s.ListAuditEvents(t.Context(), storage.AuditFilter{Limit: 10})
-			if err != nil || len(events) != 0 {
-				t.Fatalf("audit events after the refused settles = %+v, %v; want none", events, err)
-			}
-		})
-	}
+		}
+		dead, _, err := s.ListDeadLetters(t.Context(), storage.InboxFilter{}, storage.DeadLetterKey{}, 10, 0)
+		if err != nil || len(dead) != 1 || dead[0].InboxID != "inbox-1" {
+			t.Fatalf("dead letters after the refused settles = %+v, %v; want inbox-1", dead, err)
+		}
+		events, err := s.ListAuditEvents(t.Context(), storage.AuditFilter{Limit: 10})
+		if err != nil || len(events) != 0 {
+			t.Fatalf("audit events after the refused settles = %+v, %v; want none", events, err)
+		}
+	})
 }
 
 // TestDiscardKeepsTheLastErrorAfterItsReason: a discarded dead letter's last error is the
 // reason followed by the error it held ("REASON; last error: ..."), so that what failed is
 // not lost when an operator settles it.
 func TestDiscardKeepsTheLastErrorAfterItsReason(t *testing.T) {
-	t.Parallel()
-	for name, newStore := range bothTransactionPaths {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			s := newStore(t)
-			deadDelivery(t, s, "exit status 3")
-			if err := s.Discard(context.Background(), "inbox-1", "discarded: poison", base.Add(time.Hour)); err != nil {
-				t.Fatalf("Discard: %v", err)
-			}
-			var state, lastError string
-			err := s.single(t.Context(), "test", func(ctx context.Context, conn *pgx.Conn) error {
-				return conn.QueryRow(ctx, `SELECT state, last_error FROM inbox WHERE id = 'inbox-1'`).Scan(&state, &lastError)
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := "discarded: poison; last error: exit status 3"; state != storage.StateAcked || lastError != want {
-				t.Fatalf("discarded delivery: state %q, last error %q; want %q, %q", state, lastError, storage.StateAcked, want)
-			}
+	onBothTransactionPaths(t, func(t *testing.T, s *Store) {
+		deadDelivery(t, s, "exit status 3")
+		if err := s.Discard(context.Background(), "inbox-1", "discarded: poison", base.Add(time.Hour)); err != nil {
+			t.Fatalf("Discard: %v", err)
+		}
+		var state, lastError string
+		err := s.single(t.Context(), "test", func(ctx context.Context, conn *pgx.Conn) error {
+			return conn.QueryRow(ctx, `SELECT state, last_error FROM inbox WHERE id = 'inbox-1'`).Scan(&state, &lastError)
 		})
-	}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "discarded: poison; last error: exit status 3"; state != storage.StateAcked || lastError != want {
+			t.Fatalf("discarded delivery: state %q, last error %q; want %q, %q", state, lastError, storage.StateAcked, want)
+		}
+	})
 }

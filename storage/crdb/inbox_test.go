@@ -664,14 +664,9 @@ func TestDeadLetterPagesIgnoreTheDatabaseCollation(t *testing.T) {
 // TestExtensionTakenWhenItRuns runs storagetest.ExtensionTakenWhenItRuns on each transaction
 // path with every connection of the pool lent out, which an extension waits for.
 func TestExtensionTakenWhenItRuns(t *testing.T) {
-	t.Parallel()
-	for name, newStore := range bothTransactionPaths {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			s := newStore(t)
-			storagetest.ExtensionTakenWhenItRuns(t, s, holdConnections(s))
-		})
-	}
+	onBothTransactionPaths(t, func(t *testing.T, s *Store) {
+		storagetest.ExtensionTakenWhenItRuns(t, s, holdConnections(s))
+	})
 }
 
 // holdConnections returns a block that borrows every connection of s's pool until released.
