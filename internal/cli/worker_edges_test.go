@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,30 +13,6 @@ import (
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
 )
-
-// TestWorkerNacksADeliveryLeasedAsItStopsWithoutStartingItsCommand: a delivery whose lease is
-// answered after SIGTERM is given back as never run ("not run"), its command not started at
-// all: started and then stopped at once, it could do part of its side effects, and its nack
-// said it was stopped rather than never run.
-func TestWorkerNacksADeliveryLeasedAsItStopsWithoutStartingItsCommand(t *testing.T) {
-	f := leaseDuringShutdown{&fakeInbox{}, &sync.Once{}, make(chan struct{}), make(chan struct{})}
-	remote := startFakeInbox(t, f)
-	marker := filepath.Join(t.TempDir(), "ran")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	wait, out := runWorkerAsync(ctx, append(append([]string{"--visibility", "1h"}, remote...),
-		"--", "sh", "-c", fmt.Sprintf("touch %s", marker)))
-	<-f.inFlight
-	cancel() // SIGTERM to the worker while its Lease is answered
-	if _, finished := wait(10 * time.Second); !finished {
-		t.Fatal("worker did not stop after SIGTERM")
-	}
-	<-f.done
-	acks, nacks, _ := f.snapshot()
-	if len(acks) != 0 || len(nacks) != 1 || !strings.Contains(nacks[0], errNotRun.Error()) {
-		t.Errorf("a delivery leased as the worker stopped: acks %v, nacks %q; want one nack saying %q (output %q)", acks, nacks, errNotRun, out.String())
-	}
-}
 
 // TestWorkerStopsCleanlyWhileALeaseIsPending: SIGTERM while a Lease call waits on a server
 // that does not answer ends the worker without an error once --grace has passed: a stop asked
