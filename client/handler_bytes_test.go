@@ -231,16 +231,7 @@ func TestHandlerCountsHeadersInTheBound(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode, nil
 	}
-	first := make(chan int, 1)
-	go func() { status, _ := send(); first <- status }()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, waiting, _ := v.counts(); waiting == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first request did not reach the verifier")
-		}
-	}
+	first := holdOneHead(t, srv, v, 40<<10)
 	if status, err := send(); err != nil || status != http.StatusServiceUnavailable {
 		t.Errorf("a second 40 KiB head past a 64 KiB bound: %d, %v; want 503", status, err)
 	}

@@ -58,7 +58,7 @@ func TestBootstrapAfterRevocationStaysOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	now := func() time.Time { return time.Now() }
+	now := time.Now
 	first, second := "first-bootstrap-"+strings.Repeat("a", 32), "second-bootstrap-"+strings.Repeat("b", 32)
 	if created, err := server.EnsureBootstrapToken(t.Context(), st, first, now); err != nil || !created {
 		t.Fatalf("EnsureBootstrapToken on a fresh store = %v, %v; want true", created, err)
@@ -127,10 +127,18 @@ func TestUnusedTokenHasNoLastUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	listed := false
 	for _, tok := range list.GetTokens() {
-		if tok.GetId() == created.GetToken().GetId() && (tok.GetLastUsedAt() != nil || tok.GetRevokedAt() != nil) {
+		if tok.GetId() != created.GetToken().GetId() {
+			continue
+		}
+		listed = true
+		if tok.GetLastUsedAt() != nil || tok.GetRevokedAt() != nil {
 			t.Errorf("listed unused token %v: want no last_used_at and no revoked_at", tok)
 		}
+	}
+	if !listed {
+		t.Errorf("token %s not listed", created.GetToken().GetId())
 	}
 }
 

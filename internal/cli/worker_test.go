@@ -44,6 +44,8 @@ type fakeInbox struct {
 	leases int
 	acks   []string // "ok" or the code returned
 	nacks  []string
+	// retryAfters holds each nack's retry_after.
+	retryAfters []time.Duration
 	// givenBack counts the nacks sent with not_attempted (the attempt given back).
 	givenBack int
 	extends   []string
@@ -114,6 +116,7 @@ func (f *fakeInbox) Nack(_ context.Context, req *hookverifyv1.NackRequest) (*hoo
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nacks = append(f.nacks, req.GetError())
+	f.retryAfters = append(f.retryAfters, req.GetRetryAfter().AsDuration())
 	if req.GetNotAttempted() {
 		f.givenBack++
 	}
@@ -199,14 +202,16 @@ func waitForFile(t *testing.T, path string, d time.Duration) bool {
 // TestWorkerSettlesTheRunningDeliveryOnShutdown: SIGTERM (the context Main cancels) while the
 // command runs stops the command and still reaches the server, with a nack for an immediate
 // retry, rather than leaving the lease to expire. (Before, the command was killed outright and
-// the nack was sent with the cancelled context, so it never left the worker.)
+// the nack was sent with the cancelled context, so it never left the worker.) The command did
+// not fail: the nack asks for no delay, whatever --retry-after, so that the next worker runs it
+// at once.
 func TestWorkerSettlesTheRunningDeliveryOnShutdown(t *testing.T) {
 	f := &fakeInbox{}
 	remote := startFakeInbox(t, f)
 	started := filepath.Join(t.TempDir(), "started")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	wait, out := runWorkerAsync(ctx, append(append([]string{"--visibility", "30s"}, remote...),
+	wait, out := runWorkerAsync(ctx, append(append([]string{"--visibility", "30s", "--retry-after", "5m"}, remote...),
 		"--", "sh", "-c", fmt.Sprintf("touch %s; sleep 5", started)))
 	if !waitForFile(t, started, 10*time.Second) {
 		t.Fatalf("the command never started; output %q", out.String())
@@ -218,6 +223,12 @@ func TestWorkerSettlesTheRunningDeliveryOnShutdown(t *testing.T) {
 	acks, nacks, _ := f.snapshot()
 	if len(acks) != 0 || len(nacks) != 1 || !strings.Contains(nacks[0], "shutdown") {
 		t.Errorf("after SIGTERM during a command: acks %v, nacks %q; want one nack saying the shutdown stopped it (worker output %q)", acks, nacks, out.String())
+	}
+	f.mu.Lock()
+	retryAfters := f.retryAfters
+	f.mu.Unlock()
+	if len(retryAfters) != 1 || retryAfters[0] != 0 {
+		t.Errorf("nacks at shutdown with --retry-after 5m: retry_after %v, want one of 0", retryAfters)
 	}
 	// On the delivery's last attempt a plain nack dead-letters it: the shutdown gives the
 	// attempt back instead.
@@ -309,18 +320,26 @@ func TestWorkerOnceGivesUpOnAServerThatDoesNotAnswer(t *testing.T) {
 
 // TestWorkerRetriesATransientAckFailure: a command that succeeded but whose Ack got a
 // transient UNAVAILABLE (the lease still valid) is acked again, rather than left to run once
-// more after the lease expires.
+// more after the lease expires. ABORTED (a transaction the database gave up on, a
+// serialization conflict) is as transient.
 func TestWorkerRetriesATransientAckFailure(t *testing.T) {
-	f := &fakeInbox{ackErr: unavailableOnce("storage unavailable, retry later")}
-	remote := startFakeInbox(t, f)
-	wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once"}, remote...), "--", "true"))
-	err, finished := wait(15 * time.Second)
-	if !finished {
-		t.Fatal("worker did not finish")
-	}
-	acks, _, _ := f.snapshot()
-	if len(acks) != 2 || acks[1] != "ok" || err != nil {
-		t.Errorf("ack answered UNAVAILABLE, then: acks %v, worker returned %v, output %q; want it acked on the second try", acks, err, out.String())
+	for _, code := range []codes.Code{codes.Unavailable, codes.Aborted} {
+		f := &fakeInbox{ackErr: func(n int) error {
+			if n == 1 {
+				return status.Error(code, "storage unavailable, retry later")
+			}
+			return nil
+		}}
+		remote := startFakeInbox(t, f)
+		wait, out := runWorkerAsync(context.Background(), append(append([]string{"--once"}, remote...), "--", "true"))
+		err, finished := wait(15 * time.Second)
+		if !finished {
+			t.Fatalf("ack answered %v once: worker did not finish", code)
+		}
+		acks, _, _ := f.snapshot()
+		if len(acks) != 2 || acks[1] != "ok" || err != nil {
+			t.Errorf("ack answered %v, then: acks %v, worker returned %v, output %q; want it acked on the second try", code, acks, err, out.String())
+		}
 	}
 }
 

@@ -79,6 +79,9 @@ func TestGenericHMACVerify(t *testing.T) {
 	msEdge, msSigEdge := msAt(-300 * time.Second)
 	rfc0, rfcSig0 := rfcAt(1500 * time.Millisecond)
 	rfcNew, rfcSigNew := rfcAt(301 * time.Second)
+	// An RFC 3339 timestamp with a zone offset, signed as sent, not as its UTC rewrite.
+	rfcZoned := fixedNow.In(time.FixedZone("", 3600)).Format(time.RFC3339)
+	rfcSigZoned := ghHex256(ghSecret, rfcZoned+ghBody)
 
 	tests := []struct {
 		name       string
@@ -106,6 +109,7 @@ func TestGenericHMACVerify(t *testing.T) {
 		{name: "timestamp: accepted", opts: tsOpts, req: tsReq(now, tsSig(now, ghBody, ghSecret), ghBody), keys: []string{ghSecret}, wantKey: "k0"},
 		{name: "timestamp: stale", opts: tsOpts, req: tsReq(now-301, tsSig(now-301, ghBody, ghSecret), ghBody), keys: []string{ghSecret}, wantReason: ReasonTimestampOutOfTolerance},
 		{name: "timestamp: future", opts: tsOpts, req: tsReq(now+301, tsSig(now+301, ghBody, ghSecret), ghBody), keys: []string{ghSecret}, wantReason: ReasonTimestampOutOfTolerance},
+		{name: "timestamp: future boundary accepted", opts: tsOpts, req: tsReq(now+300, tsSig(now+300, ghBody, ghSecret), ghBody), keys: []string{ghSecret}, wantKey: "k0"},
 		{name: "timestamp: boundary accepted", opts: tsOpts, req: tsReq(now-300, tsSig(now-300, ghBody, ghSecret), ghBody), keys: []string{ghSecret}, wantKey: "k0"},
 		{name: "timestamp: tampered", opts: tsOpts, req: tsReq(now+1, tsSig(now, ghBody, ghSecret), ghBody), keys: []string{ghSecret}, wantReason: ReasonSignatureMismatch},
 		{name: "timestamp: missing", opts: tsOpts, req: ghReq(ghBody, "X-Signature", tsSig(now, ghBody, ghSecret)), keys: []string{ghSecret}, wantReason: ReasonMissingTimestamp},
@@ -117,6 +121,7 @@ func TestGenericHMACVerify(t *testing.T) {
 		{name: "timestamp ms: boundary accepted", opts: msOpts, req: ghReq(ghBody, "X-Signature", msSigEdge, "X-Ts", msEdge), keys: []string{ghSecret}, wantKey: "k0"},
 		{name: "timestamp ms: stale", opts: msOpts, req: ghReq(ghBody, "X-Signature", msSigOld, "X-Ts", msOld), keys: []string{ghSecret}, wantReason: ReasonTimestampOutOfTolerance},
 		{name: "timestamp rfc3339: accepted", opts: rfcOpts, req: ghReq(ghBody, "X-Signature", rfcSig0, "X-Ts", rfc0), keys: []string{ghSecret}, wantKey: "k0"},
+		{name: "timestamp rfc3339: zone offset signed as sent", opts: rfcOpts, req: ghReq(ghBody, "X-Signature", rfcSigZoned, "X-Ts", rfcZoned), keys: []string{ghSecret}, wantKey: "k0"},
 		{name: "timestamp rfc3339: future", opts: rfcOpts, req: ghReq(ghBody, "X-Signature", rfcSigNew, "X-Ts", rfcNew), keys: []string{ghSecret}, wantReason: ReasonTimestampOutOfTolerance},
 		{name: "timestamp rfc3339: not a time", opts: rfcOpts, req: ghReq(ghBody, "X-Signature", rfcSig0, "X-Ts", "yesterday"), keys: []string{ghSecret}, wantReason: ReasonMissingTimestamp},
 

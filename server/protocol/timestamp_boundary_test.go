@@ -30,7 +30,7 @@ func TestMillisecondTimestampBoundaries(t *testing.T) {
 			{Name: zoomTimestampHeader, Value: ts},
 		}}
 	}
-	for _, name := range []string{"frontapp", "sanity", "zoom"} {
+	for _, name := range []string{"frontapp", "sanity", "workos", "zoom"} {
 		p, ok := Default().Lookup(name)
 		if !ok {
 			t.Fatalf("no protocol %s", name)

@@ -11,28 +11,30 @@ import (
 	"github.com/hookverify/hookverify/storage/storagetest"
 )
 
-// bothTransactionPaths make a migrated store on each of its transaction paths: PostgreSQL's
-// pipelined one, and CockroachDB's (ExecuteTx), run on PostgreSQL.
-var bothTransactionPaths = map[string]func(t *testing.T) *Store{
-	"PostgreSQL": func(t *testing.T) *Store { return open(t, pgtest.Shared(t).NewDatabase(t)) },
-	"CockroachDB path": func(t *testing.T) *Store {
-		s := cockroachPathStore(t, pgtest.Shared(t).NewDatabase(t))
-		if err := s.Migrate(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	},
+// bothTransactionPaths open a migrated store on a database URL on each of its transaction
+// paths: PostgreSQL's pipelined one, and CockroachDB's (ExecuteTx), run on PostgreSQL.
+var bothTransactionPaths = map[string]func(t *testing.T, url string) *Store{
+	"PostgreSQL":       open,
+	"CockroachDB path": migratedCockroachPathStore,
 }
 
 // onBothTransactionPaths runs test, in parallel, on a migrated store of each transaction path
 // (bothTransactionPaths).
 func onBothTransactionPaths(t *testing.T, test func(t *testing.T, s *Store)) {
 	t.Helper()
+	onBothTransactionPathsAt(t, func(t *testing.T, s *Store, _ string) { test(t, s) })
+}
+
+// onBothTransactionPathsAt is onBothTransactionPaths for a test that also reaches the store's
+// database at url.
+func onBothTransactionPathsAt(t *testing.T, test func(t *testing.T, s *Store, url string)) {
+	t.Helper()
 	t.Parallel()
-	for name, newStore := range bothTransactionPaths {
+	for name, openOn := range bothTransactionPaths {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			test(t, newStore(t))
+			url := pgtest.Shared(t).NewDatabase(t)
+			test(t, openOn(t, url), url)
 		})
 	}
 }

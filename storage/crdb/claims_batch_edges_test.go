@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookverify/hookverify/internal/pgtest"
 	"github.com/hookverify/hookverify/storage"
 )
 
@@ -101,48 +100,39 @@ func TestRedeliveriesInOneClaimBatchStoreTheEventOnce(t *testing.T) {
 // transaction, which runs again, not that claim's own failure: the claim is accepted, not
 // answered UNAVAILABLE (only a unique violation fails a claim alone).
 func TestConflictWhileClaimingOneByOneIsRetried(t *testing.T) {
-	t.Parallel()
-	for name, openOn := range map[string]func(t *testing.T, url string) *Store{
-		"PostgreSQL":       open,
-		"CockroachDB path": migratedCockroachPathStore,
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			url := pgtest.Shared(t).NewDatabase(t)
-			s := openOn(t, url)
-			if err := s.CreateEndpoint(t.Context(), endpoint("ep-1")); err != nil {
-				t.Fatal(err)
-			}
-			mustClaim(t, s, delivery("evt-b", "inbox-b"), true)
-			// The first one-row insert of evt-z fails once with a serialization failure; the
-			// batch's multi-row statement (which unnests its arrays) is left alone.
-			conn := connect(t, url)
-			exec(t, conn, `CREATE SEQUENCE conflict_once`)
-			exec(t, conn, `CREATE FUNCTION conflict_once() RETURNS trigger LANGUAGE plpgsql AS $$
-				BEGIN
-					IF NEW.event_id = 'evt-z' AND current_query() NOT LIKE '%unnest%' AND nextval('conflict_once') = 1 THEN
-						RAISE EXCEPTION 'injected conflict' USING ERRCODE = '40001';
-					END IF;
-					RETURN NEW;
-				END $$`)
-			exec(t, conn, `CREATE TRIGGER conflict_once BEFORE INSERT ON inbox FOR EACH ROW EXECUTE FUNCTION conflict_once()`)
+	onBothTransactionPathsAt(t, func(t *testing.T, s *Store, url string) {
+		if err := s.CreateEndpoint(t.Context(), endpoint("ep-1")); err != nil {
+			t.Fatal(err)
+		}
+		mustClaim(t, s, delivery("evt-b", "inbox-b"), true)
+		// The first one-row insert of evt-z fails once with a serialization failure; the
+		// batch's multi-row statement (which unnests its arrays) is left alone.
+		conn := connect(t, url)
+		exec(t, conn, `CREATE SEQUENCE conflict_once`)
+		exec(t, conn, `CREATE FUNCTION conflict_once() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN
+				IF NEW.event_id = 'evt-z' AND current_query() NOT LIKE '%unnest%' AND nextval('conflict_once') = 1 THEN
+					RAISE EXCEPTION 'injected conflict' USING ERRCODE = '40001';
+				END IF;
+				RETURN NEW;
+			END $$`)
+		exec(t, conn, `CREATE TRIGGER conflict_once BEFORE INSERT ON inbox FOR EACH ROW EXECUTE FUNCTION conflict_once()`)
 
-			batch := []storage.Delivery{delivery("evt-c", "inbox-b"), delivery("evt-z", "inbox-z")}
-			results, errs, err := s.commitClaims(batch)
-			if err != nil {
-				t.Fatalf("commitClaims: %v", err)
-			}
-			if !errors.Is(errs[0], storage.ErrAlreadyExists) {
-				t.Fatalf("claim reusing an inbox id: %+v, %v; want ErrAlreadyExists", results[0], errs[0])
-			}
-			if errs[1] != nil || !results[1].Accepted {
-				t.Fatalf("claim that met a conflict = %+v, %v; want accepted once its transaction ran again", results[1], errs[1])
-			}
-			var fired int64
-			if err := conn.QueryRow(t.Context(), `SELECT last_value FROM conflict_once`).Scan(&fired); err != nil || fired < 2 {
-				t.Fatalf("the injected conflict did not fire before the claim went through: %d, %v", fired, err)
-			}
-			wantCount(t, s, 2)
-		})
-	}
+		batch := []storage.Delivery{delivery("evt-c", "inbox-b"), delivery("evt-z", "inbox-z")}
+		results, errs, err := s.commitClaims(batch)
+		if err != nil {
+			t.Fatalf("commitClaims: %v", err)
+		}
+		if !errors.Is(errs[0], storage.ErrAlreadyExists) {
+			t.Fatalf("claim reusing an inbox id: %+v, %v; want ErrAlreadyExists", results[0], errs[0])
+		}
+		if errs[1] != nil || !results[1].Accepted {
+			t.Fatalf("claim that met a conflict = %+v, %v; want accepted once its transaction ran again", results[1], errs[1])
+		}
+		var fired int64
+		if err := conn.QueryRow(t.Context(), `SELECT last_value FROM conflict_once`).Scan(&fired); err != nil || fired < 2 {
+			t.Fatalf("the injected conflict did not fire before the claim went through: %d, %v", fired, err)
+		}
+		wantCount(t, s, 2)
+	})
 }
