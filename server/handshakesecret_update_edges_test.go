@@ -45,4 +45,3 @@ func TestHandshakeTakingASecretIsAnUpdate(t *testing.T) {
 		wantCode(t, err, codes.Aborted)
 	})
 }
-
