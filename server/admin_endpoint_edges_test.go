@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"google.golang.org/grpc/codes"
-
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
