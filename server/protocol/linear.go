@@ -15,7 +15,11 @@ import (
 // signing secret. The send time is not in a header but in the signed body, as
 // "webhookTimestamp" in unix milliseconds; @linear/sdk rejects it when more than one minute
 // from now in either direction (linear/linear packages/sdk/src/webhooks/client.ts, verify).
-// Linear-Delivery is a UUID naming the delivery.
+// Linear also sends a linear-timestamp header, which newer SDKs fall back to when the body has
+// no webhookTimestamp; it is not used here: it is outside the signature, so a replay of a
+// captured delivery could carry a fresh one and pass the tolerance check. A body without
+// webhookTimestamp is refused (missing timestamp). Linear-Delivery is a UUID naming the
+// delivery.
 const (
 	linearName             = "linear"
 	linearSignatureHeader  = "linear-signature"
