@@ -1,0 +1,52 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"google.golang.org/grpc/metadata"
+
+	"github.com/hookverify/hookverify/internal/testpki"
+	"github.com/hookverify/hookverify/server/protocol"
+)
+
+// TestHealthzAnswersGETOnly: /healthz is a probe, read with GET (and HEAD, which net/http's
+// mux takes for GET); any other method is answered 405, as /readyz's and /metrics' are.
+func TestHealthzAnswersGETOnly(t *testing.T) {
+	s, err := New(Options{Keyring: testpki.Keyring(t), Protocols: protocol.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.HTTPHandler()
+	for method, want := range map[string]int{
+		http.MethodGet: http.StatusOK, http.MethodHead: http.StatusOK,
+		http.MethodPost: http.StatusMethodNotAllowed, http.MethodPut: http.StatusMethodNotAllowed, http.MethodDelete: http.StatusMethodNotAllowed,
+	} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(method, "/healthz", nil))
+		if w.Code != want {
+			t.Errorf("%s /healthz = %d, want %d", method, w.Code, want)
+		}
+	}
+}
+
+// TestRequestIDKeepsTheFirstOfSeveralCallerIDs: a call carrying x-request-id more than once
+// (a proxy that appends its own) keeps the first, the one the edge that made the call logged.
+func TestRequestIDKeepsTheFirstOfSeveralCallerIDs(t *testing.T) {
+	for _, tc := range []struct {
+		ids  []string
+		want string
+	}{
+		{[]string{"edge-1", "proxy-2"}, "edge-1"},
+		{[]string{"edge-1", "not sane"}, "edge-1"},
+	} {
+		md := metadata.MD{}
+		md.Append("x-request-id", tc.ids...)
+		ctx := withRequestID(metadata.NewIncomingContext(context.Background(), md))
+		if got := RequestID(ctx); got != tc.want {
+			t.Errorf("x-request-id %q: request id %q, want %q", tc.ids, got, tc.want)
+		}
+	}
+}
