@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
 
 	"github.com/hookverify/hookverify/storage"
@@ -31,14 +30,7 @@ func TestBackupOfADirectoryIsInvalid(t *testing.T) {
 // TestBackupWithoutHardLinksRefusesAnExistingFile: on a file system without hard links an
 // existing target is refused as existing (fs.ErrExist), as with them, and is left as it was.
 func TestBackupWithoutHardLinksRefusesAnExistingFile(t *testing.T) {
-	defer func(link func(string, string) error) { linkFile = link }(linkFile)
-	linkFile = func(string, string) error { return &os.LinkError{Op: "link", Err: syscall.EPERM} }
-	dir := t.TempDir()
-	s, err := Open(t.Context(), filepath.Join(dir, "hookverify.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
+	dir := storeWithoutHardLinks(t)
 	out := filepath.Join(dir, "backup.db")
 	if err := os.WriteFile(out, []byte("keep"), 0o600); err != nil {
 		t.Fatal(err)

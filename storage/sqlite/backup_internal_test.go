@@ -12,14 +12,7 @@ import (
 // written. The copy is renamed into place instead, and an --out created meanwhile is still
 // never replaced.
 func TestBackupWithoutHardLinks(t *testing.T) {
-	defer func(link func(string, string) error) { linkFile = link }(linkFile)
-	linkFile = func(string, string) error { return &os.LinkError{Op: "link", Err: syscall.EPERM} }
-	dir := t.TempDir()
-	s, err := Open(t.Context(), filepath.Join(dir, "hookverify.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
+	dir := storeWithoutHardLinks(t)
 	out := filepath.Join(dir, "backup.db")
 	if err := Backup(t.Context(), filepath.Join(dir, "hookverify.db"), out); err != nil {
 		t.Fatalf("Backup without hard links: %v", err)
@@ -30,4 +23,21 @@ func TestBackupWithoutHardLinks(t *testing.T) {
 	if leftovers, _ := filepath.Glob(filepath.Join(dir, ".backup.db.partial-*")); len(leftovers) != 0 {
 		t.Errorf("temporary files left: %v", leftovers)
 	}
+}
+
+// storeWithoutHardLinks makes the package's links fail as on a file system without hard
+// links, for the test's duration, and returns a folder holding a closed, migrated store
+// hookverify.db. Its tests cannot run in parallel: linkFile is the package's.
+func storeWithoutHardLinks(t *testing.T) string {
+	t.Helper()
+	link := linkFile
+	t.Cleanup(func() { linkFile = link })
+	linkFile = func(string, string) error { return &os.LinkError{Op: "link", Err: syscall.EPERM} }
+	dir := t.TempDir()
+	s, err := Open(t.Context(), filepath.Join(dir, "hookverify.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	return dir
 }

@@ -17,14 +17,7 @@ func TestLeaseNamingThousandsOfScopes(t *testing.T) {
 	t.Parallel()
 	s, _ := openTemp(t)
 	ctx := t.Context()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if err := s.CreateEndpoint(ctx, storage.Endpoint{ID: "ep", Provider: "github", DedupeScope: "ep", CreatedAt: now, UpdatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Claim(ctx, storage.Delivery{InboxID: "in-1", Scope: "ep", EventID: "evt-1", EndpointID: "ep", OperationKey: "op-1",
-		Method: "POST", URL: "https://example.com/ep", Body: []byte("{}"), ReceivedAt: now}); err != nil {
-		t.Fatal(err)
-	}
+	now := claimOneDelivery(t, s)
 	endpoints := []string{"ep"}
 	for i := 1; i < storage.MaxEndpointPicks; i++ {
 		endpoints = append(endpoints, fmt.Sprintf("ep-none-%d", i))
@@ -47,14 +40,7 @@ func TestNackToDeadRecordsWhenItDied(t *testing.T) {
 	t.Parallel()
 	s, path := openTemp(t)
 	ctx := t.Context()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if err := s.CreateEndpoint(ctx, storage.Endpoint{ID: "ep", Provider: "github", DedupeScope: "ep", CreatedAt: now, UpdatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Claim(ctx, storage.Delivery{InboxID: "in-1", Scope: "ep", EventID: "evt-1", EndpointID: "ep", OperationKey: "op-1",
-		Method: "POST", URL: "https://example.com/ep", Body: []byte("{}"), ReceivedAt: now}); err != nil {
-		t.Fatal(err)
-	}
+	now := claimOneDelivery(t, s)
 	res, err := s.Lease(ctx, storage.LeaseRequest{Max: 1, Visibility: time.Minute, MaxAttempts: 1, LeaseToken: "tok", Now: now})
 	if err != nil || len(res.Deliveries) != 1 {
 		t.Fatalf("Lease = %+v, %v; want in-1", res, err)
