@@ -687,6 +687,7 @@ func TestMasterKeyRotationRunbook(t *testing.T) {
 	must("", "endpoint", "create", "--id", "rb", "--provider", "stripe")
 	must(secret, "secret", "add", "--endpoint", "rb")
 	must("", "endpoint", "create", "--id", "elsewhere", "--provider", "github")
+	must("github_runbook_secret", "secret", "add", "--endpoint", "elsewhere")
 	var listed struct {
 		Secrets []struct{ Fingerprint, MasterKeyID string } `json:"secrets"`
 	}
@@ -702,8 +703,8 @@ func TestMasterKeyRotationRunbook(t *testing.T) {
 	// Step 1: the new key is current, the old one still opens.
 	cfg.masterKeyFile, cfg.oldMasterKeyFiles = newKeyFile, multiFlag{oldKeyFile}
 	must, stop = startServerWithConfig(t, cfg)
-	// Step 2: rekey while serving.
-	if out := must("", "rekey", "--page", "1"); !strings.Contains(out, `"resealed": 1`) {
+	// Step 2: rekey while serving, a secret per call: two calls, their counts summed.
+	if out := must("", "rekey", "--page", "1"); !strings.Contains(out, `"resealed": 2`) {
 		t.Fatalf("rekey printed:\n%s", out)
 	}
 	if out := must("", "audit", "--endpoint", "rb", "--since", "1h"); !strings.Contains(out, `"secret.rekey"`) ||
