@@ -219,6 +219,10 @@ func WithToken(token string) Option {
 	return func(c *config) { c.token = token }
 }
 
+// ErrTokenInClear is Dial's refusal of a token (WithToken) it would send without TLS to an
+// address that is not on loopback: a token read off the wire is a caller's identity taken.
+var ErrTokenInClear = errors.New("client: refusing to send the API token in clear")
+
 // WithRetry replaces DefaultRetryPolicy. RetryPolicy{MaxAttempts: 1} turns retries off.
 func WithRetry(p RetryPolicy) Option {
 	return func(c *config) { c.retry = p }
@@ -342,7 +346,7 @@ func Dial(addr string, opts ...Option) (*Conn, error) {
 			return nil, err
 		}
 		if !secure && !isLoopback(addr) {
-			return nil, fmt.Errorf("client: refusing to send the API token in clear to %s; use WithTLS or WithTLSFiles", addr)
+			return nil, fmt.Errorf("%w to %s; use WithTLS or WithTLSFiles", ErrTokenInClear, addr)
 		}
 		all = append(all, grpc.WithPerRPCCredentials(bearer{token: cfg.token, secure: secure}))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509/pkix"
+	"errors"
 	"log/slog"
 	"net"
 	"os"
@@ -297,7 +298,7 @@ func TestToken(t *testing.T) {
 	}
 
 	for _, addr := range []string{"hooks.example.com:7700", "192.0.2.1:7700", "dns:///verifier.internal:7700"} {
-		if _, err := client.Dial(addr, client.WithToken("hv_tok_123")); err == nil || !strings.Contains(err.Error(), "TLS") {
+		if _, err := client.Dial(addr, client.WithToken("hv_tok_123")); !errors.Is(err, client.ErrTokenInClear) || !strings.Contains(err.Error(), "TLS") {
 			t.Errorf("Dial(%s) with a token and no TLS: %v", addr, err)
 		}
 	}

@@ -301,16 +301,10 @@ func dialVerifier(cfg edgeConfig, log *slog.Logger) (*client.Conn, error) {
 		return nil, fmt.Errorf("the API token in %s holds a space or a character that is not printable ASCII; a token is what 'token create' printed (hvt_...)", source)
 	}
 	conn, err := client.Dial(cfg.verifier, append(opts, client.WithToken(token))...)
-	if err != nil && !useTLS {
-		// The client package refuses a token it would send in clear to a verifier not on
-		// loopback, in terms of its Go API (WithTLS), which an operator of this command cannot
-		// give: as the other commands do (remoteFlags.dialGated), a Dial without the token,
-		// which connects nothing yet, tells whether the token was the reason, and the refusal
-		// is said in flags.
-		if bare, bareErr := client.Dial(cfg.verifier, opts...); bareErr == nil {
-			bare.Close()
-			return nil, fmt.Errorf("refusing to send the API token of %s in clear to %s, which is not loopback: give --verifier-ca (the CA of the server's --tls-cert) to speak TLS", source, cfg.verifier)
-		}
+	if errors.Is(err, client.ErrTokenInClear) {
+		// The client package says it in terms of its Go API (WithTLS), which an operator of
+		// this command cannot give; said here in flags, as the other commands say it.
+		return nil, fmt.Errorf("refusing to send the API token of %s in clear to %s, which is not loopback: give --verifier-ca (the CA of the server's --tls-cert) to speak TLS", source, cfg.verifier)
 	}
 	return conn, err
 }

@@ -86,14 +86,9 @@ func (r *remoteFlags) dialGated(opts ...client.Option) (*client.Conn, error) {
 		return client.Dial(r.server, opts...)
 	}
 	conn, err := client.Dial(r.server, append(opts, client.WithToken(token))...)
-	if err != nil && !useTLS {
-		// The client package refuses a token it would send in clear to a server that is not
-		// on loopback, in terms of its Go API (WithTLS). Dial without it connects nothing yet,
-		// so it tells whether the token was the reason, and the refusal is said in flags.
-		if bare, bareErr := client.Dial(r.server, opts...); bareErr == nil {
-			bare.Close()
-			return nil, fmt.Errorf("refusing to send the API token of %s in clear to %s, which is not loopback: give --ca (the CA of the server's --tls-cert) to speak TLS", r.tokenSource(), r.server)
-		}
+	if errors.Is(err, client.ErrTokenInClear) {
+		// The client package says it in terms of its Go API (WithTLS); said here in flags.
+		return nil, fmt.Errorf("refusing to send the API token of %s in clear to %s, which is not loopback: give --ca (the CA of the server's --tls-cert) to speak TLS", r.tokenSource(), r.server)
 	}
 	return conn, err
 }
