@@ -91,8 +91,10 @@ func TestDialAddressList(t *testing.T) {
 	}
 }
 
-// TestDialRefusesBadAddressLists: a list gRPC could never connect to is refused by Dial, with
-// a message that names the problem, instead of a connection whose every call fails.
+// TestDialRefusesBadAddressLists: a list gRPC could never connect to is refused by Dial (and
+// CheckTarget), with a message that names the problem, instead of a connection whose every
+// call fails; an ipv4: list holds unbracketed IPv4 addresses only (gRPC C-core and grpc-js
+// refuse the rest too). Zones that name interfaces, such as br_lan or eth0.10, are taken.
 func TestDialRefusesBadAddressLists(t *testing.T) {
 	t.Parallel()
 	for _, target := range []string{
@@ -113,6 +115,10 @@ func TestDialRefusesBadAddressLists(t *testing.T) {
 		"ipv4:010.0.0.1",
 		"ipv4:::1",
 		"ipv4:[127.0.0.1]:80",
+		"ipv4:[127.0.0.1]",                // brackets without a port either
+		"ipv4:127.0.0.1:7443,[127.0.0.2]", // in any entry
+		"ipv4:[::1]:7443",                 // the other family, with a port
+		"ipv4:[::ffff:127.0.0.1]:7443",
 		"ipv4: 127.0.0.1",
 		"ipv4://host/127.0.0.1",
 		"ipv4:127.0.0.1:80?x=1",
@@ -133,6 +139,9 @@ func TestDialRefusesBadAddressLists(t *testing.T) {
 		"ipv6:[fe80::1%25eth%200]:80", // a space inside the zone
 		"ipv6:localhost",
 	} {
+		if err := client.CheckTarget(target); err == nil {
+			t.Errorf("CheckTarget(%q) accepted", target)
+		}
 		conn, err := client.Dial(target)
 		if err == nil {
 			conn.Close()
@@ -152,6 +161,9 @@ func TestDialRefusesBadAddressLists(t *testing.T) {
 		"ipv6:[::1]",
 		"ipv6:[::1]:7443,[2001:db8::1]:7444,2001:db8::2",
 		"ipv6:[fe80::1%25eth0]:7443",
+		"ipv6:[fe80::1%25br_lan]:7443", // zones of letters, digits, '.', '-' and '_'
+		"ipv6:[fe80::1%25eth0.10]:7443",
+		"ipv6:[fe80::1%25wg-0]:7443",
 		"ipv6:[::ffff:127.0.0.1]:7443",
 	} {
 		conn, err := client.Dial(target)

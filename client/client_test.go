@@ -157,12 +157,23 @@ func TestRetriesCoverEveryReadMethod(t *testing.T) {
 // it has failed failures times; then it answers with an empty message.
 func pushbackServer(t *testing.T, code codes.Code, hint time.Duration, failures int64) (addr string, calls *atomic.Int64) {
 	t.Helper()
+	var delay *durationpb.Duration
+	if hint > 0 {
+		delay = durationpb.New(hint)
+	}
+	return pushbackServerOf(t, code, delay, failures)
+}
+
+// pushbackServerOf is pushbackServer with the RetryInfo delay as sent (nil for none), which
+// may be one no Duration holds or an invalid one.
+func pushbackServerOf(t *testing.T, code codes.Code, delay *durationpb.Duration, failures int64) (addr string, calls *atomic.Int64) {
+	t.Helper()
 	calls = new(atomic.Int64)
 	g := grpc.NewServer(grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
 		if calls.Add(1) <= failures {
 			st := status.New(code, "scripted")
-			if hint > 0 {
-				st, _ = st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(hint)})
+			if delay != nil {
+				st, _ = st.WithDetails(&errdetails.RetryInfo{RetryDelay: delay})
 			}
 			return st.Err()
 		}
@@ -190,8 +201,9 @@ func TestRetryHonoursServerRetryInfo(t *testing.T) {
 	if n := calls.Load(); n != 1 {
 		t.Errorf("%d calls against a 30 s retry hint, want 1 (the hint does not fit the retry budget)", n)
 	}
-	if took := time.Since(start); took > time.Second {
-		t.Errorf("took %v; the answer should come back at once", took)
+	// At once, not after waiting out the 5 s budget: the bound leaves a loaded machine room.
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("took %v; the answer should come back at once, not after the retry budget", took)
 	}
 }
 

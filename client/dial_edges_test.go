@@ -19,8 +19,11 @@ import (
 // connecting without a client certificate and leaving the server to refuse every handshake.
 func TestDialRefusesAKeyFileWithoutItsCertificate(t *testing.T) {
 	t.Parallel()
+	// Never read as a key or a certificate: the pair is refused first. (The reverse case,
+	// a certificate without key, would also fail later, reading the pair; the first pins
+	// the check itself.)
 	key := filepath.Join(t.TempDir(), "client.key")
-	if err := os.WriteFile(key, []byte("not read: the certificate is missing\n"), 0o600); err != nil {
+	if err := os.WriteFile(key, []byte("not read: its other half is missing\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for name, files := range map[string][3]string{

@@ -2,19 +2,14 @@ package client_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/health"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/hookverify/hookverify/client"
 	hookverifyv1 "github.com/hookverify/hookverify/proto/hookverify/v1"
@@ -55,9 +50,20 @@ func TestRetryCancelledWhileSleepingReturnsTheLastError(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	conn := dial(t, f.start(t), client.WithRetry(slow), client.WithGRPCOptions(grpc.WithStatsHandler(cancelOnAttemptEnd{cancel})))
-	_, err := conn.Verifier.Verify(ctx, &hookverifyv1.VerifyRequest{EndpointId: "e"})
-	if status.Code(err) != codes.Unavailable {
-		t.Errorf("err %v (code %v), want the last UNAVAILABLE", err, status.Code(err))
+	done := make(chan error, 1)
+	go func() {
+		_, err := conn.Verifier.Verify(ctx, &hookverifyv1.VerifyRequest{EndpointId: "e"})
+		done <- err
+	}()
+	// Only a guard against hanging the package for its whole timeout, were the handler never
+	// to cancel (the sleep is up to an hour): the answer comes at the first attempt's end.
+	select {
+	case err := <-done:
+		if status.Code(err) != codes.Unavailable {
+			t.Errorf("err %v (code %v), want the last UNAVAILABLE", err, status.Code(err))
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("Verify still sleeping after 2 minutes (%d calls): the stats handler never cancelled", f.count("Verify"))
 	}
 }
 
@@ -91,16 +97,8 @@ func (cancelOnAttemptEnd) HandleConn(context.Context, stats.ConnStats) {}
 // returned at once.
 func TestRetryIgnoresAnInvalidRetryInfoDelay(t *testing.T) {
 	t.Parallel()
-	var calls atomic.Int64
-	g := grpc.NewServer(grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
-		if calls.Add(1) == 1 {
-			st, _ := status.New(codes.ResourceExhausted, "scripted").WithDetails(&errdetails.RetryInfo{RetryDelay: &durationpb.Duration{Seconds: 3600, Nanos: -1}})
-			return st.Err()
-		}
-		return stream.SendMsg(&emptypb.Empty{})
-	}))
-	healthpb.RegisterHealthServer(g, health.NewServer())
-	conn := dial(t, serveGRPC(t, g), client.WithRetry(fastRetry))
+	addr, calls := pushbackServerOf(t, codes.ResourceExhausted, &durationpb.Duration{Seconds: 3600, Nanos: -1}, 1)
+	conn := dial(t, addr, client.WithRetry(fastRetry))
 	if _, err := conn.Verifier.Verify(context.Background(), &hookverifyv1.VerifyRequest{EndpointId: "e"}); err != nil {
 		t.Errorf("err %v, want success on the retry", err)
 	}
@@ -114,15 +112,9 @@ func TestRetryIgnoresAnInvalidRetryInfoDelay(t *testing.T) {
 // edge answers the provider (with Retry-After) in time, not when the deadline runs out.
 func TestRetryPastTheDeadlineReturnsAtOnce(t *testing.T) {
 	t.Parallel()
-	var calls atomic.Int64
-	g := grpc.NewServer(grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
-		calls.Add(1)
-		st, _ := status.New(codes.ResourceExhausted, "scripted").WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Minute)})
-		return st.Err()
-	}))
-	healthpb.RegisterHealthServer(g, health.NewServer())
+	addr, calls := pushbackServer(t, codes.ResourceExhausted, time.Minute, 100)
 	p := client.RetryPolicy{MaxAttempts: 5, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxElapsed: time.Hour}
-	conn := dial(t, serveGRPC(t, g), client.WithRetry(p))
+	conn := dial(t, addr, client.WithRetry(p))
 	// A deadline of 30 s, well within MaxElapsed and well past a call on a loaded machine: the
 	// answer must come long before it.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

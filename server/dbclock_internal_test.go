@@ -24,8 +24,8 @@ func (s timedStore) DatabaseTime(context.Context) (time.Time, error) { return s.
 // long had had it right: an instance 1.5 s ahead takes over a lease 1.5 s before its worker
 // stops, the delivery running on two workers meanwhile, which timing by the database's clock
 // is there to prevent. A reading is kept only if it is no less exact than the one it replaces,
-// or shows that one wrong (the machine suspended in between, which its monotonic clock does
-// not count).
+// or shows that one wrong, whichever way it disagrees (the machine suspended in between,
+// which its monotonic clock does not count; the database's clock stepped back).
 func TestASlowClockReadingDoesNotMoveTheClock(t *testing.T) {
 	local := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	offset := -31 * time.Second // the database's clock is this far from the machine's
@@ -71,4 +71,16 @@ func TestASlowClockReadingDoesNotMoveTheClock(t *testing.T) {
 	offset += time.Minute
 	sync(reading(400*time.Millisecond, 0))
 	check("after a suspension", 200*time.Millisecond)
+
+	// The database's clock stepped back a minute (or a failover reached a node whose clock is
+	// behind): a reading that far behind an exact one shows it wrong as much as one ahead does,
+	// though it is less exact. Kept, the exact one had the server's clock a minute ahead of the
+	// database's, taking over leases a minute before they end.
+	local = local.Add(10 * time.Second)
+	sync(reading(time.Millisecond, 0))
+	check("after another 1 ms reading", time.Millisecond)
+	local = local.Add(10 * time.Second)
+	offset -= time.Minute
+	sync(reading(400*time.Millisecond, 0))
+	check("after a reading a minute behind the last", 200*time.Millisecond)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"regexp"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -26,7 +27,11 @@ func TestRequestID(t *testing.T) {
 	if got := RequestID(ctx); got != "edge-42.a:b_c" {
 		t.Fatalf("caller's id not kept: %q", got)
 	}
-	for _, bad := range []string{"has space", "new\nline", string(make([]byte, 65))} {
+	// Up to 64 characters: a longer one is no id an edge makes, and bloats every log line.
+	if id64 := strings.Repeat("a", 64); RequestID(withRequestID(incoming("x-request-id", id64))) != id64 {
+		t.Fatal("a 64-character caller id was not kept")
+	}
+	for _, bad := range []string{"has space", "new\nline", string(make([]byte, 65)), strings.Repeat("a", 65)} {
 		ctx := withRequestID(incoming("x-request-id", bad))
 		first := RequestID(ctx)
 		if !random.MatchString(first) {

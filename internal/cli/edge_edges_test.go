@@ -126,9 +126,12 @@ func TestEdgeRefusesATokenWithASpace(t *testing.T) {
 	}
 }
 
-// TestEdgeRefusesTLSBelow12: the edge's HTTPS listener takes TLS 1.2 and later only.
+// TestEdgeRefusesTLSBelow12: the edge's HTTPS listener takes TLS 1.2 and later only. (Go's
+// own server default is TLS 1.2 too: this pins the behaviour, and catches a floor lowered in
+// the edge's tls.Config, not one left out of it.) The handshakes are given a minute, not
+// startTLSEdge's 1 s --read-header-timeout, which bounds them too.
 func TestEdgeRefusesTLSBelow12(t *testing.T) {
-	addr, cfg := startTLSEdge(t)
+	addr, cfg := startTLSEdge(t, "--read-header-timeout", "1m", "--read-timeout", "1m", "--write-timeout", "1m")
 	old := cfg.Clone()
 	old.MinVersion, old.MaxVersion = tls.VersionTLS10, tls.VersionTLS11
 	c, err := tls.Dial("tcp", addr, old)

@@ -16,7 +16,8 @@ import (
 
 // TestInboxLeaseBoundsAreUsageErrors: inbox lease refuses, with exit 2 naming the flag and
 // before calling anything, a --max above 100 (the most one lease takes) or below 1, and a
-// --visibility under a second; inbox extend refuses a --visibility under a second too.
+// --visibility under a second; inbox extend refuses a --visibility under a second too, and
+// inbox dead a --limit above 1000 (the most a page holds) or below 1.
 func TestInboxLeaseBoundsAreUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"inbox", "lease", "--max", "101"},

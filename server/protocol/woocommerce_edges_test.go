@@ -4,9 +4,10 @@ import "testing"
 
 // TestWooCommercePingBodyIsExactlyWebhookID: WooCommerce's activation ping body is
 // "webhook_id=" . $this->get_id() (WC_Webhook::deliver_ping), the webhook's WordPress post id,
-// which has as many digits as the site's post count needs. Pings from webhooks with long ids
-// must be answered 200, or WooCommerce refuses to activate them; a body that merely contains
-// webhook_id= after something else is not the ping and stays an unsigned delivery.
+// which has as many digits as the site's post count needs, up to the 20 of a 64-bit id. Pings
+// from webhooks with long ids must be answered 200, or WooCommerce refuses to activate them; a
+// body that merely contains webhook_id= after something else, or an id of 21 digits, is not the
+// ping and stays an unsigned delivery.
 func TestWooCommercePingBodyIsExactlyWebhookID(t *testing.T) {
 	t.Parallel()
 	p := WooCommerce()

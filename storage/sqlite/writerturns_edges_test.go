@@ -127,7 +127,14 @@ func currentGoroutine() string {
 // other tests run alongside, and their stores' goroutines wait in acquire too.
 func acquireWaitsForTheLock(header string) bool {
 	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
+	for {
+		// A dump that fills the buffer may have been cut before the goroutine's own.
+		if n := runtime.Stack(buf, true); n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 	for g := range strings.SplitSeq(string(buf), "\n\n") {
 		if strings.HasPrefix(g, header) && strings.Contains(g, "(*writerTurns).acquire") && strings.Contains(g, "Mutex).Lock") {
 			return true
