@@ -159,3 +159,43 @@ func exampleKeys(tb testing.TB, p *Protocol) (signing string, keys []Key) {
 	}
 	return signing, []Key{{ID: "k1", Material: material}}
 }
+
+// checkDefaultToleranceIncludesItsBound checks a protocol's window without an endpoint
+// tolerance: a delivery signed exactly tol away, either way, is accepted; one second more is
+// out of tolerance. in is signed as given, its Timestamp set for each case.
+func checkDefaultToleranceIncludesItsBound(t *testing.T, p *Protocol, secret string, in SignInput, tol time.Duration) {
+	t.Helper()
+	keys := keysFor(t, p, secret)
+	for _, tc := range []struct {
+		offset     time.Duration
+		wantReason Reason
+	}{
+		{offset: -tol},
+		{offset: tol},
+		{offset: -tol - time.Second, wantReason: ReasonTimestampOutOfTolerance},
+		{offset: tol + time.Second, wantReason: ReasonTimestampOutOfTolerance},
+	} {
+		in.Timestamp = fixedNow.Add(tc.offset)
+		req := signed(t, p, in, secret)
+		res, err := p.Verify(req, keys, Params{Now: fixedNow})
+		checkOutcome(t, res, err, tc.wantReason, "k0", req)
+	}
+}
+
+// checkEndpointToleranceReplacesDefault checks that an endpoint's tolerance replaces a 300 s
+// default both ways: 30 s refuses a delivery signed a minute ago, which the default would take;
+// an hour takes one signed 20 minutes ago, which the default would refuse. It returns the
+// result of the latter.
+func checkEndpointToleranceReplacesDefault(t *testing.T, p *Protocol, secret string, in SignInput) Result {
+	t.Helper()
+	keys := keysFor(t, p, secret)
+	in.Timestamp = fixedNow.Add(-time.Minute)
+	old := signed(t, p, in, secret)
+	res, err := p.Verify(old, keys, Params{Now: fixedNow, Tolerance: 30 * time.Second})
+	checkOutcome(t, res, err, ReasonTimestampOutOfTolerance, "", old)
+	in.Timestamp = fixedNow.Add(-20 * time.Minute)
+	older := signed(t, p, in, secret)
+	res, err = p.Verify(older, keys, Params{Now: fixedNow, Tolerance: time.Hour})
+	checkOutcome(t, res, err, 0, "k0", older)
+	return res
+}
