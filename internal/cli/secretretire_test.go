@@ -55,6 +55,8 @@ func TestSecretRetireWarnsWhenNoSecretIsLeft(t *testing.T) {
 type usedSecretAdmin struct {
 	hookverifyv1.UnimplementedAdminServiceServer
 	lastUsed, skew time.Duration
+	// listed is the state of the one secret ListSecrets lists (ACTIVE when unset).
+	listed hookverifyv1.SecretState
 }
 
 func (a *usedSecretAdmin) RetireSecret(_ context.Context, req *hookverifyv1.RetireSecretRequest) (*hookverifyv1.RetireSecretResponse, error) {
@@ -68,7 +70,33 @@ func (a *usedSecretAdmin) RetireSecret(_ context.Context, req *hookverifyv1.Reti
 }
 
 func (a *usedSecretAdmin) ListSecrets(context.Context, *hookverifyv1.ListSecretsRequest) (*hookverifyv1.ListSecretsResponse, error) {
-	return &hookverifyv1.ListSecretsResponse{Secrets: []*hookverifyv1.SecretInfo{{Id: "sec_new", State: hookverifyv1.SecretState_SECRET_STATE_ACTIVE}}}, nil
+	state := a.listed
+	if state == hookverifyv1.SecretState_SECRET_STATE_UNSPECIFIED {
+		state = hookverifyv1.SecretState_SECRET_STATE_ACTIVE
+	}
+	return &hookverifyv1.ListSecretsResponse{Secrets: []*hookverifyv1.SecretInfo{{Id: "sec_new", State: state}}}, nil
+}
+
+// TestSecretRetireCountsAnExpiringSecretAsInForce: a secret in its rotation overlap (EXPIRING)
+// still authenticates, so retiring another leaves the endpoint a secret in force: no warning.
+// A SCHEDULED one does not authenticate yet: the warning comes, saying it will start.
+func TestSecretRetireCountsAnExpiringSecretAsInForce(t *testing.T) {
+	for state, want := range map[hookverifyv1.SecretState]string{
+		hookverifyv1.SecretState_SECRET_STATE_EXPIRING:  "",
+		hookverifyv1.SecretState_SECRET_STATE_SCHEDULED: "a scheduled one starts",
+	} {
+		remote := serveFake(t, func(g *grpc.Server) {
+			hookverifyv1.RegisterAdminServiceServer(g, &usedSecretAdmin{listed: state})
+		})
+		code, _, errOut := run(t, "", append([]string{"secret", "retire", "--endpoint", "gh", "--id", "sec_old"}, remote...)...)
+		if code != 0 {
+			t.Fatalf("secret retire exited %d: %s", code, errOut)
+		}
+		warned := strings.Contains(errOut, "no secret in force")
+		if want == "" && warned || want != "" && (!warned || !strings.Contains(errOut, want)) {
+			t.Errorf("retiring with the other secret %v: standard error %q; want a warning: %v (%q)", state, errOut, want != "", want)
+		}
+	}
 }
 
 // TestSecretRetireWarnsOfARecentUse: retiring a secret that authenticated a delivery minutes
