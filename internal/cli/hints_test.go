@@ -221,9 +221,8 @@ func TestServeNamesTheFlagOfAnUnreadableMasterKey(t *testing.T) {
 // TestServerAddressMistakes: --server given as a URL (http://host:port, as for the edge's
 // webhook URLs, its scheme in any case) is a value of the wrong form, refused before any call
 // (exit 2) rather than failing as gRPC's "invalid target address" or a DNS lookup of the whole
-// URL. The address of
-// an HTTP/1.1 listener (serve's --http-listen) is not blamed on TLS, and an address without a
-// port says that gRPC dialed 443.
+// URL. The address of an HTTP/1.1 listener (serve's --http-listen) is not blamed on TLS, and an
+// address without a port says that gRPC dialed 443.
 func TestServerAddressMistakes(t *testing.T) {
 	for _, server := range []string{"http://127.0.0.1:7700", "https://hookverify.example.com", "HTTP://127.0.0.1:7700"} {
 		code, out, errOut := run(t, "", "endpoint", "list", "--server", server)
