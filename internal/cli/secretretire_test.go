@@ -125,3 +125,34 @@ func TestSecretRetireWarnsOfARecentUse(t *testing.T) {
 		}
 	}
 }
+
+// addSecretRecorder records the AddSecret request it is sent.
+type addSecretRecorder struct {
+	hookverifyv1.UnimplementedAdminServiceServer
+	got chan *hookverifyv1.AddSecretRequest
+}
+
+func (a *addSecretRecorder) AddSecret(_ context.Context, req *hookverifyv1.AddSecretRequest) (*hookverifyv1.AddSecretResponse, error) {
+	a.got <- req
+	return &hookverifyv1.AddSecretResponse{Secret: &hookverifyv1.SecretInfo{Id: "sec_1", EndpointId: req.GetEndpointId()}}, nil
+}
+
+// TestSecretAddSendsItsValidityTimesAsGiven: --not-before and --not-after reach the server to
+// the second (and below) as written, in UTC whatever their offset: an overlap window planned
+// to the minute must not start or end elsewhere.
+func TestSecretAddSendsItsValidityTimesAsGiven(t *testing.T) {
+	rec := &addSecretRecorder{got: make(chan *hookverifyv1.AddSecretRequest, 1)}
+	remote := serveFake(t, func(g *grpc.Server) { hookverifyv1.RegisterAdminServiceServer(g, rec) })
+	code, _, errOut := run(t, "whsec_new", append([]string{"secret", "add", "--endpoint", "gh",
+		"--not-before", "2026-12-31T23:59:30.25Z", "--not-after", "2027-01-01T01:02:03+01:00"}, remote...)...)
+	if code != 0 {
+		t.Fatalf("secret add exited %d: %s", code, errOut)
+	}
+	req := <-rec.got
+	if got, want := req.GetNotBefore().AsTime(), time.Date(2026, 12, 31, 23, 59, 30, 250_000_000, time.UTC); !got.Equal(want) {
+		t.Errorf("not_before sent %v, want %v", got, want)
+	}
+	if got, want := req.GetNotAfter().AsTime(), time.Date(2027, 1, 1, 0, 2, 3, 0, time.UTC); !got.Equal(want) {
+		t.Errorf("not_after sent %v, want %v", got, want)
+	}
+}
