@@ -388,3 +388,47 @@ func TestRefreshCacheWaiterGetsNoValueOlderThanTTL(t *testing.T) {
 		t.Errorf("caller arriving a TTL after the change: %q, %v; want after", r.value, r.err)
 	}
 }
+
+// TestRefreshCacheFailedRefreshPastExpiryIsAnError: a refresh that began while the entry was
+// valid but failed after it expired gives its caller the store's error, not the entry: the
+// bound is that no entry is used once the TTL has passed since its read began, whatever a
+// slow store does meanwhile.
+func TestRefreshCacheFailedRefreshPastExpiryIsAnError(t *testing.T) {
+	c := newRefreshCache[string, string](time.Hour, 100)
+	l := newGatedLoader("v1")
+	if v, err := c.get(t.Context(), "k", l.load); err != nil || v != "v1" {
+		t.Fatalf("get = %q, %v", v, err)
+	}
+	c.entries["k"].refreshAt = time.Now().Add(-time.Second) // due for a refresh, still valid
+	l.set("", errors.New("store down"))
+	open := l.hold()
+	refresher := getAsync(t.Context(), c, "k", l)
+	l.waitEntered(t)
+	// The entry expires while the refresh is under way (the gate orders this write before
+	// the refresher reads it).
+	c.mu.Lock()
+	c.entries["k"].expires = time.Now().Add(-time.Second)
+	c.mu.Unlock()
+	open()
+	if r := receive(t, refresher); r.err == nil || r.err.Error() != "store down" {
+		t.Fatalf("a refresh that failed after the entry expired gave %q, %v; want the store's error", r.value, r.err)
+	}
+}
+
+// TestRefreshCachePeekIgnoresExpiredEntries: peek, which never loads, answers only from an
+// entry that has not expired: its callers (the inbox's endpoint checks, endpointRow) must not
+// act on what the store held more than the TTL ago.
+func TestRefreshCachePeekIgnoresExpiredEntries(t *testing.T) {
+	c := newRefreshCache[string, string](time.Hour, 100)
+	l := newGatedLoader("v1")
+	if _, err := c.get(t.Context(), "k", l.load); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := c.peek("k"); !ok || v != "v1" {
+		t.Fatalf("peek of a valid entry = %q, %v; want v1", v, ok)
+	}
+	c.entries["k"].expires = time.Now().Add(-time.Second)
+	if v, ok := c.peek("k"); ok {
+		t.Fatalf("peek of an expired entry = %q; want nothing", v)
+	}
+}
