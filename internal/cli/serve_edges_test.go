@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"io"
-	"log/slog"
 	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/hookverify/hookverify/internal/testpki"
 	"github.com/hookverify/hookverify/server"
 )
 
@@ -59,18 +56,7 @@ func TestServeMaxVerifyBytesFloorIsTheLargestRequest(t *testing.T) {
 // too, not only the gRPC one: a server stopped in process (and restarted on the same address)
 // leaves no listener answering /healthz behind.
 func TestShutdownClosesTheHTTPListener(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	sc := serveConfig{listen: "127.0.0.1:0", httpListen: "127.0.0.1:0"}
-	store := storeConfig{dataDir: t.TempDir()}
-	r, err := startServerWith(ctx, slog.New(slog.NewJSONHandler(io.Discard, nil)), sc, testpki.Keyring(t), store.openStore)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.waitReady(ctx); err != nil {
-		r.stop()
-		t.Fatal(err)
-	}
+	r := startReadyServerWithHTTP(t)
 	if err := r.shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -474,18 +474,8 @@ func TestCommandsGetTheServersOwnAnswerWhileStorageIsNotReady(t *testing.T) {
 // of headers. A connection kept alive after a scrape, or one that dribbles a request's body,
 // was held for ever: nothing closed it but the client.
 func TestServeHTTPListenerDropsHeldConnections(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	sc := serveConfig{listen: "127.0.0.1:0", httpListen: "127.0.0.1:0"}
-	store := storeConfig{dataDir: t.TempDir()}
-	r, err := startServerWith(ctx, slog.New(slog.NewJSONHandler(io.Discard, nil)), sc, testpki.Keyring(t), store.openStore)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := startReadyServerWithHTTP(t)
 	t.Cleanup(r.stop)
-	if err := r.waitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
 	// Generous bounds: the server's own are well under them.
 	const bound = 150 * time.Second
 
@@ -543,4 +533,23 @@ func TestServeHTTPListenerDropsHeldConnections(t *testing.T) {
 		}()
 		closedWithin(t, conn, "body dribbled a byte every 500 ms")
 	})
+}
+
+// startReadyServerWithHTTP starts a server in process on loopback, with --http-listen, on a
+// fresh embedded store, and waits until it is ready. Stopping it is the caller's.
+func startReadyServerWithHTTP(t *testing.T) *runningServer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	sc := serveConfig{listen: "127.0.0.1:0", httpListen: "127.0.0.1:0"}
+	store := storeConfig{dataDir: t.TempDir()}
+	r, err := startServerWith(ctx, slog.New(slog.NewJSONHandler(io.Discard, nil)), sc, testpki.Keyring(t), store.openStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.waitReady(ctx); err != nil {
+		r.stop()
+		t.Fatal(err)
+	}
+	return r
 }
